@@ -1,0 +1,90 @@
+/* Allocation wrappers with overflow checks and a failure-injection hook. */
+#include "tfs_alloc.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Countdown to injected failure; negative = never fail. Tests only. */
+static atomic_long fail_countdown = -1;
+
+static int injected_failure(void)
+{
+	long left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+
+	if (left < 0)
+		return 0;
+	if (left == 0)
+		return 1;
+	return atomic_fetch_sub(&fail_countdown, 1) <= 0;
+}
+
+void tfs_alloc_fail_after(long n)
+{
+	atomic_store(&fail_countdown, n);
+}
+
+void *tfs_malloc(size_t size)
+{
+	if (injected_failure())
+		return NULL;
+	return malloc(size ? size : 1);
+}
+
+void *tfs_mallocn(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	return tfs_malloc(n * size);
+}
+
+void *tfs_callocn(size_t n, size_t size)
+{
+	if (injected_failure())
+		return NULL;
+	if (!n || !size)
+		return calloc(1, 1);
+	return calloc(n, size);
+}
+
+void *tfs_realloc(void *p, size_t size)
+{
+	if (injected_failure())
+		return NULL;
+	return realloc(p, size ? size : 1);
+}
+
+void *tfs_reallocn(void *p, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	return tfs_realloc(p, n * size);
+}
+
+void tfs_free(void *p)
+{
+	free(p);
+}
+
+void *tfs_memdup(const void *p, size_t n)
+{
+	char *q = tfs_malloc(n + 1);
+
+	if (!q)
+		return NULL;
+	if (n)
+		memcpy(q, p, n);
+	q[n] = '\0';
+	return q;
+}
+
+char *tfs_strndup(const char *s, size_t n)
+{
+	return tfs_memdup(s, n);
+}
+
+char *tfs_strdup(const char *s)
+{
+	return tfs_memdup(s, strlen(s));
+}

@@ -1,0 +1,146 @@
+/* Filter pipelines: the serialized filter list of the format, and decoding
+ * (and encoding) of filtered tiles chunk by chunk through every filter the
+ * format defines (format/filters.md, format/tile.md §1–2). No I/O.
+ *
+ * All functions are thread-safe; pipelines are plain values. */
+#ifndef TFS_FILTER_H
+#define TFS_FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfs_buf.h"
+#include "tfs_bytes.h"
+#include "tfs_err.h"
+
+enum tfs_filter_type {
+	TFS_FILTER_NONE = 0,
+	TFS_FILTER_GZIP = 1,
+	TFS_FILTER_ZSTD = 2,
+	TFS_FILTER_LZ4 = 3,
+	TFS_FILTER_RLE = 4,
+	TFS_FILTER_BZIP2 = 5,
+	TFS_FILTER_DOUBLE_DELTA = 6,
+	TFS_FILTER_BIT_WIDTH_REDUCTION = 7,
+	TFS_FILTER_BITSHUFFLE = 8,
+	TFS_FILTER_BYTESHUFFLE = 9,
+	TFS_FILTER_POSITIVE_DELTA = 10,
+	TFS_FILTER_AES256GCM = 11,
+	TFS_FILTER_CHECKSUM_MD5 = 12,
+	TFS_FILTER_CHECKSUM_SHA256 = 13,
+	TFS_FILTER_DICTIONARY = 14,
+	TFS_FILTER_SCALE_FLOAT = 15,
+	TFS_FILTER_XOR = 16,
+	TFS_FILTER_DEPRECATED = 17,
+	TFS_FILTER_WEBP = 18,
+	TFS_FILTER_DELTA = 19,
+};
+
+/* Compressor byte inside compression-family options (filters.md §1). */
+enum tfs_compressor {
+	TFS_COMP_NONE = 0,
+	TFS_COMP_GZIP = 1,
+	TFS_COMP_ZSTD = 2,
+	TFS_COMP_LZ4 = 3,
+	TFS_COMP_RLE = 4,
+	TFS_COMP_BZIP2 = 5,
+	TFS_COMP_DOUBLE_DELTA = 6,
+	TFS_COMP_DICTIONARY = 7,
+	TFS_COMP_DELTA = 8,
+};
+
+#define TFS_NO_REINTERPRET 17 /* Datatype ANY */
+
+struct tfs_filter {
+	uint8_t type; /* enum tfs_filter_type */
+	/* compression family (gzip, zstd, lz4, RLE, bzip2, dictionary,
+	 * delta, double-delta) */
+	uint8_t compressor;
+	int32_t level;
+	uint8_t reinterpret;   /* delta/double-delta; TFS_NO_REINTERPRET */
+	bool has_reinterpret;  /* the option byte was stored */
+	/* bit-width reduction, positive delta */
+	uint32_t max_window;
+	/* float scale */
+	double scale;
+	double offset;
+	uint64_t byte_width;
+	/* WebP */
+	float webp_quality;
+	uint8_t webp_format; /* 1 RGB, 2 BGR, 3 RGBA, 4 BGRA */
+	uint8_t webp_lossless;
+	uint16_t webp_y_extent;
+	uint16_t webp_x_extent;
+};
+
+#define TFS_MAX_FILTERS 16
+
+/* A filter list as stored (never includes the implicit AES filter of data
+ * pipelines; generic-tile headers do store it). */
+struct tfs_pipeline {
+	uint32_t max_chunk_size;
+	uint32_t count;
+	struct tfs_filter filters[TFS_MAX_FILTERS];
+};
+
+/* Parses a FilterList at the cursor (filters.md §1). schema_version decides
+ * optional option bytes. Unknown/deprecated types, option lengths that do
+ * not match the type and more than TFS_MAX_FILTERS filters are errors. */
+enum tfs_err tfs_pipeline_parse(struct tfs_pipeline *out, struct tfs_cursor *c,
+				uint32_t schema_version,
+				struct tfs_diag *d) TFS_WUR;
+/* Appends the serialized FilterList. */
+enum tfs_err tfs_pipeline_serialize(struct tfs_buf *out,
+				    const struct tfs_pipeline *p,
+				    uint32_t schema_version) TFS_WUR;
+bool tfs_pipeline_has(const struct tfs_pipeline *p, enum tfs_filter_type type);
+/* Formats one filter as in the corpus JSON: "ZSTD(level=-1)", "XOR". */
+enum tfs_err tfs_filter_describe(struct tfs_buf *out,
+				 const struct tfs_filter *f) TFS_WUR;
+/* Canonical upper-case name ("GZIP", "BIT_WIDTH_REDUCTION"), NULL if bad. */
+const char *tfs_filter_name(unsigned type);
+
+/* What a tile's decoding depends on besides its bytes. */
+struct tfs_tile_ctx {
+	uint8_t type;              /* element type given to the first filter */
+	uint64_t cell_size;        /* bytes per cell of this buffer (RLE) */
+	uint32_t fragment_version; /* date/time rule of BWR/positive delta */
+	/* Var-size string values whose offsets are not stored (tile.md §4):
+	 * RLE and dictionary run in string mode. */
+	bool string_mode;
+	/* 32-byte AES-256-GCM key of an encrypted array, or NULL. When set,
+	 * data pipelines get the implicit AES filter appended last. */
+	const uint8_t *key;
+	bool implicit_aes;         /* append AES (data tiles, not generic) */
+};
+
+/* Decodes a filtered tile (tile.md §1: chunk count then chunks) into dst,
+ * which must come out exactly dst_len bytes. Checksums and AES tags are
+ * verified: mismatch is TFS_E_CHECKSUM; an encrypted tile without a key
+ * (or with the wrong one) is TFS_E_KEY. */
+enum tfs_err tfs_tile_decode(const struct tfs_pipeline *p,
+			     const struct tfs_tile_ctx *ctx, uint8_t *dst,
+			     size_t dst_len, const uint8_t *src, size_t src_len,
+			     struct tfs_diag *d) TFS_WUR;
+
+/* String mode (ctx->string_mode): decodes a values tile of cell_count
+ * strings into values (exactly values_len bytes) and writes each cell's
+ * start offset into offsets[cell_count]. */
+enum tfs_err tfs_tile_decode_strings(const struct tfs_pipeline *p,
+				     const struct tfs_tile_ctx *ctx,
+				     uint8_t *values, size_t values_len,
+				     uint64_t *offsets, uint64_t cell_count,
+				     const uint8_t *src, size_t src_len,
+				     struct tfs_diag *d) TFS_WUR;
+
+/* Encodes src into a filtered tile appended to out, cutting chunks by the
+ * rules of tile.md §2. For var-size values pass the cells' start offsets
+ * (cell_offsets[cell_count]) so chunks never split a cell; else NULL. In
+ * string mode the offsets are required and are embedded. */
+enum tfs_err tfs_tile_encode(struct tfs_buf *out, const struct tfs_pipeline *p,
+			     const struct tfs_tile_ctx *ctx, const uint8_t *src,
+			     size_t src_len, const uint64_t *cell_offsets,
+			     uint64_t cell_count, struct tfs_diag *d) TFS_WUR;
+
+#endif

@@ -1,0 +1,388 @@
+/* The TileDB on-disk format: bytes in, structs out, and back. Timestamped
+ * names, generic tiles, array schemas, enumerations, fragment metadata
+ * (footer, per-slot tiles, R-tree), array metadata, consolidation files and
+ * delete conditions, for format versions 1 to 23 (format/*.md). No I/O.
+ *
+ * Parsers treat every input as untrusted: a truncated or inconsistent input
+ * is TFS_E_CORRUPT with a diagnostic saying what and where; a version newer
+ * than TFS_FORMAT_VERSION_MAX is TFS_E_UNSUPPORTED ("unsupported format
+ * version N"). Parsed structs own their memory and are freed with their
+ * _release function; after a failed parse there is nothing to release. */
+#ifndef TFS_FORMAT_H
+#define TFS_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfs_buf.h"
+#include "tfs_datatype.h"
+#include "tfs_err.h"
+#include "tfs_filter.h"
+
+#define TFS_FORMAT_VERSION_MAX 23
+#define TFS_FORMAT_VERSION_WRITE 22
+
+/* ---- Timestamped names (layout.md §2) ---------------------------------- */
+
+struct tfs_name_info {
+	uint64_t t1, t2;
+	uint32_t version; /* "name version": from suffix, or 4 / 2 (see §2) */
+	char uuid[33];    /* empty if the name has none we could find */
+};
+
+/* Parses the last path component the way TileDB does (extension stripped).
+ * TFS_E_INVALID if it is not a timestamped name or t1 > t2. */
+enum tfs_err tfs_name_parse(const char *name, struct tfs_name_info *out) TFS_WUR;
+
+/* ---- Generic tiles (generic_tile.md) ----------------------------------- */
+
+struct tfs_generic_header {
+	uint32_t version;
+	uint64_t persisted_size;
+	uint64_t tile_size;
+	uint8_t datatype;
+	uint64_t cell_size;
+	uint8_t encryption_type; /* 0 none, 1 AES-256-GCM */
+	struct tfs_pipeline filters;
+	size_t header_size; /* 34 + filter list size */
+};
+
+#define TFS_GENERIC_HEADER_FIXED 34
+
+/* Parses the header at buf; checks sizes fit in len (header + persisted). */
+enum tfs_err tfs_generic_header_parse(struct tfs_generic_header *out,
+				      const uint8_t *buf, size_t len,
+				      struct tfs_diag *d) TFS_WUR;
+/* Decodes the generic tile at buf (len bytes available) into a new payload
+ * buffer (caller frees with tfs_free); *consumed = total tile size. key is
+ * the 32-byte array key or NULL; a key mismatch with the header's
+ * encryption type is TFS_E_KEY. max_payload caps the decoded size. */
+enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
+				     const uint8_t *key, size_t max_payload,
+				     uint8_t **payload, size_t *payload_len,
+				     size_t *consumed, struct tfs_diag *d) TFS_WUR;
+/* Appends a generic tile holding payload (GZIP level 1 like TileDB, plus
+ * AES-256-GCM when key is set). */
+enum tfs_err tfs_generic_tile_encode(struct tfs_buf *out, const uint8_t *payload,
+				     size_t len, const uint8_t *key,
+				     struct tfs_diag *d) TFS_WUR;
+
+/* ---- Ranges (schema.md §7) --------------------------------------------- */
+
+/* A [lo, hi] range of one dimension. Fixed-size: lo/hi point to size(type)
+ * bytes each. Var-size (strings): lo_len/hi_len bytes. Views: the bytes are
+ * owned by the struct the range belongs to. */
+struct tfs_range {
+	const uint8_t *lo;
+	const uint8_t *hi;
+	uint64_t lo_len;
+	uint64_t hi_len;
+};
+
+/* ---- Array schema (schema.md) ------------------------------------------ */
+
+struct tfs_dim {
+	char *name;
+	uint8_t type;
+	uint32_t cell_val_num; /* 1 or TFS_VAR_NUM */
+	bool var;
+	struct tfs_pipeline filters; /* effective: coords filters if inherited */
+	bool filters_inherited;      /* stored list was empty */
+	bool has_domain;             /* false for string dimensions */
+	uint8_t domain[2][8];        /* lo, hi in the dimension type */
+	bool has_extent;
+	uint8_t extent[8];
+};
+
+struct tfs_attr {
+	char *name;
+	uint8_t type;
+	uint32_t cell_val_num; /* TFS_VAR_NUM = var-size */
+	bool var;
+	struct tfs_pipeline filters;
+	uint8_t *fill; /* fill value bytes (default fill before v6) */
+	uint64_t fill_size;
+	bool nullable;
+	uint8_t fill_valid;
+	uint8_t order;
+	char *enumeration; /* NULL = none */
+};
+
+struct tfs_label {
+	uint32_t dim_index;
+	char *name;
+	bool uri_relative;
+	char *uri;
+	char *attr_name;
+	uint8_t order;
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool is_external;
+};
+
+struct tfs_enum_ref {
+	char *name;
+	char *file;
+};
+
+struct tfs_schema {
+	char *name; /* file name: "__t1_t2_uuid" or "__array_schema.tdb" */
+	uint64_t t1, t2;
+	uint32_t version;
+	bool allows_dups;
+	uint8_t array_type; /* enum tfs_array_type */
+	uint8_t tile_order;
+	uint8_t cell_order;
+	uint64_t capacity;
+	struct tfs_pipeline coords_filters;
+	struct tfs_pipeline offsets_filters;
+	struct tfs_pipeline validity_filters;
+	uint32_t dim_num;
+	struct tfs_dim *dims;
+	uint32_t attr_num;
+	struct tfs_attr *attrs;
+	uint32_t label_num;
+	struct tfs_label *labels;
+	uint32_t enum_num;
+	struct tfs_enum_ref *enums;
+	bool has_current_domain;
+	struct tfs_range *current_domain; /* dim_num ranges */
+	uint8_t *current_domain_bytes;    /* backing store of the ranges */
+};
+
+/* Parses a schema payload (the decoded generic tile). name is the file
+ * name; its timestamps are parsed when it is a timestamped name. */
+enum tfs_err tfs_schema_parse(struct tfs_schema *out, const uint8_t *buf,
+			      size_t len, const char *name,
+			      struct tfs_diag *d) TFS_WUR;
+enum tfs_err tfs_schema_serialize(struct tfs_buf *out,
+				  const struct tfs_schema *s) TFS_WUR;
+void tfs_schema_release(struct tfs_schema *s);
+/* Index of the attribute / dimension called name, or -1. */
+int tfs_schema_attr_index(const struct tfs_schema *s, const char *name);
+int tfs_schema_dim_index(const struct tfs_schema *s, const char *name);
+/* Bytes per cell of a fixed-size attribute (type size × cell_val_num). */
+uint64_t tfs_attr_cell_size(const struct tfs_attr *a);
+/* True when the var-size field's offsets are embedded in its values tile
+ * (tile.md §4) under a schema of this version and this filter list. */
+bool tfs_offsets_embedded(uint8_t type, const struct tfs_pipeline *p,
+			  uint32_t schema_version);
+
+/* ---- Enumerations (schema.md §8) --------------------------------------- */
+
+struct tfs_enumeration {
+	char *name;
+	char *path_name;
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool ordered;
+	uint8_t *data;
+	uint64_t data_size;
+	uint64_t *offsets; /* value_num entries (var-size), else NULL */
+	uint64_t value_num;
+};
+
+enum tfs_err tfs_enumeration_parse(struct tfs_enumeration *out,
+				   const uint8_t *buf, size_t len,
+				   struct tfs_diag *d) TFS_WUR;
+void tfs_enumeration_release(struct tfs_enumeration *e);
+
+/* ---- Fragment metadata (fragment.md) ----------------------------------- */
+
+/* Number of slots of fragment version v for a schema with A attributes and
+ * D dimensions (fragment.md §1). */
+uint32_t tfs_slot_count(uint32_t version, uint32_t attr_num, uint32_t dim_num,
+			bool timestamps, bool delete_meta);
+
+struct tfs_footer {
+	uint32_t version;
+	char *schema_name; /* v10+; else NULL (use "__array_schema.tdb") */
+	bool dense;
+	bool empty; /* null non-empty domain */
+	struct tfs_range *ned; /* dim_num ranges */
+	uint8_t *ned_bytes;
+	uint32_t dim_num;
+	uint64_t sparse_tile_num;
+	uint64_t last_tile_cell_num;
+	bool has_timestamps;
+	bool has_delete_meta;
+	uint32_t slot_num;
+	/* Per slot (slot_num entries; absent ones zero). */
+	uint64_t *file_sizes;
+	uint64_t *file_var_sizes;
+	uint64_t *file_validity_sizes;
+	uint64_t *tile_offsets_off;
+	uint64_t *tile_var_offsets_off;
+	uint64_t *tile_var_sizes_off;
+	uint64_t *tile_validity_offsets_off;
+	uint64_t *tile_mins_off;      /* v11+, else NULL */
+	uint64_t *tile_maxes_off;
+	uint64_t *tile_sums_off;
+	uint64_t *tile_null_counts_off;
+	uint64_t rtree_off;
+	uint64_t summary_off;         /* v12+ */
+	uint64_t processed_conditions_off; /* v16+ */
+	bool has_gobounds;            /* v23 optional section 0 */
+	uint64_t *gobounds_mins_off;  /* dim_num entries */
+	uint64_t *gobounds_maxes_off;
+	size_t size; /* bytes the footer occupies (without footer_len) */
+};
+
+/* Parses a footer of fragment version `version` at buf (the footer's first
+ * byte; len bytes available, may be more than the footer). schema is the
+ * fragment's schema: for v10+ callers read the schema name first with
+ * tfs_footer_schema_name. */
+enum tfs_err tfs_footer_parse(struct tfs_footer *out, const uint8_t *buf,
+			      size_t len, const struct tfs_schema *schema,
+			      struct tfs_diag *d) TFS_WUR;
+/* Reads the version and (v10+) schema name at the start of a footer; *name
+ * is a new string or NULL for versions < 10. */
+enum tfs_err tfs_footer_schema_name(const uint8_t *buf, size_t len,
+				    uint32_t *version, char **name,
+				    struct tfs_diag *d) TFS_WUR;
+/* Footer size of versions < 10 with only fixed-size dimensions, computed
+ * from the schema (fragment.md §3); 0 when the size is stored instead. */
+uint64_t tfs_footer_fixed_size(uint32_t version, const struct tfs_schema *s);
+void tfs_footer_release(struct tfs_footer *f);
+
+/* A per-slot list of u64 (tile offsets, var offsets, var sizes, validity
+ * offsets, null counts): payload `u64 count, count × u64`. */
+enum tfs_err tfs_u64_list_parse(const uint8_t *buf, size_t len, uint64_t **out,
+				uint64_t *count, struct tfs_diag *d) TFS_WUR;
+
+/* R-tree (fragment.md §5): only the leaves are kept, one MBR per tile. */
+struct tfs_rtree {
+	uint32_t dim_num;
+	uint64_t leaf_num;
+	struct tfs_range *leaves; /* leaf_num × dim_num, row per tile */
+	uint8_t *bytes;           /* backing store */
+};
+
+/* Parses an R-tree payload for a schema (dimension types). version is the
+ * fragment version (v3–4 layout differs). */
+enum tfs_err tfs_rtree_parse(struct tfs_rtree *out, const uint8_t *buf,
+			     size_t len, uint32_t version,
+			     const struct tfs_schema *schema,
+			     struct tfs_diag *d) TFS_WUR;
+void tfs_rtree_release(struct tfs_rtree *r);
+
+/* Legacy (v1–2) fragment metadata: one generic tile (fragment.md §9),
+ * parsed into a footer, R-tree and offsets lists. */
+struct tfs_legacy_meta {
+	struct tfs_footer footer;
+	struct tfs_rtree rtree;
+	uint64_t **tile_offsets;     /* A+1 lists */
+	uint64_t **tile_var_offsets; /* A lists */
+	uint64_t **tile_var_sizes;   /* A lists */
+	uint64_t *tile_counts;       /* per list above, A+1 */
+};
+
+/* Processed delete conditions (v16+): markers. */
+struct tfs_strlist {
+	char **items;
+	size_t count;
+};
+enum tfs_err tfs_strlist_parse(struct tfs_strlist *out, const uint8_t *buf,
+			       size_t len, struct tfs_diag *d) TFS_WUR;
+void tfs_strlist_release(struct tfs_strlist *l);
+
+/* ---- Consolidated fragment metadata (consolidated.md §1) --------------- */
+
+struct tfs_meta_entry {
+	char *name;     /* fragment name (≥ v9) or absolute URI (< v9) */
+	uint64_t footer_offset; /* inside the payload */
+};
+
+struct tfs_consolidated_meta {
+	uint32_t count;
+	struct tfs_meta_entry *entries;
+	uint8_t *payload; /* owned */
+	size_t payload_len;
+};
+
+/* Takes ownership of payload (also on failure). */
+enum tfs_err tfs_consolidated_meta_parse(struct tfs_consolidated_meta *out,
+					 uint8_t *payload, size_t len,
+					 struct tfs_diag *d) TFS_WUR;
+void tfs_consolidated_meta_release(struct tfs_consolidated_meta *m);
+
+/* ---- Commit, ignore and vacuum files (consolidated.md §2–4) ------------ */
+
+struct tfs_con_entry {
+	char *marker;        /* array-relative commit path */
+	uint64_t del_offset; /* .del entries: offset of the tile in the file */
+	uint64_t del_size;   /* 0 for other entries */
+};
+
+struct tfs_con_file {
+	struct tfs_con_entry *entries;
+	size_t count;
+};
+
+enum tfs_err tfs_con_parse(struct tfs_con_file *out, const uint8_t *buf,
+			   size_t len, struct tfs_diag *d) TFS_WUR;
+void tfs_con_release(struct tfs_con_file *c);
+/* Splits text into '\n'-terminated lines (.ign, .vac); an unterminated last
+ * line is kept, empty lines are dropped. */
+enum tfs_err tfs_lines_parse(struct tfs_strlist *out, const uint8_t *buf,
+			     size_t len) TFS_WUR;
+/* Normalises a .vac line to an array-relative path (layout.md §6 step 6):
+ * from "__fragments" on, else from "__meta" on, else the last component.
+ * Returns a new string. */
+char *tfs_vac_line_normalize(const char *line);
+
+/* ---- Array metadata (metadata.md) -------------------------------------- */
+
+struct tfs_meta_kv {
+	char *key;
+	uint32_t key_len;
+	bool deleted;
+	uint8_t type;
+	uint32_t value_num;
+	uint8_t *value; /* value_num × size(type) bytes */
+};
+
+struct tfs_meta_file {
+	struct tfs_meta_kv *entries;
+	size_t count;
+};
+
+enum tfs_err tfs_meta_file_parse(struct tfs_meta_file *out, const uint8_t *buf,
+				 size_t len, struct tfs_diag *d) TFS_WUR;
+void tfs_meta_file_release(struct tfs_meta_file *m);
+enum tfs_err tfs_meta_file_serialize(struct tfs_buf *out,
+				     const struct tfs_meta_file *m) TFS_WUR;
+
+/* ---- Delete / update conditions (consolidated.md §6) ------------------- */
+
+enum tfs_qc_op {
+	TFS_QC_LT = 0, TFS_QC_LE = 1, TFS_QC_GT = 2, TFS_QC_GE = 3,
+	TFS_QC_EQ = 4, TFS_QC_NE = 5, TFS_QC_IN = 6, TFS_QC_NOT_IN = 7,
+	TFS_QC_ALWAYS_TRUE = 253, TFS_QC_ALWAYS_FALSE = 254,
+};
+enum tfs_qc_combine { TFS_QC_AND = 0, TFS_QC_OR = 1, TFS_QC_NOT = 2 };
+
+struct tfs_qc_node {
+	bool is_value;
+	/* value node */
+	uint8_t op;
+	char *field;
+	uint8_t *value;
+	uint64_t value_len;       /* 0 = NULL value */
+	uint64_t *set_offsets;    /* IN / NOT_IN */
+	uint64_t set_num;
+	/* expression node */
+	uint8_t combine;
+	struct tfs_qc_node *children;
+	uint64_t child_num;
+};
+
+/* Parses a condition tree; for .upd files *consumed tells where the update
+ * values start. Depth and node counts are bounded. */
+enum tfs_err tfs_condition_parse(struct tfs_qc_node *out, const uint8_t *buf,
+				 size_t len, size_t *consumed,
+				 struct tfs_diag *d) TFS_WUR;
+void tfs_condition_release(struct tfs_qc_node *n);
+
+#endif

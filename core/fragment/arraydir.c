@@ -1,0 +1,1 @@
+/* arraydir.c */

@@ -1,0 +1,142 @@
+/* Opening an array folder at a time window: schemas and the current one,
+ * the visible fragments in newest-wins order with their footers (from
+ * their own metadata file or a consolidated .meta), the per-slot tile
+ * lists loaded on demand, delete conditions, enumerations and merged array
+ * metadata (format/layout.md §4–6, consolidated.md, metadata.md, read.md §1).
+ *
+ * A struct tfs_arraydir is immutable once opened except for the lazily
+ * loaded per-fragment data, which is loaded at most once under the
+ * fragment's own lock; all of it may be shared between threads. */
+#ifndef TFS_FRAGMENT_H
+#define TFS_FRAGMENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tfs_format.h"
+#include "tfs_vfs.h"
+
+/* Per-slot tile lists of one fragment (fragment.md §6). Arrays have
+ * `tile_num` entries; absent lists are NULL. */
+struct tfs_slot_tiles {
+	uint64_t *offsets;          /* fixed data or var offsets file */
+	uint64_t *var_offsets;      /* var values file */
+	uint64_t *var_sizes;        /* decoded size of each values tile */
+	uint64_t *validity_offsets; /* validity file */
+};
+
+struct tfs_fragment {
+	char *name;     /* folder name */
+	char *dir;      /* full path of the fragment folder */
+	struct tfs_name_info name_info;
+	const struct tfs_schema *schema; /* the fragment's own schema */
+	struct tfs_footer footer;
+	bool consolidated_meta; /* footer came from a .meta file */
+	uint64_t tile_num;      /* dense: tiles of its tile box; sparse: footer */
+	uint64_t cell_num;      /* tile_num × cells per tile (dense), or sum */
+
+	pthread_mutex_t lock;
+	/* Loaded on demand; protected by lock until set, then immutable. */
+	struct tfs_slot_tiles *slots; /* footer.slot_num entries */
+	bool *slot_loaded;
+	struct tfs_rtree rtree;
+	bool rtree_loaded;
+	struct tfs_strlist processed_conditions;
+	bool processed_loaded;
+	struct tfs_legacy_meta *legacy; /* versions 1–2 */
+};
+
+struct tfs_delete {
+	char *marker; /* array-relative path, e.g. "__commits/__t_t_uuid_22.del" */
+	uint64_t t1, t2;
+	struct tfs_qc_node cond; /* the stored (negated) condition */
+};
+
+struct tfs_metadata {
+	struct tfs_meta_kv *entries; /* merged, sorted by key bytes, no deletes */
+	size_t count;
+};
+
+struct tfs_arraydir {
+	struct tfs_vfs *vfs; /* borrowed */
+	char *path;          /* array folder without trailing '/' */
+	bool has_key;
+	uint8_t key[32];
+	uint64_t t0, t1; /* read window */
+
+	struct tfs_schema *schemas; /* every loaded schema, listing order */
+	size_t schema_num;
+	const struct tfs_schema *schema; /* current schema at t1 */
+	struct tfs_enumeration *enums;   /* enumerations of the current schema */
+	size_t enum_num;
+
+	/* Visible fragments at [t0, t1], oldest first (fragment index). */
+	struct tfs_fragment **fragments;
+	size_t fragment_num;
+	/* Every committed fragment not hidden by a vacuum file at any time
+	 * ([0, UINT64_MAX] window), in timestamp order: what is listed. */
+	struct tfs_fragment **listed;
+	size_t listed_num;
+	/* Fragments named by vacuum files that still exist on disk. */
+	char **to_vacuum;
+	size_t to_vacuum_num;
+
+	struct tfs_delete *deletes; /* in the window, sorted by t1 */
+	size_t delete_num;
+	bool has_updates;           /* .upd files seen (never applied) */
+
+	struct tfs_metadata metadata; /* merged at the window */
+};
+
+struct tfs_arraydir_opts {
+	const uint8_t *key; /* 32 bytes or NULL */
+	uint64_t t0;        /* 0 */
+	uint64_t t1;        /* UINT64_MAX means "now" */
+};
+
+enum tfs_object_kind { TFS_OBJ_NONE, TFS_OBJ_ARRAY, TFS_OBJ_GROUP };
+
+/* Classifies a folder (layout.md §8). */
+enum tfs_err tfs_object_kind_of(struct tfs_vfs *vfs, const char *path,
+				enum tfs_object_kind *out,
+				struct tfs_diag *d) TFS_WUR;
+
+/* Opens the array at path. Not an array: TFS_E_NOT_ARRAY. */
+enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
+			       const struct tfs_arraydir_opts *opts,
+			       struct tfs_arraydir **out,
+			       struct tfs_diag *d) TFS_WUR;
+void tfs_arraydir_close(struct tfs_arraydir *a);
+
+/* Loads (once) the tile lists of a slot of fragment f. *out is valid until
+ * the array is closed. Thread-safe. */
+enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
+				     struct tfs_fragment *f, uint32_t slot,
+				     const struct tfs_slot_tiles **out,
+				     struct tfs_diag *d) TFS_WUR;
+/* Loads (once) the R-tree leaves of f. */
+enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
+				const struct tfs_rtree **out,
+				struct tfs_diag *d) TFS_WUR;
+/* Loads (once) the processed delete conditions of f (empty before v16). */
+enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
+				    struct tfs_fragment *f,
+				    const struct tfs_strlist **out,
+				    struct tfs_diag *d) TFS_WUR;
+
+/* Data file of a slot: kind 0 fixed/offsets, 1 var values, 2 validity.
+ * Returns a new path string (fragment.md §2 naming by version), NULL on
+ * ENOMEM. */
+enum tfs_file_kind { TFS_FILE_FIXED, TFS_FILE_VAR, TFS_FILE_VALIDITY };
+char *tfs_fragment_file_path(const struct tfs_fragment *f, uint32_t slot,
+			     enum tfs_file_kind kind);
+/* Slot numbers (fragment.md §1) in f's own schema. */
+uint32_t tfs_fragment_dim_slot(const struct tfs_fragment *f, uint32_t dim);
+uint32_t tfs_fragment_timestamps_slot(const struct tfs_fragment *f);
+uint32_t tfs_fragment_delete_ts_slot(const struct tfs_fragment *f);
+
+/* Cells per dense tile of schema s (product of extents). */
+uint64_t tfs_schema_tile_cells(const struct tfs_schema *s);
+
+#endif

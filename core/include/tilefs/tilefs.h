@@ -1,0 +1,137 @@
+/* tilefs core: the public API that the daemon and the tools use.
+ *
+ * Open an array folder at a point in time, look at its schema, fragments,
+ * non-empty domain and metadata, and stream the cells of any selection
+ * batch by batch. Memory stays bounded by the tiles in flight, whatever the
+ * selection's size; tiles are decoded on a thread pool and only the tiles a
+ * selection touches are read.
+ *
+ * An opened struct tfs_array is immutable and may be shared by threads; a
+ * struct tfs_query belongs to one thread at a time. Descriptions returned
+ * by accessors (schema, ranges, metadata) are valid until tfs_array_close. */
+#ifndef TILEFS_H
+#define TILEFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfs_datatype.h"
+#include "tfs_err.h"
+#include "tfs_filter.h"
+#include "tfs_format.h"
+#include "tfs_vfs.h"
+
+#define TILEFS_VERSION "0.1.0"
+
+struct tfs_array;
+struct tfs_query;
+
+struct tfs_open_opts {
+	struct tfs_vfs *vfs; /* NULL: the POSIX file system */
+	const uint8_t *key;  /* 32-byte AES-256-GCM key, or NULL */
+	uint64_t timestamp;  /* open at this time (ms); 0 = now */
+	unsigned threads;    /* decode threads; 0 = one per CPU */
+};
+
+enum tfs_object { TFS_OBJECT_NONE, TFS_OBJECT_ARRAY, TFS_OBJECT_GROUP };
+
+/* Classifies the folder at path. */
+enum tfs_err tfs_object_type(struct tfs_vfs *vfs, const char *path,
+			     enum tfs_object *out, struct tfs_diag *d) TFS_WUR;
+
+enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
+			    struct tfs_array **out, struct tfs_diag *d) TFS_WUR;
+void tfs_array_close(struct tfs_array *a);
+
+/* The schema in force at the opening time. */
+const struct tfs_schema *tfs_array_schema(const struct tfs_array *a);
+/* Enumerations of that schema, sorted by name. */
+size_t tfs_array_enumeration_count(const struct tfs_array *a);
+const struct tfs_enumeration *tfs_array_enumeration(const struct tfs_array *a,
+						    size_t i);
+/* Bounding box of the visible fragments; false when there are none.
+ * out receives dim_num ranges (views valid until close). */
+bool tfs_array_non_empty_domain(const struct tfs_array *a,
+				struct tfs_range *out);
+
+struct tfs_fragment_info {
+	const char *name;
+	uint64_t t1, t2;
+	uint32_t version;
+	bool dense;
+	uint64_t cell_num;
+	bool consolidated_metadata;
+	const char *schema_name;
+	const struct tfs_range *non_empty_domain; /* dim_num ranges */
+	bool visible; /* part of reads at the opening time */
+};
+
+/* Every committed fragment not vacuumed away, whatever the opening time,
+ * in timestamp order. */
+size_t tfs_array_fragment_count(const struct tfs_array *a);
+void tfs_array_fragment(const struct tfs_array *a, size_t i,
+			struct tfs_fragment_info *out);
+/* Fragments that consolidation made obsolete and vacuum would remove. */
+size_t tfs_array_vacuum_count(const struct tfs_array *a);
+const char *tfs_array_vacuum_name(const struct tfs_array *a, size_t i);
+
+/* Array metadata at the opening time, sorted by key. */
+size_t tfs_array_metadata_count(const struct tfs_array *a);
+const struct tfs_meta_kv *tfs_array_metadata(const struct tfs_array *a,
+					     size_t i);
+
+/* ---- Queries ------------------------------------------------------------ */
+
+struct tfs_query_opts {
+	/* One inclusive range per dimension; NULL = the non-empty domain.
+	 * Fixed-size: lo/hi point to values of the dimension type. */
+	const struct tfs_range *subarray;
+	/* Fields (dimension and attribute names) to return, in this order;
+	 * NULL = every dimension then every attribute. */
+	const char *const *fields;
+	size_t field_num;
+	/* Upper bound of cells per batch; 0 = a default. */
+	uint64_t batch_cells;
+};
+
+/* One field of a batch. Fixed-size: data holds cell_num × cell_size bytes.
+ * Var-size: offsets[cell_num + 1] index data. Nullable: validity[cell_num]
+ * (0 = NULL). */
+struct tfs_column {
+	const char *name;
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool var;
+	bool nullable;
+	bool is_dim;
+	const uint8_t *data;
+	uint64_t data_len;
+	const uint64_t *offsets;
+	const uint8_t *validity;
+};
+
+/* Cells in result order: dense reads row-major over the subarray (fill
+ * values where nothing was written), sparse reads sorted by coordinates
+ * (first dimension slowest). */
+struct tfs_batch {
+	uint64_t cell_num;
+	size_t column_num;
+	const struct tfs_column *columns;
+};
+
+enum tfs_err tfs_query_open(struct tfs_array *a,
+			    const struct tfs_query_opts *opts,
+			    struct tfs_query **out, struct tfs_diag *d) TFS_WUR;
+/* Next batch, or *out = NULL at the end. The batch is valid until the next
+ * call or tfs_query_close. */
+enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
+			    struct tfs_diag *d) TFS_WUR;
+/* Total cells of a dense query (known up front); sparse: UINT64_MAX. */
+uint64_t tfs_query_cell_count(const struct tfs_query *q);
+void tfs_query_close(struct tfs_query *q);
+
+/* Decodes a hex key of 64 digits into 32 bytes. */
+enum tfs_err tfs_key_from_hex(uint8_t key[32], const char *hex) TFS_WUR;
+
+#endif

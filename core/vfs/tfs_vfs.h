@@ -1,0 +1,115 @@
+/* Storage interface: every byte the engine reads or writes goes through a
+ * struct tfs_vfs, so POSIX, in-memory and fault-injecting backends (and
+ * object stores later) are interchangeable.
+ *
+ * Paths are '/'-separated strings as the backend understands them (POSIX:
+ * ordinary file system paths). All operations are thread-safe. Errors are
+ * reported as codes plus a one-line diagnostic naming the path. */
+#ifndef TFS_VFS_H
+#define TFS_VFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfs_err.h"
+
+struct tfs_vfs;
+
+struct tfs_stat {
+	bool exists;
+	bool is_dir;
+	uint64_t size;     /* files only */
+	int64_t mtime_ns;  /* last modification */
+};
+
+/* A folder listing: entry names (not paths), sorted bytewise. */
+struct tfs_dirlist {
+	char **names;
+	size_t count;
+};
+
+struct tfs_vfs_ops {
+	enum tfs_err (*stat)(struct tfs_vfs *vfs, const char *path,
+			     struct tfs_stat *st, struct tfs_diag *d);
+	/* Reads exactly len bytes at off; a short file is TFS_E_CORRUPT. */
+	enum tfs_err (*read)(struct tfs_vfs *vfs, const char *path,
+			     uint64_t off, void *dst, size_t len,
+			     struct tfs_diag *d);
+	/* Missing folder: TFS_E_NOT_FOUND. */
+	enum tfs_err (*list)(struct tfs_vfs *vfs, const char *dir,
+			     struct tfs_dirlist *out, struct tfs_diag *d);
+	/* Creates or truncates path and writes data (not yet durable). */
+	enum tfs_err (*write)(struct tfs_vfs *vfs, const char *path,
+			      const void *data, size_t len, struct tfs_diag *d);
+	/* Appends to path, creating it if needed. */
+	enum tfs_err (*append)(struct tfs_vfs *vfs, const char *path,
+			       const void *data, size_t len, struct tfs_diag *d);
+	/* Makes a file or folder (and its entry) durable. */
+	enum tfs_err (*fsync)(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_diag *d);
+	/* Existing folder is not an error. */
+	enum tfs_err (*mkdir)(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_diag *d);
+	enum tfs_err (*rename)(struct tfs_vfs *vfs, const char *from,
+			       const char *to, struct tfs_diag *d);
+	/* Removes a file or an empty folder. */
+	enum tfs_err (*remove)(struct tfs_vfs *vfs, const char *path,
+			       struct tfs_diag *d);
+	void (*destroy)(struct tfs_vfs *vfs);
+};
+
+struct tfs_vfs {
+	const struct tfs_vfs_ops *ops;
+};
+
+/* Backends. */
+enum tfs_err tfs_vfs_posix_new(struct tfs_vfs **out) TFS_WUR;
+enum tfs_err tfs_vfs_mem_new(struct tfs_vfs **out) TFS_WUR;
+
+/* Fault injection around another backend (which it does not own). */
+enum tfs_fault_kind {
+	TFS_FAULT_NONE,
+	TFS_FAULT_EIO,       /* the call fails with TFS_E_IO */
+	TFS_FAULT_SHORT,     /* reads/writes transfer only part, then fail */
+	TFS_FAULT_NOSPC,     /* writes fail with TFS_E_NOSPC */
+};
+enum tfs_err tfs_vfs_faulty_new(struct tfs_vfs *inner, struct tfs_vfs **out) TFS_WUR;
+/* From the nth call on (0 = the next one) of any operation, fail with
+ * kind; once = fail only that call. Thread-safe. */
+void tfs_vfs_faulty_arm(struct tfs_vfs *faulty, enum tfs_fault_kind kind,
+			unsigned long nth, bool once);
+unsigned long tfs_vfs_faulty_calls(struct tfs_vfs *faulty);
+
+void tfs_vfs_free(struct tfs_vfs *vfs);
+
+/* Convenience wrappers. */
+static inline enum tfs_err tfs_vfs_stat(struct tfs_vfs *v, const char *path,
+					struct tfs_stat *st, struct tfs_diag *d)
+{
+	return v->ops->stat(v, path, st, d);
+}
+static inline enum tfs_err tfs_vfs_read(struct tfs_vfs *v, const char *path,
+					uint64_t off, void *dst, size_t len,
+					struct tfs_diag *d)
+{
+	return v->ops->read(v, path, off, dst, len, d);
+}
+static inline enum tfs_err tfs_vfs_list(struct tfs_vfs *v, const char *dir,
+					struct tfs_dirlist *out,
+					struct tfs_diag *d)
+{
+	return v->ops->list(v, dir, out, d);
+}
+
+/* Reads a whole file (at most max bytes, else TFS_E_TOO_BIG) into a new
+ * buffer owned by the caller (tfs_free). */
+enum tfs_err tfs_vfs_read_all(struct tfs_vfs *v, const char *path, size_t max,
+			      uint8_t **out, size_t *len,
+			      struct tfs_diag *d) TFS_WUR;
+
+void tfs_dirlist_release(struct tfs_dirlist *l);
+/* Joins dir and name with one '/' into a new string (NULL on ENOMEM). */
+char *tfs_path_join(const char *dir, const char *name);
+
+#endif
