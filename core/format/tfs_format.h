@@ -1,7 +1,7 @@
 /* The TileDB on-disk format: bytes in, structs out, and back. Timestamped
  * names, generic tiles, array schemas, enumerations, fragment metadata
  * (footer, per-slot tiles, R-tree), array metadata, consolidation files and
- * delete conditions, for format versions 1 to 23 (format/*.md). No I/O.
+ * delete conditions, for format versions 1 to 23 (the format/ folder). No I/O.
  *
  * Parsers treat every input as untrusted: a truncated or inconsistent input
  * is TFS_E_CORRUPT with a diagnostic saying what and where; a version newer

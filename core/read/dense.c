@@ -1,0 +1,744 @@
+/* The dense reader (format/read.md §2–3): cells of a subarray in row-major
+ * order, fill values where nothing was written, newest fragment wins.
+ *
+ * The subarray is cut into batches of whole tile rows along dimension 0,
+ * the unit that row-major output needs in memory at once. For each batch
+ * the reader lists, per space tile, the fragments that survive pruning and
+ * the tiles to decode, decodes them on the thread pool, and copies cells
+ * oldest fragment first. The next batch's tiles are decoding while the
+ * caller consumes the current one. All coordinates are handled as unsigned
+ * offsets from the domain's low bound ("rel"), which works for negative
+ * and full-range domains alike. */
+#include "tfs_read.h"
+
+#include <string.h>
+
+#include "tfs_alloc.h"
+
+#define MAX_DIMS 32
+/* Decoded bytes a batch aims for: two batches are in memory at a time. */
+#define BATCH_BYTES ((uint64_t)32 << 20)
+
+struct frag_box {
+	struct tfs_fragment *f;
+	uint64_t lo[MAX_DIMS], hi[MAX_DIMS]; /* NED, rel */
+	uint64_t tlo[MAX_DIMS];              /* first tile index per dim */
+	uint64_t tstride[MAX_DIMS];          /* tile-number strides */
+	int32_t *slot_of_field;              /* per field: slot or -1 */
+};
+
+struct decode_job {
+	struct tfs_job job;
+	struct tfs_arraydir *dir;
+	struct tfs_fragment *f;
+	uint32_t slot;
+	uint64_t tile_no;
+	struct tfs_tile tile;
+	enum tfs_err err;
+	struct tfs_diag diag;
+};
+
+/* One fragment's contribution to one space tile of a batch. */
+struct copy_step {
+	uint32_t frag;          /* index into reader->frags */
+	uint64_t k[MAX_DIMS];   /* space tile */
+	size_t first_job;       /* jobs of its fields, in field order */
+};
+
+struct batch {
+	uint64_t row_lo, row_hi; /* rel, dimension 0 */
+	uint64_t cells;
+	struct decode_job *jobs;
+	size_t job_num;
+	struct copy_step *steps;
+	size_t step_num;
+	size_t step_cap;
+};
+
+struct var_ref {
+	const uint8_t *p;
+	uint64_t len;
+};
+
+struct dense_reader {
+	uint32_t dim_num;
+	uint8_t dtype;
+	uint64_t dom_lo_raw[MAX_DIMS];
+	uint64_t ext[MAX_DIMS];
+	uint64_t sub_lo[MAX_DIMS], sub_hi[MAX_DIMS]; /* rel */
+	uint64_t cell_stride[MAX_DIMS];              /* cell order in a tile */
+	uint64_t tile_cells;
+	uint8_t tile_order;
+	struct frag_box *frags; /* visible dense fragments, oldest first */
+	size_t frag_num;
+	uint64_t next_row;      /* first row of the next batch to plan */
+	uint64_t rows_per_batch_tiles; /* tile rows per batch */
+	struct batch *cur, *ahead;
+	struct var_ref **refs;  /* per var field, one batch of cells */
+	size_t refs_cap;
+};
+
+static uint64_t raw_u64(uint8_t type, const uint8_t *p)
+{
+	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED)
+		return tfs_value_as_u64(type, p);
+	return (uint64_t)tfs_value_as_i64(type, p);
+}
+
+static uint64_t rel_of(const struct dense_reader *r, uint32_t d,
+		       const uint8_t *p)
+{
+	return raw_u64(r->dtype, p) - r->dom_lo_raw[d];
+}
+
+static void decode_job_run(void *arg)
+{
+	struct decode_job *j = arg;
+
+	tfs_diag_init(&j->diag);
+	j->err = tfs_tile_read(j->dir, j->f, j->slot, j->tile_no, &j->tile,
+			       &j->diag);
+}
+
+static void batch_free(struct dense_reader *r, struct tfs_query *q,
+		       struct batch *b)
+{
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->job_num; i++) {
+		tfs_job_wait(q->array->pool, &b->jobs[i].job);
+		tfs_tile_release(&b->jobs[i].tile);
+	}
+	(void)r;
+	tfs_free(b->jobs);
+	tfs_free(b->steps);
+	tfs_free(b);
+}
+
+/* Tile number of space tile k inside fragment fb's tile box, in the
+ * array's tile order. */
+static uint64_t frag_tile_no(const struct dense_reader *r,
+			     const struct frag_box *fb, const uint64_t *k)
+{
+	uint64_t t = 0;
+
+	for (uint32_t d = 0; d < r->dim_num; d++)
+		t += (k[d] - fb->tlo[d]) * fb->tstride[d];
+	return t;
+}
+
+static bool frag_covers(const struct frag_box *fb, uint32_t dims,
+			const uint64_t *lo, const uint64_t *hi)
+{
+	for (uint32_t d = 0; d < dims; d++)
+		if (fb->lo[d] > lo[d] || fb->hi[d] < hi[d])
+			return false;
+	return true;
+}
+
+static enum tfs_err add_step(struct batch *b, uint32_t frag, const uint64_t *k,
+			     uint32_t dims, size_t first_job)
+{
+	if (b->step_num == b->step_cap) {
+		size_t cap = b->step_cap ? b->step_cap * 2 : 16;
+		struct copy_step *s = tfs_reallocn(b->steps, cap, sizeof(*s));
+
+		if (!s)
+			return TFS_E_NOMEM;
+		b->steps = s;
+		b->step_cap = cap;
+	}
+	b->steps[b->step_num].frag = frag;
+	memcpy(b->steps[b->step_num].k, k, dims * sizeof(*k));
+	b->steps[b->step_num].first_job = first_job;
+	b->step_num++;
+	return TFS_E_OK;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Lists the fragments (after pruning) and tiles of space tile k within
+ * the batch's rows. */
+static enum tfs_err plan_space_tile(struct dense_reader *r,
+				    struct tfs_query *q, struct batch *b,
+				    const uint64_t *k, struct decode_job **jobs,
+				    size_t *job_cap)
+{
+	uint32_t dims = r->dim_num;
+	uint64_t slo[MAX_DIMS], shi[MAX_DIMS];
+	uint64_t olo[MAX_DIMS], ohi[MAX_DIMS];
+	bool *keep;
+	enum tfs_err e = TFS_E_OK;
+
+	for (uint32_t d = 0; d < dims; d++) {
+		slo[d] = k[d] * r->ext[d];
+		shi[d] = slo[d] + (r->ext[d] - 1);
+	}
+	keep = tfs_callocn(r->frag_num ? r->frag_num : 1, sizeof(*keep));
+	if (!keep)
+		return TFS_E_NOMEM;
+	/* Newest first: drop f if a newer fragment covers all of f ∩ S. */
+	for (size_t i = r->frag_num; i-- > 0;) {
+		const struct frag_box *fb = &r->frags[i];
+		bool hit = true, region = true;
+
+		for (uint32_t d = 0; d < dims && hit; d++) {
+			olo[d] = max_u64(fb->lo[d], slo[d]);
+			ohi[d] = min_u64(fb->hi[d], shi[d]);
+			hit = olo[d] <= ohi[d];
+		}
+		if (!hit)
+			continue;
+		for (size_t j = i + 1; j < r->frag_num; j++) {
+			const struct frag_box *g = &r->frags[j];
+			bool g_hit = true;
+
+			for (uint32_t d = 0; d < dims && g_hit; d++)
+				g_hit = g->lo[d] <= ohi[d] && g->hi[d] >= olo[d];
+			if (g_hit && frag_covers(g, dims, olo, ohi)) {
+				hit = false;
+				break;
+			}
+		}
+		if (!hit)
+			continue;
+		/* Must also touch the batch's part of the subarray. */
+		for (uint32_t d = 0; d < dims && region; d++) {
+			uint64_t lo = d ? r->sub_lo[d] : b->row_lo;
+			uint64_t hi = d ? r->sub_hi[d] : b->row_hi;
+
+			region = olo[d] <= hi && ohi[d] >= lo;
+		}
+		keep[i] = region;
+	}
+	for (size_t i = 0; i < r->frag_num && !e; i++) {
+		const struct frag_box *fb = &r->frags[i];
+		size_t first = b->job_num;
+
+		if (!keep[i])
+			continue;
+		for (size_t fi = 0; fi < q->field_num; fi++) {
+			struct decode_job *j;
+
+			if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
+				continue;
+			if (b->job_num == *job_cap) {
+				size_t cap = *job_cap ? *job_cap * 2 : 16;
+				struct decode_job *nj =
+					tfs_reallocn(*jobs, cap, sizeof(*nj));
+
+				if (!nj) {
+					e = TFS_E_NOMEM;
+					break;
+				}
+				*jobs = nj;
+				*job_cap = cap;
+			}
+			j = &(*jobs)[b->job_num++];
+			memset(j, 0, sizeof(*j));
+			j->dir = q->dir;
+			j->f = fb->f;
+			j->slot = (uint32_t)fb->slot_of_field[fi];
+			j->tile_no = frag_tile_no(r, fb, k);
+		}
+		if (!e)
+			e = add_step(b, (uint32_t)i, k, dims, first);
+	}
+	tfs_free(keep);
+	return e;
+}
+
+/* Plans the batch starting at r->next_row and starts its decodes. */
+static enum tfs_err plan_batch(struct dense_reader *r, struct tfs_query *q,
+			       struct batch **out)
+{
+	uint32_t dims = r->dim_num;
+	uint64_t k[MAX_DIMS], klo[MAX_DIMS], khi[MAX_DIMS];
+	uint64_t row_cells = 1, tile_row0, tile_row1;
+	size_t job_cap = 0;
+	struct batch *b;
+	enum tfs_err e = TFS_E_OK;
+
+	*out = NULL;
+	if (r->next_row > r->sub_hi[0] || q->done)
+		return TFS_E_OK;
+	b = tfs_callocn(1, sizeof(*b));
+	if (!b)
+		return TFS_E_NOMEM;
+	tile_row0 = r->next_row / r->ext[0];
+	tile_row1 = tile_row0 + (r->rows_per_batch_tiles - 1);
+	if (tile_row1 < tile_row0 || tile_row1 > r->sub_hi[0] / r->ext[0])
+		tile_row1 = r->sub_hi[0] / r->ext[0];
+	b->row_lo = r->next_row;
+	b->row_hi = min_u64(r->sub_hi[0], tile_row1 * r->ext[0] + (r->ext[0] - 1));
+	r->next_row = b->row_hi + 1;
+	if (b->row_hi == UINT64_MAX)
+		r->next_row = UINT64_MAX, q->done = b->row_hi >= r->sub_hi[0];
+	for (uint32_t d = 1; d < dims; d++)
+		row_cells *= r->sub_hi[d] - r->sub_lo[d] + 1;
+	b->cells = (b->row_hi - b->row_lo + 1) * row_cells;
+	klo[0] = tile_row0;
+	khi[0] = tile_row1;
+	for (uint32_t d = 1; d < dims; d++) {
+		klo[d] = r->sub_lo[d] / r->ext[d];
+		khi[d] = r->sub_hi[d] / r->ext[d];
+	}
+	memcpy(k, klo, dims * sizeof(*k));
+	for (;;) {
+		uint32_t d;
+
+		e = plan_space_tile(r, q, b, k, &b->jobs, &job_cap);
+		if (e)
+			break;
+		for (d = dims; d-- > 0;) {
+			if (k[d] < khi[d]) {
+				k[d]++;
+				break;
+			}
+			k[d] = klo[d];
+		}
+		if (d == UINT32_MAX)
+			break;
+	}
+	if (e) {
+		tfs_free(b->jobs);
+		tfs_free(b->steps);
+		tfs_free(b);
+		return e;
+	}
+	for (size_t i = 0; i < b->job_num; i++) {
+		tfs_job_init(&b->jobs[i].job, decode_job_run, &b->jobs[i]);
+		tfs_pool_submit(q->array->pool, &b->jobs[i].job);
+	}
+	*out = b;
+	return TFS_E_OK;
+}
+
+/* Copies the cells of one decoded tile that fall in region [lo, hi] (rel)
+ * into the batch output of one field. */
+static void copy_region(const struct dense_reader *r, const struct batch *b,
+			const struct tfs_out_field *fld,
+			struct tfs_out_column *col, struct var_ref *refs,
+			const struct tfs_tile *t, const uint64_t *k,
+			const uint64_t *lo, const uint64_t *hi)
+{
+	uint32_t dims = r->dim_num, last = dims - 1;
+	uint64_t x[MAX_DIMS], out_stride[MAX_DIMS];
+	uint64_t run = hi[last] - lo[last] + 1;
+	uint64_t cs = fld->cell_size;
+
+	out_stride[last] = 1;
+	for (uint32_t d = last; d-- > 0;)
+		out_stride[d] = out_stride[d + 1] *
+				(r->sub_hi[d + 1] - r->sub_lo[d + 1] + 1);
+	memcpy(x, lo, dims * sizeof(*x));
+	for (;;) {
+		uint64_t out = 0, pos = 0;
+		uint32_t d;
+
+		for (d = 0; d < dims; d++) {
+			uint64_t base = d ? r->sub_lo[d] : b->row_lo;
+
+			out += (x[d] - base) * out_stride[d];
+			pos += (x[d] - k[d] * r->ext[d]) * r->cell_stride[d];
+		}
+		if (fld->var) {
+			for (uint64_t i = 0; i < run; i++) {
+				uint64_t p = pos + i * r->cell_stride[last];
+
+				refs[out + i].p = t->var + t->offsets[p];
+				refs[out + i].len =
+					t->offsets[p + 1] - t->offsets[p];
+			}
+		} else if (r->cell_stride[last] == 1) {
+			memcpy(col->data.data + out * cs, t->fixed + pos * cs,
+			       (size_t)(run * cs));
+		} else {
+			for (uint64_t i = 0; i < run; i++)
+				memcpy(col->data.data + (out + i) * cs,
+				       t->fixed + (pos + i * r->cell_stride[last]) * cs,
+				       (size_t)cs);
+		}
+		if (fld->nullable) {
+			for (uint64_t i = 0; i < run; i++)
+				col->validity.data[out + i] =
+					t->validity ? t->validity[pos + i * r->cell_stride[last]]
+						    : 1;
+		}
+		for (d = last; d-- > 0;) {
+			if (x[d] < hi[d]) {
+				x[d]++;
+				break;
+			}
+			x[d] = lo[d];
+		}
+		if (d == UINT32_MAX)
+			break;
+	}
+}
+
+/* Sizes the output of every field for the batch and writes fill values
+ * (attributes) or coordinates (dimensions). */
+static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
+				 const struct batch *b)
+{
+	uint32_t dims = r->dim_num;
+	size_t vi = 0;
+
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		const struct tfs_out_field *fld = &q->fields[fi];
+		struct tfs_out_column *col = &q->cols[fi];
+
+		if (fld->is_dim) {
+			uint32_t d = fld->index;
+			uint64_t width = (d ? r->sub_hi[d] - r->sub_lo[d] : b->row_hi - b->row_lo) + 1;
+			uint64_t inner = 1, base = d ? r->sub_lo[d] : b->row_lo;
+
+			for (uint32_t e = d + 1; e < dims; e++)
+				inner *= r->sub_hi[e] - r->sub_lo[e] + 1;
+			if (tfs_buf_resize(&col->data, (size_t)(b->cells * fld->cell_size)))
+				return TFS_E_NOMEM;
+			for (uint64_t c = 0; c < b->cells; c++) {
+				uint64_t v = r->dom_lo_raw[d] + base + (c / inner) % width;
+				uint8_t le[8];
+
+				tfs_put_u64(le, v);
+				memcpy(col->data.data + c * fld->cell_size, le,
+				       (size_t)fld->cell_size);
+			}
+			continue;
+		}
+		if (fld->nullable) {
+			if (tfs_buf_resize(&col->validity, (size_t)b->cells))
+				return TFS_E_NOMEM;
+			memset(col->validity.data, fld->fill_valid, (size_t)b->cells);
+		}
+		if (fld->var) {
+			struct var_ref *refs = r->refs[vi++];
+
+			for (uint64_t c = 0; c < b->cells; c++) {
+				refs[c].p = fld->fill;
+				refs[c].len = fld->fill_size;
+			}
+			continue;
+		}
+		if (tfs_buf_resize(&col->data, (size_t)(b->cells * fld->cell_size)))
+			return TFS_E_NOMEM;
+		if (fld->fill_size == fld->cell_size) {
+			for (uint64_t c = 0; c < b->cells; c++)
+				memcpy(col->data.data + c * fld->cell_size,
+				       fld->fill, (size_t)fld->cell_size);
+		} else {
+			memset(col->data.data, 0, (size_t)(b->cells * fld->cell_size));
+		}
+	}
+	return TFS_E_OK;
+}
+
+/* Joins the var-size references of a batch into offsets + values. */
+static enum tfs_err assemble_var(struct tfs_out_column *col,
+				 const struct var_ref *refs, uint64_t cells)
+{
+	uint64_t total = 0;
+
+	for (uint64_t c = 0; c < cells; c++)
+		total += refs[c].len;
+	if (tfs_buf_reserve(&col->data, (size_t)total) ||
+	    tfs_buf_reserve(&col->offsets, (size_t)(cells + 1) * 8))
+		return TFS_E_NOMEM;
+	for (uint64_t c = 0; c < cells; c++) {
+		tfs_put_u64(col->offsets.data + col->offsets.len, col->data.len);
+		col->offsets.len += 8;
+		if (refs[c].len)
+			memcpy(col->data.data + col->data.len, refs[c].p,
+			       (size_t)refs[c].len);
+		col->data.len += (size_t)refs[c].len;
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
+			       struct batch *b, struct tfs_diag *d)
+{
+	uint32_t dims = r->dim_num;
+	size_t var_fields = 0;
+	enum tfs_err e;
+
+	for (size_t fi = 0; fi < q->field_num; fi++)
+		var_fields += q->fields[fi].var && !q->fields[fi].is_dim;
+	for (size_t v = 0; v < var_fields; v++) {
+		struct var_ref *nr = tfs_reallocn(r->refs[v], (size_t)b->cells,
+						  sizeof(*nr));
+
+		if (!nr)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		r->refs[v] = nr;
+	}
+	for (size_t i = 0; i < b->job_num; i++) {
+		tfs_job_wait(q->array->pool, &b->jobs[i].job);
+		if (b->jobs[i].err) {
+			tfs_fail(d, b->jobs[i].err, "%s",
+				 tfs_diag_msg(&b->jobs[i].diag));
+			return b->jobs[i].err;
+		}
+	}
+	e = init_outputs(r, q, b);
+	if (e)
+		return tfs_fail(d, e, "out of memory");
+	for (size_t s = 0; s < b->step_num; s++) {
+		const struct copy_step *st = &b->steps[s];
+		const struct frag_box *fb = &r->frags[st->frag];
+		uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
+		size_t job = st->first_job, vi = 0;
+		bool hit = true;
+
+		for (uint32_t dd = 0; dd < dims && hit; dd++) {
+			uint64_t slo = st->k[dd] * r->ext[dd];
+			uint64_t shi = slo + (r->ext[dd] - 1);
+			uint64_t qlo = dd ? r->sub_lo[dd] : b->row_lo;
+			uint64_t qhi = dd ? r->sub_hi[dd] : b->row_hi;
+
+			lo[dd] = max_u64(max_u64(slo, qlo), fb->lo[dd]);
+			hi[dd] = min_u64(min_u64(shi, qhi), fb->hi[dd]);
+			hit = lo[dd] <= hi[dd];
+		}
+		for (size_t fi = 0; fi < q->field_num; fi++) {
+			const struct tfs_out_field *fld = &q->fields[fi];
+			struct var_ref *refs = NULL;
+
+			if (fld->is_dim)
+				continue;
+			if (fld->var)
+				refs = r->refs[vi++];
+			if (fb->slot_of_field[fi] < 0)
+				continue;
+			if (hit)
+				copy_region(r, b, fld, &q->cols[fi], refs,
+					    &b->jobs[job].tile, st->k, lo, hi);
+			job++;
+		}
+	}
+	for (size_t fi = 0, vi = 0; fi < q->field_num; fi++) {
+		if (!q->fields[fi].var || q->fields[fi].is_dim)
+			continue;
+		e = assemble_var(&q->cols[fi], r->refs[vi++], b->cells);
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+	}
+	q->batch_cell_num = b->cells;
+	return TFS_E_OK;
+}
+
+static enum tfs_err dense_next(struct tfs_query *q, struct tfs_diag *d)
+{
+	struct dense_reader *r = q->reader;
+	struct batch *b;
+	enum tfs_err e;
+
+	if (!r->cur)
+		return TFS_E_OK; /* end */
+	if (!r->ahead) {
+		e = plan_batch(r, q, &r->ahead);
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+	}
+	b = r->cur;
+	e = emit_batch(r, q, b, d);
+	r->cur = r->ahead;
+	r->ahead = NULL;
+	batch_free(r, q, b);
+	return e;
+}
+
+static void dense_free(struct tfs_query *q)
+{
+	struct dense_reader *r = q->reader;
+
+	if (!r)
+		return;
+	batch_free(r, q, r->cur);
+	batch_free(r, q, r->ahead);
+	for (size_t i = 0; i < r->frag_num; i++)
+		tfs_free(r->frags[i].slot_of_field);
+	tfs_free(r->frags);
+	for (size_t i = 0; i < r->refs_cap; i++)
+		tfs_free(r->refs[i]);
+	tfs_free(r->refs);
+	tfs_free(r);
+	q->reader = NULL;
+}
+
+static const struct tfs_reader_ops dense_ops = {
+	.next = dense_next,
+	.free = dense_free,
+};
+
+/* Slot of each requested attribute in f's own schema: same name and same
+ * fixed/var kind (read.md §8), else -1. */
+static enum tfs_err map_fields(struct frag_box *fb, const struct tfs_query *q)
+{
+	const struct tfs_schema *fs = fb->f->schema;
+
+	fb->slot_of_field = tfs_callocn(q->field_num ? q->field_num : 1,
+					sizeof(int32_t));
+	if (!fb->slot_of_field)
+		return TFS_E_NOMEM;
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		int k = -1;
+
+		if (!q->fields[fi].is_dim)
+			k = tfs_schema_attr_index(fs, q->fields[fi].name);
+		if (k >= 0 && fs->attrs[k].var != q->fields[fi].var)
+			k = -1;
+		fb->slot_of_field[fi] = k;
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
+				struct tfs_diag *d)
+{
+	const struct tfs_arraydir *dir = q->dir;
+
+	r->frags = tfs_callocn(dir->fragment_num ? dir->fragment_num : 1,
+			       sizeof(*r->frags));
+	if (!r->frags)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < dir->fragment_num; i++) {
+		struct tfs_fragment *f = dir->fragments[i];
+		struct frag_box *fb = &r->frags[r->frag_num];
+		uint64_t stride = 1;
+
+		if (f->footer.empty)
+			continue;
+		if (!f->footer.dense)
+			return tfs_fail(d, TFS_E_UNSUPPORTED,
+					"fragment '%s': sparse fragments in "
+					"dense arrays are not readable yet",
+					f->name);
+		if (f->footer.dim_num != r->dim_num)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"fragment '%s': %u dimensions, array "
+					"has %u",
+					f->name, f->footer.dim_num, r->dim_num);
+		fb->f = f;
+		for (uint32_t dd = 0; dd < r->dim_num; dd++) {
+			fb->lo[dd] = rel_of(r, dd, f->footer.ned[dd].lo);
+			fb->hi[dd] = rel_of(r, dd, f->footer.ned[dd].hi);
+			if (fb->lo[dd] > fb->hi[dd])
+				return tfs_fail(d, TFS_E_CORRUPT,
+						"fragment '%s': non-empty "
+						"domain has low > high",
+						f->name);
+			fb->tlo[dd] = fb->lo[dd] / r->ext[dd];
+		}
+		/* Tile numbers over the fragment's own tile box, tile order. */
+		for (uint32_t n = 0; n < r->dim_num; n++) {
+			uint32_t dd = r->tile_order == TFS_COL_MAJOR
+					      ? n
+					      : r->dim_num - 1 - n;
+
+			fb->tstride[dd] = stride;
+			stride *= fb->hi[dd] / r->ext[dd] - fb->tlo[dd] + 1;
+		}
+		if (map_fields(fb, q))
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		r->frag_num++;
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = q->schema;
+	struct dense_reader *r;
+	uint64_t row_cells = 1, bytes_per_cell = 0, target, tile_rows_cells;
+	size_t var_fields = 0;
+	enum tfs_err e;
+
+	if (s->dim_num == 0 || s->dim_num > MAX_DIMS)
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"array '%s': %u dimensions", q->dir->path,
+				s->dim_num);
+	r = tfs_callocn(1, sizeof(*r));
+	if (!r)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	q->reader = r;
+	q->ops = &dense_ops;
+	r->dim_num = s->dim_num;
+	r->dtype = s->dims[0].type;
+	r->tile_order = s->tile_order;
+	r->tile_cells = 1;
+	for (uint32_t k = 0; k < s->dim_num; k++) {
+		const struct tfs_dim *dim = &s->dims[k];
+
+		if (dim->var || !dim->has_extent || !dim->has_domain ||
+		    dim->type != r->dtype || !tfs_datatype_is_integer(dim->type))
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array '%s': dense dimension '%s' "
+					"needs an integer type, domain and "
+					"tile extent",
+					q->dir->path, dim->name);
+		r->dom_lo_raw[k] = raw_u64(r->dtype, dim->domain[0]);
+		r->ext[k] = raw_u64(r->dtype, dim->extent);
+		if (r->ext[k] == 0)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array '%s': dimension '%s' has a zero "
+					"tile extent",
+					q->dir->path, dim->name);
+		r->sub_lo[k] = rel_of(r, k, q->sub[k].lo);
+		r->sub_hi[k] = rel_of(r, k, q->sub[k].hi);
+		r->tile_cells *= r->ext[k];
+	}
+	/* Cell positions inside a tile (read.md §2). */
+	{
+		uint64_t stride = 1;
+
+		for (uint32_t n = 0; n < r->dim_num; n++) {
+			uint32_t k = s->cell_order == TFS_COL_MAJOR
+					     ? n
+					     : r->dim_num - 1 - n;
+
+			r->cell_stride[k] = stride;
+			stride *= r->ext[k];
+		}
+	}
+	e = setup_frags(r, q, d);
+	if (e)
+		return e;
+	for (uint32_t k = 1; k < s->dim_num; k++)
+		row_cells *= r->sub_hi[k] - r->sub_lo[k] + 1;
+	q->total_cells = row_cells * (r->sub_hi[0] - r->sub_lo[0] + 1);
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		bytes_per_cell += q->fields[fi].cell_size + 1;
+		var_fields += q->fields[fi].var && !q->fields[fi].is_dim;
+	}
+	r->refs = tfs_callocn(var_fields ? var_fields : 1, sizeof(*r->refs));
+	if (!r->refs)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	r->refs_cap = var_fields;
+	/* Tile rows per batch: enough cells to keep every thread busy, few
+	 * enough bytes to bound memory; at least one. */
+	tile_rows_cells = row_cells * r->ext[0];
+	target = q->batch_cells;
+	if (target < 2 * (uint64_t)tfs_pool_threads(q->array->pool) * r->tile_cells)
+		target = 2 * (uint64_t)tfs_pool_threads(q->array->pool) * r->tile_cells;
+	if (target > BATCH_BYTES / bytes_per_cell)
+		target = BATCH_BYTES / bytes_per_cell;
+	r->rows_per_batch_tiles = tile_rows_cells ? target / tile_rows_cells : 1;
+	if (!r->rows_per_batch_tiles)
+		r->rows_per_batch_tiles = 1;
+	r->next_row = r->sub_lo[0];
+	e = plan_batch(r, q, &r->cur);
+	if (e)
+		return tfs_fail(d, e, "out of memory");
+	return TFS_E_OK;
+}

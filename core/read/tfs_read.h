@@ -1,0 +1,133 @@
+/* Internals of the read engine shared by the public API (api.c), the tile
+ * loader (tile_read.c), the dense reader (dense.c) and the sparse reader
+ * (sparse.c). Not installed; fs/ and tools/ use <tilefs/tilefs.h> only. */
+#ifndef TFS_READ_H
+#define TFS_READ_H
+
+#include <inttypes.h>
+
+#include "tfs_buf.h"
+#include "tfs_fragment.h"
+#include "tfs_pool.h"
+#include "tilefs/tilefs.h"
+
+struct tfs_array {
+	struct tfs_vfs *vfs;
+	bool own_vfs;
+	struct tfs_arraydir *dir;
+	struct tfs_pool *pool;
+	/* Non-empty domain over the visible fragments (views into ned_bytes). */
+	bool has_ned;
+	struct tfs_range *ned;
+	uint8_t *ned_bytes;
+	size_t *enum_order; /* enumerations sorted by name */
+};
+
+/* ---- Decoded tiles --------------------------------------------------- */
+
+/* One decoded tile of one slot of one fragment. Fixed-size fields fill
+ * `fixed` (cell_num × cell_size); var-size fields fill `offsets`
+ * (cell_num + 1 entries, the last = var_len) and `var`; nullable fields
+ * also `validity` (cell_num bytes). */
+struct tfs_tile {
+	uint64_t cell_num;
+	uint8_t *fixed;
+	uint64_t fixed_len;
+	uint64_t *offsets;
+	uint8_t *var;
+	uint64_t var_len;
+	uint8_t *validity;
+};
+
+/* What a slot of a fragment holds, in the fragment's own schema. */
+struct tfs_slot_desc {
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool var;
+	bool nullable;
+	uint64_t cell_size;             /* fixed: bytes per cell */
+	const struct tfs_pipeline *filters; /* data / values pipeline */
+};
+
+/* Describes slot `slot` of fragment f (attributes, dimensions, timestamps,
+ * delete metadata); TFS_E_CORRUPT for a slot that does not exist. */
+enum tfs_err tfs_slot_describe(const struct tfs_fragment *f, uint32_t slot,
+			       struct tfs_slot_desc *out,
+			       struct tfs_diag *d) TFS_WUR;
+/* Cells in tile `tile` of f: dense = cells per tile, sparse = capacity
+ * except for the last tile. */
+uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile);
+/* Reads and decodes tile `tile` of slot `slot` of f (every file the slot
+ * has). Thread-safe. On failure out is empty. */
+enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
+			   uint32_t slot, uint64_t tile, struct tfs_tile *out,
+			   struct tfs_diag *d) TFS_WUR;
+void tfs_tile_release(struct tfs_tile *t);
+
+/* ---- Queries ---------------------------------------------------------- */
+
+/* A requested field in terms of the current schema. */
+struct tfs_out_field {
+	const char *name;
+	bool is_dim;
+	uint32_t index; /* dimension or attribute index in the current schema */
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool var;
+	bool nullable;
+	uint64_t cell_size; /* fixed: bytes per cell */
+	const uint8_t *fill; /* attributes: fill value (one cell) */
+	uint64_t fill_size;
+	uint8_t fill_valid;
+};
+
+/* Output buffers of one field of the batch being built. */
+struct tfs_out_column {
+	struct tfs_buf data;
+	struct tfs_buf offsets;  /* var: u64 starts, cell_num + 1 at the end */
+	struct tfs_buf validity; /* nullable */
+};
+
+struct tfs_reader_ops {
+	/* Fills q->cols with the next cells (sets q->batch_cell_num); 0 cells
+	 * means the end. */
+	enum tfs_err (*next)(struct tfs_query *q, struct tfs_diag *d);
+	void (*free)(struct tfs_query *q);
+};
+
+struct tfs_query {
+	struct tfs_array *array;
+	struct tfs_arraydir *dir;
+	const struct tfs_schema *schema; /* current schema */
+	struct tfs_out_field *fields;
+	size_t field_num;
+	/* Subarray, one range per dimension (views into sub_bytes). */
+	struct tfs_range *sub;
+	uint8_t *sub_bytes;
+	uint64_t batch_cells;
+	uint64_t total_cells; /* dense: known; sparse: UINT64_MAX */
+
+	struct tfs_out_column *cols;
+	uint64_t batch_cell_num;
+	struct tfs_column *columns; /* public view of cols */
+	struct tfs_batch batch;
+	bool done;
+
+	const struct tfs_reader_ops *ops;
+	void *reader;
+};
+
+/* Appends one cell to an output column (value bytes of `len`; validity
+ * when the field is nullable). */
+enum tfs_err tfs_out_append(struct tfs_query *q, size_t field,
+			    const uint8_t *value, uint64_t len,
+			    uint8_t valid) TFS_WUR;
+/* Empties every output column for a new batch. */
+void tfs_out_reset(struct tfs_query *q);
+
+enum tfs_err tfs_dense_reader_open(struct tfs_query *q,
+				   struct tfs_diag *d) TFS_WUR;
+enum tfs_err tfs_sparse_reader_open(struct tfs_query *q,
+				    struct tfs_diag *d) TFS_WUR;
+
+#endif

@@ -1,0 +1,307 @@
+/* The tile loader: reads the persisted bytes of one tile of one slot of a
+ * fragment from each of its files (fixed or offsets, var values,
+ * validity) and decodes them through the slot's filter pipelines
+ * (format/tile.md, format/fragment.md §6). */
+#include "tfs_read.h"
+
+#include <string.h>
+
+#include "tfs_alloc.h"
+
+/* A tile's persisted bytes never exceed this; larger claims are corrupt. */
+#define MAX_PERSISTED_TILE (UINT64_C(4) << 30)
+
+enum tfs_err tfs_slot_describe(const struct tfs_fragment *f, uint32_t slot,
+			       struct tfs_slot_desc *out, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = f->schema;
+	uint32_t a = s->attr_num, dims = f->footer.version >= 5 ? s->dim_num : 0;
+
+	memset(out, 0, sizeof(*out));
+	if (slot < a) {
+		const struct tfs_attr *at = &s->attrs[slot];
+
+		out->type = at->type;
+		out->cell_val_num = at->cell_val_num;
+		out->var = at->var;
+		out->nullable = at->nullable;
+		out->cell_size = at->var ? tfs_datatype_size(at->type)
+					 : tfs_attr_cell_size(at);
+		out->filters = &at->filters;
+		return TFS_E_OK;
+	}
+	if (slot == a) { /* zipped coordinates of versions < 5 */
+		out->type = s->dims[0].type;
+		out->cell_val_num = s->dim_num;
+		out->cell_size = tfs_datatype_size(out->type) * s->dim_num;
+		out->filters = &s->coords_filters;
+		return TFS_E_OK;
+	}
+	if (slot <= a + dims) {
+		const struct tfs_dim *dm = &s->dims[slot - a - 1];
+
+		out->type = dm->type;
+		out->cell_val_num = dm->cell_val_num;
+		out->var = dm->var;
+		out->cell_size = tfs_datatype_size(dm->type);
+		out->filters = &dm->filters;
+		return TFS_E_OK;
+	}
+	if (slot < f->footer.slot_num) { /* timestamps, delete metadata */
+		out->type = TFS_UINT64;
+		out->cell_val_num = 1;
+		out->cell_size = 8;
+		out->filters = &s->coords_filters;
+		return TFS_E_OK;
+	}
+	return tfs_fail(d, TFS_E_CORRUPT, "fragment '%s': no field slot %u",
+			f->name, slot);
+}
+
+uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile)
+{
+	if (f->footer.dense)
+		return tfs_schema_tile_cells(f->schema);
+	if (tile + 1 == f->tile_num && f->footer.last_tile_cell_num)
+		return f->footer.last_tile_cell_num;
+	return f->schema->capacity;
+}
+
+void tfs_tile_release(struct tfs_tile *t)
+{
+	tfs_free(t->fixed);
+	tfs_free(t->offsets);
+	tfs_free(t->var);
+	tfs_free(t->validity);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Reads the persisted bytes of tile `tile` of one file: from offsets[tile]
+ * to the next tile's offset or the file's size. */
+static enum tfs_err read_persisted(struct tfs_arraydir *a,
+				   const struct tfs_fragment *f, uint32_t slot,
+				   enum tfs_file_kind kind,
+				   const uint64_t *offsets, uint64_t file_size,
+				   uint64_t tile, uint8_t **out, size_t *len,
+				   struct tfs_diag *d)
+{
+	uint64_t start, end;
+	char *path;
+	uint8_t *bytes;
+	enum tfs_err e;
+
+	*out = NULL;
+	*len = 0;
+	if (!offsets)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u has no tile offsets",
+				f->name, slot);
+	start = offsets[tile];
+	end = tile + 1 < f->tile_num ? offsets[tile + 1] : file_size;
+	if (end < start || end - start > MAX_PERSISTED_TILE || end > file_size)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u tile %" PRIu64
+				" spans bad range [%" PRIu64 ", %" PRIu64 ")",
+				f->name, slot, tile, start, end);
+	path = tfs_fragment_file_path(f, slot, kind);
+	if (!path)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	bytes = tfs_malloc((size_t)(end - start));
+	if (!bytes) {
+		tfs_free(path);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	e = tfs_vfs_read(a->vfs, path, start, bytes, (size_t)(end - start), d);
+	tfs_free(path);
+	if (e) {
+		tfs_free(bytes);
+		return e;
+	}
+	*out = bytes;
+	*len = (size_t)(end - start);
+	return TFS_E_OK;
+}
+
+static void tile_ctx(struct tfs_tile_ctx *ctx, const struct tfs_arraydir *a,
+		     const struct tfs_fragment *f, uint8_t type,
+		     uint64_t cell_size)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->type = type;
+	ctx->cell_size = cell_size;
+	ctx->fragment_version = f->footer.version;
+	ctx->key = a->has_key ? a->key : NULL;
+	ctx->implicit_aes = a->has_key;
+}
+
+/* Offsets must start inside the values and never go backwards. */
+static enum tfs_err check_offsets(const struct tfs_fragment *f, uint32_t slot,
+				  uint64_t tile, const uint64_t *offsets,
+				  uint64_t cells, uint64_t var_len,
+				  struct tfs_diag *d)
+{
+	for (uint64_t i = 0; i < cells; i++) {
+		uint64_t next = i + 1 < cells ? offsets[i + 1] : var_len;
+
+		if (offsets[i] > next || next > var_len)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"fragment '%s': slot %u tile %" PRIu64
+					" has bad offset %" PRIu64
+					" for cell %" PRIu64,
+					f->name, slot, tile, offsets[i], i);
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
+			     uint32_t slot, uint64_t tile,
+			     const struct tfs_slot_desc *desc,
+			     const struct tfs_slot_tiles *st,
+			     struct tfs_tile *out, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = f->schema;
+	uint64_t cells = out->cell_num, var_len;
+	uint8_t *off_src = NULL, *var_src = NULL;
+	size_t off_len, var_src_len;
+	struct tfs_tile_ctx ctx;
+	enum tfs_err e;
+
+	if (!st->var_sizes)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u has no var sizes",
+				f->name, slot);
+	var_len = st->var_sizes[tile];
+	if (var_len > MAX_PERSISTED_TILE * 4)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u tile %" PRIu64
+				" claims %" PRIu64 " value bytes",
+				f->name, slot, tile, var_len);
+	e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
+			   f->footer.file_sizes[slot], tile, &off_src, &off_len,
+			   d);
+	if (e)
+		return e;
+	e = read_persisted(a, f, slot, TFS_FILE_VAR, st->var_offsets,
+			   f->footer.file_var_sizes[slot], tile, &var_src,
+			   &var_src_len, d);
+	if (e)
+		goto out_free_src;
+	out->offsets = tfs_mallocn((size_t)cells + 1, sizeof(uint64_t));
+	out->var = tfs_malloc((size_t)var_len);
+	if (!out->offsets || !out->var) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_free_src;
+	}
+	out->var_len = var_len;
+	tile_ctx(&ctx, a, f, desc->type, desc->cell_size);
+	/* An offsets tile of zero chunks holding cells means the offsets are
+	 * embedded in the values tile (tile.md §4). */
+	if (cells && off_len == 8 && tfs_get_u64(off_src) == 0) {
+		ctx.string_mode = true;
+		e = tfs_tile_decode_strings(desc->filters, &ctx, out->var,
+					    (size_t)var_len, out->offsets,
+					    cells, var_src, var_src_len, d);
+	} else {
+		struct tfs_tile_ctx octx;
+
+		tile_ctx(&octx, a, f, TFS_UINT64, 8);
+		e = tfs_tile_decode(&s->offsets_filters, &octx,
+				    (uint8_t *)out->offsets, (size_t)cells * 8,
+				    off_src, off_len, d);
+		if (!e)
+			e = tfs_tile_decode(desc->filters, &ctx, out->var,
+					    (size_t)var_len, var_src,
+					    var_src_len, d);
+	}
+	if (!e)
+		e = check_offsets(f, slot, tile, out->offsets, cells, var_len,
+				  d);
+	if (!e)
+		out->offsets[cells] = var_len;
+out_free_src:
+	tfs_free(off_src);
+	tfs_free(var_src);
+	return e;
+}
+
+enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
+			   uint32_t slot, uint64_t tile, struct tfs_tile *out,
+			   struct tfs_diag *d)
+{
+	const struct tfs_slot_tiles *st;
+	struct tfs_slot_desc desc;
+	struct tfs_tile_ctx ctx;
+	uint8_t *src = NULL;
+	size_t src_len;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	e = tfs_slot_describe(f, slot, &desc, d);
+	if (e)
+		return e;
+	if (tile >= f->tile_num)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': tile %" PRIu64
+				" past its %" PRIu64 " tiles",
+				f->name, tile, f->tile_num);
+	e = tfs_fragment_slot_tiles(a, f, slot, &st, d);
+	if (e)
+		return e;
+	out->cell_num = tfs_fragment_tile_cells(f, tile);
+	if (out->cell_num > (UINT64_C(1) << 32))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': %" PRIu64 " cells per tile",
+				f->name, out->cell_num);
+	if (desc.var) {
+		e = read_var(a, f, slot, tile, &desc, st, out, d);
+	} else {
+		uint64_t want = out->cell_num * desc.cell_size;
+
+		e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
+				   f->footer.file_sizes[slot], tile, &src,
+				   &src_len, d);
+		if (e)
+			goto out_fail;
+		out->fixed = tfs_malloc((size_t)want);
+		if (!out->fixed) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out_fail;
+		}
+		out->fixed_len = want;
+		tile_ctx(&ctx, a, f, desc.type, desc.cell_size);
+		e = tfs_tile_decode(desc.filters, &ctx, out->fixed,
+				    (size_t)want, src, src_len, d);
+		tfs_free(src);
+		src = NULL;
+	}
+	if (e)
+		goto out_fail;
+	if (desc.nullable) {
+		e = read_persisted(a, f, slot, TFS_FILE_VALIDITY,
+				   st->validity_offsets,
+				   f->footer.file_validity_sizes[slot], tile,
+				   &src, &src_len, d);
+		if (e)
+			goto out_fail;
+		out->validity = tfs_malloc((size_t)out->cell_num);
+		if (!out->validity) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out_fail;
+		}
+		tile_ctx(&ctx, a, f, TFS_UINT8, 1);
+		e = tfs_tile_decode(&f->schema->validity_filters, &ctx,
+				    out->validity, (size_t)out->cell_num, src,
+				    src_len, d);
+		if (e)
+			goto out_fail;
+	}
+	tfs_free(src);
+	return TFS_E_OK;
+out_fail:
+	tfs_free(src);
+	tfs_tile_release(out);
+	if (e == TFS_E_CORRUPT || e == TFS_E_CHECKSUM)
+		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
+			 " does not decode", f->name, slot, tile);
+	return e;
+}
