@@ -21,6 +21,7 @@
 
 struct frag_box {
 	struct tfs_fragment *f;
+	uint32_t index; /* fragment index: larger is newer */
 	uint64_t lo[MAX_DIMS], hi[MAX_DIMS]; /* NED, rel */
 	uint64_t tlo[MAX_DIMS];              /* first tile index per dim */
 	uint64_t tstride[MAX_DIMS];          /* tile-number strides */
@@ -53,6 +54,10 @@ struct batch {
 	struct copy_step *steps;
 	size_t step_num;
 	size_t step_cap;
+	/* Tiles of sparse fragments, alive until the batch is emitted. */
+	struct tfs_tile *sparse_tiles;
+	size_t sparse_tile_num;
+	size_t sparse_tile_cap;
 };
 
 struct var_ref {
@@ -71,6 +76,10 @@ struct dense_reader {
 	uint8_t tile_order;
 	struct frag_box *frags; /* visible dense fragments, oldest first */
 	size_t frag_num;
+	/* Sparse fragments of a dense array (legacy writes, read.md §4). */
+	struct frag_box *sparse;
+	size_t sparse_num;
+	uint32_t *winner; /* per batch cell: 1 + index of the last writer */
 	uint64_t next_row;      /* first row of the next batch to plan */
 	uint64_t rows_per_batch_tiles; /* tile rows per batch */
 	struct batch *cur, *ahead;
@@ -109,6 +118,9 @@ static void batch_free(struct dense_reader *r, struct tfs_query *q,
 		tfs_job_wait(q->array->pool, &b->jobs[i].job);
 		tfs_tile_release(&b->jobs[i].tile);
 	}
+	for (size_t i = 0; i < b->sparse_tile_num; i++)
+		tfs_tile_release(&b->sparse_tiles[i]);
+	tfs_free(b->sparse_tiles);
 	(void)r;
 	tfs_free(b->jobs);
 	tfs_free(b->steps);
@@ -328,7 +340,8 @@ static void copy_region(const struct dense_reader *r, const struct batch *b,
 			const struct tfs_out_field *fld,
 			struct tfs_out_column *col, struct var_ref *refs,
 			const struct tfs_tile *t, const uint64_t *k,
-			const uint64_t *lo, const uint64_t *hi)
+			const uint64_t *lo, const uint64_t *hi,
+			uint32_t writer)
 {
 	uint32_t dims = r->dim_num, last = dims - 1;
 	uint64_t x[MAX_DIMS], out_stride[MAX_DIMS];
@@ -373,6 +386,9 @@ static void copy_region(const struct dense_reader *r, const struct batch *b,
 					t->validity ? t->validity[pos + i * r->cell_stride[last]]
 						    : 1;
 		}
+		if (r->winner)
+			for (uint64_t i = 0; i < run; i++)
+				r->winner[out + i] = writer;
 		for (d = last; d-- > 0;) {
 			if (x[d] < hi[d]) {
 				x[d]++;
@@ -465,6 +481,169 @@ static enum tfs_err assemble_var(struct tfs_out_column *col,
 	return TFS_E_OK;
 }
 
+/* Keeps a sparse tile alive until the batch is emitted. */
+static struct tfs_tile *keep_tile(struct batch *b)
+{
+	if (b->sparse_tile_num == b->sparse_tile_cap) {
+		size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap * 2 : 8;
+		struct tfs_tile *t = tfs_reallocn(b->sparse_tiles, cap,
+						  sizeof(*t));
+
+		if (!t)
+			return NULL;
+		b->sparse_tiles = t;
+		b->sparse_tile_cap = cap;
+	}
+	memset(&b->sparse_tiles[b->sparse_tile_num], 0, sizeof(*b->sparse_tiles));
+	return &b->sparse_tiles[b->sparse_tile_num++];
+}
+
+static bool box_hits(const struct dense_reader *r, const struct batch *b,
+		     const uint64_t *lo, const uint64_t *hi)
+{
+	for (uint32_t d = 0; d < r->dim_num; d++) {
+		uint64_t qlo = d ? r->sub_lo[d] : b->row_lo;
+		uint64_t qhi = d ? r->sub_hi[d] : b->row_hi;
+
+		if (lo[d] > qhi || hi[d] < qlo)
+			return false;
+	}
+	return true;
+}
+
+/* Writes the cells of one sparse tile that lie in the batch, where the
+ * fragment is newer than the cell's last writer. */
+static enum tfs_err apply_sparse_tile(struct dense_reader *r,
+				      struct tfs_query *q, struct batch *b,
+				      const struct frag_box *fb, uint64_t tile,
+				      struct tfs_diag *d)
+{
+	const struct tfs_schema *fs = fb->f->schema;
+	struct tfs_tile *coords[MAX_DIMS];
+	struct tfs_tile *vals;
+	uint64_t out_stride[MAX_DIMS];
+	uint32_t dims = r->dim_num;
+	enum tfs_err e;
+
+	vals = tfs_callocn(q->field_num ? q->field_num : 1, sizeof(*vals));
+	if (!vals)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t k = 0; k < dims; k++) {
+		coords[k] = keep_tile(b);
+		if (!coords[k]) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out_free;
+		}
+		e = tfs_tile_read(q->dir, fb->f, fs->attr_num + 1 + k, tile,
+				  coords[k], d);
+		if (e)
+			goto out_free;
+	}
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		struct tfs_tile *t;
+
+		if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
+			continue;
+		t = keep_tile(b);
+		if (!t) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out_free;
+		}
+		e = tfs_tile_read(q->dir, fb->f, (uint32_t)fb->slot_of_field[fi],
+				  tile, t, d);
+		if (e)
+			goto out_free;
+		vals[fi] = *t;
+	}
+	out_stride[dims - 1] = 1;
+	for (uint32_t k = dims - 1; k-- > 0;)
+		out_stride[k] = out_stride[k + 1] *
+				(r->sub_hi[k + 1] - r->sub_lo[k + 1] + 1);
+	for (uint64_t c = 0; c < coords[0]->cell_num; c++) {
+		uint64_t out = 0;
+		bool inside = true;
+		size_t vi = 0;
+
+		for (uint32_t k = 0; k < dims && inside; k++) {
+			uint64_t x = rel_of(r, k, coords[k]->fixed +
+							  c * tfs_datatype_size(r->dtype));
+			uint64_t qlo = k ? r->sub_lo[k] : b->row_lo;
+			uint64_t qhi = k ? r->sub_hi[k] : b->row_hi;
+
+			inside = x >= qlo && x <= qhi;
+			out += (x - qlo) * out_stride[k];
+		}
+		if (!inside || r->winner[out] > fb->index)
+			continue;
+		r->winner[out] = fb->index + 1;
+		for (size_t fi = 0; fi < q->field_num; fi++) {
+			const struct tfs_out_field *fld = &q->fields[fi];
+			struct tfs_out_column *col = &q->cols[fi];
+			const struct tfs_tile *t = &vals[fi];
+			struct var_ref *refs = NULL;
+
+			if (fld->is_dim)
+				continue;
+			if (fld->var)
+				refs = r->refs[vi++];
+			if (fb->slot_of_field[fi] < 0)
+				continue;
+			if (fld->var) {
+				refs[out].p = t->var + t->offsets[c];
+				refs[out].len = t->offsets[c + 1] - t->offsets[c];
+			} else {
+				memcpy(col->data.data + out * fld->cell_size,
+				       t->fixed + c * fld->cell_size,
+				       (size_t)fld->cell_size);
+			}
+			if (fld->nullable)
+				col->validity.data[out] =
+					t->validity ? t->validity[c] : 1;
+		}
+	}
+	e = TFS_E_OK;
+out_free:
+	tfs_free(vals);
+	return e;
+}
+
+/* Sparse fragments of a dense array override older writers cell by cell
+ * (read.md §4); their tiles are found through the R-tree leaves. */
+static enum tfs_err apply_sparse(struct dense_reader *r, struct tfs_query *q,
+				 struct batch *b, struct tfs_diag *d)
+{
+	for (size_t i = 0; i < r->sparse_num; i++) {
+		const struct frag_box *fb = &r->sparse[i];
+		const struct tfs_rtree *rt;
+		enum tfs_err e;
+
+		if (!box_hits(r, b, fb->lo, fb->hi))
+			continue;
+		e = tfs_fragment_rtree(q->dir, fb->f, &rt, d);
+		if (e)
+			return e;
+		for (uint64_t t = 0; t < fb->f->tile_num; t++) {
+			uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
+
+			if (t < rt->leaf_num && rt->dim_num == r->dim_num) {
+				for (uint32_t k = 0; k < r->dim_num; k++) {
+					const struct tfs_range *m =
+						&rt->leaves[t * rt->dim_num + k];
+
+					lo[k] = rel_of(r, k, m->lo);
+					hi[k] = rel_of(r, k, m->hi);
+				}
+				if (!box_hits(r, b, lo, hi))
+					continue;
+			}
+			e = apply_sparse_tile(r, q, b, fb, t, d);
+			if (e)
+				return e;
+		}
+	}
+	return TFS_E_OK;
+}
+
 static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 			       struct batch *b, struct tfs_diag *d)
 {
@@ -491,6 +670,16 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 		}
 	}
 	e = init_outputs(r, q, b);
+	if (!e && r->sparse_num) {
+		uint32_t *w = tfs_reallocn(r->winner, (size_t)b->cells,
+					   sizeof(*w));
+
+		if (!w)
+			e = TFS_E_NOMEM;
+		else
+			memset(w, 0, (size_t)b->cells * sizeof(*w));
+		r->winner = w;
+	}
 	if (e)
 		return tfs_fail(d, e, "out of memory");
 	for (size_t s = 0; s < b->step_num; s++) {
@@ -522,9 +711,15 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 				continue;
 			if (hit)
 				copy_region(r, b, fld, &q->cols[fi], refs,
-					    &b->jobs[job].tile, st->k, lo, hi);
+					    &b->jobs[job].tile, st->k, lo, hi,
+					    fb->index + 1);
 			job++;
 		}
+	}
+	if (r->sparse_num) {
+		e = apply_sparse(r, q, b, d);
+		if (e)
+			return e;
 	}
 	for (size_t fi = 0, vi = 0; fi < q->field_num; fi++) {
 		if (!q->fields[fi].var || q->fields[fi].is_dim)
@@ -569,6 +764,10 @@ static void dense_free(struct tfs_query *q)
 	for (size_t i = 0; i < r->frag_num; i++)
 		tfs_free(r->frags[i].slot_of_field);
 	tfs_free(r->frags);
+	for (size_t i = 0; i < r->sparse_num; i++)
+		tfs_free(r->sparse[i].slot_of_field);
+	tfs_free(r->sparse);
+	tfs_free(r->winner);
 	for (size_t i = 0; i < r->refs_cap; i++)
 		tfs_free(r->refs[i]);
 	tfs_free(r->refs);
@@ -610,20 +809,24 @@ static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
 
 	r->frags = tfs_callocn(dir->fragment_num ? dir->fragment_num : 1,
 			       sizeof(*r->frags));
-	if (!r->frags)
+	r->sparse = tfs_callocn(dir->fragment_num ? dir->fragment_num : 1,
+				sizeof(*r->sparse));
+	if (!r->frags || !r->sparse)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < dir->fragment_num; i++) {
 		struct tfs_fragment *f = dir->fragments[i];
-		struct frag_box *fb = &r->frags[r->frag_num];
+		struct frag_box *fb = f->footer.dense ? &r->frags[r->frag_num]
+						      : &r->sparse[r->sparse_num];
 		uint64_t stride = 1;
 
 		if (f->footer.empty)
 			continue;
-		if (!f->footer.dense)
+		if (!f->footer.dense && f->footer.version < 5)
 			return tfs_fail(d, TFS_E_UNSUPPORTED,
-					"fragment '%s': sparse fragments in "
-					"dense arrays are not readable yet",
-					f->name);
+					"fragment '%s': sparse fragment of "
+					"version %u in a dense array",
+					f->name, f->footer.version);
+		fb->index = (uint32_t)i;
 		if (f->footer.dim_num != r->dim_num)
 			return tfs_fail(d, TFS_E_CORRUPT,
 					"fragment '%s': %u dimensions, array "
@@ -651,7 +854,10 @@ static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
 		}
 		if (map_fields(fb, q))
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		r->frag_num++;
+		if (f->footer.dense)
+			r->frag_num++;
+		else
+			r->sparse_num++;
 	}
 	return TFS_E_OK;
 }
