@@ -1,0 +1,884 @@
+/* `tfs dump`: the corpus JSON of one array, built on the public API only.
+ * The document is written to a buffer that is flushed to stdout whenever it
+ * grows past FLUSH_BYTES, so a read of any size streams in bounded memory;
+ * "cell_count" follows "cells" because a sparse read's count is known only
+ * at the end. */
+#include "dump.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell_json.h"
+#include "json_out.h"
+#include "tfs_alloc.h"
+#include <tilefs/tilefs.h>
+
+#define FLUSH_BYTES ((size_t)1 << 20)
+/* A rendered cell (or a run of duplicates) never needs more than this. */
+#define MAX_TEXT_BYTES ((size_t)1 << 32)
+
+struct dump {
+	const struct dump_opts *o;
+	struct tfs_array *array;
+	const struct tfs_schema *schema;
+	struct tfs_buf out;
+	struct json_out j;
+	struct tfs_buf scratch; /* filter descriptions */
+	bool write_failed;
+};
+
+/* Duplicates of a sparse array with allows_dups are ordered by their JSON
+ * text (corpus/README.md, "Reads"): cells with equal coordinates are kept
+ * rendered here until the coordinates change, then sorted and written. */
+struct cell_text {
+	size_t off, len;
+	size_t coords_len; /* bytes of "{dim:v,...": the coordinates */
+};
+
+struct dup_run {
+	struct tfs_buf text;
+	struct cell_text *cells;
+	size_t num, cap;
+};
+
+static void errorf(const char *fmt, ...) TFS_PRINTF(1, 2);
+
+static void errorf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("tfs dump: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Writes the buffered text to stdout; false after any failure (writer or
+ * stdout), which has then been reported. */
+static bool flush(struct dump *dp)
+{
+	enum tfs_err e = json_out_error(&dp->j);
+
+	if (e) {
+		errorf("cannot render the JSON: %s", tfs_strerror(e));
+		return false;
+	}
+	if (dp->out.len && !dp->write_failed &&
+	    fwrite(dp->out.data, 1, dp->out.len, stdout) != dp->out.len) {
+		errorf("cannot write the output: %s", strerror(errno));
+		dp->write_failed = true;
+	}
+	dp->out.len = 0;
+	return !dp->write_failed;
+}
+
+static bool maybe_flush(struct dump *dp)
+{
+	if (dp->out.len < FLUSH_BYTES && !json_out_error(&dp->j))
+		return true;
+	return flush(dp);
+}
+
+static const char *layout_name(uint8_t layout)
+{
+	switch (layout) {
+	case TFS_ROW_MAJOR: return "row-major";
+	case TFS_COL_MAJOR: return "col-major";
+	case TFS_GLOBAL_ORDER: return "global-order";
+	case TFS_UNORDERED: return "unordered";
+	case TFS_HILBERT: return "hilbert";
+	default: return "invalid";
+	}
+}
+
+static bool put_filters(struct dump *dp, const struct tfs_pipeline *p)
+{
+	json_out_begin_array(&dp->j);
+	for (uint32_t i = 0; i < p->count; i++) {
+		enum tfs_err e;
+
+		dp->scratch.len = 0;
+		e = tfs_filter_describe(&dp->scratch, &p->filters[i]);
+		if (e) {
+			errorf("filter %" PRIu32 " of a filter list: %s", i,
+			       tfs_strerror(e));
+			return false;
+		}
+		json_out_str(&dp->j, dp->scratch.data, dp->scratch.len);
+	}
+	json_out_end_array(&dp->j);
+	return true;
+}
+
+static void put_cell_val_num(struct json_out *j, bool var, uint32_t n)
+{
+	if (var)
+		json_out_cstr(j, "var");
+	else
+		json_out_u64(j, n);
+}
+
+static bool put_dim(struct dump *dp, const struct tfs_dim *dim)
+{
+	struct json_out *j = &dp->j;
+
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, dim->name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(dim->type));
+	json_out_key(j, "domain");
+	if (dim->has_domain) {
+		json_out_begin_array(j);
+		cell_json_value(j, dim->type, dim->domain[0]);
+		cell_json_value(j, dim->type, dim->domain[1]);
+		json_out_end_array(j);
+	} else {
+		json_out_null(j);
+	}
+	json_out_key(j, "tile");
+	if (dim->has_extent)
+		cell_json_value(j, dim->type, dim->extent);
+	else
+		json_out_null(j);
+	json_out_key(j, "var");
+	json_out_bool(j, dim->var);
+	json_out_key(j, "filters");
+	if (!put_filters(dp, &dim->filters))
+		return false;
+	json_out_key(j, "max_chunk_size");
+	json_out_u64(j, dim->filters.max_chunk_size);
+	json_out_end_object(j);
+	return true;
+}
+
+static bool put_attr(struct dump *dp, const struct tfs_attr *at)
+{
+	struct json_out *j = &dp->j;
+
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, at->name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(at->type));
+	json_out_key(j, "cell_val_num");
+	put_cell_val_num(j, at->var, at->cell_val_num);
+	json_out_key(j, "nullable");
+	json_out_bool(j, at->nullable);
+	json_out_key(j, "fill");
+	cell_json_cell(j, at->type, at->var, at->cell_val_num, at->fill,
+		       at->fill_size);
+	if (at->nullable) {
+		json_out_key(j, "fill_valid");
+		json_out_bool(j, at->fill_valid != 0);
+	}
+	json_out_key(j, "filters");
+	if (!put_filters(dp, &at->filters))
+		return false;
+	json_out_key(j, "max_chunk_size");
+	json_out_u64(j, at->filters.max_chunk_size);
+	json_out_key(j, "enumeration");
+	if (at->enumeration)
+		json_out_cstr(j, at->enumeration);
+	else
+		json_out_null(j);
+	json_out_end_object(j);
+	return true;
+}
+
+static bool put_enumeration(struct dump *dp, const struct tfs_enumeration *en)
+{
+	struct json_out *j = &dp->j;
+	bool var = en->cell_val_num == TFS_VAR_NUM;
+	uint64_t size = var ? 0
+			    : tfs_datatype_size(en->type) *
+				      (uint64_t)en->cell_val_num;
+
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, en->name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(en->type));
+	json_out_key(j, "cell_val_num");
+	put_cell_val_num(j, var, en->cell_val_num);
+	json_out_key(j, "ordered");
+	json_out_bool(j, en->ordered);
+	json_out_key(j, "values");
+	json_out_begin_array(j);
+	for (uint64_t i = 0; i < en->value_num; i++) {
+		uint64_t start, end;
+
+		if (var) {
+			start = en->offsets[i];
+			end = i + 1 < en->value_num ? en->offsets[i + 1]
+						    : en->data_size;
+		} else {
+			start = i * size;
+			end = start + size;
+		}
+		if (start > end || end > en->data_size) {
+			errorf("enumeration '%s': value %" PRIu64
+			       " lies outside its data",
+			       en->name, i);
+			return false;
+		}
+		cell_json_cell(j, en->type, var, en->cell_val_num,
+			       en->data + start, end - start);
+	}
+	json_out_end_array(j);
+	json_out_end_object(j);
+	return true;
+}
+
+static void put_ranges(struct json_out *j, const struct tfs_schema *s,
+		       const struct tfs_range *r)
+{
+	json_out_begin_array(j);
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		cell_json_range(j, s->dims[k].type, s->dims[k].var, &r[k]);
+	json_out_end_array(j);
+}
+
+static bool put_schema(struct dump *dp)
+{
+	const struct tfs_schema *s = dp->schema;
+	struct json_out *j = &dp->j;
+	size_t enum_num = tfs_array_enumeration_count(dp->array);
+
+	json_out_key(j, "schema");
+	json_out_begin_object(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "dims");
+	json_out_begin_array(j);
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		if (!put_dim(dp, &s->dims[k]))
+			return false;
+	json_out_end_array(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "attrs");
+	json_out_begin_array(j);
+	for (uint32_t k = 0; k < s->attr_num; k++)
+		if (!put_attr(dp, &s->attrs[k]))
+			return false;
+	json_out_end_array(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "cell_order");
+	json_out_cstr(j, layout_name(s->cell_order));
+	json_out_key(j, "tile_order");
+	json_out_cstr(j, layout_name(s->tile_order));
+	json_out_key(j, "capacity");
+	json_out_u64(j, s->capacity);
+	json_out_key(j, "allows_dups");
+	json_out_bool(j, s->allows_dups);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "coords_filters");
+	if (!put_filters(dp, &s->coords_filters))
+		return false;
+	json_out_key(j, "offsets_filters");
+	if (!put_filters(dp, &s->offsets_filters))
+		return false;
+	json_out_key(j, "validity_filters");
+	if (!put_filters(dp, &s->validity_filters))
+		return false;
+	json_out_space(j, "\n  ");
+	json_out_key(j, "max_chunk_sizes");
+	json_out_begin_object(j);
+	json_out_key(j, "coords");
+	json_out_u64(j, s->coords_filters.max_chunk_size);
+	json_out_key(j, "offsets");
+	json_out_u64(j, s->offsets_filters.max_chunk_size);
+	json_out_key(j, "validity");
+	json_out_u64(j, s->validity_filters.max_chunk_size);
+	json_out_end_object(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "enumerations");
+	json_out_begin_array(j);
+	for (size_t i = 0; i < enum_num; i++)
+		if (!put_enumeration(dp, tfs_array_enumeration(dp->array, i)))
+			return false;
+	json_out_end_array(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "current_domain");
+	if (s->has_current_domain)
+		put_ranges(j, s, s->current_domain);
+	else
+		json_out_null(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "timestamp_range");
+	json_out_begin_array(j);
+	json_out_u64(j, s->t1);
+	json_out_u64(j, s->t2);
+	json_out_end_array(j);
+	json_out_space(j, "\n ");
+	json_out_end_object(j);
+	return true;
+}
+
+static void put_metadata(struct dump *dp)
+{
+	struct json_out *j = &dp->j;
+	size_t n = tfs_array_metadata_count(dp->array);
+
+	json_out_key(j, "metadata");
+	json_out_begin_object(j);
+	for (size_t i = 0; i < n; i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(dp->array, i);
+
+		if (kv->deleted)
+			continue;
+		json_out_space(j, "\n ");
+		json_out_key_len(j, kv->key, kv->key_len);
+		json_out_begin_object(j);
+		json_out_key(j, "type");
+		json_out_cstr(j, tfs_datatype_name(kv->type));
+		json_out_key(j, "values");
+		cell_json_meta_values(j, kv->type, kv->value_num, kv->value);
+		json_out_end_object(j);
+	}
+	json_out_end_object(j);
+}
+
+static void put_fragments(struct dump *dp)
+{
+	struct json_out *j = &dp->j;
+	size_t n = tfs_array_fragment_count(dp->array);
+
+	json_out_key(j, "fragments");
+	json_out_begin_array(j);
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(dp->array, i, &f);
+		json_out_space(j, "\n ");
+		json_out_begin_object(j);
+		json_out_key(j, "name");
+		json_out_cstr(j, f.name);
+		json_out_key(j, "timestamps");
+		json_out_begin_array(j);
+		json_out_u64(j, f.t1);
+		json_out_u64(j, f.t2);
+		json_out_end_array(j);
+		json_out_key(j, "format_version");
+		json_out_u64(j, f.version);
+		json_out_key(j, "dense");
+		json_out_bool(j, f.dense);
+		json_out_key(j, "cell_num");
+		json_out_u64(j, f.cell_num);
+		json_out_key(j, "consolidated_metadata");
+		json_out_bool(j, f.consolidated_metadata);
+		json_out_key(j, "schema");
+		json_out_cstr(j, f.schema_name);
+		json_out_key(j, "non_empty_domain");
+		if (f.non_empty_domain)
+			put_ranges(j, dp->schema, f.non_empty_domain);
+		else
+			json_out_null(j);
+		json_out_end_object(j);
+	}
+	json_out_end_array(j);
+	json_out_space(j, "\n");
+	json_out_key(j, "fragments_to_vacuum");
+	json_out_begin_array(j);
+	n = tfs_array_vacuum_count(dp->array);
+	for (size_t i = 0; i < n; i++)
+		json_out_cstr(j, tfs_array_vacuum_name(dp->array, i));
+	json_out_end_array(j);
+}
+
+/* ---- Reads --------------------------------------------------------------- */
+
+/* Renders cell i of the batch as one object; *coords_len receives the
+ * length of its coordinate prefix when coords_len is not NULL. */
+static void render_cell(struct json_out *j, const struct tfs_batch *b,
+			uint64_t i, size_t *coords_len)
+{
+	size_t start = j->buf->len;
+
+	json_out_begin_object(j);
+	for (size_t c = 0; c < b->column_num; c++) {
+		const struct tfs_column *col = &b->columns[c];
+
+		if (coords_len && !col->is_dim && c > 0 &&
+		    b->columns[c - 1].is_dim)
+			*coords_len = j->buf->len - start;
+		json_out_key(j, col->name);
+		cell_json_column(j, col, i);
+	}
+	json_out_end_object(j);
+	if (coords_len && b->column_num && b->columns[b->column_num - 1].is_dim)
+		*coords_len = j->buf->len - start;
+}
+
+static void dup_run_init(struct dup_run *r)
+{
+	tfs_buf_init(&r->text, MAX_TEXT_BYTES);
+	r->cells = NULL;
+	r->num = 0;
+	r->cap = 0;
+}
+
+static void dup_run_release(struct dup_run *r)
+{
+	tfs_buf_release(&r->text);
+	tfs_free(r->cells);
+}
+
+struct text_ref {
+	const char *p;
+	size_t len;
+};
+
+static int text_ref_cmp(const void *a, const void *b)
+{
+	const struct text_ref *x = a, *y = b;
+
+	return json_text_cmp(x->p, x->len, y->p, y->len);
+}
+
+/* Writes the first `num` cells of the run, sorted, and drops them. */
+static enum tfs_err dup_run_emit(struct dup_run *r, size_t num,
+				 struct json_out *j)
+{
+	struct text_ref *refs;
+	size_t keep_from;
+
+	if (!num)
+		return TFS_E_OK;
+	refs = tfs_mallocn(num, sizeof(*refs));
+	if (!refs)
+		return TFS_E_NOMEM;
+	for (size_t i = 0; i < num; i++) {
+		refs[i].p = (const char *)r->text.data + r->cells[i].off;
+		refs[i].len = r->cells[i].len;
+	}
+	qsort(refs, num, sizeof(*refs), text_ref_cmp);
+	for (size_t i = 0; i < num; i++) {
+		json_out_space(j, "\n");
+		json_out_value_text(j, refs[i].p, refs[i].len);
+	}
+	tfs_free(refs);
+	/* Move the cells after the emitted ones to the front. */
+	keep_from = num < r->num ? r->cells[num].off : r->text.len;
+	memmove(r->text.data, r->text.data + keep_from,
+		r->text.len - keep_from);
+	r->text.len -= keep_from;
+	for (size_t i = num; i < r->num; i++) {
+		r->cells[i - num] = r->cells[i];
+		r->cells[i - num].off -= keep_from;
+	}
+	r->num -= num;
+	return TFS_E_OK;
+}
+
+/* Adds cell i of the batch to the run, first writing the run out when the
+ * new cell's coordinates differ from the run's. */
+static enum tfs_err dup_run_add(struct dup_run *r, const struct tfs_batch *b,
+				uint64_t i, struct json_out *j)
+{
+	struct json_out cj;
+	struct cell_text *c;
+	enum tfs_err e;
+
+	if (r->num == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 64;
+		struct cell_text *cells = tfs_reallocn(r->cells, cap,
+						       sizeof(*cells));
+
+		if (!cells)
+			return TFS_E_NOMEM;
+		r->cells = cells;
+		r->cap = cap;
+	}
+	c = &r->cells[r->num];
+	c->off = r->text.len;
+	c->coords_len = 0;
+	json_out_init(&cj, &r->text);
+	render_cell(&cj, b, i, &c->coords_len);
+	e = json_out_error(&cj);
+	if (e)
+		return e;
+	c->len = r->text.len - c->off;
+	r->num++;
+	if (r->num > 1) {
+		const struct cell_text *first = &r->cells[0];
+
+		if (first->coords_len != c->coords_len ||
+		    memcmp(r->text.data + first->off, r->text.data + c->off,
+			   c->coords_len) != 0)
+			return dup_run_emit(r, r->num - 1, j);
+	}
+	return TFS_E_OK;
+}
+
+/* Writes "cells":[...] and "cell_count" of a query. */
+static bool put_cells(struct dump *dp, struct tfs_query *q)
+{
+	struct json_out *j = &dp->j;
+	bool dups = dp->schema->array_type == TFS_SPARSE &&
+		    dp->schema->allows_dups;
+	struct dup_run run;
+	uint64_t count = 0;
+	bool ok = false;
+	enum tfs_err e = TFS_E_OK;
+
+	dup_run_init(&run);
+	json_out_key(j, "cells");
+	json_out_begin_array(j);
+	for (;;) {
+		const struct tfs_batch *b;
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		e = tfs_query_next(q, &b, &d);
+		if (e) {
+			errorf("%s", tfs_diag_msg(&d));
+			goto out;
+		}
+		if (!b)
+			break;
+		for (uint64_t i = 0; i < b->cell_num; i++) {
+			if (dups) {
+				e = dup_run_add(&run, b, i, j);
+				if (e)
+					break;
+			} else {
+				json_out_space(j, "\n");
+				render_cell(j, b, i, NULL);
+			}
+			if (!maybe_flush(dp))
+				goto out;
+		}
+		if (e)
+			break;
+		count += b->cell_num;
+	}
+	if (!e)
+		e = dup_run_emit(&run, run.num, j);
+	if (e) {
+		errorf("cannot render the cells: %s", tfs_strerror(e));
+		goto out;
+	}
+	json_out_space(j, "\n ");
+	json_out_end_array(j);
+	json_out_key(j, "cell_count");
+	json_out_u64(j, count);
+	ok = true;
+out:
+	dup_run_release(&run);
+	return ok;
+}
+
+/* One read: the subarray `sub` (NULL: the whole non-empty domain, shown as
+ * `shown`, or null when the array is empty). */
+static bool put_read(struct dump *dp, const struct tfs_range *sub,
+		     const struct tfs_range *shown)
+{
+	struct json_out *j = &dp->j;
+	struct tfs_query_opts qo = {.subarray = sub};
+	struct tfs_query *q = NULL;
+	struct tfs_diag d;
+	bool ok;
+
+	json_out_space(j, "\n");
+	json_out_begin_object(j);
+	json_out_key(j, "timestamp");
+	if (dp->o->has_timestamp)
+		json_out_u64(j, dp->o->timestamp);
+	else
+		json_out_null(j);
+	json_out_key(j, "subarray");
+	if (shown)
+		put_ranges(j, dp->schema, shown);
+	else
+		json_out_null(j);
+	json_out_key(j, "layout");
+	json_out_cstr(j, "row-major");
+	if (!shown) {
+		json_out_key(j, "cells");
+		json_out_begin_array(j);
+		json_out_end_array(j);
+		json_out_key(j, "cell_count");
+		json_out_u64(j, 0);
+		json_out_end_object(j);
+		return true;
+	}
+	tfs_diag_init(&d);
+	if (tfs_query_open(dp->array, &qo, &q, &d)) {
+		errorf("%s", tfs_diag_msg(&d));
+		return false;
+	}
+	ok = put_cells(dp, q);
+	tfs_query_close(q);
+	json_out_end_object(j);
+	return ok;
+}
+
+/* Parsed "--subarray" text: one range per dimension, the bytes of string
+ * bounds pointing into the copy of the text. */
+struct subarray {
+	struct tfs_range *ranges;
+	uint8_t (*values)[2][8];
+	char *text;
+};
+
+static void subarray_release(struct subarray *s)
+{
+	tfs_free(s->ranges);
+	tfs_free(s->values);
+	tfs_free(s->text);
+}
+
+/* Splits "lo:hi,lo:hi" by the dimensions of the schema; false (reported)
+ * on a malformed text. */
+static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
+			   const char *text)
+{
+	char *p;
+	uint32_t k;
+
+	out->ranges = tfs_callocn(s->dim_num, sizeof(*out->ranges));
+	out->values = tfs_callocn(s->dim_num, sizeof(*out->values));
+	out->text = tfs_strdup(text);
+	if (!out->ranges || !out->values || !out->text) {
+		errorf("out of memory");
+		return false;
+	}
+	p = out->text;
+	for (k = 0; k < s->dim_num; k++) {
+		const struct tfs_dim *dim = &s->dims[k];
+		char *comma = k + 1 < s->dim_num ? strchr(p, ',') : NULL;
+		char *colon;
+
+		if (k + 1 < s->dim_num && !comma) {
+			errorf("subarray '%s': %" PRIu32 " ranges needed, one "
+			       "per dimension",
+			       text, s->dim_num);
+			return false;
+		}
+		if (comma)
+			*comma = '\0';
+		colon = strchr(p, ':');
+		if (!colon) {
+			errorf("subarray '%s': range '%s' of dimension '%s' is "
+			       "not lo:hi",
+			       text, p, dim->name);
+			return false;
+		}
+		*colon = '\0';
+		if (dim->var) {
+			out->ranges[k].lo = (const uint8_t *)p;
+			out->ranges[k].lo_len = strlen(p);
+			out->ranges[k].hi = (const uint8_t *)(colon + 1);
+			out->ranges[k].hi_len = strlen(colon + 1);
+		} else {
+			size_t size = tfs_datatype_size(dim->type);
+
+			if (!cell_json_parse_value(dim->type, p,
+						   out->values[k][0]) ||
+			    !cell_json_parse_value(dim->type, colon + 1,
+						   out->values[k][1])) {
+				errorf("subarray '%s': '%s:%s' is not a range "
+				       "of %s values for dimension '%s'",
+				       text, p, colon + 1,
+				       tfs_datatype_name(dim->type), dim->name);
+				return false;
+			}
+			out->ranges[k].lo = out->values[k][0];
+			out->ranges[k].hi = out->values[k][1];
+			out->ranges[k].lo_len = size;
+			out->ranges[k].hi_len = size;
+		}
+		p = comma ? comma + 1 : NULL;
+	}
+	if (p && strchr(p, ',')) {
+		errorf("subarray '%s': more ranges than the %" PRIu32
+		       " dimensions",
+		       text, s->dim_num);
+		return false;
+	}
+	return true;
+}
+
+static bool put_reads(struct dump *dp)
+{
+	struct json_out *j = &dp->j;
+	struct tfs_range *ned;
+	bool ok = true;
+
+	ned = tfs_callocn(dp->schema->dim_num, sizeof(*ned));
+	if (!ned) {
+		errorf("out of memory");
+		return false;
+	}
+	json_out_space(j, "\n");
+	json_out_key(j, "reads");
+	json_out_begin_array(j);
+	if (dp->o->full) {
+		bool has = tfs_array_non_empty_domain(dp->array, ned);
+
+		ok = put_read(dp, NULL, has ? ned : NULL);
+	}
+	for (size_t i = 0; ok && i < dp->o->subarray_num; i++) {
+		struct subarray sub = {0};
+
+		ok = subarray_parse(&sub, dp->schema, dp->o->subarrays[i]) &&
+		     put_read(dp, sub.ranges, sub.ranges);
+		subarray_release(&sub);
+	}
+	json_out_space(j, "\n");
+	json_out_end_array(j);
+	tfs_free(ned);
+	return ok;
+}
+
+/* ---- The document -------------------------------------------------------- */
+
+static bool put_array(struct dump *dp, const char *name)
+{
+	struct json_out *j = &dp->j;
+	const struct tfs_schema *s = dp->schema;
+	struct tfs_range *ned;
+	bool ok;
+
+	json_out_begin_object(j);
+	json_out_space(j, "\n");
+	json_out_key(j, "name");
+	json_out_cstr(j, name);
+	json_out_space(j, "\n");
+	json_out_key(j, "array_type");
+	json_out_cstr(j, s->array_type == TFS_SPARSE ? "sparse" : "dense");
+	json_out_space(j, "\n");
+	json_out_key(j, "key_hex");
+	if (dp->o->key_hex)
+		json_out_cstr(j, dp->o->key_hex);
+	else
+		json_out_null(j);
+	json_out_space(j, "\n");
+	json_out_key(j, "format_version");
+	json_out_u64(j, s->version);
+	json_out_space(j, "\n");
+	json_out_key(j, "opened_at");
+	if (dp->o->has_timestamp)
+		json_out_u64(j, dp->o->timestamp);
+	else
+		json_out_null(j);
+	json_out_space(j, "\n");
+	if (!put_schema(dp))
+		return false;
+	json_out_space(j, "\n");
+	json_out_key(j, "non_empty_domain");
+	ned = tfs_callocn(s->dim_num, sizeof(*ned));
+	if (!ned) {
+		errorf("out of memory");
+		return false;
+	}
+	if (tfs_array_non_empty_domain(dp->array, ned))
+		put_ranges(j, s, ned);
+	else
+		json_out_null(j);
+	tfs_free(ned);
+	json_out_space(j, "\n");
+	put_metadata(dp);
+	json_out_space(j, "\n");
+	put_fragments(dp);
+	ok = flush(dp) && put_reads(dp);
+	json_out_space(j, "\n");
+	json_out_end_object(j);
+	json_out_space(j, "\n");
+	return ok && flush(dp);
+}
+
+/* The folder's base name: the last non-empty component of path. */
+static char *base_name(const char *path)
+{
+	size_t end = strlen(path), start;
+
+	while (end > 1 && path[end - 1] == '/')
+		end--;
+	start = end;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	return tfs_strndup(path + start, end - start);
+}
+
+static enum dump_status open_array(const struct dump_opts *o,
+				   struct tfs_array **out)
+{
+	struct tfs_open_opts oo = {.timestamp = o->timestamp,
+				   .threads = o->threads};
+	uint8_t key[32];
+	enum tfs_object kind;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	*out = NULL;
+	if (o->key_hex) {
+		if (tfs_key_from_hex(key, o->key_hex)) {
+			errorf("key must be 64 hex digits");
+			return DUMP_USAGE;
+		}
+		oo.key = key;
+	}
+	tfs_diag_init(&d);
+	e = tfs_object_type(NULL, o->path, &kind, &d);
+	if (e == TFS_E_NOT_FOUND || e == TFS_E_NOT_ARRAY ||
+	    (!e && kind == TFS_OBJECT_NONE)) {
+		errorf("'%s' is not a TileDB array or group", o->path);
+		return DUMP_NOT_ARRAY;
+	}
+	if (e) {
+		errorf("%s", tfs_diag_msg(&d));
+		return DUMP_ERROR;
+	}
+	if (kind == TFS_OBJECT_GROUP) {
+		errorf("'%s' is a TileDB group; tfs dump prints arrays",
+		       o->path);
+		return DUMP_ERROR;
+	}
+	e = tfs_array_open(o->path, &oo, out, &d);
+	memset(key, 0, sizeof(key));
+	if (e) {
+		errorf("%s", tfs_diag_msg(&d));
+		return DUMP_ERROR;
+	}
+	return DUMP_OK;
+}
+
+enum dump_status dump_run(const struct dump_opts *o)
+{
+	struct dump dp = {.o = o};
+	enum dump_status st;
+	char *name;
+
+	st = open_array(o, &dp.array);
+	if (st)
+		return st;
+	name = o->name ? tfs_strdup(o->name) : base_name(o->path);
+	if (!name) {
+		errorf("out of memory");
+		tfs_array_close(dp.array);
+		return DUMP_ERROR;
+	}
+	dp.schema = tfs_array_schema(dp.array);
+	tfs_buf_init(&dp.out, TFS_BUF_NO_MAX);
+	tfs_buf_init(&dp.scratch, TFS_BUF_NO_MAX);
+	json_out_init(&dp.j, &dp.out);
+	st = put_array(&dp, name) ? DUMP_OK : DUMP_ERROR;
+	if (fflush(stdout) != 0 && st == DUMP_OK) {
+		errorf("cannot write the output: %s", strerror(errno));
+		st = DUMP_ERROR;
+	}
+	tfs_buf_release(&dp.out);
+	tfs_buf_release(&dp.scratch);
+	tfs_free(name);
+	tfs_array_close(dp.array);
+	return st;
+}

@@ -1,0 +1,141 @@
+/* The `tfs` command-line tool: subcommands over the public API of the core.
+ * `tfs dump` prints an array as the corpus JSON (corpus/README.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dump.h"
+#include "tfs_alloc.h"
+#include <tilefs/tilefs.h>
+
+static const char usage_text[] =
+	"usage: tfs dump PATH [--key HEX] [--timestamp T] "
+	"[--subarray lo:hi,...]... [--no-full] [--name NAME] [--threads N]\n"
+	"       tfs --version\n"
+	"\n"
+	"  dump   print the array at PATH as JSON: schema, non-empty domain,\n"
+	"         metadata, fragments and reads (the whole non-empty domain,\n"
+	"         then one read per --subarray, inclusive ranges)\n"
+	"\n"
+	"exit status: 0 ok, 1 error, 2 usage, 3 not an array or group\n";
+
+static int usage(const char *why)
+{
+	if (why)
+		fprintf(stderr, "tfs: %s\n", why);
+	fputs(usage_text, stderr);
+	return DUMP_USAGE;
+}
+
+static bool parse_u64(const char *text, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!text[0] || strchr(text, '-'))
+		return false;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	enum { OPT_KEY = 256, OPT_TIMESTAMP, OPT_SUBARRAY, OPT_NO_FULL,
+	       OPT_NAME, OPT_THREADS };
+	static const struct option longopts[] = {
+		{"key", required_argument, NULL, OPT_KEY},
+		{"timestamp", required_argument, NULL, OPT_TIMESTAMP},
+		{"subarray", required_argument, NULL, OPT_SUBARRAY},
+		{"no-full", no_argument, NULL, OPT_NO_FULL},
+		{"name", required_argument, NULL, OPT_NAME},
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct dump_opts o = {.full = true};
+	const char **subs;
+	uint64_t threads;
+	int c, status;
+
+	/* Every --subarray fits: at most one per argument. */
+	subs = tfs_callocn((size_t)argc, sizeof(*subs));
+	if (!subs) {
+		fputs("tfs: out of memory\n", stderr);
+		return DUMP_ERROR;
+	}
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KEY:
+			o.key_hex = optarg;
+			break;
+		case OPT_TIMESTAMP:
+			if (!parse_u64(optarg, &o.timestamp)) {
+				tfs_free(subs);
+				return usage("--timestamp takes milliseconds "
+					     "since the epoch");
+			}
+			o.has_timestamp = true;
+			break;
+		case OPT_SUBARRAY:
+			subs[o.subarray_num++] = optarg;
+			break;
+		case OPT_NO_FULL:
+			o.full = false;
+			break;
+		case OPT_NAME:
+			o.name = optarg;
+			break;
+		case OPT_THREADS:
+			if (!parse_u64(optarg, &threads) || threads > 4096) {
+				tfs_free(subs);
+				return usage("--threads takes a number of "
+					     "threads (0 = one per CPU)");
+			}
+			o.threads = (unsigned)threads;
+			break;
+		case 'h':
+			tfs_free(subs);
+			fputs(usage_text, stdout);
+			return DUMP_OK;
+		default:
+			tfs_free(subs);
+			return usage(NULL);
+		}
+	}
+	if (optind + 1 != argc) {
+		tfs_free(subs);
+		return usage(optind == argc ? "dump needs one PATH"
+					    : "dump takes one PATH");
+	}
+	o.path = argv[optind];
+	o.subarrays = subs;
+	status = dump_run(&o);
+	tfs_free(subs);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage(NULL);
+	if (!strcmp(argv[1], "--version")) {
+		printf("tfs %s\n", TILEFS_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(usage_text, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "dump"))
+		return cmd_dump(argc - 1, argv + 1);
+	fprintf(stderr, "tfs: unknown command '%s'\n", argv[1]);
+	return usage(NULL);
+}
