@@ -291,7 +291,11 @@ static enum tfs_err plan_batch(struct dense_reader *r, struct tfs_query *q,
 	if (tile_row1 < tile_row0 || tile_row1 > r->sub_hi[0] / r->ext[0])
 		tile_row1 = r->sub_hi[0] / r->ext[0];
 	b->row_lo = r->next_row;
-	b->row_hi = min_u64(r->sub_hi[0], tile_row1 * r->ext[0] + (r->ext[0] - 1));
+	{
+		uint64_t start = tile_row1 * r->ext[0], end = start + (r->ext[0] - 1);
+
+		b->row_hi = min_u64(r->sub_hi[0], end < start ? UINT64_MAX : end);
+	}
 	r->next_row = b->row_hi + 1;
 	r->planned_all = b->row_hi == r->sub_hi[0];
 	for (uint32_t d = 1; d < dims; d++)
