@@ -30,6 +30,7 @@ struct tfs_dirlist {
 };
 
 struct tfs_vfs_ops {
+	/* A missing path is not an error: st->exists = false. */
 	enum tfs_err (*stat)(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_stat *st, struct tfs_diag *d);
 	/* Reads exactly len bytes at off; a short file is TFS_E_CORRUPT. */
@@ -63,7 +64,11 @@ struct tfs_vfs {
 	const struct tfs_vfs_ops *ops;
 };
 
-/* Backends. */
+/* Backends. POSIX maps errno to codes: ENOENT/ENOTDIR -> TFS_E_NOT_FOUND,
+ * ENOSPC/EDQUOT -> TFS_E_NOSPC, EACCES/EPERM -> TFS_E_KEY (the only code
+ * whose errno is EACCES), EROFS -> TFS_E_READONLY, EEXIST/ENOTEMPTY ->
+ * TFS_E_EXISTS, others TFS_E_IO (see vfs_posix.c). The in-memory backend
+ * keeps a tree in the process with the same semantics; "a//b/" = "a/b". */
 enum tfs_err tfs_vfs_posix_new(struct tfs_vfs **out) TFS_WUR;
 enum tfs_err tfs_vfs_mem_new(struct tfs_vfs **out) TFS_WUR;
 
@@ -76,9 +81,14 @@ enum tfs_fault_kind {
 };
 enum tfs_err tfs_vfs_faulty_new(struct tfs_vfs *inner, struct tfs_vfs **out) TFS_WUR;
 /* From the nth call on (0 = the next one) of any operation, fail with
- * kind; once = fail only that call. Thread-safe. */
+ * kind; once = fail only that call; TFS_FAULT_NONE disarms. SHORT
+ * transfers half of a read/write/append, then fails with TFS_E_IO; NOSPC
+ * fails write, append, mkdir, rename and fsync with TFS_E_NOSPC and the
+ * other operations with TFS_E_IO (vfs_faulty.c). Thread-safe; no effect on
+ * a backend that is not a faulty one. */
 void tfs_vfs_faulty_arm(struct tfs_vfs *faulty, enum tfs_fault_kind kind,
 			unsigned long nth, bool once);
+/* Operations made through faulty since it was created (failed ones too). */
 unsigned long tfs_vfs_faulty_calls(struct tfs_vfs *faulty);
 
 void tfs_vfs_free(struct tfs_vfs *vfs);

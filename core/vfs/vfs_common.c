@@ -1,1 +1,92 @@
-/* vfs_common.c */
+/* Backend-independent storage helpers: whole-file reads with a size cap,
+ * folder listings, path joining and backend destruction. */
+#include "tfs_vfs.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+
+void tfs_vfs_free(struct tfs_vfs *vfs)
+{
+	if (vfs)
+		vfs->ops->destroy(vfs);
+}
+
+enum tfs_err tfs_vfs_read_all(struct tfs_vfs *v, const char *path, size_t max,
+			      uint8_t **out, size_t *len, struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	uint8_t *buf;
+	enum tfs_err err;
+
+	*out = NULL;
+	*len = 0;
+	err = v->ops->stat(v, path, &st, d);
+	if (err)
+		return err;
+	if (!st.exists)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': no such file", path);
+	if (st.is_dir)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': is a folder, not a file",
+				path);
+	if (st.size > max)
+		return tfs_fail(d, TFS_E_TOO_BIG,
+				"'%s': file of %" PRIu64
+				" bytes exceeds the limit of %zu bytes",
+				path, st.size, max);
+	buf = tfs_malloc((size_t)st.size);
+	if (!buf)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory reading %" PRIu64
+				" bytes", path, st.size);
+	err = v->ops->read(v, path, 0, buf, (size_t)st.size, d);
+	if (err) {
+		tfs_free(buf);
+		return err;
+	}
+	*out = buf;
+	*len = (size_t)st.size;
+	return TFS_E_OK;
+}
+
+void tfs_dirlist_release(struct tfs_dirlist *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->count; i++)
+		tfs_free(l->names[i]);
+	tfs_free(l->names);
+	l->names = NULL;
+	l->count = 0;
+}
+
+char *tfs_path_join(const char *dir, const char *name)
+{
+	size_t dlen = strlen(dir);
+	size_t nlen;
+	char *p;
+
+	while (dlen > 1 && dir[dlen - 1] == '/')
+		dlen--;
+	while (*name == '/')
+		name++;
+	nlen = strlen(name);
+	if (dlen == 0)
+		return tfs_strdup(name);
+	if (dlen == 1 && dir[0] == '/') {
+		/* Joining onto the root keeps a single slash. */
+		p = tfs_malloc(nlen + 2);
+		if (!p)
+			return NULL;
+		p[0] = '/';
+		memcpy(p + 1, name, nlen + 1);
+		return p;
+	}
+	p = tfs_malloc(dlen + 1 + nlen + 1);
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dlen);
+	p[dlen] = '/';
+	memcpy(p + dlen + 1, name, nlen + 1);
+	return p;
+}

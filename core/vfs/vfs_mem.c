@@ -1,1 +1,622 @@
-/* vfs_mem.c */
+/* The in-memory storage backend: a tree of folders and files kept in the
+ * process, for tests and for building arrays without touching the disk.
+ * Paths are split on '/'; empty and "." components are ignored, ".." goes
+ * up, so "/a//b/" and "a/b" name the same entry. Semantics follow POSIX:
+ * a file is created only in an existing folder, rename replaces a file or
+ * an empty folder, remove takes a file or an empty folder.
+ *
+ * One mutex protects the whole tree; operations only copy bytes while
+ * holding it (there is no I/O to wait for). */
+#include "tfs_vfs.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "tfs_alloc.h"
+
+struct mem_node {
+	char *name;
+	bool is_dir;
+	struct mem_node *parent;
+	int64_t mtime_ns;
+	/* files */
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	/* folders: children sorted bytewise by name */
+	struct mem_node **kids;
+	size_t kid_num;
+	size_t kid_cap;
+};
+
+struct mem_vfs {
+	struct tfs_vfs base;
+	pthread_mutex_t lock;
+	struct mem_node *root; /* protected by lock */
+};
+
+static struct mem_vfs *to_mem(struct tfs_vfs *v)
+{
+	return (struct mem_vfs *)v;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void node_free(struct mem_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->kid_num; i++)
+		node_free(n->kids[i]);
+	tfs_free(n->kids);
+	tfs_free(n->data);
+	tfs_free(n->name);
+	tfs_free(n);
+}
+
+static struct mem_node *node_new(const char *name, size_t name_len,
+				 bool is_dir)
+{
+	struct mem_node *n = tfs_callocn(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->name = tfs_strndup(name, name_len);
+	if (!n->name) {
+		tfs_free(n);
+		return NULL;
+	}
+	n->is_dir = is_dir;
+	n->mtime_ns = now_ns();
+	return n;
+}
+
+/* Index of the child called name, or where it would be inserted. */
+static size_t kid_find(const struct mem_node *dir, const char *name,
+		       size_t name_len, bool *found)
+{
+	size_t lo = 0, hi = dir->kid_num;
+
+	*found = false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const char *k = dir->kids[mid]->name;
+		int c = strncmp(k, name, name_len);
+
+		if (c == 0 && k[name_len] != '\0')
+			c = 1;
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool kid_insert(struct mem_node *dir, size_t at, struct mem_node *kid)
+{
+	if (dir->kid_num == dir->kid_cap) {
+		size_t ncap = dir->kid_cap ? dir->kid_cap * 2 : 8;
+		struct mem_node **nk =
+			tfs_reallocn(dir->kids, ncap, sizeof(*nk));
+
+		if (!nk)
+			return false;
+		dir->kids = nk;
+		dir->kid_cap = ncap;
+	}
+	memmove(dir->kids + at + 1, dir->kids + at,
+		(dir->kid_num - at) * sizeof(*dir->kids));
+	dir->kids[at] = kid;
+	dir->kid_num++;
+	kid->parent = dir;
+	dir->mtime_ns = now_ns();
+	return true;
+}
+
+static void kid_detach(struct mem_node *kid)
+{
+	struct mem_node *dir = kid->parent;
+	bool found;
+	size_t at = kid_find(dir, kid->name, strlen(kid->name), &found);
+
+	memmove(dir->kids + at, dir->kids + at + 1,
+		(dir->kid_num - at - 1) * sizeof(*dir->kids));
+	dir->kid_num--;
+	dir->mtime_ns = now_ns();
+	kid->parent = NULL;
+}
+
+/* Next path component: skips slashes and "."; sets *len = 0 at the end. */
+static const char *next_comp(const char *p, size_t *len)
+{
+	for (;;) {
+		while (*p == '/')
+			p++;
+		*len = strcspn(p, "/");
+		if (*len == 1 && p[0] == '.') {
+			p++;
+			continue;
+		}
+		return p;
+	}
+}
+
+/* Walks path. On success *node is the entry (NULL if only the last
+ * component is missing), *parent its folder, and *last with *last_len the
+ * last component (length 0 for the root). A missing or non-folder
+ * intermediate component gives TFS_E_NOT_FOUND. */
+static enum tfs_err walk(struct mem_vfs *m, const char *path,
+			 struct mem_node **parent, struct mem_node **node,
+			 const char **last, size_t *last_len)
+{
+	struct mem_node *cur = m->root;
+	struct mem_node *par = NULL;
+	const char *lc = "";
+	size_t ll = 0;
+	size_t len;
+	const char *p = next_comp(path, &len);
+
+	while (len) {
+		const char *q = p + len;
+		size_t nlen;
+		bool found;
+		size_t at;
+
+		if (!cur)
+			return TFS_E_NOT_FOUND; /* previous component missing */
+		if (!cur->is_dir)
+			return TFS_E_NOT_FOUND;
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (cur->parent)
+				cur = cur->parent;
+			par = cur->parent;
+			lc = cur->name;
+			ll = strlen(lc);
+			p = next_comp(q, &len);
+			continue;
+		}
+		at = kid_find(cur, p, len, &found);
+		par = cur;
+		lc = p;
+		ll = len;
+		cur = found ? cur->kids[at] : NULL;
+		p = next_comp(q, &nlen);
+		len = nlen;
+	}
+	*parent = par;
+	*node = cur;
+	*last = lc;
+	*last_len = ll;
+	return TFS_E_OK;
+}
+
+static enum tfs_err mem_stat(struct tfs_vfs *vfs, const char *path,
+			     struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll;
+
+	(void)d;
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, path, &par, &n, &last, &ll) == TFS_E_OK && n) {
+		st->exists = true;
+		st->is_dir = n->is_dir;
+		st->size = n->is_dir ? 0 : n->len;
+		st->mtime_ns = n->mtime_ns;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return TFS_E_OK;
+}
+
+static enum tfs_err mem_read(struct tfs_vfs *vfs, const char *path,
+			     uint64_t off, void *dst, size_t len,
+			     struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll;
+	enum tfs_err err = TFS_E_OK;
+
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK || !n) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot open: no such file or directory",
+			       path);
+	} else if (n->is_dir) {
+		err = tfs_fail(d, TFS_E_INVALID, "'%s': cannot read: is a folder",
+			       path);
+	} else if (off > n->len || len > n->len - off) {
+		err = tfs_fail(d, TFS_E_CORRUPT,
+			       "'%s': file too short: wanted %zu bytes at offset %" PRIu64
+			       ", file has %zu",
+			       path, len, off, n->len);
+	} else if (len) {
+		memcpy(dst, n->data + off, len);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static enum tfs_err mem_list(struct tfs_vfs *vfs, const char *dir,
+			     struct tfs_dirlist *out, struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll;
+	struct tfs_dirlist l = {NULL, 0};
+	enum tfs_err err = TFS_E_OK;
+
+	out->names = NULL;
+	out->count = 0;
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, dir, &par, &n, &last, &ll) != TFS_E_OK || !n) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot list: no such file or directory",
+			       dir);
+		goto out_unlock;
+	}
+	if (!n->is_dir) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot list: not a directory", dir);
+		goto out_unlock;
+	}
+	l.names = tfs_callocn(n->kid_num ? n->kid_num : 1, sizeof(*l.names));
+	if (!l.names)
+		goto out_nomem;
+	for (size_t i = 0; i < n->kid_num; i++) {
+		l.names[i] = tfs_strdup(n->kids[i]->name);
+		if (!l.names[i])
+			goto out_nomem;
+		l.count++;
+	}
+	pthread_mutex_unlock(&m->lock);
+	*out = l;
+	return TFS_E_OK;
+
+out_nomem:
+	err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory listing", dir);
+out_unlock:
+	pthread_mutex_unlock(&m->lock);
+	tfs_dirlist_release(&l);
+	return err;
+}
+
+/* Finds or creates the file at path; the lock is held. */
+static enum tfs_err file_for_write(struct mem_vfs *m, const char *path,
+				   struct mem_node **out, struct tfs_diag *d)
+{
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll, at;
+	bool found;
+
+	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK)
+		return tfs_fail(d, TFS_E_NOT_FOUND,
+				"'%s': cannot open for writing: no such folder",
+				path);
+	if (!par)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': cannot open for writing: is a folder",
+				path);
+	if (n) {
+		if (n->is_dir)
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': cannot open for writing: is a folder",
+					path);
+		*out = n;
+		return TFS_E_OK;
+	}
+	n = node_new(last, ll, false);
+	if (!n)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory creating file",
+				path);
+	at = kid_find(par, last, ll, &found);
+	if (!kid_insert(par, at, n)) {
+		node_free(n);
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory creating file",
+				path);
+	}
+	*out = n;
+	return TFS_E_OK;
+}
+
+static enum tfs_err put_bytes(struct mem_node *n, const char *path,
+			      const void *data, size_t len, bool append,
+			      struct tfs_diag *d)
+{
+	size_t base = append ? n->len : 0;
+
+	if (len > SIZE_MAX - base)
+		return tfs_fail(d, TFS_E_TOO_BIG, "'%s': file too large", path);
+	if (base + len > n->cap) {
+		size_t ncap = n->cap ? n->cap : 64;
+		uint8_t *nd;
+
+		while (ncap < base + len)
+			ncap = ncap > SIZE_MAX / 2 ? base + len : ncap * 2;
+		nd = tfs_realloc(n->data, ncap);
+		if (!nd)
+			return tfs_fail(d, TFS_E_NOMEM,
+					"'%s': out of memory writing %zu bytes",
+					path, len);
+		n->data = nd;
+		n->cap = ncap;
+	}
+	if (len)
+		memcpy(n->data + base, data, len);
+	n->len = base + len;
+	n->mtime_ns = now_ns();
+	return TFS_E_OK;
+}
+
+static enum tfs_err mem_write_common(struct tfs_vfs *vfs, const char *path,
+				     const void *data, size_t len, bool append,
+				     struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *n;
+	enum tfs_err err;
+
+	pthread_mutex_lock(&m->lock);
+	err = file_for_write(m, path, &n, d);
+	if (!err)
+		err = put_bytes(n, path, data, len, append, d);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static enum tfs_err mem_write(struct tfs_vfs *vfs, const char *path,
+			      const void *data, size_t len, struct tfs_diag *d)
+{
+	return mem_write_common(vfs, path, data, len, false, d);
+}
+
+static enum tfs_err mem_append(struct tfs_vfs *vfs, const char *path,
+			       const void *data, size_t len,
+			       struct tfs_diag *d)
+{
+	return mem_write_common(vfs, path, data, len, true, d);
+}
+
+static enum tfs_err mem_fsync(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll;
+	enum tfs_err err = TFS_E_OK;
+
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK || !n)
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot open for fsync: no such file or directory",
+			       path);
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static enum tfs_err mem_mkdir(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll, at;
+	bool found;
+	enum tfs_err err = TFS_E_OK;
+
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot create folder: no such parent folder",
+			       path);
+		goto out_unlock;
+	}
+	if (n) {
+		if (!n->is_dir)
+			err = tfs_fail(d, TFS_E_EXISTS,
+				       "'%s': cannot create folder: a file has that name",
+				       path);
+		goto out_unlock;
+	}
+	n = node_new(last, ll, true);
+	if (!n) {
+		err = tfs_fail(d, TFS_E_NOMEM,
+			       "'%s': out of memory creating folder", path);
+		goto out_unlock;
+	}
+	at = kid_find(par, last, ll, &found);
+	if (!kid_insert(par, at, n)) {
+		node_free(n);
+		err = tfs_fail(d, TFS_E_NOMEM,
+			       "'%s': out of memory creating folder", path);
+	}
+out_unlock:
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static bool is_ancestor(const struct mem_node *a, const struct mem_node *n)
+{
+	for (; n; n = n->parent)
+		if (n == a)
+			return true;
+	return false;
+}
+
+static enum tfs_err mem_rename(struct tfs_vfs *vfs, const char *from,
+			       const char *to, struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *fpar, *fn, *tpar, *tn;
+	const char *flast, *tlast;
+	size_t fll, tll, at;
+	bool found;
+	char *nname = NULL;
+	enum tfs_err err = TFS_E_OK;
+
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, from, &fpar, &fn, &flast, &fll) != TFS_E_OK || !fn) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot rename to '%s': no such file or directory",
+			       from, to);
+		goto out_unlock;
+	}
+	if (!fpar) {
+		err = tfs_fail(d, TFS_E_INVALID,
+			       "'%s': cannot rename the root folder", from);
+		goto out_unlock;
+	}
+	if (walk(m, to, &tpar, &tn, &tlast, &tll) != TFS_E_OK || !tpar) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot rename to '%s': no such folder",
+			       from, to);
+		goto out_unlock;
+	}
+	if (tn == fn)
+		goto out_unlock;
+	if (fn->is_dir && is_ancestor(fn, tpar)) {
+		err = tfs_fail(d, TFS_E_INVALID,
+			       "'%s': cannot rename to '%s': inside itself", from,
+			       to);
+		goto out_unlock;
+	}
+	if (tn) {
+		if (fn->is_dir && (!tn->is_dir || tn->kid_num)) {
+			err = tfs_fail(d, tn->is_dir ? TFS_E_EXISTS : TFS_E_INVALID,
+				       "'%s': cannot rename to '%s': target exists",
+				       from, to);
+			goto out_unlock;
+		}
+		if (!fn->is_dir && tn->is_dir) {
+			err = tfs_fail(d, TFS_E_INVALID,
+				       "'%s': cannot rename to '%s': target is a folder",
+				       from, to);
+			goto out_unlock;
+		}
+	}
+	nname = tfs_strndup(tlast, tll);
+	if (!nname) {
+		err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory renaming",
+			       from);
+		goto out_unlock;
+	}
+	/* Make room first so the insert below cannot fail half-way. */
+	if (tpar->kid_num == tpar->kid_cap) {
+		size_t ncap = tpar->kid_cap ? tpar->kid_cap * 2 : 8;
+		struct mem_node **nk =
+			tfs_reallocn(tpar->kids, ncap, sizeof(*nk));
+
+		if (!nk) {
+			tfs_free(nname);
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "'%s': out of memory renaming", from);
+			goto out_unlock;
+		}
+		tpar->kids = nk;
+		tpar->kid_cap = ncap;
+	}
+	if (tn) {
+		kid_detach(tn);
+		node_free(tn);
+	}
+	kid_detach(fn);
+	tfs_free(fn->name);
+	fn->name = nname;
+	at = kid_find(tpar, nname, strlen(nname), &found);
+	(void)kid_insert(tpar, at, fn); /* room was reserved above */
+out_unlock:
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static enum tfs_err mem_remove(struct tfs_vfs *vfs, const char *path,
+			       struct tfs_diag *d)
+{
+	struct mem_vfs *m = to_mem(vfs);
+	struct mem_node *par, *n;
+	const char *last;
+	size_t ll;
+	enum tfs_err err = TFS_E_OK;
+
+	pthread_mutex_lock(&m->lock);
+	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK || !n) {
+		err = tfs_fail(d, TFS_E_NOT_FOUND,
+			       "'%s': cannot remove: no such file or directory",
+			       path);
+	} else if (!par) {
+		err = tfs_fail(d, TFS_E_INVALID,
+			       "'%s': cannot remove the root folder", path);
+	} else if (n->is_dir && n->kid_num) {
+		err = tfs_fail(d, TFS_E_EXISTS,
+			       "'%s': cannot remove: folder not empty", path);
+	} else {
+		kid_detach(n);
+		node_free(n);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return err;
+}
+
+static void mem_destroy(struct tfs_vfs *vfs)
+{
+	struct mem_vfs *m = to_mem(vfs);
+
+	node_free(m->root);
+	pthread_mutex_destroy(&m->lock);
+	tfs_free(m);
+}
+
+static const struct tfs_vfs_ops mem_ops = {
+	.stat = mem_stat,
+	.read = mem_read,
+	.list = mem_list,
+	.write = mem_write,
+	.append = mem_append,
+	.fsync = mem_fsync,
+	.mkdir = mem_mkdir,
+	.rename = mem_rename,
+	.remove = mem_remove,
+	.destroy = mem_destroy,
+};
+
+enum tfs_err tfs_vfs_mem_new(struct tfs_vfs **out)
+{
+	struct mem_vfs *m = tfs_callocn(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return TFS_E_NOMEM;
+	m->root = node_new("", 0, true);
+	if (!m->root) {
+		tfs_free(m);
+		return TFS_E_NOMEM;
+	}
+	if (pthread_mutex_init(&m->lock, NULL) != 0) {
+		node_free(m->root);
+		tfs_free(m);
+		return TFS_E_NOMEM;
+	}
+	m->base.ops = &mem_ops;
+	*out = &m->base;
+	return TFS_E_OK;
+}
