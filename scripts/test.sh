@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test: installs the Debian packages, builds with warnings as
+# errors and runs the CTest suite (unit tests, the public corpus through
+# `tfs dump`, CLI checks), then builds again with AddressSanitizer +
+# UndefinedBehaviorSanitizer and runs the whole suite there too.
+# Exits non-zero if anything fails; the last line is the summary.
+#   TFS_JOBS=N   parallel build and test jobs (default 2)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=${TFS_JOBS:-2}
+bash scripts/install-deps.sh || { echo "test.sh: FAIL (installing dependencies)"; exit 1; }
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+declare -A result
+# suite NAME BUILD_DIR [cmake options...]: configure, build, ctest.
+suite() {
+  local name=$1 dir=$2
+  shift 2
+  echo "=== $name: configure and build in $dir"
+  if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFS_WERROR=ON "$@"; then
+    result[$name]="configure failed"; return 1
+  fi
+  if ! cmake --build "$dir" -j "$jobs"; then
+    result[$name]="build failed"; return 1
+  fi
+  echo "=== $name: ctest"
+  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs"; then
+    result[$name]="tests failed"; return 1
+  fi
+  result[$name]="ok"
+}
+
+status=0
+suite release build-release || status=1
+suite asan+ubsan build-asan -DTFS_SANITIZE=ON || status=1
+
+summary="release: ${result[release]}, asan+ubsan: ${result[asan+ubsan]}"
+if [ "$status" -eq 0 ]; then
+  echo "test.sh: PASS ($summary)"
+else
+  echo "test.sh: FAIL ($summary)"
+fi
+exit "$status"
