@@ -18,8 +18,6 @@
 #include <tilefs/tilefs.h>
 
 #define FLUSH_BYTES ((size_t)1 << 20)
-/* A rendered cell (or a run of duplicates) never needs more than this. */
-#define MAX_TEXT_BYTES ((size_t)1 << 32)
 
 struct dump {
 	const struct dump_opts *o;
@@ -29,20 +27,6 @@ struct dump {
 	struct json_out j;
 	struct tfs_buf scratch; /* filter descriptions */
 	bool write_failed;
-};
-
-/* Duplicates of a sparse array with allows_dups are ordered by their JSON
- * text (corpus/README.md, "Reads"): cells with equal coordinates are kept
- * rendered here until the coordinates change, then sorted and written. */
-struct cell_text {
-	size_t off, len;
-	size_t coords_len; /* bytes of "{dim:v,...": the coordinates */
-};
-
-struct dup_run {
-	struct tfs_buf text;
-	struct cell_text *cells;
-	size_t num, cap;
 };
 
 static void errorf(const char *fmt, ...) TFS_PRINTF(1, 2);
@@ -395,141 +379,25 @@ static void put_fragments(struct dump *dp)
 
 /* ---- Reads --------------------------------------------------------------- */
 
-/* Renders cell i of the batch as one object; *coords_len receives the
- * length of its coordinate prefix when coords_len is not NULL. */
+/* Renders cell i of the batch as one object. Duplicates of a sparse
+ * array come from the reader already in the corpus order. */
 static void render_cell(struct json_out *j, const struct tfs_batch *b,
-			uint64_t i, size_t *coords_len)
+			uint64_t i)
 {
-	size_t start = j->buf->len;
-
 	json_out_begin_object(j);
 	for (size_t c = 0; c < b->column_num; c++) {
-		const struct tfs_column *col = &b->columns[c];
-
-		if (coords_len && !col->is_dim && c > 0 &&
-		    b->columns[c - 1].is_dim)
-			*coords_len = j->buf->len - start;
-		json_out_key(j, col->name);
-		cell_json_column(j, col, i);
+		json_out_key(j, b->columns[c].name);
+		cell_json_column(j, &b->columns[c], i);
 	}
 	json_out_end_object(j);
-	if (coords_len && b->column_num && b->columns[b->column_num - 1].is_dim)
-		*coords_len = j->buf->len - start;
-}
-
-static void dup_run_init(struct dup_run *r)
-{
-	tfs_buf_init(&r->text, MAX_TEXT_BYTES);
-	r->cells = NULL;
-	r->num = 0;
-	r->cap = 0;
-}
-
-static void dup_run_release(struct dup_run *r)
-{
-	tfs_buf_release(&r->text);
-	tfs_free(r->cells);
-}
-
-struct text_ref {
-	const char *p;
-	size_t len;
-};
-
-static int text_ref_cmp(const void *a, const void *b)
-{
-	const struct text_ref *x = a, *y = b;
-
-	return json_text_cmp(x->p, x->len, y->p, y->len);
-}
-
-/* Writes the first `num` cells of the run, sorted, and drops them. */
-static enum tfs_err dup_run_emit(struct dup_run *r, size_t num,
-				 struct json_out *j)
-{
-	struct text_ref *refs;
-	size_t keep_from;
-
-	if (!num)
-		return TFS_E_OK;
-	refs = tfs_mallocn(num, sizeof(*refs));
-	if (!refs)
-		return TFS_E_NOMEM;
-	for (size_t i = 0; i < num; i++) {
-		refs[i].p = (const char *)r->text.data + r->cells[i].off;
-		refs[i].len = r->cells[i].len;
-	}
-	qsort(refs, num, sizeof(*refs), text_ref_cmp);
-	for (size_t i = 0; i < num; i++) {
-		json_out_space(j, "\n");
-		json_out_value_text(j, refs[i].p, refs[i].len);
-	}
-	tfs_free(refs);
-	/* Move the cells after the emitted ones to the front. */
-	keep_from = num < r->num ? r->cells[num].off : r->text.len;
-	memmove(r->text.data, r->text.data + keep_from,
-		r->text.len - keep_from);
-	r->text.len -= keep_from;
-	for (size_t i = num; i < r->num; i++) {
-		r->cells[i - num] = r->cells[i];
-		r->cells[i - num].off -= keep_from;
-	}
-	r->num -= num;
-	return TFS_E_OK;
-}
-
-/* Adds cell i of the batch to the run, first writing the run out when the
- * new cell's coordinates differ from the run's. */
-static enum tfs_err dup_run_add(struct dup_run *r, const struct tfs_batch *b,
-				uint64_t i, struct json_out *j)
-{
-	struct json_out cj;
-	struct cell_text *c;
-	enum tfs_err e;
-
-	if (r->num == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 64;
-		struct cell_text *cells = tfs_reallocn(r->cells, cap,
-						       sizeof(*cells));
-
-		if (!cells)
-			return TFS_E_NOMEM;
-		r->cells = cells;
-		r->cap = cap;
-	}
-	c = &r->cells[r->num];
-	c->off = r->text.len;
-	c->coords_len = 0;
-	json_out_init(&cj, &r->text);
-	render_cell(&cj, b, i, &c->coords_len);
-	e = json_out_error(&cj);
-	if (e)
-		return e;
-	c->len = r->text.len - c->off;
-	r->num++;
-	if (r->num > 1) {
-		const struct cell_text *first = &r->cells[0];
-
-		if (first->coords_len != c->coords_len ||
-		    memcmp(r->text.data + first->off, r->text.data + c->off,
-			   c->coords_len) != 0)
-			return dup_run_emit(r, r->num - 1, j);
-	}
-	return TFS_E_OK;
 }
 
 /* Writes "cells":[...] and "cell_count" of a query. */
 static bool put_cells(struct dump *dp, struct tfs_query *q)
 {
 	struct json_out *j = &dp->j;
-	bool dups = dp->schema->array_type == TFS_SPARSE &&
-		    dp->schema->allows_dups;
-	struct dup_run run;
 	uint64_t count = 0;
-	bool ok = false;
-	enum tfs_err e = TFS_E_OK;
 
-	dup_run_init(&run);
 	json_out_key(j, "cells");
 	json_out_begin_array(j);
 	for (;;) {
@@ -537,43 +405,25 @@ static bool put_cells(struct dump *dp, struct tfs_query *q)
 		struct tfs_diag d;
 
 		tfs_diag_init(&d);
-		e = tfs_query_next(q, &b, &d);
-		if (e) {
+		if (tfs_query_next(q, &b, &d)) {
 			errorf("%s", tfs_diag_msg(&d));
-			goto out;
+			return false;
 		}
 		if (!b)
 			break;
 		for (uint64_t i = 0; i < b->cell_num; i++) {
-			if (dups) {
-				e = dup_run_add(&run, b, i, j);
-				if (e)
-					break;
-			} else {
-				json_out_space(j, "\n");
-				render_cell(j, b, i, NULL);
-			}
+			json_out_space(j, "\n");
+			render_cell(j, b, i);
 			if (!maybe_flush(dp))
-				goto out;
+				return false;
 		}
-		if (e)
-			break;
 		count += b->cell_num;
-	}
-	if (!e)
-		e = dup_run_emit(&run, run.num, j);
-	if (e) {
-		errorf("cannot render the cells: %s", tfs_strerror(e));
-		goto out;
 	}
 	json_out_space(j, "\n ");
 	json_out_end_array(j);
 	json_out_key(j, "cell_count");
 	json_out_u64(j, count);
-	ok = true;
-out:
-	dup_run_release(&run);
-	return ok;
+	return true;
 }
 
 /* One read: the subarray `sub` (NULL: the whole non-empty domain, shown as

@@ -65,10 +65,4 @@ void json_out_space(struct json_out *j, const char *ws);
 size_t json_fmt_f64(char *out, size_t cap, double v);
 size_t json_fmt_f32(char *out, size_t cap, float v);
 
-/* Orders two rendered JSON texts of this writer the way Python orders the
- * same values rendered by json.dumps(ensure_ascii=False): by code points,
- * with the \uXXXX escapes of non-ASCII characters compared as the
- * characters themselves. Returns <0, 0, >0. */
-int json_text_cmp(const char *a, size_t alen, const char *b, size_t blen);
-
 #endif

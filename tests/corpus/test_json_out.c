@@ -1,8 +1,7 @@
 /* The JSON conventions of the corpus as tools/json_out.c and
  * tools/cell_json.c write them: shortest round-trip floats (float32 through
  * float), integers exact, strings with invalid UTF-8 bytes as \u00XY, hex
- * for bytes, comma placement, and the ordering of rendered texts used for
- * duplicates. */
+ * for bytes, comma placement, values parsed from subarray texts. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -209,28 +208,6 @@ Test(json_out, sticky_error_at_the_maximum)
 	json_out_end_array(&j);
 	cr_assert_eq(json_out_error(&j), TFS_E_TOO_BIG);
 	tfs_buf_release(&b);
-}
-
-static int cmp(const char *a, const char *b)
-{
-	return json_text_cmp(a, strlen(a), b, strlen(b));
-}
-
-Test(json_out, text_order_is_python_order)
-{
-	/* json.dumps(ensure_ascii=False) texts compare by code point. */
-	cr_assert_lt(cmp("{\"a\":1,\"s\":\"k0\"}", "{\"a\":100,\"s\":\"k1\"}"), 0);
-	cr_assert_lt(cmp("{\"a\":119}", "{\"a\":17}"), 0);
-	cr_assert_gt(cmp("\"\\u00e9\"", "\"z\""), 0, "U+00E9 sorts after z");
-	cr_assert_lt(cmp("\"\\u00e9\"", "\"\\u65e5\""), 0);
-	cr_assert_gt(cmp("\"\\ud83d\\ude00\"", "\"\\uffff\""), 0,
-		     "a pair is one code point above the BMP");
-	cr_assert_lt(cmp("\"\\n\"", "\"a\""), 0, "escapes of ASCII as written");
-	cr_assert_lt(cmp("\"\\\\u00e9\"", "\"\\u00e9\""), 0,
-		     "an escaped backslash is a backslash");
-	cr_assert_eq(cmp("[1,2]", "[1,2]"), 0);
-	cr_assert_lt(cmp("\"ab", "\"abc"), 0, "a prefix sorts first");
-	cr_assert_gt(cmp("[1,2]", "[1,2,3]"), 0, "] sorts after ,");
 }
 
 static void put_cells(struct json_out *j, const void *arg)
