@@ -642,7 +642,8 @@ static bool put_array(struct dump *dp, const char *name)
 	ok = flush(dp) && put_reads(dp);
 	json_out_space(j, "\n");
 	json_out_end_object(j);
-	json_out_space(j, "\n");
+	if (tfs_buf_append_u8(&dp->out, '\n'))
+		ok = false;
 	return ok && flush(dp);
 }
 

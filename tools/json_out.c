@@ -16,6 +16,7 @@ void json_out_init(struct json_out *j, struct tfs_buf *buf)
 	j->err = TFS_E_OK;
 	j->depth = 0;
 	j->after_key = false;
+	j->space = NULL;
 	j->has_items[0] = false;
 }
 
@@ -38,6 +39,17 @@ static void putc_(struct json_out *j, char c)
 
 /* Separator before a value: a comma unless it is the first item of its
  * container or the value of a key just written. */
+static void put_cstr(struct json_out *j, const char *s);
+
+/* Emits whitespace requested by json_out_space. */
+static void flush_space(struct json_out *j)
+{
+	if (j->space) {
+		put_cstr(j, j->space);
+		j->space = NULL;
+	}
+}
+
 static void before_value(struct json_out *j)
 {
 	if (j->after_key) {
@@ -47,6 +59,7 @@ static void before_value(struct json_out *j)
 	if (j->has_items[j->depth])
 		putc_(j, ',');
 	j->has_items[j->depth] = true;
+	flush_space(j);
 }
 
 static void open_container(struct json_out *j, char c)
@@ -62,6 +75,7 @@ static void close_container(struct json_out *j, char c)
 {
 	assert(j->depth > 0 && !j->after_key);
 	j->depth--;
+	flush_space(j);
 	putc_(j, c);
 }
 
@@ -331,5 +345,5 @@ void json_out_value_text(struct json_out *j, const char *text, size_t len)
 
 void json_out_space(struct json_out *j, const char *ws)
 {
-	put_cstr(j, ws);
+	j->space = ws;
 }

@@ -26,6 +26,7 @@ struct json_out {
 	enum tfs_err err;
 	unsigned depth;
 	bool after_key;
+	const char *space; /* whitespace to write before the next token */
 	bool has_items[JSON_OUT_MAX_DEPTH + 1]; /* per level: a value written */
 };
 
@@ -57,7 +58,8 @@ void json_out_cstr(struct json_out *j, const char *s);
 void json_out_hex(struct json_out *j, const void *p, size_t len);
 /* A complete JSON value already rendered elsewhere (by another writer). */
 void json_out_value_text(struct json_out *j, const char *text, size_t len);
-/* Whitespace between tokens, for readability only. */
+/* Whitespace before the next token (after its comma), or before the
+ * closing bracket; for readability only. ws must stay valid until then. */
 void json_out_space(struct json_out *j, const char *ws);
 
 /* Writes into out (cap ≥ 32) the shortest decimal text that reads back as

@@ -191,7 +191,7 @@ Test(json_out, structure_and_commas)
 	char *s = render(put_doc, NULL);
 
 	cr_assert_str_eq(s, "{\"a\":[-9223372036854775808,18446744073709551615,"
-			    "null,true,[],{}]\n,\"b\":\"002feaff\",\"c\":{\"x\":1}}");
+			    "null,true,[],{}],\n\"b\":\"002feaff\",\"c\":{\"x\":1}}");
 	tfs_free(s);
 }
 
