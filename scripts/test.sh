@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 jobs=${TFS_JOBS:-2}
 bash scripts/install-deps.sh || { echo "test.sh: FAIL (installing dependencies)"; exit 1; }
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+# allocator_may_return_null: a huge request is an ordinary allocation
+# failure (TFS_E_NOMEM), as with the real allocator, not an abort.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 declare -A result
