@@ -2,6 +2,7 @@
  * agree cell by cell with the full read, whatever the batch size and the
  * number of decode threads; known values of corpus arrays; clean errors. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
