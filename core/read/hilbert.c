@@ -57,7 +57,7 @@ uint64_t tfs_hilbert_index(uint64_t *x, unsigned dim_num, unsigned bits)
 		return 0;
 	if (dim_num == 1)
 		return x[0];
-	/* Inverse undo of the excess work (Skilling, AxestoTranspose). */
+	/* Undo excess work (Skilling's AxestoTranspose). */
 	for (uint64_t q = UINT64_C(1) << (bits - 1); q > 1; q >>= 1) {
 		uint64_t p = q - 1;
 

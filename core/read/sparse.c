@@ -141,6 +141,7 @@ struct sp_reader {
 	uint32_t gname_num;
 	struct sp_tile *tiles; /* candidates, sorted by lo0 */
 	uint32_t tile_num;
+	uint32_t tile_first; /* tiles before it lie wholly below `lower` */
 	uint64_t piece_cap;
 
 	/* Progress along dimension 0. */
@@ -162,6 +163,12 @@ struct sp_reader {
 };
 
 /* ---- Small helpers --------------------------------------------------- */
+
+/* base + off, where an empty buffer may have no storage at all. */
+static const uint8_t *at(const uint8_t *base, uint64_t off)
+{
+	return base ? base + off : (const uint8_t *)"";
+}
 
 static uint64_t key_of(uint8_t type, const uint8_t *p)
 {
@@ -207,7 +214,7 @@ static int val_cmp(const struct sp_dim *dm, const struct sp_val *a,
 
 static void cells_init(struct sp_cells *c)
 {
-	memset(&c->n, 0, sizeof(c->n));
+	c->n = 0;
 	tfs_buf_init(&c->keys, PIECE_BYTES_MAX);
 	tfs_buf_init(&c->tile, PIECE_BYTES_MAX);
 	tfs_buf_init(&c->pos, PIECE_BYTES_MAX);
@@ -264,14 +271,14 @@ static const uint8_t *cells_coord(const struct sp_cells *c,
 {
 	if (!dm->var) {
 		*len = dm->size;
-		return c->coord[k].data + i * dm->size;
+		return at(c->coord[k].data, i * dm->size);
 	}
 	{
 		const uint64_t *off = (const uint64_t *)(const void *)c->coff[k].data;
 		uint64_t end = i + 1 < c->n ? off[i + 1] : c->coord[k].len;
 
 		*len = end - off[i];
-		return c->coord[k].data + off[i];
+		return at(c->coord[k].data, off[i]);
 	}
 }
 
@@ -329,7 +336,7 @@ static const uint8_t *col_value(const struct sp_col *c,
 	*valid = c->valid.data[r];
 	if (!f->var) {
 		*len = f->cell_size;
-		return c->data.data + (size_t)r * f->cell_size;
+		return at(c->data.data, (uint64_t)r * f->cell_size);
 	}
 	{
 		const uint64_t *off = (const uint64_t *)(const void *)c->off.data;
@@ -337,7 +344,7 @@ static const uint8_t *col_value(const struct sp_col *c,
 		uint64_t end = (size_t)r + 1 < rows ? off[r + 1] : c->data.len;
 
 		*len = end - off[r];
-		return c->data.data + off[r];
+		return at(c->data.data, off[r]);
 	}
 }
 
@@ -1188,7 +1195,7 @@ static void coord_job_run(void *arg)
 			} else if (dm->var) {
 				uint64_t o = ct[k].offsets[c];
 
-				val_set(&v[k], dm, ct[k].var + o,
+				val_set(&v[k], dm, at(ct[k].var, o),
 					ct[k].offsets[c + 1] - o);
 			} else {
 				val_set(&v[k], dm, ct[k].fixed + c * dm->size,
@@ -1357,7 +1364,7 @@ static void tile_value(const struct tfs_tile *t,
 		       const uint8_t **p, uint64_t *len, uint8_t *valid)
 {
 	if (desc->var) {
-		*p = t->var + t->offsets[c];
+		*p = at(t->var, t->offsets[c]);
 		*len = t->offsets[c + 1] - t->offsets[c];
 	} else {
 		*p = t->fixed + c * desc->cell_size;
@@ -1742,7 +1749,7 @@ static void piece_plan(struct sp_reader *r)
 
 	r->p_has_lo = r->have_lower;
 	r->p_lo = r->lower;
-	for (uint32_t k = 0; k < r->tile_num; k++) {
+	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
 		const struct sp_tile *t = &r->tiles[k];
 
 		if (r->have_lower && val_cmp(dm, &t->hi0, &r->lower) < 0)
@@ -1778,7 +1785,7 @@ static enum tfs_err piece_tiles(struct sp_reader *r, struct tfs_diag *d)
 				sizeof(*r->ptiles));
 	if (!r->ptiles)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	for (uint32_t k = 0; k < r->tile_num; k++) {
+	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
 		const struct sp_tile *t = &r->tiles[k];
 
 		if (r->p_has_hi && val_cmp(dm, &t->lo0, &r->p_hi) >= 0)
@@ -1790,12 +1797,32 @@ static enum tfs_err piece_tiles(struct sp_reader *r, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
+/* Forgets the tiles that lie wholly below `lower`: the tiles before it in
+ * lo0 order that reach past it move up (keeping the order), the others
+ * drop out, so planning never rescans finished tiles. */
+static void tiles_forget(struct sp_reader *r)
+{
+	const struct sp_dim *dm = &r->dims[0];
+	uint32_t k = r->tile_first, w;
+
+	if (!r->have_lower)
+		return;
+	while (k < r->tile_num && val_cmp(dm, &r->tiles[k].lo0, &r->lower) < 0)
+		k++;
+	w = k;
+	for (uint32_t i = k; i-- > r->tile_first;)
+		if (val_cmp(dm, &r->tiles[i].hi0, &r->lower) >= 0)
+			r->tiles[--w] = r->tiles[i];
+	r->tile_first = w;
+}
+
 static enum tfs_err piece_build(struct sp_reader *r, struct tfs_diag *d)
 {
 	enum tfs_err e;
 	uint32_t n, kept = 0;
 
 	piece_release(r);
+	tiles_forget(r);
 	piece_plan(r);
 	if (r->p_has_hi) {
 		r->have_lower = true;
@@ -2014,6 +2041,13 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 
 enum tfs_err tfs_sparse_reader_open(struct tfs_query *q, struct tfs_diag *d)
 {
+	return tfs_sparse_reader_open_capped(q, PIECE_CELLS, d);
+}
+
+enum tfs_err tfs_sparse_reader_open_capped(struct tfs_query *q,
+					   uint64_t piece_cells,
+					   struct tfs_diag *d)
+{
 	struct sp_reader *r;
 	enum tfs_err e;
 
@@ -2025,7 +2059,7 @@ enum tfs_err tfs_sparse_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	r->dedup = !q->schema->allows_dups;
 	r->t0 = q->dir->t0;
 	r->t1 = q->dir->t1;
-	r->piece_cap = PIECE_CELLS;
+	r->piece_cap = piece_cells ? piece_cells : 1;
 	if (r->dim_num == 0) {
 		tfs_free(r);
 		return tfs_fail(d, TFS_E_CORRUPT, "sparse array without dimensions");

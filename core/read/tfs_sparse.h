@@ -74,4 +74,14 @@ bool tfs_cond_eval(const struct tfs_cond *c,
 		   const struct tfs_cond_field *fields,
 		   const struct tfs_cond_value *vals);
 
+/* ---- The sparse reader ---------------------------------------------- */
+
+struct tfs_query;
+
+/* tfs_sparse_reader_open (tfs_read.h) with another cap on the candidate
+ * cells of a piece of the selection, so tests can force many pieces. */
+enum tfs_err tfs_sparse_reader_open_capped(struct tfs_query *q,
+					   uint64_t piece_cells,
+					   struct tfs_diag *d) TFS_WUR;
+
 #endif

@@ -1,0 +1,619 @@
+/* The sparse reader through the public API against what TileDB itself
+ * reads from the corpus arrays (NAME.json "reads"): every read, with small
+ * and default batches, one and several decode threads, and with the
+ * selection forced into many small pieces. Also: field subsets, empty
+ * selections and damaged data failing cleanly. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tilefs/tilefs.h"
+#include "../../../core/read/tfs_read.h"
+#include "../../../core/read/tfs_sparse.h"
+
+#define CORPUS TFS_CORPUS_DIR
+
+/* ---- A small JSON reader for the expectations ------------------------- */
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jv {
+	enum jtype t;
+	bool b;
+	char *num;       /* number text */
+	char *str;       /* decoded bytes (J_STR) */
+	size_t len;
+	struct jv *items; /* J_ARR items, J_OBJ values */
+	char **keys;      /* J_OBJ */
+	size_t n;
+};
+
+struct jp {
+	const char *p, *end;
+};
+
+static void skip_ws(struct jp *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' ||
+				 *s->p == '\r' || *s->p == '\t'))
+		s->p++;
+}
+
+static void put_utf8(char **out, size_t *len, size_t *cap, unsigned cp)
+{
+	unsigned char b[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		b[0] = (unsigned char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		b[0] = (unsigned char)(0xc0 | (cp >> 6));
+		b[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (unsigned char)(0xe0 | (cp >> 12));
+		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		b[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		b[0] = (unsigned char)(0xf0 | (cp >> 18));
+		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		b[3] = (unsigned char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	while (*len + n + 1 > *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*out = realloc(*out, *cap);
+	}
+	memcpy(*out + *len, b, n);
+	*len += n;
+}
+
+static void put_byte(char **out, size_t *len, size_t *cap, unsigned char c)
+{
+	if (*len + 2 > *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		*out = realloc(*out, *cap);
+	}
+	(*out)[(*len)++] = (char)c;
+}
+
+static unsigned hex4(const char *p)
+{
+	char tmp[5] = {p[0], p[1], p[2], p[3], 0};
+
+	return (unsigned)strtoul(tmp, NULL, 16);
+}
+
+static void parse_value(struct jp *s, struct jv *v);
+
+static char *parse_string(struct jp *s, size_t *out_len)
+{
+	char *out = NULL;
+	size_t len = 0, cap = 0;
+
+	cr_assert_eq(*s->p, '"');
+	s->p++;
+	while (s->p < s->end && *s->p != '"') {
+		unsigned char c = (unsigned char)*s->p++;
+
+		if (c != '\\') {
+			put_byte(&out, &len, &cap, c);
+			continue;
+		}
+		c = (unsigned char)*s->p++;
+		switch (c) {
+		case 'b': put_byte(&out, &len, &cap, '\b'); break;
+		case 'f': put_byte(&out, &len, &cap, '\f'); break;
+		case 'n': put_byte(&out, &len, &cap, '\n'); break;
+		case 'r': put_byte(&out, &len, &cap, '\r'); break;
+		case 't': put_byte(&out, &len, &cap, '\t'); break;
+		case 'u': {
+			unsigned cp = hex4(s->p);
+
+			s->p += 4;
+			if (cp >= 0xd800 && cp < 0xdc00 && s->p[0] == '\\' &&
+			    s->p[1] == 'u') {
+				unsigned lo = hex4(s->p + 2);
+
+				s->p += 6;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			}
+			/* The corpus escapes bytes that are not UTF-8 as
+			 * \u00XY (corpus/README.md). */
+			if (cp >= 0x80 && cp < 0x100)
+				put_byte(&out, &len, &cap, (unsigned char)cp);
+			else
+				put_utf8(&out, &len, &cap, cp);
+			break;
+		}
+		default:
+			put_byte(&out, &len, &cap, c);
+		}
+	}
+	s->p++;
+	put_byte(&out, &len, &cap, 0);
+	*out_len = len - 1;
+	return out;
+}
+
+static void parse_value(struct jp *s, struct jv *v)
+{
+	memset(v, 0, sizeof(*v));
+	skip_ws(s);
+	cr_assert(s->p < s->end, "JSON ends early");
+	if (*s->p == '{' || *s->p == '[') {
+		bool obj = *s->p == '{';
+		size_t cap = 0;
+
+		v->t = obj ? J_OBJ : J_ARR;
+		s->p++;
+		skip_ws(s);
+		while (*s->p != (obj ? '}' : ']')) {
+			if (v->n == cap) {
+				cap = cap ? cap * 2 : 8;
+				v->items = realloc(v->items, cap * sizeof(*v->items));
+				if (obj)
+					v->keys = realloc(v->keys,
+							  cap * sizeof(*v->keys));
+			}
+			if (obj) {
+				size_t kl;
+
+				skip_ws(s);
+				v->keys[v->n] = parse_string(s, &kl);
+				skip_ws(s);
+				cr_assert_eq(*s->p, ':');
+				s->p++;
+			}
+			parse_value(s, &v->items[v->n++]);
+			skip_ws(s);
+			if (*s->p == ',')
+				s->p++;
+			skip_ws(s);
+		}
+		s->p++;
+	} else if (*s->p == '"') {
+		v->t = J_STR;
+		v->str = parse_string(s, &v->len);
+	} else if (!strncmp(s->p, "null", 4)) {
+		v->t = J_NULL;
+		s->p += 4;
+	} else if (!strncmp(s->p, "true", 4) || !strncmp(s->p, "false", 5)) {
+		v->t = J_BOOL;
+		v->b = *s->p == 't';
+		s->p += v->b ? 4 : 5;
+	} else {
+		const char *start = s->p;
+
+		while (s->p < s->end && strchr("+-0123456789.eE", *s->p))
+			s->p++;
+		v->t = J_NUM;
+		v->num = strndup(start, (size_t)(s->p - start));
+	}
+}
+
+static void jv_free(struct jv *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		jv_free(&v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->items);
+	free(v->keys);
+	free(v->num);
+	free(v->str);
+}
+
+static const struct jv *jget(const struct jv *o, const char *key)
+{
+	for (size_t i = 0; o->t == J_OBJ && i < o->n; i++)
+		if (!strcmp(o->keys[i], key))
+			return &o->items[i];
+	return NULL;
+}
+
+static void load_json(const char *file, struct jv *out)
+{
+	char path[1024];
+	FILE *f;
+	char *buf;
+	long size;
+	struct jp s;
+
+	snprintf(path, sizeof(path), "%s/%s", CORPUS, file);
+	f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)size + 1);
+	cr_assert_eq(fread(buf, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	buf[size] = 0;
+	s.p = buf;
+	s.end = buf + size;
+	parse_value(&s, out);
+	free(buf);
+}
+
+/* ---- Comparing batches with expected cells ------------------------------ */
+
+static void num_to_bytes(uint8_t type, const struct jv *v, uint8_t *dst)
+{
+	cr_assert(v->t == J_NUM, "expected a number");
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_FLOAT:
+		if (type == TFS_FLOAT32) {
+			float f = strtof(v->num, NULL);
+
+			memcpy(dst, &f, 4);
+		} else {
+			double x = strtod(v->num, NULL);
+
+			memcpy(dst, &x, 8);
+		}
+		return;
+	case TFS_CLASS_UNSIGNED: {
+		uint64_t u = strtoull(v->num, NULL, 10);
+
+		for (size_t i = 0; i < tfs_datatype_size(type); i++)
+			dst[i] = (uint8_t)(u >> (8 * i));
+		return;
+	}
+	default: {
+		uint64_t u = (uint64_t)strtoll(v->num, NULL, 10);
+
+		for (size_t i = 0; i < tfs_datatype_size(type); i++)
+			dst[i] = (uint8_t)(u >> (8 * i));
+		return;
+	}
+	}
+}
+
+static bool number_matches(uint8_t type, const struct jv *v, const uint8_t *p)
+{
+	uint8_t want[8];
+
+	if (v->t == J_STR && tfs_datatype_class(type) == TFS_CLASS_FLOAT) {
+		double x = tfs_value_as_f64(type, p);
+
+		if (!strcmp(v->str, "NaN"))
+			return x != x;
+		if (!strcmp(v->str, "Infinity"))
+			return x == INFINITY;
+		return !strcmp(v->str, "-Infinity") && x == -INFINITY;
+	}
+	if (v->t != J_NUM)
+		return false;
+	num_to_bytes(type, v, want);
+	return !memcmp(want, p, tfs_datatype_size(type));
+}
+
+static bool value_matches(const struct tfs_column *col, uint64_t i,
+			  uint64_t cells, const struct jv *v)
+{
+	const uint8_t *p;
+	uint64_t len;
+	size_t size = tfs_datatype_size(col->type);
+
+	if (col->var) {
+		p = col->data + col->offsets[i];
+		len = col->offsets[i + 1] - col->offsets[i];
+	} else {
+		len = col->data_len / cells;
+		p = col->data + i * len;
+	}
+	if (v->t == J_NULL)
+		return col->validity && !col->validity[i];
+	if (col->validity && !col->validity[i])
+		return false;
+	switch (tfs_datatype_class(col->type)) {
+	case TFS_CLASS_STRING:
+		return v->t == J_STR && v->len == len &&
+		       (!len || !memcmp(v->str, p, len));
+	case TFS_CLASS_BYTES: {
+		char hex[3];
+
+		if (v->t != J_STR || v->len != 2 * len)
+			return false;
+		for (uint64_t k = 0; k < len; k++) {
+			snprintf(hex, sizeof(hex), "%02x", p[k]);
+			if (memcmp(hex, v->str + 2 * k, 2))
+				return false;
+		}
+		return true;
+	}
+	default:
+		if (!col->var && col->cell_val_num == 1)
+			return number_matches(col->type, v, p);
+		if (v->t != J_ARR || v->n * size != len)
+			return false;
+		for (size_t k = 0; k < v->n; k++)
+			if (!number_matches(col->type, &v->items[k], p + k * size))
+				return false;
+		return true;
+	}
+}
+
+struct run_opts {
+	uint64_t batch_cells;
+	unsigned threads;
+	uint64_t piece_cells; /* 0: the reader's default */
+	const char *const *fields;
+	size_t field_num;
+};
+
+/* Builds the subarray of a read; bytes go to store. */
+static void make_subarray(const struct tfs_schema *s, const struct jv *sub,
+			  struct tfs_range *out, uint8_t store[][2][8])
+{
+	cr_assert_eq(sub->n, s->dim_num);
+	for (uint32_t k = 0; k < s->dim_num; k++) {
+		const struct jv *lo = &sub->items[k].items[0];
+		const struct jv *hi = &sub->items[k].items[1];
+
+		if (s->dims[k].var) {
+			out[k].lo = (const uint8_t *)lo->str;
+			out[k].lo_len = lo->len;
+			out[k].hi = (const uint8_t *)hi->str;
+			out[k].hi_len = hi->len;
+			continue;
+		}
+		num_to_bytes(s->dims[k].type, lo, store[k][0]);
+		num_to_bytes(s->dims[k].type, hi, store[k][1]);
+		out[k].lo = store[k][0];
+		out[k].hi = store[k][1];
+		out[k].lo_len = out[k].hi_len = tfs_datatype_size(s->dims[k].type);
+	}
+}
+
+static struct tfs_array *open_at(const char *name, uint64_t timestamp,
+				 unsigned threads)
+{
+	char path[1024];
+	struct tfs_open_opts o = {.timestamp = timestamp, .threads = threads};
+	struct tfs_array *a;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
+	cr_assert_eq(tfs_array_open(path, &o, &a, &d), TFS_E_OK, "%s: %s",
+		     name, tfs_diag_msg(&d));
+	return a;
+}
+
+static struct tfs_query *query_open(struct tfs_array *a,
+				    const struct tfs_range *sub,
+				    const struct run_opts *ro)
+{
+	struct tfs_query_opts qo = {.subarray = sub,
+				    .batch_cells = ro->batch_cells,
+				    .fields = ro->fields,
+				    .field_num = ro->field_num};
+	struct tfs_query *q;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	if (ro->piece_cells) {
+		/* Same query, reader with a tiny piece cap. */
+		q->ops->free(q);
+		q->ops = NULL;
+		cr_assert_eq(tfs_sparse_reader_open_capped(q, ro->piece_cells, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	}
+	return q;
+}
+
+/* Runs one expected read and compares every cell and field. */
+static void check_read(const char *name, const struct jv *arr,
+		       const struct jv *rd, const struct run_opts *ro)
+{
+	const struct jv *ts = jget(rd, "timestamp");
+	const struct jv *opened = jget(arr, "opened_at");
+	const struct jv *cells = jget(rd, "cells");
+	uint64_t t = 0;
+	struct tfs_array *a;
+	struct tfs_query *q;
+	struct tfs_range sub[8];
+	uint8_t store[8][2][8];
+	const struct tfs_batch *b;
+	struct tfs_diag d;
+	uint64_t seen = 0;
+
+	if (ts && ts->t == J_NUM)
+		t = strtoull(ts->num, NULL, 10);
+	else if (opened && opened->t == J_NUM)
+		t = strtoull(opened->num, NULL, 10);
+	a = open_at(name, t, ro->threads);
+	cr_assert(tfs_array_schema(a)->dim_num <= 8);
+	make_subarray(tfs_array_schema(a), jget(rd, "subarray"), sub, store);
+	q = query_open(a, sub, ro);
+	tfs_diag_init(&d);
+	for (;;) {
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s: %s", name,
+			     tfs_diag_msg(&d));
+		if (!b)
+			break;
+		cr_assert_leq(b->cell_num, ro->batch_cells ? ro->batch_cells
+							   : UINT64_MAX);
+		for (uint64_t i = 0; i < b->cell_num; i++, seen++) {
+			const struct jv *cell;
+
+			cr_assert_lt(seen, cells->n, "%s: more cells than %zu",
+				     name, cells->n);
+			cell = &cells->items[seen];
+			for (size_t f = 0; f < b->column_num; f++) {
+				const struct tfs_column *col = &b->columns[f];
+				const struct jv *v = jget(cell, col->name);
+
+				cr_assert_not_null(v, "%s: field %s", name,
+						   col->name);
+				cr_assert(value_matches(col, i, b->cell_num, v),
+					  "%s (t=%" PRIu64 ") cell %" PRIu64
+					  " field %s differs",
+					  name, t, seen, col->name);
+			}
+		}
+	}
+	cr_assert_eq(seen, cells->n, "%s (t=%" PRIu64 "): %" PRIu64
+		     " cells, expected %zu", name, t, seen, cells->n);
+	tfs_query_close(q);
+	tfs_array_close(a);
+}
+
+static void check_array(const char *json, const char *name)
+{
+	static const struct run_opts runs[] = {
+		{0, 1, 0, NULL, 0},
+		{3, 4, 0, NULL, 0},
+		{1, 2, 1, NULL, 0},
+		{5, 0, 7, NULL, 0},
+	};
+	struct jv arr;
+	const struct jv *reads;
+
+	load_json(json, &arr);
+	reads = jget(&arr, "reads");
+	cr_assert_not_null(reads);
+	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++)
+		for (size_t i = 0; i < reads->n; i++)
+			check_read(name, &arr, &reads->items[i], &runs[r]);
+	jv_free(&arr);
+}
+
+Test(sparse, sparse_2d_int) { check_array("sparse_2d_int.json", "sparse_2d_int"); }
+Test(sparse, sparse_dups) { check_array("sparse_dups.json", "sparse_dups"); }
+Test(sparse, sparse_string_dim)
+{
+	check_array("sparse_string_dim.json", "sparse_string_dim");
+}
+Test(sparse, sparse_timetravel)
+{
+	check_array("sparse_timetravel.json", "sparse_timetravel");
+	check_array("sparse_timetravel@1700000001000.json", "sparse_timetravel");
+}
+Test(sparse, sparse_2d_float)
+{
+	check_array("sparse_2d_float.json", "sparse_2d_float");
+}
+Test(sparse, sparse_hilbert) { check_array("sparse_hilbert.json", "sparse_hilbert"); }
+Test(sparse, sparse_mixed_dims)
+{
+	check_array("sparse_mixed_dims.json", "sparse_mixed_dims");
+}
+Test(sparse, consolidated_fragments)
+{
+	check_array("consolidated_fragments.json", "consolidated_fragments");
+}
+Test(sparse, sparse_dtypes) { check_array("sparse_dtypes.json", "sparse_dtypes"); }
+Test(sparse, sparse_coords_filters)
+{
+	check_array("sparse_coords_filters.json", "sparse_coords_filters");
+}
+Test(sparse, many_fragments)
+{
+	check_array("many_fragments.json", "many_fragments");
+}
+Test(sparse, delete_condition)
+{
+	check_array("delete_condition.json", "delete_condition");
+}
+
+/* Only the requested fields, in the requested order. */
+Test(sparse, field_subset)
+{
+	static const char *const fields[] = {"s", "y"};
+	struct run_opts ro = {4, 2, 0, fields, 2};
+	struct jv arr;
+
+	load_json("sparse_2d_int.json", &arr);
+	check_read("sparse_2d_int", &arr, &jget(&arr, "reads")->items[1], &ro);
+	jv_free(&arr);
+}
+
+Test(sparse, empty_selection)
+{
+	struct tfs_array *a = open_at("sparse_2d_int", 0, 1);
+	int32_t lo[2] = {99, 0}, hi[2] = {99, 1};
+	struct tfs_range sub[2];
+	struct run_opts ro = {0, 1, 0, NULL, 0};
+	struct tfs_query *q;
+	const struct tfs_batch *b;
+	struct tfs_diag d;
+
+	for (int k = 0; k < 2; k++) {
+		sub[k].lo = (const uint8_t *)&lo[k];
+		sub[k].hi = (const uint8_t *)&hi[k];
+		sub[k].lo_len = sub[k].hi_len = 4;
+	}
+	q = query_open(a, sub, &ro);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK);
+	cr_assert_null(b);
+	cr_assert_eq(tfs_query_cell_count(q), UINT64_MAX);
+	tfs_query_close(q);
+	tfs_array_close(a);
+}
+
+/* Damaged data files make the read fail with a message, never crash. */
+static void damaged(const char *before, const char *file, const char *after)
+{
+	char dir[] = "/tmp/tfs_sparse_XXXXXX", cmd[2048], frag[1024];
+	struct tfs_array *a;
+	struct tfs_open_opts o = {.threads = 2};
+	struct tfs_query *q;
+	const struct tfs_batch *b;
+	struct tfs_diag d;
+	enum tfs_err e = TFS_E_OK;
+	FILE *ls;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "cp -r %s/sparse_2d_int %s/a && chmod -R u+w %s",
+		 CORPUS, dir, dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "ls -d %s/a/__fragments/*/", dir);
+	ls = popen(cmd, "r");
+	cr_assert_not_null(fgets(frag, sizeof(frag), ls));
+	pclose(ls);
+	frag[strcspn(frag, "\n")] = 0;
+	snprintf(cmd, sizeof(cmd), "%s%s%s%s", before, frag, file, after);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/a", dir);
+	tfs_diag_init(&d);
+	if (tfs_array_open(cmd, &o, &a, &d) == TFS_E_OK) {
+		if ((e = tfs_query_open(a, NULL, &q, &d)) == TFS_E_OK) {
+			do
+				e = tfs_query_next(q, &b, &d);
+			while (!e && b);
+			tfs_query_close(q);
+		}
+		tfs_array_close(a);
+	} else {
+		e = d.code;
+	}
+	cr_assert_neq(e, TFS_E_OK, "damage not noticed: %s%s", before, file);
+	cr_assert_neq(strlen(tfs_diag_msg(&d)), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(sparse, damaged_coordinates)
+{
+	damaged("truncate -s 7 ", "d0.tdb", "");
+}
+
+Test(sparse, damaged_attribute)
+{
+	damaged("dd if=/dev/urandom of=", "a1_var.tdb",
+		" bs=1 count=64 conv=notrunc status=none");
+}
