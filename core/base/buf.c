@@ -60,6 +60,18 @@ enum tfs_err tfs_buf_resize(struct tfs_buf *b, size_t n)
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs_buf_setlen(struct tfs_buf *b, size_t n)
+{
+	if (n > b->len) {
+		enum tfs_err e = tfs_buf_reserve(b, n - b->len);
+
+		if (e)
+			return e;
+	}
+	b->len = n;
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_buf_append(struct tfs_buf *b, const void *src, size_t n)
 {
 	enum tfs_err e = tfs_buf_reserve(b, n);

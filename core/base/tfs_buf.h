@@ -26,6 +26,9 @@ void tfs_buf_release(struct tfs_buf *b);
 enum tfs_err tfs_buf_reserve(struct tfs_buf *b, size_t extra) TFS_WUR;
 /* Sets len to n, growing as needed; new bytes are zero. */
 enum tfs_err tfs_buf_resize(struct tfs_buf *b, size_t n) TFS_WUR;
+/* Sets len to n, growing as needed; new bytes are left uninitialised (for
+ * callers that overwrite them all). */
+enum tfs_err tfs_buf_setlen(struct tfs_buf *b, size_t n) TFS_WUR;
 enum tfs_err tfs_buf_append(struct tfs_buf *b, const void *src,
 			    size_t n) TFS_WUR;
 enum tfs_err tfs_buf_append_u8(struct tfs_buf *b, uint8_t v) TFS_WUR;

@@ -195,8 +195,9 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 	e = tfs_arraydir_open(arr->vfs, path, &dopts, &arr->dir, d);
 	if (e)
 		goto out_fail;
+	/* The calling thread decodes too (jobs it waits for run inline). */
 	threads = opts && opts->threads ? opts->threads : tfs_cpu_count();
-	e = tfs_pool_new(threads, &arr->pool);
+	e = tfs_pool_new(threads - 1, &arr->pool);
 	if (e) {
 		tfs_fail(d, e, "array '%s': cannot start decode threads", path);
 		goto out_fail;

@@ -49,6 +49,7 @@ struct copy_step {
 struct batch {
 	uint64_t row_lo, row_hi; /* rel, dimension 0 */
 	uint64_t cells;
+	bool needs_fill; /* some cell may be written by no fragment */
 	struct decode_job *jobs;
 	size_t job_num;
 	struct copy_step *steps;
@@ -178,6 +179,35 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
+/* True when one kept fragment holding every requested attribute covers
+ * the whole part of space tile [slo, shi] that the batch reads, so no cell
+ * of it keeps its fill value. */
+static bool space_tile_covered(const struct dense_reader *r,
+			       const struct tfs_query *q, const struct batch *b,
+			       const bool *keep, const uint64_t *slo,
+			       const uint64_t *shi)
+{
+	uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
+
+	for (uint32_t d = 0; d < r->dim_num; d++) {
+		lo[d] = max_u64(slo[d], d ? r->sub_lo[d] : b->row_lo);
+		hi[d] = min_u64(shi[d], d ? r->sub_hi[d] : b->row_hi);
+	}
+	for (size_t i = 0; i < r->frag_num; i++) {
+		bool all_fields = true;
+
+		if (!keep[i] || !frag_covers(&r->frags[i], r->dim_num, lo, hi))
+			continue;
+		for (size_t fi = 0; fi < q->field_num; fi++)
+			if (!q->fields[fi].is_dim &&
+			    r->frags[i].slot_of_field[fi] < 0)
+				all_fields = false;
+		if (all_fields)
+			return true;
+	}
+	return false;
+}
+
 /* Lists the fragments (after pruning) and tiles of space tile k within
  * the batch's rows. */
 static enum tfs_err plan_space_tile(struct dense_reader *r,
@@ -232,6 +262,8 @@ static enum tfs_err plan_space_tile(struct dense_reader *r,
 		}
 		keep[i] = region;
 	}
+	if (!b->needs_fill && !space_tile_covered(r, q, b, keep, slo, shi))
+		b->needs_fill = true;
 	for (size_t i = 0; i < r->frag_num && !e; i++) {
 		const struct frag_box *fb = &r->frags[i];
 		size_t first = b->job_num;
@@ -410,6 +442,7 @@ static void copy_region(const struct dense_reader *r, const struct batch *b,
 static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
 				 const struct batch *b)
 {
+	bool fill = b->needs_fill || r->sparse_num;
 	uint32_t dims = r->dim_num;
 	size_t vi = 0;
 
@@ -424,7 +457,7 @@ static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
 
 			for (uint32_t e = d + 1; e < dims; e++)
 				inner *= r->sub_hi[e] - r->sub_lo[e] + 1;
-			if (tfs_buf_resize(&col->data, (size_t)(b->cells * fld->cell_size)))
+			if (tfs_buf_setlen(&col->data, (size_t)(b->cells * fld->cell_size)))
 				return TFS_E_NOMEM;
 			for (uint64_t c = 0; c < b->cells; c++) {
 				uint64_t v = r->dom_lo_raw[d] + base + (c / inner) % width;
@@ -437,21 +470,23 @@ static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
 			continue;
 		}
 		if (fld->nullable) {
-			if (tfs_buf_resize(&col->validity, (size_t)b->cells))
+			if (tfs_buf_setlen(&col->validity, (size_t)b->cells))
 				return TFS_E_NOMEM;
 			memset(col->validity.data, fld->fill_valid, (size_t)b->cells);
 		}
 		if (fld->var) {
 			struct var_ref *refs = r->refs[vi++];
 
-			for (uint64_t c = 0; c < b->cells; c++) {
+			for (uint64_t c = 0; fill && c < b->cells; c++) {
 				refs[c].p = fld->fill;
 				refs[c].len = fld->fill_size;
 			}
 			continue;
 		}
-		if (tfs_buf_resize(&col->data, (size_t)(b->cells * fld->cell_size)))
+		if (tfs_buf_setlen(&col->data, (size_t)(b->cells * fld->cell_size)))
 			return TFS_E_NOMEM;
+		if (!fill)
+			continue;
 		if (fld->fill_size == fld->cell_size) {
 			size_t total = (size_t)(b->cells * fld->cell_size);
 			size_t done = (size_t)fld->cell_size;
@@ -947,8 +982,8 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	 * enough bytes to bound memory; at least one. */
 	tile_rows_cells = row_cells * r->ext[0];
 	target = q->batch_cells;
-	if (target < 2 * (uint64_t)tfs_pool_threads(q->array->pool) * r->tile_cells)
-		target = 2 * (uint64_t)tfs_pool_threads(q->array->pool) * r->tile_cells;
+	if (target < 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells)
+		target = 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells;
 	if (target > BATCH_BYTES / bytes_per_cell)
 		target = BATCH_BYTES / bytes_per_cell;
 	r->rows_per_batch_tiles = tile_rows_cells ? target / tile_rows_cells : 1;

@@ -31,7 +31,8 @@ struct tfs_open_opts {
 	struct tfs_vfs *vfs; /* NULL: the POSIX file system */
 	const uint8_t *key;  /* 32-byte AES-256-GCM key, or NULL */
 	uint64_t timestamp;  /* open at this time (ms); 0 = now */
-	unsigned threads;    /* decode threads; 0 = one per CPU */
+	unsigned threads;    /* threads that decode, the caller's included;
+				0 = one per CPU */
 };
 
 enum tfs_object { TFS_OBJECT_NONE, TFS_OBJECT_ARRAY, TFS_OBJECT_GROUP };
