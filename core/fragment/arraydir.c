@@ -1,1 +1,558 @@
-/* arraydir.c */
+/* Opening an array folder (format/read.md §1): classify the folder, load
+ * every schema and pick the current one (layout.md §5), load the current
+ * schema's enumerations (schema.md §8), then hand over to visibility.c for
+ * the fragments and delete conditions and to array_metadata.c for the
+ * key/value metadata. Also the helpers the other files of the module share:
+ * listing with TileDB's rules and reading generic-tile files with the key. */
+#include "fragment_internal.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+#include "tfs_alloc.h"
+#include "tfs_bytes.h"
+
+static const char *const reserved_names[] = {
+	"__schema", "__meta", "__fragment_meta", "__fragments", "__commits",
+	"__labels",
+};
+
+bool tfs__is_reserved_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(reserved_names) / sizeof(*reserved_names);
+	     i++)
+		if (!strcmp(name, reserved_names[i]))
+			return true;
+	return false;
+}
+
+bool tfs__ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+char *tfs__array_path(const struct tfs_arraydir *a, const char *rel)
+{
+	if (!rel[0])
+		return tfs_strdup(a->path);
+	return tfs_path_join(a->path, rel);
+}
+
+static const char *last_component(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+enum tfs_err tfs__list(const struct tfs_arraydir *a, const char *rel,
+		       bool optional, bool rules, struct tfs_dirlist *out,
+		       struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	struct tfs_dirlist l;
+	const char *self;
+	char *dir;
+	enum tfs_err err;
+	size_t keep = 0;
+
+	out->names = NULL;
+	out->count = 0;
+	dir = tfs__array_path(a, rel);
+	if (!dir)
+		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+				a->path);
+	tfs_diag_init(&ld);
+	err = tfs_vfs_list(a->vfs, dir, &l, &ld);
+	if (err == TFS_E_NOT_FOUND && optional) {
+		tfs_free(dir);
+		return TFS_E_OK;
+	}
+	if (err) {
+		tfs_fail(d, err, "%s", tfs_diag_msg(&ld));
+		tfs_free(dir);
+		return err;
+	}
+	self = last_component(dir);
+	for (size_t i = 0; i < l.count; i++) {
+		const char *name = l.names[i];
+		bool named_self = rules && !strcmp(name, self);
+		bool named_reserved = rules && tfs__is_reserved_name(name);
+
+		if (named_self || named_reserved) {
+			struct tfs_stat st;
+			char *p = tfs_path_join(dir, name);
+
+			if (!p) {
+				err = tfs_fail(d, TFS_E_NOMEM,
+					       "array '%s': out of memory",
+					       a->path);
+				goto out_release;
+			}
+			err = tfs_vfs_stat(a->vfs, p, &st, d);
+			if (!err && st.exists && !st.is_dir && st.size == 0) {
+				if (named_reserved && !named_self)
+					err = tfs_fail(d, TFS_E_CORRUPT,
+						       "'%s': empty file may be masking a folder",
+						       p);
+				else {
+					tfs_free(p);
+					tfs_free(l.names[i]);
+					l.names[i] = NULL;
+					continue;
+				}
+			}
+			tfs_free(p);
+			if (err)
+				goto out_release;
+		}
+		l.names[keep] = l.names[i];
+		if (keep != i)
+			l.names[i] = NULL;
+		keep++;
+	}
+	l.count = keep;
+	tfs_free(dir);
+	*out = l;
+	return TFS_E_OK;
+
+out_release:
+	/* Kept entries were moved to l.names[0..keep); every other slot holds
+	 * an entry not yet looked at, or NULL. */
+	for (size_t i = keep; i < l.count; i++)
+		tfs_free(l.names[i]);
+	l.count = keep;
+	tfs_dirlist_release(&l);
+	tfs_free(dir);
+	return err;
+}
+
+enum tfs_err tfs__decode_tile(const struct tfs_arraydir *a, const char *what,
+			      const uint8_t *buf, size_t len, size_t max_payload,
+			      uint8_t **payload, size_t *payload_len,
+			      size_t *consumed, struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	size_t used;
+	enum tfs_err err;
+	int enc = len >= TFS_GENERIC_HEADER_FIXED ? buf[29] : -1;
+
+	*payload = NULL;
+	*payload_len = 0;
+	tfs_diag_init(&ld);
+	err = tfs_generic_tile_decode(buf, len, a->has_key ? a->key : NULL,
+				      max_payload, payload, payload_len, &used,
+				      &ld);
+	if (!err) {
+		if (consumed)
+			*consumed = used;
+		return TFS_E_OK;
+	}
+	if (enc == 1 && !a->has_key)
+		return tfs_fail(d, TFS_E_KEY,
+				"'%s': the array is encrypted and no key was given",
+				what);
+	if (enc == 0 && a->has_key)
+		return tfs_fail(d, TFS_E_KEY,
+				"'%s': a key was given but the array is not encrypted",
+				what);
+	if (enc == 1 && (err == TFS_E_KEY || err == TFS_E_CHECKSUM ||
+			 err == TFS_E_CORRUPT))
+		return tfs_fail(d, TFS_E_KEY,
+				"'%s': wrong encryption key (%s)", what,
+				tfs_diag_msg(&ld));
+	return tfs_fail(d, err, "'%s': %s", what, tfs_diag_msg(&ld));
+}
+
+enum tfs_err tfs__read_tile_file(const struct tfs_arraydir *a, const char *rel,
+				 uint8_t **payload, size_t *payload_len,
+				 struct tfs_diag *d)
+{
+	uint8_t *buf;
+	size_t len;
+	enum tfs_err err;
+	char *path = tfs__array_path(a, rel);
+
+	*payload = NULL;
+	*payload_len = 0;
+	if (!path)
+		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+				a->path);
+	err = tfs_vfs_read_all(a->vfs, path, TFS__FILE_MAX, &buf, &len, d);
+	if (!err) {
+		err = tfs__decode_tile(a, path, buf, len, TFS__FILE_MAX, payload,
+				       payload_len, NULL, d);
+		tfs_free(buf);
+	}
+	tfs_free(path);
+	return err;
+}
+
+enum tfs_err tfs__read_tile_at(const struct tfs_arraydir *a, const char *path,
+			       uint64_t file_size, uint64_t off,
+			       size_t max_payload, uint8_t **payload,
+			       size_t *payload_len, struct tfs_diag *d)
+{
+	uint8_t head[TFS_GENERIC_HEADER_FIXED];
+	uint64_t total;
+	uint8_t *buf;
+	enum tfs_err err;
+
+	*payload = NULL;
+	*payload_len = 0;
+	if (off > file_size || file_size - off < sizeof(head))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': generic tile at offset %" PRIu64
+				" is past the end of the file (%" PRIu64 " bytes)",
+				path, off, file_size);
+	err = tfs_vfs_read(a->vfs, path, off, head, sizeof(head), d);
+	if (err)
+		return err;
+	/* Total size = header + filter list + persisted bytes
+	 * (generic_tile.md §1). */
+	total = tfs_get_u64(head + 4);
+	if (total > file_size - off - sizeof(head) ||
+	    tfs_get_u32(head + 30) > file_size - off - sizeof(head) - total)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': generic tile at offset %" PRIu64
+				" runs past the end of the file",
+				path, off);
+	total += sizeof(head) + tfs_get_u32(head + 30);
+	if (total > TFS__FILE_MAX)
+		return tfs_fail(d, TFS_E_TOO_BIG,
+				"'%s': generic tile at offset %" PRIu64
+				" is too large (%" PRIu64 " bytes)",
+				path, off, total);
+	buf = tfs_malloc((size_t)total);
+	if (!buf)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", path);
+	err = tfs_vfs_read(a->vfs, path, off, buf, (size_t)total, d);
+	if (!err) {
+		struct tfs_diag ld;
+
+		tfs_diag_init(&ld);
+		err = tfs__decode_tile(a, path, buf, (size_t)total, max_payload,
+				       payload, payload_len, NULL, &ld);
+		if (err)
+			tfs_fail(d, ld.code, "%s (tile at offset %" PRIu64 ")",
+				 ld.msg, off);
+	}
+	tfs_free(buf);
+	return err;
+}
+
+const struct tfs_schema *tfs__find_schema(const struct tfs_arraydir *a,
+					  const char *name)
+{
+	for (size_t i = 0; i < a->schema_num; i++)
+		if (!strcmp(a->schemas[i].name, name))
+			return &a->schemas[i];
+	return NULL;
+}
+
+/* ---- object kind -------------------------------------------------------- */
+
+static enum tfs_err stat_child(struct tfs_vfs *vfs, const char *dir,
+			       const char *name, struct tfs_stat *st,
+			       struct tfs_diag *d)
+{
+	char *p = tfs_path_join(dir, name);
+	enum tfs_err err;
+
+	if (!p)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", dir);
+	err = tfs_vfs_stat(vfs, p, st, d);
+	tfs_free(p);
+	return err;
+}
+
+enum tfs_err tfs_object_kind_of(struct tfs_vfs *vfs, const char *path,
+				enum tfs_object_kind *out, struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	enum tfs_err err;
+
+	*out = TFS_OBJ_NONE;
+	err = tfs_vfs_stat(vfs, path, &st, d);
+	if (err)
+		return err;
+	if (!st.exists)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': no such folder", path);
+	if (!st.is_dir)
+		return TFS_E_OK;
+	err = stat_child(vfs, path, "__schema", &st, d);
+	if (err)
+		return err;
+	if (st.exists && st.is_dir) {
+		*out = TFS_OBJ_ARRAY;
+		return TFS_E_OK;
+	}
+	err = stat_child(vfs, path, "__array_schema.tdb", &st, d);
+	if (err)
+		return err;
+	if (st.exists && !st.is_dir) {
+		*out = TFS_OBJ_ARRAY;
+		return TFS_E_OK;
+	}
+	err = stat_child(vfs, path, "__group", &st, d);
+	if (err)
+		return err;
+	if (st.exists && st.is_dir) {
+		*out = TFS_OBJ_GROUP;
+		return TFS_E_OK;
+	}
+	err = stat_child(vfs, path, "__tiledb_group.tdb", &st, d);
+	if (err)
+		return err;
+	if (st.exists && !st.is_dir)
+		*out = TFS_OBJ_GROUP;
+	return TFS_E_OK;
+}
+
+/* ---- schemas ------------------------------------------------------------ */
+
+static enum tfs_err load_schema(struct tfs_arraydir *a, const char *rel,
+				const char *name, struct tfs_schema *out,
+				struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	uint8_t *payload;
+	size_t len;
+	enum tfs_err err;
+
+	err = tfs__read_tile_file(a, rel, &payload, &len, d);
+	if (err)
+		return err;
+	tfs_diag_init(&ld);
+	err = tfs_schema_parse(out, payload, len, name, &ld);
+	tfs_free(payload);
+	if (err)
+		return tfs_fail(d, err, "array schema '%s/%s': %s", a->path, rel,
+				tfs_diag_msg(&ld));
+	return TFS_E_OK;
+}
+
+/* Loads __array_schema.tdb (if present) then __schema/ in sorted order and
+ * picks the current schema at a->t1 (layout.md §5). */
+static enum tfs_err load_schemas(struct tfs_arraydir *a, bool legacy,
+				 struct tfs_diag *d)
+{
+	struct tfs_dirlist l;
+	enum tfs_err err;
+	size_t cap, cur = 0;
+	bool found = false;
+
+	err = tfs__list(a, "__schema", true, true, &l, d);
+	if (err)
+		return err;
+	cap = l.count + (legacy ? 1 : 0);
+	a->schemas = tfs_callocn(cap ? cap : 1, sizeof(*a->schemas));
+	if (!a->schemas) {
+		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+			       a->path);
+		goto out_release;
+	}
+	if (legacy) {
+		err = load_schema(a, "__array_schema.tdb", "__array_schema.tdb",
+				  &a->schemas[0], d);
+		if (err)
+			goto out_release;
+		a->schema_num = 1;
+	}
+	for (size_t i = 0; i < l.count; i++) {
+		char *rel;
+		struct tfs_schema *s;
+
+		if (!strcmp(l.names[i], "__enumerations"))
+			continue;
+		rel = tfs_path_join("__schema", l.names[i]);
+		if (!rel) {
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "array '%s': out of memory", a->path);
+			goto out_release;
+		}
+		s = &a->schemas[a->schema_num];
+		err = load_schema(a, rel, l.names[i], s, d);
+		tfs_free(rel);
+		if (err)
+			goto out_release;
+		a->schema_num++;
+		if (s->t2 <= a->t1) {
+			cur = a->schema_num - 1;
+			found = true;
+		}
+	}
+	if (!a->schema_num) {
+		err = tfs_fail(d, TFS_E_CORRUPT, "array '%s': no schema file",
+			       a->path);
+		goto out_release;
+	}
+	a->schema = &a->schemas[found ? cur : 0];
+
+out_release:
+	tfs_dirlist_release(&l);
+	return err;
+}
+
+static enum tfs_err load_enumerations(struct tfs_arraydir *a,
+				      struct tfs_diag *d)
+{
+	const struct tfs_schema *s = a->schema;
+
+	if (!s->enum_num)
+		return TFS_E_OK;
+	a->enums = tfs_callocn(s->enum_num, sizeof(*a->enums));
+	if (!a->enums)
+		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+				a->path);
+	for (uint32_t i = 0; i < s->enum_num; i++) {
+		const char *file = s->enums[i].file;
+		struct tfs_diag ld;
+		uint8_t *payload;
+		size_t len;
+		char *rel;
+		enum tfs_err err;
+
+		if (!file || !file[0] || strchr(file, '/') ||
+		    !strcmp(file, ".") || !strcmp(file, ".."))
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array schema '%s': bad enumeration file name",
+					s->name);
+		rel = tfs_path_join("__schema/__enumerations", file);
+		if (!rel)
+			return tfs_fail(d, TFS_E_NOMEM,
+					"array '%s': out of memory", a->path);
+		err = tfs__read_tile_file(a, rel, &payload, &len, d);
+		if (err) {
+			tfs_free(rel);
+			return err;
+		}
+		tfs_diag_init(&ld);
+		err = tfs_enumeration_parse(&a->enums[i], payload, len, &ld);
+		tfs_free(payload);
+		if (err) {
+			tfs_fail(d, err, "enumeration '%s/%s': %s", a->path, rel,
+				 tfs_diag_msg(&ld));
+			tfs_free(rel);
+			return err;
+		}
+		tfs_free(rel);
+		a->enum_num++;
+	}
+	return TFS_E_OK;
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
+			       const struct tfs_arraydir_opts *opts,
+			       struct tfs_arraydir **out, struct tfs_diag *d)
+{
+	struct tfs_arraydir *a;
+	enum tfs_object_kind kind;
+	struct tfs_stat st;
+	size_t plen = strlen(path);
+	enum tfs_err err;
+	char *legacy;
+
+	*out = NULL;
+	err = tfs_object_kind_of(vfs, path, &kind, d);
+	if (err)
+		return err;
+	if (kind != TFS_OBJ_ARRAY)
+		return tfs_fail(d, TFS_E_NOT_ARRAY, "'%s': not a TileDB array",
+				path);
+	a = tfs_callocn(1, sizeof(*a));
+	if (!a)
+		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+				path);
+	a->vfs = vfs;
+	while (plen > 1 && path[plen - 1] == '/')
+		plen--;
+	a->path = tfs_strndup(path, plen);
+	if (!a->path) {
+		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+			       path);
+		goto out_close;
+	}
+	if (opts && opts->key) {
+		a->has_key = true;
+		memcpy(a->key, opts->key, sizeof(a->key));
+	}
+	a->t0 = opts ? opts->t0 : 0;
+	a->t1 = opts ? opts->t1 : UINT64_MAX;
+	if (a->t1 == UINT64_MAX)
+		a->t1 = now_ms();
+	if (a->t0 > a->t1) {
+		err = tfs_fail(d, TFS_E_INVALID,
+			       "array '%s': time window [%" PRIu64 ", %" PRIu64
+			       "] is empty",
+			       a->path, a->t0, a->t1);
+		goto out_close;
+	}
+
+	legacy = tfs__array_path(a, "__array_schema.tdb");
+	if (!legacy) {
+		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+			       path);
+		goto out_close;
+	}
+	err = tfs_vfs_stat(vfs, legacy, &st, d);
+	tfs_free(legacy);
+	if (err)
+		goto out_close;
+	err = load_schemas(a, st.exists && !st.is_dir, d);
+	if (!err)
+		err = load_enumerations(a, d);
+	if (!err)
+		err = tfs__load_fragments(a, d);
+	if (!err)
+		err = tfs__load_metadata(a, d);
+	if (err)
+		goto out_close;
+	*out = a;
+	return TFS_E_OK;
+
+out_close:
+	tfs_arraydir_close(a);
+	return err;
+}
+
+void tfs_arraydir_close(struct tfs_arraydir *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->frag_pool_num; i++)
+		tfs__fragment_free(a->frag_pool[i]);
+	tfs_free(a->frag_pool);
+	tfs_free(a->fragments);
+	tfs_free(a->listed);
+	for (size_t i = 0; i < a->to_vacuum_num; i++)
+		tfs_free(a->to_vacuum[i]);
+	tfs_free(a->to_vacuum);
+	for (size_t i = 0; i < a->delete_num; i++) {
+		tfs_free(a->deletes[i].marker);
+		tfs_condition_release(&a->deletes[i].cond);
+	}
+	tfs_free(a->deletes);
+	tfs__metadata_release(&a->metadata);
+	for (size_t i = 0; i < a->enum_num; i++)
+		tfs_enumeration_release(&a->enums[i]);
+	tfs_free(a->enums);
+	for (size_t i = 0; i < a->schema_num; i++)
+		tfs_schema_release(&a->schemas[i]);
+	tfs_free(a->schemas);
+	tfs_free(a->path);
+	tfs_free(a);
+}

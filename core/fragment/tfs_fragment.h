@@ -87,6 +87,13 @@ struct tfs_arraydir {
 	bool has_updates;           /* .upd files seen (never applied) */
 
 	struct tfs_metadata metadata; /* merged at the window */
+
+	/* Owner of every fragment object: the union of `fragments` and
+	 * `listed` (a fragment can be visible at the window yet hidden from
+	 * the listing by a vacuum file, and the other way round), each loaded
+	 * once. Candidate order (layout.md §6 step 4). */
+	struct tfs_fragment **frag_pool;
+	size_t frag_pool_num;
 };
 
 struct tfs_arraydir_opts {

@@ -1,0 +1,811 @@
+/* Which fragments exist, which are visible at the read window and which
+ * are listed (format/layout.md §6, consolidated.md §2–4 and §6).
+ *
+ * Candidates are collected once from the root (old layout: .ok commits,
+ * consolidated .ok markers, v1–4 folders with metadata) and from
+ * __commits (.wrt files and consolidated .wrt markers). Vacuum files are
+ * then applied twice: at the read window, giving the visible fragments,
+ * and at [0, UINT64_MAX], giving what the array lists ("every committed,
+ * not-vacuumed fragment", corpus/README.md) and the fragments to vacuum.
+ * Each fragment needed by either list is loaded once into the pool. Delete
+ * and update commits in the window are collected on the way. */
+#include "fragment_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+
+/* ---- a set of strings: append, then sort once, then look up ------------ */
+
+struct strset {
+	char **items;
+	size_t num;
+	size_t cap;
+};
+
+static bool strset_add(struct strset *s, const char *str, size_t len)
+{
+	if (s->num == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16;
+		char **n = tfs_reallocn(s->items, ncap, sizeof(*n));
+
+		if (!n)
+			return false;
+		s->items = n;
+		s->cap = ncap;
+	}
+	s->items[s->num] = tfs_strndup(str, len);
+	if (!s->items[s->num])
+		return false;
+	s->num++;
+	return true;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts and drops duplicates. */
+static void strset_seal(struct strset *s)
+{
+	size_t keep = 0;
+
+	if (s->num > 1)
+		qsort(s->items, s->num, sizeof(*s->items), str_cmp);
+	for (size_t i = 0; i < s->num; i++) {
+		if (keep && !strcmp(s->items[keep - 1], s->items[i])) {
+			tfs_free(s->items[i]);
+			continue;
+		}
+		s->items[keep++] = s->items[i];
+	}
+	s->num = keep;
+}
+
+static bool strset_has(const struct strset *s, const char *str)
+{
+	return s->num &&
+	       bsearch(&str, s->items, s->num, sizeof(*s->items), str_cmp);
+}
+
+static void strset_release(struct strset *s)
+{
+	for (size_t i = 0; i < s->num; i++)
+		tfs_free(s->items[i]);
+	tfs_free(s->items);
+	s->items = NULL;
+	s->num = s->cap = 0;
+}
+
+/* ---- scan state --------------------------------------------------------- */
+
+struct cand {
+	char *rel; /* "__fragments/<name>" or "<name>" (root) */
+	struct tfs_name_info ni;
+	bool hidden_window; /* named by a vacuum file applying at the window */
+	bool hidden_all;    /* ... applying at [0, UINT64_MAX] */
+	bool visible;
+	bool listed;
+	struct tfs_fragment *f;
+};
+
+struct vac {
+	char *rel;
+	struct tfs_name_info ni;
+};
+
+struct scan {
+	struct tfs_arraydir *a;
+	bool sparse;
+	struct strset ignore;
+	struct strset consolidated; /* array-relative commit markers */
+	struct cand *cands;
+	size_t cand_num, cand_cap;
+	struct vac *vacs;
+	size_t vac_num, vac_cap;
+	char **metas; /* array-relative .meta paths, listing order */
+	size_t meta_num, meta_cap;
+	size_t delete_cap;
+};
+
+static enum tfs_err nomem(const struct scan *s, struct tfs_diag *d)
+{
+	return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+			s->a->path);
+}
+
+/* Makes room for one more element in the array *items_ptr (a pointer to
+ * the array pointer) of num elements of size bytes. */
+static bool grow(void *items_ptr, size_t *cap, size_t num, size_t size)
+{
+	void *items;
+	size_t ncap;
+	void *n;
+
+	if (num < *cap)
+		return true;
+	memcpy(&items, items_ptr, sizeof(items));
+	ncap = *cap ? *cap * 2 : 16;
+	n = tfs_reallocn(items, ncap, size);
+	if (!n)
+		return false;
+	memcpy(items_ptr, &n, sizeof(n));
+	*cap = ncap;
+	return true;
+}
+
+/* Overlap test of layout.md §6 step 5 for an object with name info ni. */
+static bool passes(const struct scan *s, const struct tfs_name_info *ni,
+		   uint64_t t0, uint64_t t1)
+{
+	if (s->sparse && ni->version >= 15)
+		return tfs__any_overlap(ni->t1, ni->t2, t0, t1);
+	return tfs__full_overlap(ni->t1, ni->t2, t0, t1);
+}
+
+static enum tfs_err add_cand(struct scan *s, const char *prefix,
+			     const char *name, const struct tfs_name_info *ni,
+			     struct tfs_diag *d)
+{
+	struct cand *c;
+
+	if (!grow(&s->cands, &s->cand_cap, s->cand_num,
+		  sizeof(*s->cands)))
+		return nomem(s, d);
+	c = &s->cands[s->cand_num];
+	memset(c, 0, sizeof(*c));
+	c->rel = prefix ? tfs_path_join(prefix, name) : tfs_strdup(name);
+	if (!c->rel)
+		return nomem(s, d);
+	c->ni = *ni;
+	s->cand_num++;
+	return TFS_E_OK;
+}
+
+static enum tfs_err add_vac(struct scan *s, const char *rel,
+			    struct tfs_diag *d)
+{
+	struct tfs_name_info ni;
+	struct vac *v;
+
+	if (tfs_name_parse(rel, &ni) != TFS_E_OK)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s/%s': vacuum file without a timestamped name",
+				s->a->path, rel);
+	if (!grow(&s->vacs, &s->vac_cap, s->vac_num,
+		  sizeof(*s->vacs)))
+		return nomem(s, d);
+	v = &s->vacs[s->vac_num];
+	v->rel = tfs_strdup(rel);
+	if (!v->rel)
+		return nomem(s, d);
+	v->ni = ni;
+	s->vac_num++;
+	return TFS_E_OK;
+}
+
+static enum tfs_err add_meta(struct scan *s, const char *prefix,
+			     const char *name, struct tfs_diag *d)
+{
+	if (!grow(&s->metas, &s->meta_cap, s->meta_num,
+		  sizeof(*s->metas)))
+		return nomem(s, d);
+	s->metas[s->meta_num] =
+		prefix ? tfs_path_join(prefix, name) : tfs_strdup(name);
+	if (!s->metas[s->meta_num])
+		return nomem(s, d);
+	s->meta_num++;
+	return TFS_E_OK;
+}
+
+static void scan_release(struct scan *s)
+{
+	strset_release(&s->ignore);
+	strset_release(&s->consolidated);
+	for (size_t i = 0; i < s->cand_num; i++)
+		tfs_free(s->cands[i].rel);
+	tfs_free(s->cands);
+	for (size_t i = 0; i < s->vac_num; i++)
+		tfs_free(s->vacs[i].rel);
+	tfs_free(s->vacs);
+	for (size_t i = 0; i < s->meta_num; i++)
+		tfs_free(s->metas[i]);
+	tfs_free(s->metas);
+}
+
+static enum tfs_err read_file(const struct scan *s, const char *rel,
+			      uint8_t **buf, size_t *len, struct tfs_diag *d)
+{
+	char *path = tfs__array_path(s->a, rel);
+	enum tfs_err err;
+
+	*buf = NULL;
+	*len = 0;
+	if (!path)
+		return nomem(s, d);
+	err = tfs_vfs_read_all(s->a->vfs, path, TFS__FILE_MAX, buf, len, d);
+	tfs_free(path);
+	return err;
+}
+
+/* ---- delete and update commits ------------------------------------------ */
+
+/* Adds the delete condition held in the generic tile at buf. */
+static enum tfs_err add_delete(struct scan *s, const char *marker,
+			       const struct tfs_name_info *ni,
+			       const char *where, const uint8_t *buf,
+			       size_t len, struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+	struct tfs_delete *del;
+	struct tfs_diag ld;
+	uint8_t *payload;
+	size_t plen, consumed;
+	enum tfs_err err;
+
+	if (!grow(&a->deletes, &s->delete_cap, a->delete_num,
+		  sizeof(*a->deletes)))
+		return nomem(s, d);
+	err = tfs__decode_tile(a, where, buf, len, TFS__FILE_MAX, &payload,
+			       &plen, NULL, d);
+	if (err)
+		return err;
+	del = &a->deletes[a->delete_num];
+	memset(del, 0, sizeof(*del));
+	tfs_diag_init(&ld);
+	err = tfs_condition_parse(&del->cond, payload, plen, &consumed, &ld);
+	tfs_free(payload);
+	if (err)
+		return tfs_fail(d, err, "'%s': delete condition: %s", where,
+				tfs_diag_msg(&ld));
+	del->marker = tfs_strdup(marker);
+	if (!del->marker) {
+		tfs_condition_release(&del->cond);
+		return nomem(s, d);
+	}
+	del->t1 = ni->t1;
+	del->t2 = ni->t2;
+	a->delete_num++;
+	return TFS_E_OK;
+}
+
+static int delete_cmp(const void *x, const void *y)
+{
+	const struct tfs_delete *a = x, *b = y;
+
+	return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
+}
+
+/* Sorts the deletes by t1, ties in the order they were found. */
+static void sort_deletes(struct scan *s)
+{
+	struct tfs_arraydir *a = s->a;
+
+	/* Insertion sort: stable, and delete lists are short. */
+	for (size_t i = 1; i < a->delete_num; i++) {
+		struct tfs_delete tmp = a->deletes[i];
+		size_t j = i;
+
+		while (j > 0 && delete_cmp(&a->deletes[j - 1], &tmp) > 0) {
+			a->deletes[j] = a->deletes[j - 1];
+			j--;
+		}
+		a->deletes[j] = tmp;
+	}
+}
+
+/* ---- steps 1–2: ignore and consolidated commit files --------------------- */
+
+static enum tfs_err read_ignores(struct scan *s,
+				 const struct tfs_dirlist *commits,
+				 struct tfs_diag *d)
+{
+	for (size_t i = 0; i < commits->count; i++) {
+		const char *name = commits->names[i];
+		struct tfs_strlist lines;
+		uint8_t *buf;
+		size_t len;
+		char *rel;
+		enum tfs_err err;
+
+		if (!tfs__ends_with(name, ".ign"))
+			continue;
+		rel = tfs_path_join("__commits", name);
+		if (!rel)
+			return nomem(s, d);
+		err = read_file(s, rel, &buf, &len, d);
+		tfs_free(rel);
+		if (err)
+			return err;
+		err = tfs_lines_parse(&lines, buf, len);
+		tfs_free(buf);
+		if (err)
+			return tfs_fail(d, err, "'%s/__commits/%s': cannot parse",
+					s->a->path, name);
+		for (size_t k = 0; k < lines.count && !err; k++)
+			if (!strset_add(&s->ignore, lines.items[k],
+					strlen(lines.items[k])))
+				err = nomem(s, d);
+		tfs_strlist_release(&lines);
+		if (err)
+			return err;
+	}
+	strset_seal(&s->ignore);
+	return TFS_E_OK;
+}
+
+static enum tfs_err read_one_con(struct scan *s, const char *name,
+				 struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+	struct tfs_con_file con;
+	struct tfs_diag ld;
+	uint8_t *buf;
+	size_t len;
+	char *rel, *where = NULL;
+	enum tfs_err err;
+
+	rel = tfs_path_join("__commits", name);
+	if (!rel)
+		return nomem(s, d);
+	err = read_file(s, rel, &buf, &len, d);
+	if (err)
+		goto out_rel;
+	tfs_diag_init(&ld);
+	err = tfs_con_parse(&con, buf, len, &ld);
+	if (err) {
+		tfs_fail(d, err, "'%s/%s': %s", a->path, rel, tfs_diag_msg(&ld));
+		goto out_buf;
+	}
+	for (size_t i = 0; i < con.count && !err; i++) {
+		const struct tfs_con_entry *e = &con.entries[i];
+		struct tfs_name_info ni;
+		bool is_del = tfs__ends_with(e->marker, ".del");
+
+		if (!strset_has(&s->ignore, e->marker) &&
+		    !strset_add(&s->consolidated, e->marker,
+				strlen(e->marker))) {
+			err = nomem(s, d);
+			break;
+		}
+		if (!is_del && !tfs__ends_with(e->marker, ".upd"))
+			continue;
+		if (tfs_name_parse(e->marker, &ni) != TFS_E_OK ||
+		    !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1))
+			continue;
+		if (!is_del) {
+			a->has_updates = true;
+			continue;
+		}
+		if (e->del_offset > len || e->del_size > len - e->del_offset) {
+			err = tfs_fail(d, TFS_E_CORRUPT,
+				       "'%s/%s': delete '%s' runs past the end of the file",
+				       a->path, rel, e->marker);
+			break;
+		}
+		tfs_free(where);
+		where = tfs_malloc(strlen(a->path) + strlen(rel) +
+				   strlen(e->marker) + 32);
+		if (!where) {
+			err = nomem(s, d);
+			break;
+		}
+		snprintf(where, strlen(a->path) + strlen(rel) +
+				       strlen(e->marker) + 32,
+			 "%s/%s (delete '%s')", a->path, rel, e->marker);
+		err = add_delete(s, e->marker, &ni, where, buf + e->del_offset,
+				 (size_t)e->del_size, d);
+	}
+	tfs_free(where);
+	tfs_con_release(&con);
+out_buf:
+	tfs_free(buf);
+out_rel:
+	tfs_free(rel);
+	return err;
+}
+
+static enum tfs_err read_cons(struct scan *s, const struct tfs_dirlist *commits,
+			      struct tfs_diag *d)
+{
+	for (size_t i = 0; i < commits->count; i++) {
+		enum tfs_err err;
+
+		if (!tfs__ends_with(commits->names[i], ".con"))
+			continue;
+		err = read_one_con(s, commits->names[i], d);
+		if (err)
+			return err;
+	}
+	strset_seal(&s->consolidated);
+	return TFS_E_OK;
+}
+
+/* ---- steps 3–4: candidates ---------------------------------------------- */
+
+/* Whether the sorted root listing holds name + ".ok". */
+static enum tfs_err has_ok(const struct scan *s, const struct tfs_dirlist *root,
+			   const char *name, bool *out, struct tfs_diag *d)
+{
+	size_t n = strlen(name);
+	char *ok = tfs_malloc(n + 4);
+
+	*out = false;
+	if (!ok)
+		return nomem(s, d);
+	memcpy(ok, name, n);
+	memcpy(ok + n, ".ok", 4);
+	*out = root->count && bsearch(&ok, root->names, root->count,
+				      sizeof(*root->names), str_cmp);
+	tfs_free(ok);
+	return TFS_E_OK;
+}
+
+static enum tfs_err scan_root(struct scan *s, const struct tfs_dirlist *root,
+			      struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+
+	for (size_t i = 0; i < root->count; i++) {
+		const char *name = root->names[i];
+		struct tfs_name_info ni;
+		enum tfs_err err = TFS_E_OK;
+		bool committed;
+
+		if (tfs__ends_with(name, ".vac")) {
+			err = add_vac(s, name, d);
+		} else if (tfs__ends_with(name, ".meta")) {
+			err = add_meta(s, NULL, name, d);
+		} else if (strchr(name, '_') && !strchr(name, '.') &&
+			   !tfs__is_reserved_name(name) &&
+			   tfs_name_parse(name, &ni) == TFS_E_OK) {
+			err = has_ok(s, root, name, &committed, d);
+			if (err)
+				return err;
+			if (!committed) {
+				size_t n = strlen(name);
+				char *marker = tfs_malloc(n + 4);
+
+				if (!marker)
+					return nomem(s, d);
+				memcpy(marker, name, n);
+				memcpy(marker + n, ".ok", 4);
+				committed = strset_has(&s->consolidated, marker);
+				tfs_free(marker);
+			}
+			if (!committed && ni.version < 5) {
+				struct tfs_stat st;
+				char *p = tfs__array_path(a, name);
+				char *m = p ? tfs_path_join(p,
+						"__fragment_metadata.tdb") : NULL;
+
+				tfs_free(p);
+				if (!m)
+					return nomem(s, d);
+				err = tfs_vfs_stat(a->vfs, m, &st, d);
+				tfs_free(m);
+				committed = !err && st.exists && !st.is_dir;
+			}
+			if (!err && committed)
+				err = add_cand(s, NULL, name, &ni, d);
+		}
+		if (err)
+			return err;
+	}
+	return TFS_E_OK;
+}
+
+/* "__commits/<name>.wrt" -> name (borrowed pointer and length), or NULL. */
+static const char *wrt_marker_name(const char *marker, size_t *len)
+{
+	static const char prefix[] = "__commits/";
+	size_t n = strlen(marker);
+
+	if (n <= sizeof(prefix) - 1 + 4 ||
+	    memcmp(marker, prefix, sizeof(prefix) - 1) ||
+	    !tfs__ends_with(marker, ".wrt"))
+		return NULL;
+	marker += sizeof(prefix) - 1;
+	*len = n - (sizeof(prefix) - 1) - 4;
+	if (memchr(marker, '/', *len))
+		return NULL;
+	return marker;
+}
+
+static enum tfs_err add_wrt_cand(struct scan *s, const char *name, size_t len,
+				 struct tfs_diag *d)
+{
+	struct tfs_name_info ni;
+	char *frag = tfs_strndup(name, len);
+	enum tfs_err err = TFS_E_OK;
+
+	if (!frag)
+		return nomem(s, d);
+	if (tfs_name_parse(frag, &ni) == TFS_E_OK)
+		err = add_cand(s, "__fragments", frag, &ni, d);
+	tfs_free(frag);
+	return err;
+}
+
+static enum tfs_err scan_commits(struct scan *s,
+				 const struct tfs_dirlist *commits,
+				 struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+	enum tfs_err err;
+
+	/* Fragments committed through .con files first, in sorted order. */
+	for (size_t i = 0; i < s->consolidated.num; i++) {
+		size_t len;
+		const char *name = wrt_marker_name(s->consolidated.items[i], &len);
+
+		if (!name)
+			continue;
+		err = add_wrt_cand(s, name, len, d);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < commits->count; i++) {
+		const char *name = commits->names[i];
+		bool is_wrt = tfs__ends_with(name, ".wrt");
+		bool is_del = tfs__ends_with(name, ".del");
+		bool is_upd = tfs__ends_with(name, ".upd");
+		struct tfs_name_info ni;
+		char *rel;
+
+		if (tfs__ends_with(name, ".vac")) {
+			rel = tfs_path_join("__commits", name);
+			if (!rel)
+				return nomem(s, d);
+			err = add_vac(s, rel, d);
+			tfs_free(rel);
+			if (err)
+				return err;
+			continue;
+		}
+		if (!is_wrt && !is_del && !is_upd)
+			continue;
+		rel = tfs_path_join("__commits", name);
+		if (!rel)
+			return nomem(s, d);
+		if (strset_has(&s->consolidated, rel)) {
+			tfs_free(rel);
+			continue;
+		}
+		if (is_wrt) {
+			err = add_wrt_cand(s, name, strlen(name) - 4, d);
+		} else if (tfs_name_parse(name, &ni) != TFS_E_OK ||
+			   !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1)) {
+			err = TFS_E_OK;
+		} else if (is_upd) {
+			a->has_updates = true;
+			err = TFS_E_OK;
+		} else {
+			uint8_t *buf;
+			size_t len;
+			char *path = tfs__array_path(a, rel);
+
+			err = path ? read_file(s, rel, &buf, &len, d)
+				   : nomem(s, d);
+			if (!err) {
+				err = add_delete(s, rel, &ni, path, buf, len, d);
+				tfs_free(buf);
+			}
+			tfs_free(path);
+		}
+		tfs_free(rel);
+		if (err)
+			return err;
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err scan_fragment_meta(struct scan *s, struct tfs_diag *d)
+{
+	struct tfs_dirlist l;
+	enum tfs_err err;
+
+	err = tfs__list(s->a, "__fragment_meta", true, true, &l, d);
+	if (err)
+		return err;
+	for (size_t i = 0; i < l.count && !err; i++)
+		err = add_meta(s, "__fragment_meta", l.names[i], d);
+	tfs_dirlist_release(&l);
+	return err;
+}
+
+/* ---- step 6: vacuum files ----------------------------------------------- */
+
+static enum tfs_err apply_vacs(struct scan *s, struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+
+	for (size_t v = 0; v < s->vac_num; v++) {
+		const struct vac *vf = &s->vacs[v];
+		bool at_window = passes(s, &vf->ni, a->t0, a->t1);
+		struct tfs_strlist lines;
+		struct strset named = {NULL, 0, 0};
+		uint8_t *buf;
+		size_t len;
+		enum tfs_err err;
+
+		/* At [0, UINT64_MAX] every vacuum file applies. */
+		err = read_file(s, vf->rel, &buf, &len, d);
+		if (err)
+			return err;
+		err = tfs_lines_parse(&lines, buf, len);
+		tfs_free(buf);
+		if (err)
+			return tfs_fail(d, err, "'%s/%s': cannot parse", a->path,
+					vf->rel);
+		for (size_t k = 0; k < lines.count && !err; k++) {
+			char *norm = tfs_vac_line_normalize(lines.items[k]);
+
+			if (!norm || !strset_add(&named, norm, strlen(norm)))
+				err = nomem(s, d);
+			tfs_free(norm);
+		}
+		tfs_strlist_release(&lines);
+		if (err) {
+			strset_release(&named);
+			return err;
+		}
+		strset_seal(&named);
+		for (size_t c = 0; c < s->cand_num; c++) {
+			if (!strset_has(&named, s->cands[c].rel))
+				continue;
+			s->cands[c].hidden_all = true;
+			if (at_window)
+				s->cands[c].hidden_window = true;
+		}
+		strset_release(&named);
+	}
+	return TFS_E_OK;
+}
+
+/* ---- steps 7–9 ---------------------------------------------------------- */
+
+/* Pointers to the chosen candidates' fragments, sorted by t1, ties in
+ * candidate order. */
+static enum tfs_err build_order(struct scan *s, bool listed,
+				struct tfs_fragment ***out, size_t *num,
+				struct tfs_diag *d)
+{
+	struct tfs_fragment **v;
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->cand_num; i++)
+		if (listed ? s->cands[i].listed : s->cands[i].visible)
+			n++;
+	v = tfs_callocn(n ? n : 1, sizeof(*v));
+	if (!v)
+		return nomem(s, d);
+	n = 0;
+	for (size_t i = 0; i < s->cand_num; i++) {
+		struct tfs_fragment *f = s->cands[i].f;
+		size_t j;
+
+		if (!(listed ? s->cands[i].listed : s->cands[i].visible))
+			continue;
+		/* Insertion sort on t1, stable. */
+		for (j = n; j > 0 && v[j - 1]->name_info.t1 > f->name_info.t1;
+		     j--)
+			v[j] = v[j - 1];
+		v[j] = f;
+		n++;
+	}
+	*out = v;
+	*num = n;
+	return TFS_E_OK;
+}
+
+static enum tfs_err load_pool(struct scan *s, struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+	struct tfs__meta_index *idx = NULL;
+	size_t n = 0;
+	enum tfs_err err = TFS_E_OK;
+
+	for (size_t i = 0; i < s->cand_num; i++)
+		if (s->cands[i].visible || s->cands[i].listed)
+			n++;
+	a->frag_pool = tfs_callocn(n ? n : 1, sizeof(*a->frag_pool));
+	if (!a->frag_pool)
+		return nomem(s, d);
+	if (n && s->meta_num) {
+		err = tfs__meta_index_load(a, s->metas, s->meta_num, &idx, d);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < s->cand_num && !err; i++) {
+		struct cand *c = &s->cands[i];
+
+		if (!c->visible && !c->listed)
+			continue;
+		err = tfs__fragment_new(a, c->rel, idx, &c->f, d);
+		if (!err)
+			a->frag_pool[a->frag_pool_num++] = c->f;
+	}
+	tfs__meta_index_free(idx);
+	return err;
+}
+
+static enum tfs_err collect_to_vacuum(struct scan *s, struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->cand_num; i++)
+		if (s->cands[i].hidden_all)
+			n++;
+	a->to_vacuum = tfs_callocn(n ? n : 1, sizeof(*a->to_vacuum));
+	if (!a->to_vacuum)
+		return nomem(s, d);
+	for (size_t i = 0; i < s->cand_num; i++) {
+		const char *rel = s->cands[i].rel;
+		const char *slash = strrchr(rel, '/');
+
+		if (!s->cands[i].hidden_all)
+			continue;
+		a->to_vacuum[a->to_vacuum_num] =
+			tfs_strdup(slash ? slash + 1 : rel);
+		if (!a->to_vacuum[a->to_vacuum_num])
+			return nomem(s, d);
+		a->to_vacuum_num++;
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__load_fragments(struct tfs_arraydir *a, struct tfs_diag *d)
+{
+	struct scan s;
+	struct tfs_dirlist root = {NULL, 0}, commits = {NULL, 0};
+	enum tfs_err err;
+
+	memset(&s, 0, sizeof(s));
+	s.a = a;
+	s.sparse = a->schema->array_type == TFS_SPARSE;
+
+	err = tfs__list(a, "", false, true, &root, d);
+	if (!err)
+		err = tfs__list(a, "__commits", true, true, &commits, d);
+	if (!err)
+		err = read_ignores(&s, &commits, d);
+	if (!err)
+		err = read_cons(&s, &commits, d);
+	if (!err)
+		err = scan_root(&s, &root, d);
+	if (!err)
+		err = scan_commits(&s, &commits, d);
+	if (!err)
+		err = scan_fragment_meta(&s, d);
+	if (!err)
+		err = apply_vacs(&s, d);
+	if (err)
+		goto out;
+
+	for (size_t i = 0; i < s.cand_num; i++) {
+		struct cand *c = &s.cands[i];
+
+		c->visible = !c->hidden_window && passes(&s, &c->ni, a->t0, a->t1);
+		c->listed = !c->hidden_all;
+	}
+	err = load_pool(&s, d);
+	if (!err)
+		err = build_order(&s, false, &a->fragments, &a->fragment_num, d);
+	if (!err)
+		err = build_order(&s, true, &a->listed, &a->listed_num, d);
+	if (!err)
+		err = collect_to_vacuum(&s, d);
+	if (!err)
+		sort_deletes(&s);
+out:
+	tfs_dirlist_release(&root);
+	tfs_dirlist_release(&commits);
+	scan_release(&s);
+	return err;
+}

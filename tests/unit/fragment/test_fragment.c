@@ -1,0 +1,1482 @@
+/* The fragment module against the corpus: every array (and every NAME@T
+ * variant) is opened and compared with what TileDB itself reported in the
+ * JSON next to it: current schema, listed fragments, fragments to vacuum,
+ * metadata, and the non-empty domain of the visible fragments. Then
+ * visibility rules on modified copies held in the in-memory backend, fault
+ * and allocation-failure injection during open, keys, and the lazy loaders.
+ * The corpus is only read; modified copies live in memory or in a
+ * temporary folder. */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frag_test_json.h"
+#include "tfs_alloc.h"
+#include "tfs_fragment.h"
+
+#define CORPUS TFS_CORPUS_DIR
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static char *fmt(const char *f, ...) TFS_PRINTF(1, 2);
+static char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, f);
+	cr_assert_neq(vasprintf(&s, f, ap), -1);
+	va_end(ap);
+	return s;
+}
+
+static struct tfs_vfs *posix(void)
+{
+	struct tfs_vfs *v;
+
+	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
+	return v;
+}
+
+/* Copies the tree at sp (in src) to dp (in dst). */
+static void copy_tree(struct tfs_vfs *src, const char *sp, struct tfs_vfs *dst,
+		      const char *dp)
+{
+	struct tfs_diag d;
+	struct tfs_stat st;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_stat(src, sp, &st, &d), TFS_E_OK);
+	cr_assert(st.exists, "%s", sp);
+	if (st.is_dir) {
+		struct tfs_dirlist l;
+
+		cr_assert_eq(dst->ops->mkdir(dst, dp, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		cr_assert_eq(tfs_vfs_list(src, sp, &l, &d), TFS_E_OK);
+		for (size_t i = 0; i < l.count; i++) {
+			char *s = tfs_path_join(sp, l.names[i]);
+			char *t = tfs_path_join(dp, l.names[i]);
+
+			copy_tree(src, s, dst, t);
+			tfs_free(s);
+			tfs_free(t);
+		}
+		tfs_dirlist_release(&l);
+	} else {
+		uint8_t *buf;
+		size_t len;
+
+		cr_assert_eq(tfs_vfs_read_all(src, sp, SIZE_MAX, &buf, &len, &d),
+			     TFS_E_OK);
+		cr_assert_eq(dst->ops->write(dst, dp, buf, len, &d), TFS_E_OK);
+		tfs_free(buf);
+	}
+}
+
+/* A mem backend holding a copy of corpus array `name` at "/A". */
+static struct tfs_vfs *mem_copy(const char *name)
+{
+	struct tfs_vfs *p = posix(), *m;
+	char *src = fmt("%s/%s", CORPUS, name);
+
+	cr_assert_eq(tfs_vfs_mem_new(&m), TFS_E_OK);
+	copy_tree(p, src, m, "/A");
+	free(src);
+	tfs_vfs_free(p);
+	return m;
+}
+
+static void put(struct tfs_vfs *v, const char *path, const void *data,
+		size_t len)
+{
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(v->ops->write(v, path, data, len, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+}
+
+static void rm(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(v->ops->remove(v, path, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+}
+
+static bool parse_hex_key(const char *hex, uint8_t key[32])
+{
+	if (!hex || strlen(hex) != 64)
+		return false;
+	for (int i = 0; i < 32; i++) {
+		unsigned b;
+
+		if (sscanf(hex + 2 * i, "%2x", &b) != 1)
+			return false;
+		key[i] = (uint8_t)b;
+	}
+	return true;
+}
+
+static enum tfs_err open_at(struct tfs_vfs *v, const char *path,
+			    const uint8_t *key, uint64_t t1,
+			    struct tfs_arraydir **a, struct tfs_diag *d)
+{
+	struct tfs_arraydir_opts o = {key, 0, t1};
+
+	tfs_diag_init(d);
+	return tfs_arraydir_open(v, path, &o, a, d);
+}
+
+static struct tfs_arraydir *must_open(struct tfs_vfs *v, const char *path,
+				      const uint8_t *key, uint64_t t1)
+{
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+	enum tfs_err err = open_at(v, path, key, t1, &a, &d);
+
+	cr_assert_eq(err, TFS_E_OK, "open '%s': %s (%s)", path,
+		     tfs_diag_msg(&d), tfs_strerror(err));
+	return a;
+}
+
+static const struct tfs_fragment *listed_named(const struct tfs_arraydir *a,
+					       const char *name)
+{
+	for (size_t i = 0; i < a->listed_num; i++)
+		if (!strcmp(a->listed[i]->name, name))
+			return a->listed[i];
+	return NULL;
+}
+
+/* ---- comparing with the corpus JSON -------------------------------------- */
+
+static uint64_t jnum_u64(const struct jval *v)
+{
+	cr_assert(v && v->type == J_NUM);
+	return strtoull(v->text, NULL, 10);
+}
+
+/* One value of datatype type at p against a JSON number (or the
+ * "NaN"/"Infinity" strings). */
+static bool value_matches(uint8_t type, const uint8_t *p, const struct jval *j)
+{
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED:
+		return j->type == J_NUM &&
+		       tfs_value_as_i64(type, p) == strtoll(j->text, NULL, 10);
+	case TFS_CLASS_UNSIGNED:
+		return j->type == J_NUM &&
+		       tfs_value_as_u64(type, p) == strtoull(j->text, NULL, 10);
+	case TFS_CLASS_FLOAT: {
+		double got = tfs_value_as_f64(type, p), want;
+
+		if (j->type == J_STR) {
+			if (!strcmp(j->text, "NaN"))
+				return got != got;
+			want = strtod(j->text, NULL);
+		} else if (j->type == J_NUM) {
+			want = type == TFS_FLOAT32
+				       ? (double)strtof(j->text, NULL)
+				       : strtod(j->text, NULL);
+		} else {
+			return false;
+		}
+		return memcmp(&got, &want, sizeof(got)) == 0 || got == want;
+	}
+	default:
+		return false;
+	}
+}
+
+/* A range of dimension dim against JSON [lo, hi]. */
+static void check_range(const struct tfs_dim *dim, const struct tfs_range *r,
+			const struct jval *j, const char *what)
+{
+	cr_assert(j && j->type == J_ARR && j->n == 2, "%s: bad JSON range",
+		  what);
+	if (dim->var) {
+		cr_assert(j->items[0].type == J_STR && j->items[1].type == J_STR);
+		cr_assert(r->lo_len == j->items[0].len &&
+				  !memcmp(r->lo, j->items[0].text, r->lo_len),
+			  "%s: low '%.*s' != '%s'", what, (int)r->lo_len,
+			  (const char *)r->lo, j->items[0].text);
+		cr_assert(r->hi_len == j->items[1].len &&
+				  !memcmp(r->hi, j->items[1].text, r->hi_len),
+			  "%s: high '%.*s' != '%s'", what, (int)r->hi_len,
+			  (const char *)r->hi, j->items[1].text);
+		return;
+	}
+	cr_assert(value_matches(dim->type, r->lo, &j->items[0]),
+		  "%s: low != %s", what, j->items[0].text);
+	cr_assert(value_matches(dim->type, r->hi, &j->items[1]),
+		  "%s: high != %s", what, j->items[1].text);
+}
+
+static void check_fragment(const struct tfs_arraydir *a,
+			   const struct tfs_fragment *f, const struct jval *jf,
+			   const char *label)
+{
+	const struct jval *ts = json_get(jf, "timestamps");
+	const struct jval *ned = json_get(jf, "non_empty_domain");
+	const struct jval *name = json_get(jf, "name");
+
+	cr_assert_str_eq(f->name, name->text, "%s", label);
+	cr_assert_eq(f->name_info.t1, jnum_u64(&ts->items[0]), "%s %s", label,
+		     f->name);
+	cr_assert_eq(f->name_info.t2, jnum_u64(&ts->items[1]), "%s %s", label,
+		     f->name);
+	cr_assert_eq(f->footer.version,
+		     jnum_u64(json_get(jf, "format_version")), "%s %s", label,
+		     f->name);
+	cr_assert_eq(f->footer.dense, json_get(jf, "dense")->b, "%s %s", label,
+		     f->name);
+	cr_assert_eq(f->cell_num, jnum_u64(json_get(jf, "cell_num")),
+		     "%s %s: cell_num %" PRIu64, label, f->name, f->cell_num);
+	cr_assert_eq(f->consolidated_meta,
+		     json_get(jf, "consolidated_metadata")->b, "%s %s", label,
+		     f->name);
+	cr_assert_str_eq(f->schema->name, json_get(jf, "schema")->text,
+			 "%s %s", label, f->name);
+	cr_assert_eq(ned->n, f->schema->dim_num, "%s %s", label, f->name);
+	for (uint32_t k = 0; k < f->schema->dim_num; k++) {
+		char *what = fmt("%s %s dim %u", label, f->name, k);
+
+		check_range(&f->schema->dims[k], &f->footer.ned[k],
+			    &ned->items[k], what);
+		free(what);
+	}
+	(void)a;
+}
+
+/* Union of the visible fragments' non-empty domains against the JSON's
+ * non_empty_domain (what TileDB reports at the opening timestamp). */
+static void check_union_ned(const struct tfs_arraydir *a, const struct jval *j,
+			    const char *label)
+{
+	const struct tfs_schema *s = a->schema;
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->fragment_num; i++)
+		n += !a->fragments[i]->footer.empty;
+	if (!j || j->type == J_NULL) {
+		cr_assert_eq(n, 0, "%s: expected no non-empty domain", label);
+		return;
+	}
+	cr_assert_gt(n, 0, "%s: no visible fragment", label);
+	for (uint32_t k = 0; k < s->dim_num; k++) {
+		const struct tfs_dim *dim = &s->dims[k];
+		struct tfs_range u = {NULL, NULL, 0, 0};
+		char *what;
+
+		for (size_t i = 0; i < a->fragment_num; i++) {
+			const struct tfs_fragment *f = a->fragments[i];
+			const struct tfs_range *r = &f->footer.ned[k];
+
+			if (f->footer.empty)
+				continue;
+			if (!u.lo) {
+				u = *r;
+				continue;
+			}
+			if (dim->var) {
+				if (tfs_bytes_cmp(r->lo, r->lo_len, u.lo, u.lo_len) < 0) {
+					u.lo = r->lo;
+					u.lo_len = r->lo_len;
+				}
+				if (tfs_bytes_cmp(r->hi, r->hi_len, u.hi, u.hi_len) > 0) {
+					u.hi = r->hi;
+					u.hi_len = r->hi_len;
+				}
+			} else {
+				if (tfs_value_cmp(dim->type, r->lo, u.lo) < 0)
+					u.lo = r->lo;
+				if (tfs_value_cmp(dim->type, r->hi, u.hi) > 0)
+					u.hi = r->hi;
+			}
+		}
+		what = fmt("%s: non_empty_domain dim %u", label, k);
+		check_range(dim, &u, &j->items[k], what);
+		free(what);
+	}
+}
+
+static char *hex_of(const uint8_t *p, size_t n)
+{
+	char *s = malloc(2 * n + 1);
+
+	for (size_t i = 0; i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", p[i]);
+	s[2 * n] = '\0';
+	return s;
+}
+
+static void check_metadata(const struct tfs_arraydir *a, const struct jval *j,
+			   const char *label)
+{
+	const struct tfs_metadata *m = &a->metadata;
+
+	cr_assert(j && j->type == J_OBJ, "%s: metadata", label);
+	cr_assert_eq(m->count, j->n, "%s: %zu metadata keys, expected %zu",
+		     label, m->count, j->n);
+	for (size_t i = 1; i < m->count; i++)
+		cr_assert_lt(tfs_bytes_cmp(m->entries[i - 1].key,
+					   m->entries[i - 1].key_len,
+					   m->entries[i].key, m->entries[i].key_len),
+			     0, "%s: metadata not sorted", label);
+	for (size_t i = 0; i < j->n; i++) {
+		const char *key = j->keys[i];
+		const struct jval *e = &j->items[i];
+		const struct jval *vals = json_get(e, "values");
+		const struct tfs_meta_kv *kv = NULL;
+		size_t vsize;
+
+		for (size_t k = 0; k < m->count; k++)
+			if (m->entries[k].key_len == strlen(key) &&
+			    !memcmp(m->entries[k].key, key, strlen(key)))
+				kv = &m->entries[k];
+		cr_assert_not_null(kv, "%s: metadata key '%s' missing", label,
+				   key);
+		cr_assert_str_eq(tfs_datatype_name(kv->type),
+				 json_get(e, "type")->text, "%s: key '%s'", label,
+				 key);
+		vsize = kv->value_num * tfs_datatype_size(kv->type);
+		if (kv->type == TFS_BLOB) {
+			char *h = hex_of(kv->value, vsize);
+
+			cr_assert_eq(vals->n, 1);
+			cr_assert_str_eq(h, vals->items[0].text, "%s: key '%s'",
+					 label, key);
+			free(h);
+		} else if (tfs_datatype_is_string(kv->type)) {
+			cr_assert_eq(vals->n, 1);
+			cr_assert(vals->items[0].len == vsize &&
+					  !memcmp(vals->items[0].text, kv->value,
+						  vsize),
+				  "%s: key '%s'", label, key);
+		} else {
+			size_t sz = tfs_datatype_size(kv->type);
+
+			cr_assert_eq(vals->n, kv->value_num, "%s: key '%s'", label,
+				     key);
+			for (size_t v = 0; v < vals->n; v++)
+				cr_assert(value_matches(kv->type,
+							kv->value + v * sz,
+							&vals->items[v]),
+					  "%s: key '%s' value %zu != %s", label,
+					  key, v, vals->items[v].text);
+		}
+	}
+}
+
+/* Everything the JSON says about the array that this module decides. */
+static void check_against_json(const struct tfs_arraydir *a,
+			       const struct jval *j, const char *label)
+{
+	const struct jval *schema = json_get(j, "schema");
+	const struct jval *tr = json_get(schema, "timestamp_range");
+	const struct jval *frags = json_get(j, "fragments");
+	const struct jval *vac = json_get(j, "fragments_to_vacuum");
+
+	cr_assert_eq(a->schema->version, jnum_u64(json_get(j, "format_version")),
+		     "%s: schema version", label);
+	cr_assert_eq(a->schema->t1, jnum_u64(&tr->items[0]),
+		     "%s: schema '%s' t1", label, a->schema->name);
+	cr_assert_eq(a->schema->t2, jnum_u64(&tr->items[1]),
+		     "%s: schema '%s' t2", label, a->schema->name);
+	cr_assert_eq(a->schema->array_type == TFS_SPARSE,
+		     !strcmp(json_get(j, "array_type")->text, "sparse"), "%s",
+		     label);
+	cr_assert_eq(a->listed_num, frags->n, "%s: %zu listed, expected %zu",
+		     label, a->listed_num, frags->n);
+	for (size_t i = 0; i < frags->n; i++)
+		check_fragment(a, a->listed[i], &frags->items[i], label);
+	cr_assert_eq(a->to_vacuum_num, vac->n, "%s: %zu to vacuum, expected %zu",
+		     label, a->to_vacuum_num, vac->n);
+	for (size_t i = 0; i < vac->n; i++)
+		cr_assert_str_eq(a->to_vacuum[i], vac->items[i].text, "%s",
+				 label);
+	check_metadata(a, json_get(j, "metadata"), label);
+	check_union_ned(a, json_get(j, "non_empty_domain"), label);
+}
+
+/* Loads every lazy part of every fragment and checks that the data files
+ * the footer describes exist with those sizes (fragment.md §2 naming). */
+static void check_lazy(struct tfs_vfs *v, struct tfs_arraydir *a,
+		       const char *label)
+{
+	for (size_t i = 0; i < a->frag_pool_num; i++) {
+		struct tfs_fragment *f = a->frag_pool[i];
+		const struct tfs_rtree *rt;
+		const struct tfs_strlist *pc;
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		for (uint32_t s = 0; s < f->footer.slot_num; s++) {
+			const struct tfs_slot_tiles *t, *t2;
+			const uint64_t *sizes[3] = {
+				f->footer.file_sizes, f->footer.file_var_sizes,
+				f->footer.file_validity_sizes,
+			};
+
+			cr_assert_eq(tfs_fragment_slot_tiles(a, f, s, &t, &d),
+				     TFS_E_OK, "%s %s slot %u: %s", label,
+				     f->name, s, tfs_diag_msg(&d));
+			cr_assert_eq(tfs_fragment_slot_tiles(a, f, s, &t2, &d),
+				     TFS_E_OK);
+			cr_assert_eq(t, t2);
+			if (f->tile_num)
+				cr_assert_not_null(t->offsets);
+			for (int k = 0; k < 3; k++) {
+				struct tfs_stat st;
+				char *p;
+
+				if (k == 2 && f->footer.version < 7)
+					continue;
+				if (!sizes[k][s])
+					continue;
+				p = tfs_fragment_file_path(f, s,
+							   (enum tfs_file_kind)k);
+				cr_assert_not_null(p);
+				cr_assert_eq(tfs_vfs_stat(v, p, &st, &d), TFS_E_OK);
+				cr_assert(st.exists && st.size == sizes[k][s],
+					  "%s: '%s' should have %" PRIu64
+					  " bytes",
+					  label, p, sizes[k][s]);
+				tfs_free(p);
+			}
+		}
+		cr_assert_eq(tfs_fragment_rtree(a, f, &rt, &d), TFS_E_OK,
+			     "%s %s: %s", label, f->name, tfs_diag_msg(&d));
+		if (!f->footer.dense)
+			cr_assert_eq(rt->leaf_num, f->tile_num);
+		cr_assert_eq(tfs_fragment_processed(a, f, &pc, &d), TFS_E_OK,
+			     "%s %s: %s", label, f->name, tfs_diag_msg(&d));
+	}
+}
+
+/* ---- the corpus, file by file -------------------------------------------- */
+
+/* name without ".json" and the timestamp after '@' (UINT64_MAX if none). */
+static char *array_of(const char *json_name, uint64_t *t)
+{
+	const char *at = strchr(json_name, '@');
+	size_t n = at ? (size_t)(at - json_name)
+		      : strlen(json_name) - strlen(".json");
+
+	*t = at ? strtoull(at + 1, NULL, 10) : UINT64_MAX;
+	return tfs_strndup(json_name, n);
+}
+
+static void check_array_json(struct tfs_vfs *v, const char *path,
+			     const struct jval *j, uint64_t t,
+			     const char *label)
+{
+	const struct jval *kh = json_get(j, "key_hex");
+	const struct jval *opened = json_get(j, "opened_at");
+	uint8_t key[32];
+	bool has_key = kh && kh->type == J_STR && parse_hex_key(kh->text, key);
+	struct tfs_arraydir *a;
+
+	if (opened && opened->type == J_NUM)
+		cr_assert_eq(jnum_u64(opened), t, "%s", label);
+	a = must_open(v, path, has_key ? key : NULL, t);
+	check_against_json(a, j, label);
+	check_lazy(v, a, label);
+	tfs_arraydir_close(a);
+}
+
+static void check_group_json(struct tfs_vfs *v, const char *path,
+			     const struct jval *j)
+{
+	const struct jval *members = json_get(j, "members");
+	enum tfs_object_kind kind;
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_object_kind_of(v, path, &kind, &d), TFS_E_OK);
+	cr_assert_eq(kind, TFS_OBJ_GROUP);
+	cr_assert_eq(open_at(v, path, NULL, UINT64_MAX, &a, &d),
+		     TFS_E_NOT_ARRAY);
+	cr_assert_null(a);
+	for (size_t i = 0; i < members->n; i++) {
+		const struct jval *m = &members->items[i];
+		const struct jval *content = json_get(m, "content");
+		char *p = fmt("%s/%s", path, json_get(m, "path")->text);
+
+		if (!strcmp(json_get(m, "type")->text, "group"))
+			check_group_json(v, p, content);
+		else
+			check_array_json(v, p, content, UINT64_MAX, p);
+		free(p);
+	}
+}
+
+static void check_corpus_dir(const char *dir, size_t *checked)
+{
+	struct tfs_vfs *v = posix();
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+
+	cr_assert_not_null(dp, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(dp))) {
+		const char *name = e->d_name;
+		size_t n = strlen(name);
+		struct jval *j;
+		char *jpath, *arr, *apath;
+		uint64_t t;
+
+		if (n < 6 || strcmp(name + n - 5, ".json"))
+			continue;
+		jpath = fmt("%s/%s", dir, name);
+		j = json_load(jpath);
+		cr_assert_not_null(j, "%s: cannot parse", jpath);
+		arr = array_of(name, &t);
+		apath = fmt("%s/%s", dir, arr);
+		if (json_get(j, "object") &&
+		    !strcmp(json_get(j, "object")->text, "group"))
+			check_group_json(v, apath, j);
+		else
+			check_array_json(v, apath, j, t, name);
+		(*checked)++;
+		free(apath);
+		tfs_free(arr);
+		free(jpath);
+		json_free(j);
+	}
+	closedir(dp);
+	tfs_vfs_free(v);
+}
+
+Test(corpus, every_array_and_timestamp)
+{
+	size_t checked = 0;
+
+	check_corpus_dir(CORPUS, &checked);
+	cr_assert_geq(checked, 60, "only %zu JSON files", checked);
+	checked = 0;
+	check_corpus_dir(CORPUS "/legacy", &checked);
+	cr_assert_geq(checked, 3);
+}
+
+Test(corpus, unreadable_legacy)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+
+	cr_assert_eq(open_at(v, CORPUS "/legacy/experimental_array_vUINT32_MAX",
+			     NULL, UINT64_MAX, &a, &d),
+		     TFS_E_UNSUPPORTED);
+	cr_assert(strstr(d.msg, "unsupported format version 4294967295"), "%s",
+		  d.msg);
+	cr_assert_null(a);
+	/* TileDB itself cannot read this one; we must only fail cleanly or
+	 * succeed. */
+	if (open_at(v, CORPUS "/legacy/dense_array_v1_3_0", NULL, UINT64_MAX, &a,
+		    &d) == TFS_E_OK)
+		tfs_arraydir_close(a);
+	tfs_vfs_free(v);
+}
+
+/* ---- visible fragments at a time ---------------------------------------- */
+
+Test(visibility, counts_at_timestamps)
+{
+	static const struct {
+		const char *array;
+		uint64_t t;
+		size_t visible, deletes;
+	} cases[] = {
+		{"dense_fragments_overlap", UINT64_MAX, 4, 0},
+		{"dense_fragments_overlap", 1700000002000, 2, 0},
+		{"dense_fragments_overlap", 1700000000999, 0, 0},
+		{"sparse_timetravel", 1700000001000, 1, 0},
+		{"sparse_timetravel", 1700000002500, 2, 0},
+		{"schema_evolution", 1700000001000, 1, 0},
+		/* sparse v22: the .vac overlaps any window touching it */
+		{"consolidated_fragments", UINT64_MAX, 1, 0},
+		{"consolidated_fragments", 1700000002000, 1, 0},
+		{"consolidated_fragments", 1700000000500, 0, 0},
+		{"consolidated_commits", 1700000002000, 2, 0},
+		{"consolidated_fragment_meta", 1700000003000, 3, 0},
+		{"many_fragments", 1700000050000, 50, 0},
+		{"many_fragments", UINT64_MAX, 120, 0},
+		{"delete_condition", UINT64_MAX, 3, 1},
+		{"delete_condition", 1700000002000, 2, 0},
+		{"delete_condition", 1700000003000, 2, 1},
+		{"empty_dense", UINT64_MAX, 0, 0},
+	};
+	struct tfs_vfs *v = posix();
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = fmt("%s/%s", CORPUS, cases[i].array);
+		struct tfs_arraydir *a = must_open(v, p, NULL, cases[i].t);
+
+		cr_assert_eq(a->fragment_num, cases[i].visible,
+			     "%s@%" PRIu64 ": %zu visible", cases[i].array,
+			     cases[i].t, a->fragment_num);
+		cr_assert_eq(a->delete_num, cases[i].deletes, "%s@%" PRIu64,
+			     cases[i].array, cases[i].t);
+		for (size_t k = 1; k < a->fragment_num; k++)
+			cr_assert_leq(a->fragments[k - 1]->name_info.t1,
+				      a->fragments[k]->name_info.t1);
+		cr_assert_eq(a->t0, 0);
+		if (cases[i].t != UINT64_MAX)
+			cr_assert_eq(a->t1, cases[i].t);
+		else
+			cr_assert_gt(a->t1, 1700000000000);
+		tfs_arraydir_close(a);
+		free(p);
+	}
+	tfs_vfs_free(v);
+}
+
+Test(visibility, delete_condition_details)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a =
+		must_open(v, CORPUS "/delete_condition", NULL, UINT64_MAX);
+
+	cr_assert_eq(a->delete_num, 1);
+	cr_assert_str_eq(a->deletes[0].marker,
+			 "__commits/__1700000003000_1700000003000_7551c421225afdba8259d1e9f46a5a58_22.del");
+	cr_assert_eq(a->deletes[0].t1, 1700000003000);
+	cr_assert_eq(a->deletes[0].t2, 1700000003000);
+	cr_assert(!a->has_updates);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(v);
+}
+
+/* A delete embedded in a .con file counts like a .del file. */
+Test(visibility, delete_in_con)
+{
+	static const char del_name[] =
+		"__commits/__1700000003000_1700000003000_7551c421225afdba8259d1e9f46a5a58_22.del";
+	static const char upd[] =
+		"__commits/__1700000003500_1700000003500_00000000000000000000000000000001_22.upd\n";
+	struct tfs_vfs *m = mem_copy("delete_condition");
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+	uint8_t *del, *con;
+	size_t len, n;
+	char *path = fmt("/A/%s", del_name);
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_read_all(m, path, 1 << 20, &del, &len, &d),
+		     TFS_E_OK);
+	rm(m, path);
+	n = strlen(del_name);
+	con = malloc(n + 1 + 8 + len + 100);
+	memcpy(con, del_name, n);
+	con[n] = '\n';
+	for (int i = 0; i < 8; i++)
+		con[n + 1 + i] = (uint8_t)((uint64_t)len >> (8 * i));
+	memcpy(con + n + 9, del, len);
+	/* followed by an update marker (no tile) */
+	memcpy(con + n + 9 + len, upd, strlen(upd));
+	put(m, "/A/__commits/__1700000003000_1700000003500_00000000000000000000000000000002_22.con",
+	    con, n + 9 + len + strlen(upd));
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->delete_num, 1);
+	cr_assert_str_eq(a->deletes[0].marker, del_name);
+	cr_assert(a->has_updates);
+	cr_assert_eq(a->fragment_num, 3);
+	tfs_arraydir_close(a);
+	a = must_open(m, "/A", NULL, 1700000003200);
+	cr_assert_eq(a->delete_num, 1);
+	cr_assert(!a->has_updates);
+	tfs_arraydir_close(a);
+	free(con);
+	tfs_free(del);
+	free(path);
+	tfs_vfs_free(m);
+}
+
+/* Dense arrays use full containment for vacuum files: a consolidated range
+ * only hides its inputs when the whole range is inside the window. */
+Test(visibility, dense_vacuum_full_overlap)
+{
+	static const char f1[] =
+		"__1700000001000_1700000001000_37229c5663ba12f805dc957d7e300ca0_22";
+	static const char f2[] =
+		"__1700000002000_1700000002000_3be9a857022d44ddabe937614f6df56b_22";
+	struct tfs_vfs *m = mem_copy("dense_fragments_overlap");
+	char *lines = fmt("/__fragments/%s\n__fragments/%s\n", f1, f2);
+	struct tfs_arraydir *a;
+
+	put(m, "/A/__commits/__1700000001000_1700000002000_000000000000000000000000000000aa_22.vac",
+	    lines, strlen(lines));
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 2);
+	cr_assert_eq(a->listed_num, 2);
+	cr_assert_eq(a->to_vacuum_num, 2);
+	cr_assert_str_eq(a->to_vacuum[0], f1);
+	cr_assert_str_eq(a->to_vacuum[1], f2);
+	cr_assert_null(listed_named(a, f1));
+	tfs_arraydir_close(a);
+
+	/* Window ends inside the vacuum file's range: inputs visible. */
+	a = must_open(m, "/A", NULL, 1700000001500);
+	cr_assert_eq(a->fragment_num, 1);
+	cr_assert_str_eq(a->fragments[0]->name, f1);
+	/* ... yet not listed, the listing ignores the window. */
+	cr_assert_eq(a->listed_num, 2);
+	cr_assert_eq(a->frag_pool_num, 3);
+	tfs_arraydir_close(a);
+	free(lines);
+	tfs_vfs_free(m);
+}
+
+/* Old-style absolute URIs in .vac lines normalise to the same fragments. */
+Test(visibility, vacuum_absolute_uris)
+{
+	static const char f3[] =
+		"__1700000003000_1700000003000_079b2db213695b29d77716e9fb87e805_22";
+	struct tfs_vfs *m = mem_copy("dense_fragments_overlap");
+	char *lines = fmt("file:///some/where/else/__fragments/%s\n", f3);
+	struct tfs_arraydir *a;
+
+	put(m, "/A/__commits/__1700000003000_1700000003000_000000000000000000000000000000ab_18.vac",
+	    lines, strlen(lines));
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 3);
+	cr_assert_eq(a->to_vacuum_num, 1);
+	cr_assert_str_eq(a->to_vacuum[0], f3);
+	tfs_arraydir_close(a);
+	free(lines);
+	tfs_vfs_free(m);
+}
+
+Test(visibility, consolidated_commits_and_ignore)
+{
+	static const char w1[] =
+		"__commits/__1700000001000_1700000001000_7373915b564dbd0c770710cfd2610563_22.wrt";
+	static const char w2[] =
+		"__commits/__1700000002000_1700000002000_6709408ba9d01c6f18dd0d20f7bfe8e5_22.wrt";
+	struct tfs_vfs *m = mem_copy("consolidated_commits");
+	struct tfs_dirlist l;
+	struct tfs_diag d;
+	struct tfs_arraydir *a;
+	char *line;
+
+	/* Without the individual commit files the .con still commits. */
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_list(m, "/A/__commits", &l, &d), TFS_E_OK);
+	for (size_t i = 0; i < l.count; i++) {
+		if (strstr(l.names[i], ".wrt")) {
+			char *p = fmt("/A/__commits/%s", l.names[i]);
+
+			rm(m, p);
+			free(p);
+		}
+	}
+	tfs_dirlist_release(&l);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 5);
+	cr_assert_eq(a->listed_num, 5);
+	tfs_arraydir_close(a);
+
+	/* An ignored .con entry no longer commits its fragment ... */
+	line = fmt("%s\n", w1);
+	put(m, "/A/__commits/__1700000006000_1700000006000_000000000000000000000000000000ac_22.ign",
+	    line, strlen(line));
+	free(line);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->listed_num, 4);
+	cr_assert_eq(a->listed[0]->name_info.t1, 1700000002000);
+	tfs_arraydir_close(a);
+
+	/* ... unless its own .wrt exists again. */
+	put(m, "/A/__commits/__1700000001000_1700000001000_7373915b564dbd0c770710cfd2610563_22.wrt",
+	    "", 0);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->listed_num, 5);
+	tfs_arraydir_close(a);
+	(void)w2;
+	tfs_vfs_free(m);
+}
+
+/* Fragment folders without a commit are invisible; so is a commit of a
+ * fragment stamped in the future, for the default window. */
+Test(visibility, uncommitted_and_future_fragments)
+{
+	static const char f1[] =
+		"__1700000001000_1700000001000_37229c5663ba12f805dc957d7e300ca0_22";
+	static const char fut[] =
+		"__4000000000000_4000000000000_000000000000000000000000000000ad_22";
+	struct tfs_vfs *m = mem_copy("dense_fragments_overlap");
+	struct tfs_vfs *p = posix();
+	struct tfs_arraydir *a;
+	char *src = fmt("%s/dense_fragments_overlap/__fragments/%s", CORPUS, f1);
+	char *dst;
+
+	/* An uncommitted copy in __fragments, and one in the root. */
+	copy_tree(p, src, m,
+		  "/A/__fragments/__1700000009000_1700000009000_000000000000000000000000000000ae_22");
+	copy_tree(p, src, m,
+		  "/A/__1700000009000_1700000009000_000000000000000000000000000000af_11");
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 4);
+	cr_assert_eq(a->listed_num, 4);
+	tfs_arraydir_close(a);
+
+	dst = fmt("/A/__fragments/%s", fut);
+	copy_tree(p, src, m, dst);
+	free(dst);
+	dst = fmt("/A/__commits/%s.wrt", fut);
+	put(m, dst, "", 0);
+	free(dst);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 4);
+	cr_assert_eq(a->listed_num, 5);
+	cr_assert_str_eq(a->listed[4]->name, fut);
+	tfs_arraydir_close(a);
+	free(src);
+	tfs_vfs_free(p);
+	tfs_vfs_free(m);
+}
+
+/* Old layout: root fragments committed by .ok files (zero_var_chunks_v10
+ * has one); removing the .ok hides it. */
+Test(visibility, root_ok_commits)
+{
+	struct tfs_vfs *p = posix(), *m;
+	struct tfs_arraydir *a;
+
+	cr_assert_eq(tfs_vfs_mem_new(&m), TFS_E_OK);
+	copy_tree(p, CORPUS "/legacy/zero_var_chunks_v10", m, "/A");
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 1);
+	cr_assert_str_eq(a->fragments[0]->dir,
+			 "/A/__1693562063524_1693562063524_0fcdefaa40d34ff2a4b09153472fbdc2_10");
+	tfs_arraydir_close(a);
+	rm(m, "/A/__1693562063524_1693562063524_0fcdefaa40d34ff2a4b09153472fbdc2_10.ok");
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 0);
+	cr_assert_eq(a->listed_num, 0);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(m);
+	tfs_vfs_free(p);
+}
+
+Test(visibility, listing_rules)
+{
+	struct tfs_vfs *m = mem_copy("dense_1d");
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+
+	/* A zero-byte file named like its folder is dropped. */
+	put(m, "/A/__commits/__commits", "", 0);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 1);
+	tfs_arraydir_close(a);
+	/* A zero-byte file named like a reserved folder is an error. */
+	put(m, "/A/__labels", "", 0);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "__labels"), "%s", d.msg);
+	cr_assert_null(a);
+	tfs_vfs_free(m);
+}
+
+Test(visibility, schema_at_time)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a;
+
+	a = must_open(v, CORPUS "/schema_evolution", NULL, 1700000001999);
+	cr_assert_str_eq(a->schema->name,
+			 "__1700000000000_1700000000000_0272a71486ee33e1b3c5f5e840f9074d");
+	cr_assert_eq(a->schema_num, 2);
+	tfs_arraydir_close(a);
+	a = must_open(v, CORPUS "/schema_evolution", NULL, 1700000002000);
+	cr_assert_str_eq(a->schema->name,
+			 "__1700000002000_1700000002000_349d450f4f937b304bb15fc56b3f2b97");
+	/* Each fragment keeps its own schema. */
+	cr_assert_neq(a->listed[0]->schema, a->listed[1]->schema);
+	tfs_arraydir_close(a);
+	/* Before every schema: the first one. */
+	a = must_open(v, CORPUS "/schema_evolution", NULL, 5);
+	cr_assert_str_eq(a->schema->name,
+			 "__1700000000000_1700000000000_0272a71486ee33e1b3c5f5e840f9074d");
+	cr_assert_eq(a->fragment_num, 0);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(v);
+}
+
+Test(visibility, enumerations)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a =
+		must_open(v, CORPUS "/enumeration", NULL, UINT64_MAX);
+
+	cr_assert_eq(a->enum_num, a->schema->enum_num);
+	cr_assert_gt(a->enum_num, 0);
+	for (size_t i = 0; i < a->enum_num; i++)
+		cr_assert_str_eq(a->enums[i].name, a->schema->enums[i].name);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(v);
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+static const struct tfs_meta_kv *meta_key(const struct tfs_arraydir *a,
+					  const char *key)
+{
+	for (size_t i = 0; i < a->metadata.count; i++)
+		if (a->metadata.entries[i].key_len == strlen(key) &&
+		    !memcmp(a->metadata.entries[i].key, key, strlen(key)))
+			return &a->metadata.entries[i];
+	return NULL;
+}
+
+Test(metadata, vacuum_and_tmp_files)
+{
+	static const char m2[] = "__1700000002000_1700000002000_44f2b1ee9d82693b52e16f7d670b2496";
+	struct tfs_vfs *m = mem_copy("metadata");
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+	uint8_t *buf;
+	size_t len, full;
+	char *p, *line;
+
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	full = a->metadata.count;
+	cr_assert_not_null(meta_key(a, "ascii"));
+	cr_assert_null(meta_key(a, "to_delete"));
+	tfs_arraydir_close(a);
+
+	/* A partly written file (.tmp) is skipped even when newest. */
+	p = fmt("/A/__meta/%s", m2);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_read_all(m, p, 1 << 20, &buf, &len, &d), TFS_E_OK);
+	put(m, "/A/__meta/__1700000009000_1700000009000_000000000000000000000000000000b0.tmp",
+	    buf, len);
+	tfs_free(buf);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->metadata.count, full);
+	tfs_arraydir_close(a);
+
+	/* A vacuum list inside the window hides the file it names. */
+	line = fmt("__meta/%s\n", m2);
+	put(m, "/A/__meta/__1700000002000_1700000003000_000000000000000000000000000000b1.vac",
+	    line, strlen(line));
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_null(meta_key(a, "ascii"));
+	cr_assert_not_null(meta_key(a, "added_later"));
+	cr_assert_lt(a->metadata.count, full);
+	tfs_arraydir_close(a);
+	/* ... but not when only partly inside it. */
+	a = must_open(m, "/A", NULL, 1700000002500);
+	cr_assert_not_null(meta_key(a, "ascii"));
+	cr_assert_not_null(meta_key(a, "to_delete"));
+	tfs_arraydir_close(a);
+
+	/* A name that is not timestamped is an error, as in TileDB. */
+	put(m, "/A/__meta/stray", "x", 1);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "stray"), "%s", d.msg);
+	free(line);
+	free(p);
+	tfs_vfs_free(m);
+}
+
+/* ---- keys and errors ----------------------------------------------------- */
+
+Test(errors, encryption_keys)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+	uint8_t key[32];
+	struct jval *j = json_load(CORPUS "/encrypted.json");
+
+	cr_assert(parse_hex_key(json_get(j, "key_hex")->text, key));
+	cr_assert_eq(open_at(v, CORPUS "/encrypted", NULL, UINT64_MAX, &a, &d),
+		     TFS_E_KEY);
+	cr_assert(strstr(d.msg, "encrypted") && strstr(d.msg, "no key"), "%s",
+		  d.msg);
+	cr_assert_null(a);
+	key[7] ^= 0x20;
+	cr_assert_eq(open_at(v, CORPUS "/encrypted", key, UINT64_MAX, &a, &d),
+		     TFS_E_KEY);
+	cr_assert(strstr(d.msg, "wrong encryption key"), "%s", d.msg);
+	key[7] ^= 0x20;
+	a = must_open(v, CORPUS "/encrypted", key, UINT64_MAX);
+	tfs_arraydir_close(a);
+	/* A key for an array that is not encrypted. */
+	cr_assert_eq(open_at(v, CORPUS "/dense_1d", key, UINT64_MAX, &a, &d),
+		     TFS_E_KEY);
+	json_free(j);
+	tfs_vfs_free(v);
+}
+
+Test(errors, not_found_and_not_array)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+	enum tfs_object_kind kind;
+
+	cr_assert_eq(open_at(v, CORPUS "/no_such_array", NULL, UINT64_MAX, &a,
+			     &d),
+		     TFS_E_NOT_FOUND);
+	cr_assert(strstr(d.msg, "no_such_array"), "%s", d.msg);
+	cr_assert_eq(open_at(v, CORPUS "/dense_1d/__schema", NULL, UINT64_MAX,
+			     &a, &d),
+		     TFS_E_NOT_ARRAY);
+	cr_assert_eq(open_at(v, CORPUS "/dense_1d.json", NULL, UINT64_MAX, &a,
+			     &d),
+		     TFS_E_NOT_ARRAY);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_object_kind_of(v, CORPUS "/dense_1d", &kind, &d),
+		     TFS_E_OK);
+	cr_assert_eq(kind, TFS_OBJ_ARRAY);
+	cr_assert_eq(tfs_object_kind_of(v, CORPUS "/legacy/non_split_coords_v1_4_0",
+					&kind, &d),
+		     TFS_E_OK);
+	cr_assert_eq(kind, TFS_OBJ_ARRAY);
+	cr_assert_eq(tfs_object_kind_of(v, CORPUS "/group", &kind, &d), TFS_E_OK);
+	cr_assert_eq(kind, TFS_OBJ_GROUP);
+	cr_assert_eq(tfs_object_kind_of(v, CORPUS, &kind, &d), TFS_E_OK);
+	cr_assert_eq(kind, TFS_OBJ_NONE);
+	cr_assert_eq(tfs_object_kind_of(v, CORPUS "/nope", &kind, &d),
+		     TFS_E_NOT_FOUND);
+	/* Trailing slashes are fine. */
+	a = must_open(v, CORPUS "/dense_1d//", NULL, UINT64_MAX);
+	cr_assert_str_eq(a->path, CORPUS "/dense_1d");
+	tfs_arraydir_close(a);
+	tfs_vfs_free(v);
+}
+
+Test(errors, corrupt_footer_and_missing_schema)
+{
+	static const char frag[] =
+		"/A/__fragments/__1700000001000_1700000001000_7ff31dc7f4886f42130bb0d7928b4a55_22/__fragment_metadata.tdb";
+	struct tfs_vfs *m = mem_copy("dense_1d");
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+	uint8_t *buf;
+	size_t len;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_read_all(m, frag, 1 << 20, &buf, &len, &d),
+		     TFS_E_OK);
+	/* A footer length pointing before the file start. */
+	buf[len - 1] = 0x7f;
+	put(m, frag, buf, len);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "__fragment_metadata.tdb"), "%s", d.msg);
+	/* Truncated to nothing. */
+	put(m, frag, buf, 3);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	tfs_free(buf);
+	/* A commit without its fragment folder. */
+	rm(m, frag);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "missing"), "%s", d.msg);
+	tfs_vfs_free(m);
+
+	/* The schema a fragment names has gone. */
+	m = mem_copy("dense_1d");
+	tfs_diag_init(&d);
+	cr_assert_eq(m->ops->rename(m,
+				    "/A/__schema/__1700000000000_1700000000000_00000002fced2fb1f6ac08863552dc86",
+				    "/A/__schema/__1600000000000_1600000000000_00000000000000000000000000000001",
+				    &d),
+		     TFS_E_OK);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "00000002fced2fb1f6ac08863552dc86"), "%s", d.msg);
+	/* An empty schema file does not decode. */
+	put(m, "/A/__schema/__1700000000000_1700000000000_00000002fced2fb1f6ac08863552dc86",
+	    "", 0);
+	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	tfs_vfs_free(m);
+}
+
+/* ---- fault and allocation-failure injection ------------------------------ */
+
+/* Fails the nth storage call of an open, for every n until the open makes
+ * fewer than n calls: each failure must come back as kind's error, cleanly
+ * (ASan checks for leaks and bad accesses). */
+static void faults_during_open(const char *array, const uint8_t *key,
+			       uint64_t t, enum tfs_fault_kind kind,
+			       enum tfs_err want)
+{
+	struct tfs_vfs *m = mem_copy(array), *f;
+	unsigned long n;
+
+	cr_assert_eq(tfs_vfs_faulty_new(m, &f), TFS_E_OK);
+	for (n = 0;; n++) {
+		struct tfs_arraydir *a;
+		struct tfs_diag d;
+		unsigned long before = tfs_vfs_faulty_calls(f);
+		enum tfs_err err;
+
+		tfs_vfs_faulty_arm(f, kind, n, true);
+		err = open_at(f, "/A", key, t, &a, &d);
+		if (tfs_vfs_faulty_calls(f) - before <= n) {
+			cr_assert_eq(err, TFS_E_OK, "%s: %s", array,
+				     tfs_diag_msg(&d));
+			tfs_vfs_faulty_arm(f, TFS_FAULT_NONE, 0, false);
+			check_lazy(f, a, array);
+			tfs_arraydir_close(a);
+			break;
+		}
+		cr_assert_eq(err, want, "%s: call %lu: got %s (%s)", array, n,
+			     tfs_strerror(err), tfs_diag_msg(&d));
+		cr_assert_null(a);
+		cr_assert_neq(d.msg[0], '\0');
+	}
+	cr_assert_gt(n, 5);
+	tfs_vfs_faulty_arm(f, TFS_FAULT_NONE, 0, false);
+	tfs_vfs_free(f);
+	tfs_vfs_free(m);
+}
+
+Test(faults, eio_at_every_call)
+{
+	static const char *const arrays[] = {
+		"dense_1d", "consolidated_commits", "consolidated_fragments",
+		"consolidated_fragment_meta", "delete_condition", "metadata",
+		"metadata_consolidated", "schema_evolution", "enumeration",
+		"sparse_string_dim",
+	};
+
+	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
+		faults_during_open(arrays[i], NULL, UINT64_MAX, TFS_FAULT_EIO,
+				   TFS_E_IO);
+	faults_during_open("dense_fragments_overlap", NULL, 1700000002000,
+			   TFS_FAULT_EIO, TFS_E_IO);
+}
+
+Test(faults, short_reads_at_every_call)
+{
+	faults_during_open("consolidated_commits", NULL, UINT64_MAX,
+			   TFS_FAULT_SHORT, TFS_E_IO);
+	faults_during_open("consolidated_fragment_meta", NULL, UINT64_MAX,
+			   TFS_FAULT_SHORT, TFS_E_IO);
+}
+
+Test(faults, encrypted_eio_at_every_call)
+{
+	uint8_t key[32];
+	struct jval *j = json_load(CORPUS "/encrypted.json");
+
+	cr_assert(parse_hex_key(json_get(j, "key_hex")->text, key));
+	faults_during_open("encrypted", key, UINT64_MAX, TFS_FAULT_EIO, TFS_E_IO);
+	json_free(j);
+}
+
+/* A failed lazy load is not remembered: the next call loads. */
+Test(faults, lazy_load_retries)
+{
+	struct tfs_vfs *m = mem_copy("sparse_2d_int"), *f;
+	struct tfs_arraydir *a;
+	struct tfs_fragment *fr;
+	const struct tfs_slot_tiles *t;
+	const struct tfs_rtree *rt;
+	struct tfs_diag d;
+
+	cr_assert_eq(tfs_vfs_faulty_new(m, &f), TFS_E_OK);
+	a = must_open(f, "/A", NULL, UINT64_MAX);
+	fr = a->fragments[0];
+	tfs_vfs_faulty_arm(f, TFS_FAULT_EIO, 0, true);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_fragment_slot_tiles(a, fr, 0, &t, &d), TFS_E_IO);
+	cr_assert_null(t);
+	cr_assert_eq(tfs_fragment_slot_tiles(a, fr, 0, &t, &d), TFS_E_OK);
+	tfs_vfs_faulty_arm(f, TFS_FAULT_EIO, 1, true);
+	cr_assert_eq(tfs_fragment_rtree(a, fr, &rt, &d), TFS_E_IO);
+	cr_assert_eq(tfs_fragment_rtree(a, fr, &rt, &d), TFS_E_OK);
+	cr_assert_eq(rt->leaf_num, fr->tile_num);
+	/* Once loaded, no more I/O. */
+	tfs_vfs_faulty_arm(f, TFS_FAULT_EIO, 0, false);
+	cr_assert_eq(tfs_fragment_slot_tiles(a, fr, 0, &t, &d), TFS_E_OK);
+	cr_assert_eq(tfs_fragment_rtree(a, fr, &rt, &d), TFS_E_OK);
+	tfs_vfs_faulty_arm(f, TFS_FAULT_NONE, 0, false);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_fragment_slot_tiles(a, fr, 999, &t, &d), TFS_E_INVALID);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(f);
+	tfs_vfs_free(m);
+}
+
+static void alloc_failures_during_open(const char *array, const uint8_t *key)
+{
+	struct tfs_vfs *m = mem_copy(array);
+	long n;
+
+	for (n = 0;; n++) {
+		struct tfs_arraydir *a;
+		struct tfs_diag d;
+		enum tfs_err err;
+
+		tfs_alloc_fail_after(n);
+		err = open_at(m, "/A", key, UINT64_MAX, &a, &d);
+		tfs_alloc_fail_after(-1);
+		if (err == TFS_E_OK) {
+			tfs_arraydir_close(a);
+			break;
+		}
+		cr_assert_eq(err, TFS_E_NOMEM, "%s: allocation %ld: %s (%s)",
+			     array, n, tfs_strerror(err), tfs_diag_msg(&d));
+		cr_assert_null(a);
+	}
+	cr_assert_gt(n, 10);
+	tfs_vfs_free(m);
+}
+
+Test(faults, allocation_failures)
+{
+	uint8_t key[32];
+	struct jval *j = json_load(CORPUS "/encrypted.json");
+
+	alloc_failures_during_open("dense_1d", NULL);
+	alloc_failures_during_open("consolidated_commits", NULL);
+	alloc_failures_during_open("consolidated_fragment_meta", NULL);
+	alloc_failures_during_open("delete_condition", NULL);
+	alloc_failures_during_open("metadata", NULL);
+	alloc_failures_during_open("enumeration", NULL);
+	cr_assert(parse_hex_key(json_get(j, "key_hex")->text, key));
+	alloc_failures_during_open("encrypted", key);
+	json_free(j);
+}
+
+/* ---- the same arrays through the in-memory backend ----------------------- */
+
+Test(mem, corpus_copies_match)
+{
+	static const char *const arrays[] = {
+		"consolidated_fragments", "consolidated_fragment_meta",
+		"many_fragments", "metadata", "sparse_mixed_dims",
+	};
+
+	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+		struct tfs_vfs *m = mem_copy(arrays[i]);
+		char *jp = fmt("%s/%s.json", CORPUS, arrays[i]);
+		struct jval *j = json_load(jp);
+
+		cr_assert_not_null(j);
+		check_array_json(m, "/A", j, UINT64_MAX, arrays[i]);
+		json_free(j);
+		free(jp);
+		tfs_vfs_free(m);
+	}
+}
+
+static void rm_tree(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_diag d;
+	struct tfs_stat st;
+	struct tfs_dirlist l;
+
+	tfs_diag_init(&d);
+	if (tfs_vfs_stat(v, path, &st, &d) || !st.exists)
+		return;
+	if (st.is_dir && tfs_vfs_list(v, path, &l, &d) == TFS_E_OK) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *c = tfs_path_join(path, l.names[i]);
+
+			rm_tree(v, c);
+			tfs_free(c);
+		}
+		tfs_dirlist_release(&l);
+	}
+	(void)v->ops->remove(v, path, &d);
+}
+
+/* A posix copy in a temporary folder behaves like the original. */
+Test(mem, posix_temp_copy)
+{
+	struct tfs_vfs *p = posix();
+	char tmpl[] = "/tmp/tfs-frag-XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	char *dst, *wrt;
+	struct jval *j = json_load(CORPUS "/consolidated_commits.json");
+	struct tfs_arraydir *a;
+	struct tfs_diag d;
+
+	cr_assert_not_null(dir);
+	cr_assert_not_null(j);
+	dst = fmt("%s/A", dir);
+	copy_tree(p, CORPUS "/consolidated_commits", p, dst);
+	check_array_json(p, dst, j, UINT64_MAX, "posix copy");
+	/* A commit whose fragment folder is missing fails the open. */
+	wrt = fmt("%s/__commits/__1700000009000_1700000009000_000000000000000000000000000000c0_22.wrt",
+		  dst);
+	put(p, wrt, "", 0);
+	cr_assert_eq(open_at(p, dst, NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "__1700000009000_1700000009000"), "%s", d.msg);
+	rm_tree(p, dir);
+	free(wrt);
+	free(dst);
+	json_free(j);
+	tfs_vfs_free(p);
+}
+
+/* ---- data file names ------------------------------------------------------ */
+
+Test(names, file_paths_by_version)
+{
+	struct tfs_schema s;
+	struct tfs_attr attrs[2];
+	struct tfs_dim dims[2];
+	struct tfs_fragment f;
+	static const struct {
+		uint32_t version;
+		uint32_t slot;
+		enum tfs_file_kind kind;
+		bool ts;
+		const char *want;
+	} cases[] = {
+		{22, 0, TFS_FILE_FIXED, false, "/F/a0.tdb"},
+		{22, 1, TFS_FILE_VAR, false, "/F/a1_var.tdb"},
+		{22, 1, TFS_FILE_VALIDITY, false, "/F/a1_validity.tdb"},
+		{22, 2, TFS_FILE_FIXED, false, "/F/__coords.tdb"},
+		{22, 3, TFS_FILE_FIXED, false, "/F/d0.tdb"},
+		{22, 4, TFS_FILE_VAR, false, "/F/d1_var.tdb"},
+		{22, 5, TFS_FILE_FIXED, true, "/F/t.tdb"},
+		{22, 6, TFS_FILE_FIXED, true, "/F/dt.tdb"},
+		{22, 7, TFS_FILE_FIXED, true, "/F/dci.tdb"},
+		{22, 5, TFS_FILE_FIXED, false, "/F/dt.tdb"},
+		{22, 6, TFS_FILE_FIXED, false, "/F/dci.tdb"},
+		{9, 1, TFS_FILE_FIXED, false, "/F/a1.tdb"},
+		{8, 0, TFS_FILE_FIXED, false, "/F/x%2Fy%3C%20%2D%30%21.tdb"},
+		{8, 1, TFS_FILE_VAR, false, "/F/plain_var.tdb"},
+		{8, 3, TFS_FILE_FIXED, false, "/F/d%3A0.tdb"},
+		{7, 0, TFS_FILE_VALIDITY, false, "/F/x/y|<>\\!_validity.tdb"},
+		{7, 4, TFS_FILE_FIXED, false, "/F/dim1.tdb"},
+		{4, 2, TFS_FILE_FIXED, false, "/F/__coords.tdb"},
+		{4, 1, TFS_FILE_VAR, false, "/F/plain_var.tdb"},
+	};
+
+	memset(&s, 0, sizeof(s));
+	memset(attrs, 0, sizeof(attrs));
+	memset(dims, 0, sizeof(dims));
+	attrs[0].name = "x/y|<>\\!";
+	attrs[1].name = "plain";
+	dims[0].name = "d:0";
+	dims[1].name = "dim1";
+	s.attr_num = 2;
+	s.attrs = attrs;
+	s.dim_num = 2;
+	s.dims = dims;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p;
+
+		memset(&f, 0, sizeof(f));
+		f.dir = "/F";
+		f.schema = &s;
+		f.footer.version = cases[i].version;
+		f.footer.has_timestamps = cases[i].ts;
+		f.footer.has_delete_meta = true;
+		f.footer.slot_num = 8;
+		p = tfs_fragment_file_path(&f, cases[i].slot, cases[i].kind);
+		cr_assert_not_null(p, "case %zu", i);
+		cr_assert_str_eq(p, cases[i].want, "case %zu", i);
+		tfs_free(p);
+	}
+	/* Slot numbers. */
+	memset(&f, 0, sizeof(f));
+	f.schema = &s;
+	f.footer.version = 22;
+	f.footer.has_timestamps = true;
+	f.footer.slot_num = 8;
+	cr_assert_eq(tfs_fragment_dim_slot(&f, 1), 4);
+	cr_assert_eq(tfs_fragment_timestamps_slot(&f), 5);
+	cr_assert_eq(tfs_fragment_delete_ts_slot(&f), 6);
+	cr_assert_null(tfs_fragment_file_path(&f, 8, TFS_FILE_FIXED));
+	f.footer.version = 4;
+	cr_assert_eq(tfs_fragment_dim_slot(&f, 1), 2);
+	cr_assert_eq(tfs_fragment_timestamps_slot(&f), 3);
+}
+
+Test(names, tile_cells)
+{
+	struct tfs_schema s;
+	struct tfs_dim dims[2];
+
+	memset(&s, 0, sizeof(s));
+	memset(dims, 0, sizeof(dims));
+	dims[0].type = TFS_INT16;
+	dims[0].has_domain = dims[0].has_extent = true;
+	dims[0].extent[0] = 0x10; /* 16 */
+	dims[1].type = TFS_UINT64;
+	dims[1].has_domain = dims[1].has_extent = true;
+	dims[1].extent[0] = 3;
+	s.dim_num = 2;
+	s.dims = dims;
+	cr_assert_eq(tfs_schema_tile_cells(&s), 48);
+	dims[1].has_extent = false;
+	cr_assert_eq(tfs_schema_tile_cells(&s), 0);
+	dims[1].has_extent = true;
+	memset(dims[1].extent, 0xff, 8);
+	cr_assert_eq(tfs_schema_tile_cells(&s), 0); /* overflow */
+}
+
+/* ---- threads --------------------------------------------------------------- */
+
+struct lazy_arg {
+	struct tfs_arraydir *a;
+	const struct tfs_slot_tiles *seen[16];
+	int errors;
+};
+
+static void *lazy_worker(void *p)
+{
+	struct lazy_arg *arg = p;
+
+	for (size_t i = 0; i < arg->a->fragment_num; i++) {
+		struct tfs_fragment *f = arg->a->fragments[i];
+		struct tfs_diag d;
+
+		for (uint32_t s = 0; s < f->footer.slot_num && s < 16; s++) {
+			const struct tfs_slot_tiles *t;
+			const struct tfs_rtree *rt;
+
+			tfs_diag_init(&d);
+			if (tfs_fragment_slot_tiles(arg->a, f, s, &t, &d) ||
+			    tfs_fragment_rtree(arg->a, f, &rt, &d))
+				arg->errors++;
+			if (i == 0)
+				arg->seen[s] = t;
+		}
+	}
+	return NULL;
+}
+
+Test(threads, concurrent_lazy_loads)
+{
+	struct tfs_vfs *v = posix();
+	struct tfs_arraydir *a = must_open(v, CORPUS "/many_fragments", NULL,
+					   UINT64_MAX);
+	pthread_t th[4];
+	struct lazy_arg args[4];
+
+	for (int i = 0; i < 4; i++) {
+		memset(&args[i], 0, sizeof(args[i]));
+		args[i].a = a;
+		cr_assert_eq(pthread_create(&th[i], NULL, lazy_worker, &args[i]),
+			     0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(args[i].errors, 0);
+	}
+	for (int i = 1; i < 4; i++)
+		for (int s = 0; s < 16; s++)
+			cr_assert_eq(args[i].seen[s], args[0].seen[s]);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(v);
+}
