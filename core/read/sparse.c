@@ -1334,10 +1334,11 @@ static enum tfs_err gather_coords(struct sp_reader *r, struct tfs_diag *d)
 			if (!e && jobs[i].err)
 				e = tfs_fail(d, jobs[i].err, "%s",
 					     tfs_diag_msg(&jobs[i].diag));
-			if (!e && cells_merge(&r->cells, &jobs[i].out,
-					      r->dim_num))
-				e = tfs_fail(d, TFS_E_TOO_BIG,
-					     "piece of the selection holds too many cells");
+			if (!e && (e = cells_merge(&r->cells, &jobs[i].out,
+						   r->dim_num)))
+				e = tfs_fail(d, e, e == TFS_E_TOO_BIG
+						       ? "piece of the selection holds too many cells"
+						       : "out of memory");
 			cells_release(&jobs[i].out, r->dim_num);
 		}
 	}
@@ -1766,7 +1767,7 @@ static void piece_plan(struct sp_reader *r)
 				break;
 			}
 		}
-		acc += t->cells;
+		acc = t->cells > UINT64_MAX - acc ? UINT64_MAX : acc + t->cells;
 	}
 	if (!over && acc <= r->piece_cap)
 		best = first = -1;
