@@ -22,6 +22,9 @@
 
 #define TFS_FORMAT_VERSION_MAX 23
 #define TFS_FORMAT_VERSION_WRITE 22
+/* Cap on decoded metadata payloads (schemas, enumerations) decoded by the
+ * convenience wrappers of this module. */
+#define TFS_FORMAT_MAX_PAYLOAD ((size_t)1 << 30)
 
 /* ---- Timestamped names (layout.md §2) ---------------------------------- */
 
@@ -55,15 +58,18 @@ enum tfs_err tfs_generic_header_parse(struct tfs_generic_header *out,
 				      const uint8_t *buf, size_t len,
 				      struct tfs_diag *d) TFS_WUR;
 /* Decodes the generic tile at buf (len bytes available) into a new payload
- * buffer (caller frees with tfs_free); *consumed = total tile size. key is
- * the 32-byte array key or NULL; a key mismatch with the header's
- * encryption type is TFS_E_KEY. max_payload caps the decoded size. */
+ * buffer (caller frees with tfs_free); *consumed = total tile size
+ * (consumed may be NULL). key is the 32-byte array key or NULL; a key
+ * mismatch with the header's encryption type is TFS_E_KEY. max_payload caps
+ * the decoded size (TFS_E_TOO_BIG above it). A header version above
+ * TFS_FORMAT_VERSION_MAX is TFS_E_UNSUPPORTED. */
 enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
 				     const uint8_t *key, size_t max_payload,
 				     uint8_t **payload, size_t *payload_len,
 				     size_t *consumed, struct tfs_diag *d) TFS_WUR;
 /* Appends a generic tile holding payload (GZIP level 1 like TileDB, plus
- * AES-256-GCM when key is set). */
+ * AES-256-GCM when key is set); header version TFS_FORMAT_VERSION_WRITE,
+ * datatype CHAR, cell size 1. On failure out is left as it was. */
 enum tfs_err tfs_generic_tile_encode(struct tfs_buf *out, const uint8_t *payload,
 				     size_t len, const uint8_t *key,
 				     struct tfs_diag *d) TFS_WUR;
@@ -88,7 +94,10 @@ struct tfs_dim {
 	uint32_t cell_val_num; /* 1 or TFS_VAR_NUM */
 	bool var;
 	struct tfs_pipeline filters; /* effective: coords filters if inherited */
-	bool filters_inherited;      /* stored list was empty */
+	bool filters_inherited;      /* stored list was empty (always < v5) */
+	/* Added: max_chunk_size of the stored empty list when inherited (0 for
+	 * < v5); serialization writes it back (0 → 65536). */
+	uint32_t stored_max_chunk;
 	bool has_domain;             /* false for string dimensions */
 	uint8_t domain[2][8];        /* lo, hi in the dimension type */
 	bool has_extent;
@@ -152,17 +161,35 @@ struct tfs_schema {
 };
 
 /* Parses a schema payload (the decoded generic tile). name is the file
- * name; its timestamps are parsed when it is a timestamped name. */
+ * name (may be NULL); its timestamps are parsed when it is a timestamped
+ * name, else t1 = t2 = 0. Checks: version 1..23 (above: TFS_E_UNSUPPORTED
+ * "unsupported format version N"), enums in range, 1..128 dimensions of
+ * valid types with matching domain/extent sizes, lo <= hi, positive
+ * extents, sane cell_val_num and fill sizes, dense arrays with one integer
+ * dimension type and at least one attribute, unique names, known
+ * enumerations, no trailing bytes. Before v6 fill = default fill of the
+ * type (cell_val_num times; one value when var). */
 enum tfs_err tfs_schema_parse(struct tfs_schema *out, const uint8_t *buf,
 			      size_t len, const char *name,
 			      struct tfs_diag *d) TFS_WUR;
+/* Added: decodes a whole schema file (generic tile, key or NULL) and parses
+ * it; every message names the schema ("schema '<name>': ..."). A header or
+ * schema version above TFS_FORMAT_VERSION_MAX is TFS_E_UNSUPPORTED. */
+enum tfs_err tfs_schema_decode(struct tfs_schema *out, const uint8_t *file,
+			       size_t len, const char *name, const uint8_t *key,
+			       struct tfs_diag *d) TFS_WUR;
+/* Appends the payload for s->version (any of 1..23; below 5 every
+ * dimension must be fixed-size and of one type). A parsed schema
+ * serializes back to its original bytes. TFS_E_INVALID on an inconsistent
+ * struct; out unchanged on failure. */
 enum tfs_err tfs_schema_serialize(struct tfs_buf *out,
 				  const struct tfs_schema *s) TFS_WUR;
 void tfs_schema_release(struct tfs_schema *s);
 /* Index of the attribute / dimension called name, or -1. */
 int tfs_schema_attr_index(const struct tfs_schema *s, const char *name);
 int tfs_schema_dim_index(const struct tfs_schema *s, const char *name);
-/* Bytes per cell of a fixed-size attribute (type size × cell_val_num). */
+/* Bytes per cell of a fixed-size attribute (type size × cell_val_num); for
+ * a var-size attribute the size of one value. */
 uint64_t tfs_attr_cell_size(const struct tfs_attr *a);
 /* True when the var-size field's offsets are embedded in its values tile
  * (tile.md §4) under a schema of this version and this filter list. */
@@ -183,9 +210,14 @@ struct tfs_enumeration {
 	uint64_t value_num;
 };
 
+/* Parses an enumeration payload (decoded generic tile). Enumeration
+ * versions above 0 are TFS_E_UNSUPPORTED. */
 enum tfs_err tfs_enumeration_parse(struct tfs_enumeration *out,
 				   const uint8_t *buf, size_t len,
 				   struct tfs_diag *d) TFS_WUR;
+/* Added: appends the payload (enumeration version 0). */
+enum tfs_err tfs_enumeration_serialize(struct tfs_buf *out,
+				       const struct tfs_enumeration *e) TFS_WUR;
 void tfs_enumeration_release(struct tfs_enumeration *e);
 
 /* ---- Fragment metadata (fragment.md) ----------------------------------- */
@@ -195,12 +227,17 @@ void tfs_enumeration_release(struct tfs_enumeration *e);
 uint32_t tfs_slot_count(uint32_t version, uint32_t attr_num, uint32_t dim_num,
 			bool timestamps, bool delete_meta);
 
+/* Slots (fragment.md §1). Versions 3–4 store A+1 entries for the file
+ * sizes and tile offsets lists and A entries for the var lists: here they
+ * use slot_num = A+1 slots, the A-entry lists filling slots 0..A-1 and
+ * leaving the `__coords` slot A at 0. Validity lists before v7 are zeros;
+ * the v11+ statistics lists are NULL before v11. */
 struct tfs_footer {
 	uint32_t version;
 	char *schema_name; /* v10+; else NULL (use "__array_schema.tdb") */
 	bool dense;
-	bool empty; /* null non-empty domain */
-	struct tfs_range *ned; /* dim_num ranges */
+	bool empty; /* null non-empty domain: ned is NULL, nothing was read */
+	struct tfs_range *ned; /* dim_num ranges, NULL when empty */
 	uint8_t *ned_bytes;
 	uint32_t dim_num;
 	uint64_t sparse_tile_num;
@@ -232,10 +269,20 @@ struct tfs_footer {
 /* Parses a footer of fragment version `version` at buf (the footer's first
  * byte; len bytes available, may be more than the footer). schema is the
  * fragment's schema: for v10+ callers read the schema name first with
- * tfs_footer_schema_name. */
+ * tfs_footer_schema_name. out->size is the number of bytes used (a v11
+ * footer written by TileDB >= 2.8 carries 8 more, ignored). Versions < 3
+ * are TFS_E_CORRUPT (legacy metadata, see below), > 23 TFS_E_UNSUPPORTED.
+ * v23 optional sections with unknown ids are skipped. */
 enum tfs_err tfs_footer_parse(struct tfs_footer *out, const uint8_t *buf,
 			      size_t len, const struct tfs_schema *schema,
 			      struct tfs_diag *d) TFS_WUR;
+/* Added: appends the footer of f->version (3..23) without the trailing
+ * footer_len. f must not be empty (TileDB cannot read back what its writer
+ * emits for an empty fragment); f->slot_num must match the schema.
+ * TFS_E_INVALID otherwise; out unchanged on failure. */
+enum tfs_err tfs_footer_serialize(struct tfs_buf *out,
+				  const struct tfs_footer *f,
+				  const struct tfs_schema *schema) TFS_WUR;
 /* Reads the version and (v10+) schema name at the start of a footer; *name
  * is a new string or NULL for versions < 10. */
 enum tfs_err tfs_footer_schema_name(const uint8_t *buf, size_t len,
@@ -247,13 +294,18 @@ uint64_t tfs_footer_fixed_size(uint32_t version, const struct tfs_schema *s);
 void tfs_footer_release(struct tfs_footer *f);
 
 /* A per-slot list of u64 (tile offsets, var offsets, var sizes, validity
- * offsets, null counts): payload `u64 count, count × u64`. */
+ * offsets, null counts): payload `u64 count, count × u64`, exactly. *out
+ * is new (tfs_free). */
 enum tfs_err tfs_u64_list_parse(const uint8_t *buf, size_t len, uint64_t **out,
 				uint64_t *count, struct tfs_diag *d) TFS_WUR;
+/* Added: appends `u64 count, count × u64`. */
+enum tfs_err tfs_u64_list_serialize(struct tfs_buf *out, const uint64_t *values,
+				    uint64_t count) TFS_WUR;
 
 /* R-tree (fragment.md §5): only the leaves are kept, one MBR per tile. */
 struct tfs_rtree {
 	uint32_t dim_num;
+	uint32_t fanout;          /* added: as stored (0 = unknown, v1–2) */
 	uint64_t leaf_num;
 	struct tfs_range *leaves; /* leaf_num × dim_num, row per tile */
 	uint8_t *bytes;           /* backing store */
@@ -266,25 +318,52 @@ enum tfs_err tfs_rtree_parse(struct tfs_rtree *out, const uint8_t *buf,
 			     const struct tfs_schema *schema,
 			     struct tfs_diag *d) TFS_WUR;
 void tfs_rtree_release(struct tfs_rtree *r);
+/* Added: appends the R-tree of fragment version `version` (3..23) built
+ * from r's leaves as TileDB builds it (fanout r->fanout, 10 if 0; height
+ * ceil(log(n)/log(fanout)) + 1). Leaves of var dimensions must be views
+ * that stay valid during the call. */
+enum tfs_err tfs_rtree_serialize(struct tfs_buf *out, const struct tfs_rtree *r,
+				 uint32_t version,
+				 const struct tfs_schema *schema) TFS_WUR;
 
 /* Legacy (v1–2) fragment metadata: one generic tile (fragment.md §9),
- * parsed into a footer, R-tree and offsets lists. */
+ * parsed into a footer, R-tree and offsets lists. The footer has
+ * slot_num = A+1 (attributes, `__coords`), file sizes and var file sizes
+ * (slot A var size 0), zero generic-tile offsets, no schema name;
+ * sparse_tile_num = MBR count (0 when dense). The R-tree leaves are the
+ * MBRs (fanout 0). */
 struct tfs_legacy_meta {
 	struct tfs_footer footer;
 	struct tfs_rtree rtree;
+	uint32_t attr_num;           /* added: A of the schema used */
 	uint64_t **tile_offsets;     /* A+1 lists */
 	uint64_t **tile_var_offsets; /* A lists */
 	uint64_t **tile_var_sizes;   /* A lists */
-	uint64_t *tile_counts;       /* per list above, A+1 */
+	uint64_t *tile_counts;       /* entries of each tile_offsets list, A+1 */
+	uint64_t *tile_var_counts;   /* added: of each tile_var_offsets list, A */
+	uint64_t *tile_var_size_counts; /* added: of each tile_var_sizes list */
 };
+
+/* Added: parses the decoded payload of a v1–2 `__fragment_metadata.tdb`
+ * with the fragment's schema (all dimensions of one fixed type). dense
+ * comes from the folder (dense iff it has no `__coords.tdb`). */
+enum tfs_err tfs_legacy_meta_parse(struct tfs_legacy_meta *out,
+				   const uint8_t *buf, size_t len,
+				   const struct tfs_schema *schema, bool dense,
+				   struct tfs_diag *d) TFS_WUR;
+void tfs_legacy_meta_release(struct tfs_legacy_meta *m);
 
 /* Processed delete conditions (v16+): markers. */
 struct tfs_strlist {
 	char **items;
 	size_t count;
 };
+/* Parses `u64 n, n × (u64 len, bytes)` exactly. */
 enum tfs_err tfs_strlist_parse(struct tfs_strlist *out, const uint8_t *buf,
 			       size_t len, struct tfs_diag *d) TFS_WUR;
+/* Added: appends the same encoding. */
+enum tfs_err tfs_strlist_serialize(struct tfs_buf *out,
+				   const struct tfs_strlist *l) TFS_WUR;
 void tfs_strlist_release(struct tfs_strlist *l);
 
 /* ---- Consolidated fragment metadata (consolidated.md §1) --------------- */
@@ -301,7 +380,9 @@ struct tfs_consolidated_meta {
 	size_t payload_len;
 };
 
-/* Takes ownership of payload (also on failure). */
+/* Takes ownership of payload (also on failure). Entry offsets are checked
+ * to lie after the directory and inside the payload; footers are parsed
+ * later with tfs_footer_parse at payload + footer_offset. */
 enum tfs_err tfs_consolidated_meta_parse(struct tfs_consolidated_meta *out,
 					 uint8_t *payload, size_t len,
 					 struct tfs_diag *d) TFS_WUR;
@@ -320,6 +401,9 @@ struct tfs_con_file {
 	size_t count;
 };
 
+/* Parses a .con stream (layout.md §6 step 2): lines up to '\n' (an
+ * unterminated last line counts, empty lines are skipped); after a line
+ * ending ".del" come u64 n and n bytes of generic tile. */
 enum tfs_err tfs_con_parse(struct tfs_con_file *out, const uint8_t *buf,
 			   size_t len, struct tfs_diag *d) TFS_WUR;
 void tfs_con_release(struct tfs_con_file *c);
@@ -328,8 +412,9 @@ void tfs_con_release(struct tfs_con_file *c);
 enum tfs_err tfs_lines_parse(struct tfs_strlist *out, const uint8_t *buf,
 			     size_t len) TFS_WUR;
 /* Normalises a .vac line to an array-relative path (layout.md §6 step 6):
- * from "__fragments" on, else from "__meta" on, else the last component.
- * Returns a new string. */
+ * from the first "__fragments" on, else from the first "__meta" on, else
+ * the last component (the whole line if it has no '/'). Returns a new
+ * string, NULL when out of memory. */
 char *tfs_vac_line_normalize(const char *line);
 
 /* ---- Array metadata (metadata.md) -------------------------------------- */
@@ -348,6 +433,8 @@ struct tfs_meta_file {
 	size_t count;
 };
 
+/* Entries in file order; keys are NUL-terminated copies (key_len counts
+ * the bytes, which may include NUL). */
 enum tfs_err tfs_meta_file_parse(struct tfs_meta_file *out, const uint8_t *buf,
 				 size_t len, struct tfs_diag *d) TFS_WUR;
 void tfs_meta_file_release(struct tfs_meta_file *m);
@@ -378,11 +465,20 @@ struct tfs_qc_node {
 	uint64_t child_num;
 };
 
+#define TFS_QC_MAX_DEPTH 64
+#define TFS_QC_MAX_NODES 65536
+
 /* Parses a condition tree; for .upd files *consumed tells where the update
- * values start. Depth and node counts are bounded. */
+ * values start. With consumed == NULL the tree must fill the buffer.
+ * Depth (TFS_QC_MAX_DEPTH) and node counts (TFS_QC_MAX_NODES) are
+ * bounded; NOT nodes have one child, AND/OR at least one; IN / NOT_IN set
+ * offsets are non-decreasing and inside the value. */
 enum tfs_err tfs_condition_parse(struct tfs_qc_node *out, const uint8_t *buf,
 				 size_t len, size_t *consumed,
 				 struct tfs_diag *d) TFS_WUR;
 void tfs_condition_release(struct tfs_qc_node *n);
+/* Added: appends the tree in the same encoding. */
+enum tfs_err tfs_condition_serialize(struct tfs_buf *out,
+				     const struct tfs_qc_node *n) TFS_WUR;
 
 #endif
