@@ -84,6 +84,17 @@ struct tfs_pipeline {
 	struct tfs_filter filters[TFS_MAX_FILTERS];
 };
 
+/* Fills f with TileDB's defaults for a filter of this type: level -1,
+ * reinterpret ANY (stored), compressor matching the type, max window 256
+ * (bit-width reduction) or 1024 (positive delta), scale 1, offset 0, byte
+ * width 8, WebP quality 100 lossless RGB with zero extents. */
+void tfs_filter_init(struct tfs_filter *f, enum tfs_filter_type type);
+/* An empty list with max_chunk_size 65536. */
+void tfs_pipeline_init(struct tfs_pipeline *p);
+/* Appends a copy of f; TFS_E_TOO_BIG past TFS_MAX_FILTERS. */
+enum tfs_err tfs_pipeline_add(struct tfs_pipeline *p,
+			      const struct tfs_filter *f) TFS_WUR;
+
 /* Parses a FilterList at the cursor (filters.md §1). schema_version decides
  * optional option bytes. Unknown/deprecated types, option lengths that do
  * not match the type and more than TFS_MAX_FILTERS filters are errors. */

@@ -1,0 +1,245 @@
+/* Private interface of the filter module: the per-chunk stage a filter
+ * reverses (read direction), the part lists a filter transforms (write
+ * direction), and the entry points of every filter and codec file. The
+ * model is the one of format/filters.md §2: metadata parts and data parts;
+ * on read the chunk metadata is one byte string and each filter, from last
+ * to first, reads its own header from the front of it. Nothing here is
+ * visible outside core/filter. */
+#ifndef TFS_FILTER_INTERNAL_H
+#define TFS_FILTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfs_buf.h"
+#include "tfs_bytes.h"
+#include "tfs_err.h"
+#include "tfs_filter.h"
+
+/* What a filter does: its type byte, or for the compression family its
+ * compressor byte (filters.md §1). */
+enum tfs__algo {
+	TFS__NONE,
+	TFS__GZIP,
+	TFS__ZSTD,
+	TFS__LZ4,
+	TFS__RLE,
+	TFS__BZIP2,
+	TFS__DOUBLE_DELTA,
+	TFS__DICTIONARY,
+	TFS__DELTA,
+	TFS__BIT_WIDTH,
+	TFS__BITSHUFFLE,
+	TFS__BYTESHUFFLE,
+	TFS__POSITIVE_DELTA,
+	TFS__AES,
+	TFS__MD5,
+	TFS__SHA256,
+	TFS__SCALE_FLOAT,
+	TFS__XOR,
+	TFS__WEBP,
+	TFS__INVALID,
+};
+
+#define TFS__CHUNK_SIZE 65536u  /* tile.md §2: compile-time constant C */
+#define TFS__AES_KEY_BYTES 32u
+#define TFS__AES_IV_BYTES 12u
+#define TFS__AES_TAG_BYTES 16u
+
+unsigned tfs__filter_algo(const struct tfs_filter *f);
+/* The reinterpret datatype of delta/double-delta, or TFS_NO_REINTERPRET. */
+unsigned tfs__filter_reinterpret(const struct tfs_filter *f);
+/* Element type handed to the next filter (filters.md "Element types"). */
+unsigned tfs__filter_out_type(const struct tfs_filter *f, unsigned in_type);
+
+/* Codec state reused across the chunks of one call (never shared between
+ * threads). */
+struct tfs__session {
+	void *zstd_dctx;
+	void *zstd_cctx;
+};
+
+void tfs__session_release(struct tfs__session *s);
+
+/* Everything a filter needs to know besides the bytes. */
+struct tfs__fctx {
+	const struct tfs_filter *f;
+	unsigned algo;             /* enum tfs__algo */
+	unsigned type;             /* element type this filter gets on write */
+	uint64_t cell_size;        /* tile cell size (fixed-mode RLE) */
+	uint32_t fragment_version; /* date/time rule of BWR, positive delta */
+	const uint8_t *key;        /* AES-256-GCM key or NULL */
+	bool string_mode;          /* RLE/dictionary on strings, first filter */
+	/* write direction, string mode: the cells' start offsets */
+	const uint64_t *cell_offsets;
+	uint64_t cell_count;
+	struct tfs__session *session;
+};
+
+/* One filter reversed on one chunk. Data views and metadata views live in
+ * the chunk bytes (holder -1) or in one of two scratch buffers (holder 0 or
+ * 1); a filter writes its output to the scratch buffer that does not hold
+ * its input, or to `dst` when it is the first filter of the pipeline. */
+struct tfs__stage {
+	const uint8_t *in;
+	size_t in_len;
+	int in_holder;
+	struct tfs_cursor md; /* this filter's header at md.pos */
+	int md_holder;
+
+	uint8_t *dst; /* non-NULL: exact final destination of dst_len bytes */
+	size_t dst_len;
+	struct tfs_buf *dscratch; /* [2] */
+	struct tfs_buf *mscratch; /* [2] */
+
+	const uint8_t *out;
+	size_t out_len;
+	int out_holder;
+
+	bool md_set; /* consuming filters replace the metadata */
+	const uint8_t *md_out;
+	size_t md_out_len;
+	int md_out_holder;
+
+	/* string mode: where cell start offsets go (NULL: count only) */
+	uint64_t *offsets;
+	uint64_t offsets_left; /* cells still expected in the tile */
+	uint64_t offsets_base; /* byte offset of this chunk in the tile */
+	uint64_t cells;        /* out: cells this chunk decoded to */
+
+	const char *why; /* static explanation of the first failure */
+};
+
+/* Reserves exactly n output bytes: the final destination (n must equal its
+ * size, else TFS_E_CORRUPT) or a scratch buffer. */
+enum tfs_err tfs__stage_alloc(struct tfs__stage *st, size_t n,
+			      uint8_t **p) TFS_WUR;
+/* Output is the view [p, p+n) of the input (copied into dst when final). */
+enum tfs_err tfs__stage_pass(struct tfs__stage *st, const uint8_t *p,
+			     size_t n) TFS_WUR;
+/* Consuming filters: reserves n bytes for the decoded metadata. */
+enum tfs_err tfs__stage_md_alloc(struct tfs__stage *st, size_t n,
+				 uint8_t **p) TFS_WUR;
+/* Records why (first one wins) and returns e. */
+enum tfs_err tfs__stage_fail(struct tfs__stage *st, enum tfs_err e,
+			     const char *why);
+
+/* A list of parts, each an owned buffer (write direction). */
+struct tfs__parts {
+	struct tfs_buf *v;
+	size_t n;
+	size_t cap;
+};
+
+void tfs__parts_init(struct tfs__parts *ps);
+void tfs__parts_release(struct tfs__parts *ps);
+/* Takes over b's bytes (b is left empty) as the last / first part. */
+enum tfs_err tfs__parts_push(struct tfs__parts *ps, struct tfs_buf *b) TFS_WUR;
+enum tfs_err tfs__parts_prepend(struct tfs__parts *ps,
+				struct tfs_buf *b) TFS_WUR;
+/* Drops every part, then pushes b. */
+enum tfs_err tfs__parts_replace(struct tfs__parts *ps,
+				struct tfs_buf *b) TFS_WUR;
+size_t tfs__parts_total(const struct tfs__parts *ps);
+
+/* One filter applied to one chunk. */
+struct tfs__fwd {
+	struct tfs__parts md;
+	struct tfs__parts data;
+	const char *why;
+};
+
+/* Initializes b (no maximum) with exactly n bytes of room, never a NULL
+ * data pointer, len = n; *p points at the bytes. */
+enum tfs_err tfs__buf_sized(struct tfs_buf *b, size_t n, uint8_t **p) TFS_WUR;
+
+enum tfs_err tfs__fwd_fail(struct tfs__fwd *w, enum tfs_err e,
+			   const char *why);
+
+/* Byte width rule of the string codecs (filters.md §4.4). */
+static inline unsigned tfs__bw(uint64_t x)
+{
+	if (x <= 0xffu)
+		return 1;
+	if (x <= 0xffffu)
+		return 2;
+	if (x <= 0xffffffffu)
+		return 4;
+	return 8;
+}
+
+/* ---- per-part codecs of the compression family (filters.md §3–4) ----
+ * Decoders produce exactly dst_len bytes or fail; encoders append. */
+enum tfs_err tfs__zlib_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
+			      size_t src_len) TFS_WUR;
+enum tfs_err tfs__zlib_encode(struct tfs_buf *out, const uint8_t *src,
+			      size_t len, int level) TFS_WUR;
+enum tfs_err tfs__zstd_decode(struct tfs__session *s, uint8_t *dst,
+			      size_t dst_len, const uint8_t *src,
+			      size_t src_len) TFS_WUR;
+enum tfs_err tfs__zstd_encode(struct tfs__session *s, struct tfs_buf *out,
+			      const uint8_t *src, size_t len,
+			      int level) TFS_WUR;
+enum tfs_err tfs__lz4_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
+			     size_t src_len) TFS_WUR;
+enum tfs_err tfs__lz4_encode(struct tfs_buf *out, const uint8_t *src,
+			     size_t len) TFS_WUR;
+enum tfs_err tfs__bzip2_decode(uint8_t *dst, size_t dst_len,
+			       const uint8_t *src, size_t src_len) TFS_WUR;
+enum tfs_err tfs__bzip2_encode(struct tfs_buf *out, const uint8_t *src,
+			       size_t len, int level) TFS_WUR;
+enum tfs_err tfs__rle_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
+			     size_t src_len, size_t value_size) TFS_WUR;
+enum tfs_err tfs__rle_encode(struct tfs_buf *out, const uint8_t *src,
+			     size_t len, size_t value_size) TFS_WUR;
+/* Integer type T of the delta codecs (filters.md §4.2, §4.3): its size in
+ * bytes and signedness; 0 for floats and invalid types. */
+size_t tfs__delta_int_type(unsigned type, bool *is_signed);
+enum tfs_err tfs__delta_decode(uint8_t *dst, size_t dst_len,
+			       const uint8_t *src, size_t src_len,
+			       unsigned type) TFS_WUR;
+enum tfs_err tfs__delta_encode(struct tfs_buf *out, const uint8_t *src,
+			       size_t len, unsigned type) TFS_WUR;
+enum tfs_err tfs__dd_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
+			    size_t src_len, unsigned type) TFS_WUR;
+enum tfs_err tfs__dd_encode(struct tfs_buf *out, const uint8_t *src,
+			    size_t len, unsigned type) TFS_WUR;
+
+/* String mode codecs (filters.md §4.4, §4.5): whole filter. */
+enum tfs_err tfs__rle_str_reverse(struct tfs__stage *st,
+				  const struct tfs__fctx *fc) TFS_WUR;
+enum tfs_err tfs__rle_str_forward(struct tfs__fwd *w,
+				  const struct tfs__fctx *fc) TFS_WUR;
+enum tfs_err tfs__dict_reverse(struct tfs__stage *st,
+			       const struct tfs__fctx *fc) TFS_WUR;
+enum tfs_err tfs__dict_forward(struct tfs__fwd *w,
+			       const struct tfs__fctx *fc) TFS_WUR;
+
+/* ---- filters ---- */
+#define TFS__FILTER_FNS(name)                                               \
+	enum tfs_err tfs__##name##_reverse(struct tfs__stage *st,           \
+					   const struct tfs__fctx *fc) TFS_WUR; \
+	enum tfs_err tfs__##name##_forward(struct tfs__fwd *w,              \
+					   const struct tfs__fctx *fc) TFS_WUR;
+
+TFS__FILTER_FNS(compression)
+TFS__FILTER_FNS(aes)
+TFS__FILTER_FNS(byteshuffle)
+TFS__FILTER_FNS(bitshuffle)
+TFS__FILTER_FNS(bitwidth)
+TFS__FILTER_FNS(posdelta)
+TFS__FILTER_FNS(xor)
+TFS__FILTER_FNS(scale_float)
+TFS__FILTER_FNS(checksum)
+TFS__FILTER_FNS(webp)
+
+#undef TFS__FILTER_FNS
+
+/* Bit transposition of bitshuffle (filters.md §5.2), exposed for speed
+ * tests: n elements of ts bytes, n a multiple of 8. */
+void tfs__bit_transpose(uint8_t *dst, const uint8_t *src, size_t n, size_t ts);
+void tfs__bit_untranspose(uint8_t *dst, const uint8_t *src, size_t n,
+			  size_t ts);
+
+#endif

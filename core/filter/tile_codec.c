@@ -1,0 +1,839 @@
+/* Filtered tiles: the chunked container of format/tile.md §1, the chunking
+ * rules a writer follows (tile.md §2), and the pipeline driver that runs
+ * every chunk backwards (read) or forwards (write) through the filter list
+ * with the metadata/data part mechanics of format/filters.md §2. On read
+ * the first filter of the list writes straight into the caller's buffer;
+ * the others alternate between two scratch buffers whose size is capped by
+ * the chunk's declared length, so a lying header cannot make us allocate
+ * without bound. */
+#include "tfs_filter.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "filter_internal.h"
+#include "tfs_alloc.h"
+#include "tfs_datatype.h"
+
+/* Fixed slack plus a multiple of the chunk's original length bounds every
+ * intermediate buffer of one chunk (RLE at most triples a chunk, string
+ * codecs add at most 16 bytes per cell). */
+#define SCRATCH_SLACK ((size_t)64 << 20)
+#define SCRATCH_FACTOR 16u
+
+enum tfs_err tfs__stage_fail(struct tfs__stage *st, enum tfs_err e,
+			     const char *why)
+{
+	if (!st->why)
+		st->why = why;
+	return e;
+}
+
+static bool stage_is_final(const struct tfs__stage *st)
+{
+	return st->dst != NULL;
+}
+
+static enum tfs_err scratch_take(struct tfs__stage *st, struct tfs_buf *b,
+				 size_t n, uint8_t **p)
+{
+	enum tfs_err e;
+
+	b->len = 0;
+	/* Never hand out NULL, so callers may memcpy 0 bytes into it. */
+	e = tfs_buf_reserve(b, n ? n : 1);
+	if (e == TFS_E_TOO_BIG)
+		return tfs__stage_fail(st, TFS_E_CORRUPT,
+				       "declared size exceeds what the chunk "
+				       "can hold");
+	if (e)
+		return e;
+	b->len = n;
+	*p = b->data;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_alloc(struct tfs__stage *st, size_t n, uint8_t **p)
+{
+	int k;
+	enum tfs_err e;
+
+	if (stage_is_final(st)) {
+		if (n != st->dst_len)
+			return tfs__stage_fail(st, TFS_E_CORRUPT,
+					       "decoded size differs from the "
+					       "chunk's original length");
+		*p = st->dst;
+		st->out = st->dst;
+		st->out_len = n;
+		st->out_holder = -2;
+		return TFS_E_OK;
+	}
+	k = st->in_holder == 0 ? 1 : 0;
+	e = scratch_take(st, &st->dscratch[k], n, p);
+	if (e)
+		return e;
+	st->out = *p;
+	st->out_len = n;
+	st->out_holder = k;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_pass(struct tfs__stage *st, const uint8_t *p, size_t n)
+{
+	if (stage_is_final(st)) {
+		if (n != st->dst_len)
+			return tfs__stage_fail(st, TFS_E_CORRUPT,
+					       "decoded size differs from the "
+					       "chunk's original length");
+		if (n)
+			memmove(st->dst, p, n);
+		st->out = st->dst;
+		st->out_len = n;
+		st->out_holder = -2;
+		return TFS_E_OK;
+	}
+	st->out = p;
+	st->out_len = n;
+	st->out_holder = st->in_holder;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_md_alloc(struct tfs__stage *st, size_t n, uint8_t **p)
+{
+	int k = st->md_holder == 0 ? 1 : 0;
+	enum tfs_err e = scratch_take(st, &st->mscratch[k], n, p);
+
+	if (e)
+		return e;
+	st->md_set = true;
+	st->md_out = *p;
+	st->md_out_len = n;
+	st->md_out_holder = k;
+	return TFS_E_OK;
+}
+
+/* ---- part lists (write direction) ---- */
+
+void tfs__parts_init(struct tfs__parts *ps)
+{
+	ps->v = NULL;
+	ps->n = 0;
+	ps->cap = 0;
+}
+
+void tfs__parts_release(struct tfs__parts *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		tfs_buf_release(&ps->v[i]);
+	tfs_free(ps->v);
+	tfs__parts_init(ps);
+}
+
+static enum tfs_err parts_grow(struct tfs__parts *ps)
+{
+	struct tfs_buf *v;
+	size_t cap;
+
+	if (ps->n < ps->cap)
+		return TFS_E_OK;
+	cap = ps->cap ? ps->cap * 2 : 4;
+	v = tfs_reallocn(ps->v, cap, sizeof(*v));
+	if (!v)
+		return TFS_E_NOMEM;
+	ps->v = v;
+	ps->cap = cap;
+	return TFS_E_OK;
+}
+
+static void buf_take(struct tfs_buf *dst, struct tfs_buf *src)
+{
+	*dst = *src;
+	src->data = NULL;
+	src->len = 0;
+	src->cap = 0;
+}
+
+enum tfs_err tfs__parts_push(struct tfs__parts *ps, struct tfs_buf *b)
+{
+	enum tfs_err e = parts_grow(ps);
+
+	if (e)
+		return e;
+	buf_take(&ps->v[ps->n++], b);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__parts_prepend(struct tfs__parts *ps, struct tfs_buf *b)
+{
+	enum tfs_err e = parts_grow(ps);
+
+	if (e)
+		return e;
+	memmove(ps->v + 1, ps->v, ps->n * sizeof(*ps->v));
+	buf_take(&ps->v[0], b);
+	ps->n++;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__parts_replace(struct tfs__parts *ps, struct tfs_buf *b)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		tfs_buf_release(&ps->v[i]);
+	ps->n = 0;
+	return tfs__parts_push(ps, b);
+}
+
+size_t tfs__parts_total(const struct tfs__parts *ps)
+{
+	size_t t = 0;
+
+	for (size_t i = 0; i < ps->n; i++)
+		t += ps->v[i].len;
+	return t;
+}
+
+enum tfs_err tfs__buf_sized(struct tfs_buf *b, size_t n, uint8_t **p)
+{
+	enum tfs_err e;
+
+	tfs_buf_init(b, TFS_BUF_NO_MAX);
+	e = tfs_buf_reserve(b, n ? n : 1);
+	if (e)
+		return e;
+	b->len = n;
+	*p = b->data;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__fwd_fail(struct tfs__fwd *w, enum tfs_err e, const char *why)
+{
+	if (!w->why)
+		w->why = why;
+	return e;
+}
+
+/* ---- the pipeline of one call ---- */
+
+struct job {
+	const struct tfs_filter *filters[TFS_MAX_FILTERS + 1];
+	struct tfs__fctx fc[TFS_MAX_FILTERS + 1];
+	unsigned n;
+	struct tfs_filter aes;
+	struct tfs__session session;
+	struct tfs_buf dscratch[2];
+	struct tfs_buf mscratch[2];
+	bool chunking_off;
+};
+
+static void job_release(struct job *j)
+{
+	for (int k = 0; k < 2; k++) {
+		tfs_buf_release(&j->dscratch[k]);
+		tfs_buf_release(&j->mscratch[k]);
+	}
+	tfs__session_release(&j->session);
+}
+
+static const char *filter_label(const struct tfs_filter *f)
+{
+	const char *name = tfs_filter_name(f->type);
+
+	return name ? name : "INVALID";
+}
+
+static enum tfs_err job_init(struct job *j, const struct tfs_pipeline *p,
+			     const struct tfs_tile_ctx *ctx,
+			     struct tfs_diag *d)
+{
+	unsigned type = ctx->type;
+	uint64_t cell_size = ctx->cell_size;
+
+	memset(j, 0, sizeof(*j));
+	for (int k = 0; k < 2; k++) {
+		tfs_buf_init(&j->dscratch[k], 0);
+		tfs_buf_init(&j->mscratch[k], 0);
+	}
+	if (p->count > TFS_MAX_FILTERS)
+		return tfs_fail(d, TFS_E_INVALID, "filter list of %" PRIu32
+				" filters", p->count);
+	if (!tfs_datatype_valid(ctx->type))
+		return tfs_fail(d, TFS_E_INVALID, "bad element type %u",
+				ctx->type);
+	for (uint32_t i = 0; i < p->count; i++)
+		j->filters[j->n++] = &p->filters[i];
+	if (ctx->key && ctx->implicit_aes) {
+		tfs_filter_init(&j->aes, TFS_FILTER_AES256GCM);
+		j->filters[j->n++] = &j->aes;
+	}
+	if (!cell_size)
+		cell_size = tfs_datatype_size(ctx->type);
+	j->chunking_off = p->max_chunk_size == 0 || ctx->string_mode;
+	for (unsigned i = 0; i < j->n; i++) {
+		struct tfs__fctx *fc = &j->fc[i];
+
+		fc->f = j->filters[i];
+		fc->algo = tfs__filter_algo(fc->f);
+		if (fc->algo == TFS__INVALID)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"filter %u '%s': invalid filter", i,
+					filter_label(fc->f));
+		if (fc->algo == TFS__WEBP)
+			j->chunking_off = true;
+		fc->type = type;
+		fc->cell_size = cell_size;
+		fc->fragment_version = ctx->fragment_version;
+		fc->key = ctx->key;
+		fc->string_mode = ctx->string_mode && i == 0 &&
+				  (fc->algo == TFS__RLE ||
+				   fc->algo == TFS__DICTIONARY);
+		fc->session = &j->session;
+		type = tfs__filter_out_type(fc->f, type);
+	}
+	if (ctx->string_mode && (j->n == 0 || !j->fc[0].string_mode))
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"string offsets not stored but the first filter "
+				"is not RLE or dictionary");
+	return TFS_E_OK;
+}
+
+static enum tfs_err reverse_one(struct tfs__stage *st,
+				const struct tfs__fctx *fc)
+{
+	switch (fc->algo) {
+	case TFS__NONE:
+		return tfs__stage_pass(st, st->in, st->in_len);
+	case TFS__GZIP:
+	case TFS__ZSTD:
+	case TFS__LZ4:
+	case TFS__RLE:
+	case TFS__BZIP2:
+	case TFS__DOUBLE_DELTA:
+	case TFS__DICTIONARY:
+	case TFS__DELTA:
+		return tfs__compression_reverse(st, fc);
+	case TFS__AES:
+		return tfs__aes_reverse(st, fc);
+	case TFS__BIT_WIDTH:
+		return tfs__bitwidth_reverse(st, fc);
+	case TFS__BITSHUFFLE:
+		return tfs__bitshuffle_reverse(st, fc);
+	case TFS__BYTESHUFFLE:
+		return tfs__byteshuffle_reverse(st, fc);
+	case TFS__POSITIVE_DELTA:
+		return tfs__posdelta_reverse(st, fc);
+	case TFS__MD5:
+	case TFS__SHA256:
+		return tfs__checksum_reverse(st, fc);
+	case TFS__SCALE_FLOAT:
+		return tfs__scale_float_reverse(st, fc);
+	case TFS__XOR:
+		return tfs__xor_reverse(st, fc);
+	case TFS__WEBP:
+		return tfs__webp_reverse(st, fc);
+	default:
+		return tfs__stage_fail(st, TFS_E_CORRUPT, "invalid filter");
+	}
+}
+
+static enum tfs_err forward_one(struct tfs__fwd *w, const struct tfs__fctx *fc)
+{
+	switch (fc->algo) {
+	case TFS__NONE:
+		return TFS_E_OK;
+	case TFS__GZIP:
+	case TFS__ZSTD:
+	case TFS__LZ4:
+	case TFS__RLE:
+	case TFS__BZIP2:
+	case TFS__DOUBLE_DELTA:
+	case TFS__DICTIONARY:
+	case TFS__DELTA:
+		return tfs__compression_forward(w, fc);
+	case TFS__AES:
+		return tfs__aes_forward(w, fc);
+	case TFS__BIT_WIDTH:
+		return tfs__bitwidth_forward(w, fc);
+	case TFS__BITSHUFFLE:
+		return tfs__bitshuffle_forward(w, fc);
+	case TFS__BYTESHUFFLE:
+		return tfs__byteshuffle_forward(w, fc);
+	case TFS__POSITIVE_DELTA:
+		return tfs__posdelta_forward(w, fc);
+	case TFS__MD5:
+	case TFS__SHA256:
+		return tfs__checksum_forward(w, fc);
+	case TFS__SCALE_FLOAT:
+		return tfs__scale_float_forward(w, fc);
+	case TFS__XOR:
+		return tfs__xor_forward(w, fc);
+	case TFS__WEBP:
+		return tfs__webp_forward(w, fc);
+	default:
+		return tfs__fwd_fail(w, TFS_E_INVALID, "invalid filter");
+	}
+}
+
+/* Where string-mode offsets of the current chunk go. */
+struct offsets_sink {
+	uint64_t *next; /* NULL: count only */
+	uint64_t left;
+	uint64_t cells; /* out */
+};
+
+static size_t scratch_cap(uint32_t orig, const struct offsets_sink *os)
+{
+	size_t cap = SCRATCH_SLACK + (size_t)orig * SCRATCH_FACTOR;
+
+	/* String codecs: up to 16 bytes per cell; with an unknown cell
+	 * count, allow a larger multiple of the values instead. */
+	if (os && os->left <= UINT32_MAX)
+		cap += (size_t)os->left * SCRATCH_FACTOR;
+	else if (os)
+		cap += (size_t)orig * 4 * SCRATCH_FACTOR;
+	return cap;
+}
+
+/* Runs one chunk backwards through the pipeline into dst[0..orig). */
+static enum tfs_err decode_chunk(struct job *j, uint8_t *dst, uint32_t orig,
+				 const uint8_t *md, size_t md_len,
+				 const uint8_t *data, size_t data_len,
+				 uint64_t chunk_base, struct offsets_sink *os,
+				 unsigned *failed, const char **why)
+{
+	int data_holder = -1, md_holder = -1;
+	size_t cap = scratch_cap(orig, os);
+
+	if (j->n == 0) {
+		if (data_len != orig) {
+			*why = "unfiltered chunk length differs from its "
+			       "original length";
+			return TFS_E_CORRUPT;
+		}
+		if (orig)
+			memcpy(dst, data, orig);
+		return TFS_E_OK;
+	}
+	for (int k = 0; k < 2; k++) {
+		j->dscratch[k].max = cap;
+		j->mscratch[k].max = cap;
+	}
+	for (unsigned i = j->n; i-- > 0;) {
+		struct tfs__stage st;
+		enum tfs_err e;
+
+		memset(&st, 0, sizeof(st));
+		st.in = data;
+		st.in_len = data_len;
+		st.in_holder = data_holder;
+		tfs_cur_init(&st.md, md, md_len);
+		st.md_holder = md_holder;
+		if (i == 0) {
+			st.dst = dst;
+			st.dst_len = orig;
+		}
+		st.dscratch = j->dscratch;
+		st.mscratch = j->mscratch;
+		if (os) {
+			st.offsets = os->next;
+			st.offsets_left = os->left;
+			st.offsets_base = chunk_base;
+		}
+		e = reverse_one(&st, &j->fc[i]);
+		if (e) {
+			*failed = i;
+			*why = st.why;
+			return e;
+		}
+		data = st.out;
+		data_len = st.out_len;
+		data_holder = st.out_holder;
+		if (st.md_set) {
+			md = st.md_out;
+			md_len = st.md_out_len;
+			md_holder = st.md_out_holder;
+		} else {
+			md = st.md.p + st.md.pos;
+			md_len = st.md.len - st.md.pos;
+		}
+		if (i == 0 && os)
+			os->cells = st.cells;
+	}
+	return TFS_E_OK;
+}
+
+/* The decoder behind both public entry points. `os` is NULL unless the
+ * tile is in string mode. */
+static enum tfs_err tile_decode(const struct tfs_pipeline *p,
+				const struct tfs_tile_ctx *ctx, uint8_t *dst,
+				size_t dst_len, uint64_t *offsets,
+				uint64_t cell_count, bool check_cells,
+				const uint8_t *src, size_t src_len,
+				struct tfs_diag *d)
+{
+	struct job j;
+	struct tfs_cursor c;
+	uint64_t nchunks, produced = 0, cells = 0;
+	uint8_t dummy = 0;
+	enum tfs_err e;
+
+	e = job_init(&j, p, ctx, d);
+	if (e)
+		goto out_release;
+	if (!dst) {
+		if (dst_len) {
+			e = tfs_fail(d, TFS_E_INVALID, "no output buffer");
+			goto out_release;
+		}
+		dst = &dummy;
+	}
+	tfs_cur_init(&c, src, src_len);
+	if (!tfs_cur_u64(&c, &nchunks)) {
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "tile of %zu bytes has no chunk count", src_len);
+		goto out_release;
+	}
+	if (nchunks > tfs_cur_left(&c) / 12) {
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "tile claims %" PRIu64 " chunks in %zu bytes",
+			     nchunks, tfs_cur_left(&c));
+		goto out_release;
+	}
+	for (uint64_t i = 0; i < nchunks; i++) {
+		uint32_t orig, filtered, md_len;
+		const uint8_t *md, *data;
+		struct offsets_sink os = {NULL, 0, 0};
+		unsigned failed = 0;
+		const char *why = NULL;
+
+		if (!tfs_cur_u32(&c, &orig) || !tfs_cur_u32(&c, &filtered) ||
+		    !tfs_cur_u32(&c, &md_len) ||
+		    !tfs_cur_take(&c, md_len, &md) ||
+		    !tfs_cur_take(&c, filtered, &data)) {
+			e = tfs_fail(d, TFS_E_CORRUPT,
+				     "tile chunk %" PRIu64 " truncated", i);
+			goto out_release;
+		}
+		if (orig > dst_len - produced) {
+			e = tfs_fail(d, TFS_E_CORRUPT,
+				     "tile chunks decode to more than the "
+				     "expected %zu bytes",
+				     dst_len);
+			goto out_release;
+		}
+		if (ctx->string_mode) {
+			os.next = offsets ? offsets + cells : NULL;
+			os.left = check_cells ? cell_count - cells : UINT64_MAX;
+		}
+		e = decode_chunk(&j, dst + produced, orig, md, md_len, data,
+				 filtered, produced,
+				 ctx->string_mode ? &os : NULL, &failed, &why);
+		if (e) {
+			if (j.n == 0)
+				e = tfs_fail(d, e, "tile chunk %" PRIu64 ": %s",
+					     i, why ? why : tfs_strerror(e));
+			else
+				e = tfs_fail(d, e,
+					     "tile chunk %" PRIu64
+					     ": filter %u '%s': %s",
+					     i, failed,
+					     filter_label(j.filters[failed]),
+					     why ? why : tfs_strerror(e));
+			goto out_release;
+		}
+		produced += orig;
+		cells += os.cells;
+	}
+	if (tfs_cur_left(&c)) {
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "%zu bytes after the last tile chunk",
+			     tfs_cur_left(&c));
+		goto out_release;
+	}
+	if (produced != dst_len) {
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "tile decodes to %" PRIu64
+			     " bytes, expected %zu",
+			     produced, dst_len);
+		goto out_release;
+	}
+	if (ctx->string_mode && check_cells) {
+		if (nchunks == 0 && cells == 0 && dst_len == 0) {
+			/* An empty values tile: every string is empty. */
+			for (uint64_t k = 0; k < cell_count; k++)
+				offsets[k] = 0;
+			cells = cell_count;
+		}
+		if (cells != cell_count) {
+			e = tfs_fail(d, TFS_E_CORRUPT,
+				     "string tile holds %" PRIu64
+				     " cells, expected %" PRIu64,
+				     cells, cell_count);
+			goto out_release;
+		}
+	}
+	e = TFS_E_OK;
+
+out_release:
+	job_release(&j);
+	return e;
+}
+
+enum tfs_err tfs_tile_decode(const struct tfs_pipeline *p,
+			     const struct tfs_tile_ctx *ctx, uint8_t *dst,
+			     size_t dst_len, const uint8_t *src, size_t src_len,
+			     struct tfs_diag *d)
+{
+	return tile_decode(p, ctx, dst, dst_len, NULL, 0, false, src, src_len,
+			   d);
+}
+
+enum tfs_err tfs_tile_decode_strings(const struct tfs_pipeline *p,
+				     const struct tfs_tile_ctx *ctx,
+				     uint8_t *values, size_t values_len,
+				     uint64_t *offsets, uint64_t cell_count,
+				     const uint8_t *src, size_t src_len,
+				     struct tfs_diag *d)
+{
+	if (!ctx->string_mode)
+		return tfs_fail(d, TFS_E_INVALID,
+				"string decoding of a tile not in string mode");
+	if (cell_count && !offsets)
+		return tfs_fail(d, TFS_E_INVALID, "no offsets buffer");
+	return tile_decode(p, ctx, values, values_len, offsets, cell_count,
+			   true, src, src_len, d);
+}
+
+/* ---- writing ---- */
+
+/* Chunk boundaries of tile.md §2; bounds[k] is where chunk k starts, the
+ * last chunk ends at the end of the buffer. */
+struct bounds {
+	size_t *v;
+	size_t n;
+	size_t cap;
+};
+
+static enum tfs_err bounds_add(struct bounds *b, size_t at)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+		size_t *v = tfs_reallocn(b->v, cap, sizeof(*v));
+
+		if (!v)
+			return TFS_E_NOMEM;
+		b->v = v;
+		b->cap = cap;
+	}
+	b->v[b->n++] = at;
+	return TFS_E_OK;
+}
+
+static size_t chunk_size_for(size_t size, size_t unit)
+{
+	size_t m = size < TFS__CHUNK_SIZE ? size : TFS__CHUNK_SIZE;
+	size_t cs = m / unit * unit;
+
+	return cs > unit ? cs : unit;
+}
+
+static enum tfs_err compute_bounds(struct bounds *b, const struct job *j,
+				   const struct tfs_tile_ctx *ctx,
+				   size_t size, const uint64_t *offs,
+				   uint64_t cells)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	if (j->chunking_off) {
+		if (size == 0 && !(ctx->string_mode && cells > 0))
+			return TFS_E_OK;
+		return bounds_add(b, 0);
+	}
+	if (offs) {
+		size_t tsz = tfs_datatype_size(ctx->type);
+		size_t cs = chunk_size_for(size, tsz ? tsz : 1);
+		size_t half = cs / 2, limit = cs + cs / 2, cur = 0;
+
+		e = bounds_add(b, 0);
+		if (e || size == cs)
+			return e;
+		for (uint64_t c = 0; !e && c < cells; c++) {
+			size_t start = (size_t)offs[c];
+			size_t end = c + 1 < cells ? (size_t)offs[c + 1] : size;
+			size_t len = end - start, nw = cur + len;
+
+			if (nw <= cs) {
+				cur = nw;
+			} else if (cur <= half || nw <= limit) {
+				e = bounds_add(b, end);
+				cur = 0;
+			} else {
+				e = bounds_add(b, start);
+				if (!e && len > cs) {
+					if (c + 1 < cells)
+						e = bounds_add(b, end);
+					cur = 0;
+				} else {
+					cur = len;
+				}
+			}
+		}
+		return e;
+	} else {
+		size_t unit = ctx->cell_size ? (size_t)ctx->cell_size
+					     : tfs_datatype_size(ctx->type);
+		size_t cs = chunk_size_for(size, unit ? unit : 1);
+
+		if (size == cs)
+			return bounds_add(b, 0);
+		for (size_t at = 0; !e && at < size; at += cs)
+			e = bounds_add(b, at);
+		return e;
+	}
+}
+
+static enum tfs_err check_offsets(const uint64_t *offs, uint64_t cells,
+				  size_t size)
+{
+	uint64_t prev = 0;
+
+	if (cells && offs[0] != 0)
+		return TFS_E_INVALID;
+	for (uint64_t c = 0; c < cells; c++) {
+		if (offs[c] < prev || offs[c] > size)
+			return TFS_E_INVALID;
+		prev = offs[c];
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err append_parts(struct tfs_buf *out,
+				 const struct tfs__parts *ps)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t i = 0; !e && i < ps->n; i++)
+		e = tfs_buf_append(out, ps->v[i].data, ps->v[i].len);
+	return e;
+}
+
+static enum tfs_err encode_chunk(struct job *j, struct tfs_buf *out,
+				 const uint8_t *src, size_t len,
+				 unsigned *failed, const char **why)
+{
+	struct tfs__fwd w;
+	struct tfs_buf first;
+	uint8_t *p;
+	size_t md_len, data_len;
+	enum tfs_err e;
+
+	tfs__parts_init(&w.md);
+	tfs__parts_init(&w.data);
+	w.why = NULL;
+	e = tfs__buf_sized(&first, len, &p);
+	if (!e) {
+		if (len)
+			memcpy(p, src, len);
+		e = tfs__parts_push(&w.data, &first);
+	}
+	if (e)
+		goto out_release;
+	for (unsigned i = 0; i < j->n; i++) {
+		e = forward_one(&w, &j->fc[i]);
+		if (e) {
+			*failed = i;
+			*why = w.why;
+			goto out_release;
+		}
+	}
+	md_len = tfs__parts_total(&w.md);
+	data_len = tfs__parts_total(&w.data);
+	if (len > UINT32_MAX || md_len > UINT32_MAX || data_len > UINT32_MAX) {
+		*failed = j->n ? j->n - 1 : 0;
+		*why = "filtered chunk exceeds 4 GiB";
+		e = TFS_E_TOO_BIG;
+		goto out_release;
+	}
+	e = tfs_buf_append_u32(out, (uint32_t)len);
+	if (!e)
+		e = tfs_buf_append_u32(out, (uint32_t)data_len);
+	if (!e)
+		e = tfs_buf_append_u32(out, (uint32_t)md_len);
+	if (!e)
+		e = append_parts(out, &w.md);
+	if (!e)
+		e = append_parts(out, &w.data);
+
+out_release:
+	tfs_buf_release(&first);
+	tfs__parts_release(&w.md);
+	tfs__parts_release(&w.data);
+	return e;
+}
+
+enum tfs_err tfs_tile_encode(struct tfs_buf *out, const struct tfs_pipeline *p,
+			     const struct tfs_tile_ctx *ctx, const uint8_t *src,
+			     size_t src_len, const uint64_t *cell_offsets,
+			     uint64_t cell_count, struct tfs_diag *d)
+{
+	struct job j;
+	struct bounds b = {NULL, 0, 0};
+	size_t start_len = out->len;
+	static const uint8_t empty[1];
+	enum tfs_err e;
+
+	if (!src) {
+		if (src_len)
+			return tfs_fail(d, TFS_E_INVALID, "no input bytes");
+		src = empty;
+	}
+
+	e = job_init(&j, p, ctx, d);
+	if (e)
+		goto out_release;
+	if (ctx->string_mode && cell_count && !cell_offsets) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "string mode needs the cell offsets");
+		goto out_release;
+	}
+	if (cell_offsets && check_offsets(cell_offsets, cell_count, src_len)) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "cell offsets not increasing from 0 within %zu "
+			     "bytes",
+			     src_len);
+		goto out_release;
+	}
+	if (j.n && j.fc[0].string_mode) {
+		j.fc[0].cell_offsets = cell_offsets;
+		j.fc[0].cell_count = cell_count;
+	}
+	e = compute_bounds(&b, &j, ctx, src_len, cell_offsets, cell_count);
+	if (e) {
+		e = tfs_fail(d, e, "cannot cut tile into chunks");
+		goto out_release;
+	}
+	e = tfs_buf_append_u64(out, b.n);
+	for (size_t k = 0; !e && k < b.n; k++) {
+		size_t from = b.v[k];
+		size_t to = k + 1 < b.n ? b.v[k + 1] : src_len;
+		unsigned failed = 0;
+		const char *why = NULL;
+
+		e = encode_chunk(&j, out, src + from, to - from, &failed, &why);
+		if (e)
+			e = tfs_fail(d, e, "encoding chunk %zu: filter %u '%s': %s",
+				     k, failed,
+				     j.n ? filter_label(j.filters[failed])
+					 : "NONE",
+				     why ? why : tfs_strerror(e));
+	}
+	if (e) {
+		tfs_fail(d, e, "encoding tile: %s", tfs_strerror(e));
+		out->len = start_len;
+	}
+
+out_release:
+	tfs_free(b.v);
+	job_release(&j);
+	return e;
+}

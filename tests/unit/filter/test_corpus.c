@@ -1,0 +1,267 @@
+/* Real TileDB output: every tile of the data files of the corpus filter
+ * arrays (written by TileDB 2.29, format version 22), decoded with the
+ * pipeline spelled in the corpus JSON, compared cell by cell with what
+ * TileDB itself read (golden files made by gen_corpus_golden.py). Covers
+ * every filter, multi-chunk tiles, offsets, validity, string mode, WebP
+ * and AES-256-GCM. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "tfs_alloc.h"
+
+struct corpus_case {
+	const char *array;
+	const char *field;
+	const char *file;     /* fixed data or offsets */
+	const char *var_file; /* values of a var-size field */
+	const char *validity;
+	unsigned type;
+	uint64_t cell_size;
+	const char *filters[8];
+	const char *offsets_filters[8];
+	const char *validity_filters[8];
+	bool string_mode;
+	uint64_t tile_cells;
+	uint64_t ncells;
+	uint32_t fragment_version;
+	uint16_t y_extent, x_extent; /* WebP: tile extents of dims 0, 1 */
+	const char *key_hex;
+	const char *golden;
+};
+
+static const struct corpus_case cases[] = {
+#include "corpus_cases.inc"
+};
+
+struct golden_cell {
+	uint8_t flag; /* 0 null, 1 compare, 2 padding */
+	uint32_t len;
+	const uint8_t *p;
+};
+
+static struct golden_cell *load_golden(const struct corpus_case *c,
+				       uint8_t **raw)
+{
+	char path[512];
+	size_t len, pos = 0;
+	struct golden_cell *cells = tfs_mallocn(c->ncells, sizeof(*cells));
+
+	snprintf(path, sizeof(path), "%s/golden/%s", TFS_TEST_DATA, c->golden);
+	*raw = tu_read_file(path, &len);
+	for (uint64_t i = 0; i < c->ncells; i++) {
+		cr_assert_leq(pos + 5, len);
+		cells[i].flag = (*raw)[pos];
+		cells[i].len = tfs_get_u32(*raw + pos + 1);
+		cells[i].p = *raw + pos + 5;
+		pos += 5 + cells[i].len;
+	}
+	cr_assert_eq(pos, len);
+	return cells;
+}
+
+static uint8_t *read_corpus(const struct corpus_case *c, const char *file,
+			    size_t *len)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s/%s", TFS_CORPUS_DIR, c->array,
+		 file);
+	return tu_read_file(path, len);
+}
+
+static void hex_key(const char *hex, uint8_t key[32])
+{
+	cr_assert_eq(strlen(hex), 64);
+	for (int i = 0; i < 32; i++) {
+		char b[3] = {hex[2 * i], hex[2 * i + 1], 0};
+
+		key[i] = (uint8_t)strtoul(b, NULL, 16);
+	}
+}
+
+/* Next tile of a data file. */
+static const uint8_t *next_tile(const uint8_t *file, size_t file_len,
+				size_t *pos, size_t *tile_len,
+				uint64_t *orig_total)
+{
+	const uint8_t *t = file + *pos;
+
+	cr_assert(tu_tile_span(file, file_len, *pos, tile_len, orig_total),
+		  "tile at %zu malformed", *pos);
+	*pos += *tile_len;
+	return t;
+}
+
+#define NCASES (sizeof(cases) / sizeof(*cases))
+
+/* Criterion runs each test in a fresh process: pass indexes, not
+ * pointers. */
+ParameterizedTestParameters(corpus, decode_file)
+{
+	static size_t idx[NCASES];
+
+	for (size_t i = 0; i < NCASES; i++)
+		idx[i] = i;
+	return cr_make_param_array(size_t, idx, NCASES);
+}
+
+ParameterizedTest(size_t *ci, corpus, decode_file, .timeout = 120)
+{
+	const struct corpus_case *c = &cases[*ci];
+	struct tfs_pipeline p = tu_pipe_v(c->filters);
+	struct tfs_pipeline po = tu_pipe_v(c->offsets_filters);
+	struct tfs_pipeline pv = tu_pipe_v(c->validity_filters);
+	struct tfs_tile_ctx ctx = tu_ctx(c->type, c->cell_size);
+	struct tfs_tile_ctx octx = tu_ctx(TFS_UINT64, 8);
+	struct tfs_tile_ctx vctx = tu_ctx(TFS_UINT8, 1);
+	uint8_t key[32], *raw, *file, *vfile = NULL, *valfile = NULL;
+	size_t flen, vflen = 0, valflen = 0, pos = 0, vpos = 0, valpos = 0;
+	struct golden_cell *g = load_golden(c, &raw);
+	uint64_t compared = 0;
+	struct tfs_diag d;
+
+	if (c->key_hex[0]) {
+		hex_key(c->key_hex, key);
+		ctx.key = octx.key = vctx.key = key;
+		ctx.implicit_aes = octx.implicit_aes = vctx.implicit_aes = true;
+	}
+	ctx.fragment_version = octx.fragment_version =
+		vctx.fragment_version = c->fragment_version;
+	ctx.string_mode = c->string_mode;
+	for (uint32_t i = 0; i < p.count; i++) {
+		if (p.filters[i].type == TFS_FILTER_WEBP) {
+			p.filters[i].webp_y_extent = c->y_extent;
+			p.filters[i].webp_x_extent = c->x_extent;
+		}
+	}
+	file = read_corpus(c, c->file, &flen);
+	if (c->var_file)
+		vfile = read_corpus(c, c->var_file, &vflen);
+	if (c->validity)
+		valfile = read_corpus(c, c->validity, &valflen);
+	tfs_diag_init(&d);
+	for (uint64_t first = 0; first < c->ncells; first += c->tile_cells) {
+		uint64_t n = c->ncells - first < c->tile_cells
+				     ? c->ncells - first
+				     : c->tile_cells;
+		size_t tlen;
+		uint64_t orig;
+		const uint8_t *t = next_tile(file, flen, &pos, &tlen, &orig);
+
+		if (!c->var_file) {
+			size_t size = (size_t)(n * c->cell_size);
+			uint8_t *out = tfs_malloc(size + 1);
+
+			cr_assert_eq(tfs_tile_decode(&p, &ctx, out, size, t,
+						     tlen, &d),
+				     TFS_E_OK, "%s.%s tile at cell %" PRIu64
+				     ": %s",
+				     c->array, c->field, first,
+				     tfs_diag_msg(&d));
+			for (uint64_t i = 0; i < n; i++) {
+				const struct golden_cell *gc = &g[first + i];
+
+				if (gc->flag != 1)
+					continue;
+				cr_assert_eq(gc->len, c->cell_size);
+				cr_assert_arr_eq(out + i * c->cell_size, gc->p,
+						 gc->len, "%s.%s cell %" PRIu64,
+						 c->array, c->field, first + i);
+				compared++;
+			}
+			tfs_free(out);
+		} else {
+			size_t vtlen;
+			uint64_t vsize;
+			const uint8_t *vt = next_tile(vfile, vflen, &vpos,
+						      &vtlen, &vsize);
+			uint8_t *values = tfs_malloc((size_t)vsize + 1);
+			uint64_t *offs = tfs_mallocn(n, sizeof(*offs));
+
+			if (c->string_mode) {
+				/* Offsets not stored: the 8-byte marker. */
+				static const uint8_t marker[8] = {0};
+
+				cr_assert_eq(tlen, 8);
+				cr_assert_arr_eq(t, marker, 8);
+				cr_assert_eq(tfs_tile_decode_strings(
+						     &p, &ctx, values,
+						     (size_t)vsize, offs, n, vt,
+						     vtlen, &d),
+					     TFS_E_OK, "%s.%s: %s", c->array,
+					     c->field, tfs_diag_msg(&d));
+			} else {
+				cr_assert_eq(tfs_tile_decode(&po, &octx,
+							     (uint8_t *)offs,
+							     n * 8, t, tlen,
+							     &d),
+					     TFS_E_OK, "%s.%s offsets: %s",
+					     c->array, c->field,
+					     tfs_diag_msg(&d));
+				cr_assert_eq(tfs_tile_decode(&p, &ctx, values,
+							     (size_t)vsize, vt,
+							     vtlen, &d),
+					     TFS_E_OK, "%s.%s values: %s",
+					     c->array, c->field,
+					     tfs_diag_msg(&d));
+			}
+			cr_assert_eq(offs[0], 0);
+			for (uint64_t i = 0; i < n; i++) {
+				const struct golden_cell *gc = &g[first + i];
+				uint64_t end = i + 1 < n ? offs[i + 1] : vsize;
+
+				cr_assert_leq(offs[i], end);
+				cr_assert_leq(end, vsize);
+				if (gc->flag != 1)
+					continue;
+				cr_assert_eq(end - offs[i], gc->len,
+					     "%s.%s cell %" PRIu64, c->array,
+					     c->field, first + i);
+				cr_assert_arr_eq(values + offs[i], gc->p,
+						 gc->len, "%s.%s cell %" PRIu64,
+						 c->array, c->field, first + i);
+				compared++;
+			}
+			tfs_free(values);
+			tfs_free(offs);
+		}
+		if (c->validity) {
+			size_t vl;
+			uint64_t o;
+			const uint8_t *vt = next_tile(valfile, valflen, &valpos,
+						      &vl, &o);
+			uint8_t *valid = tfs_malloc((size_t)n);
+
+			cr_assert_eq(tfs_tile_decode(&pv, &vctx, valid,
+						     (size_t)n, vt, vl, &d),
+				     TFS_E_OK, "%s.%s validity: %s", c->array,
+				     c->field, tfs_diag_msg(&d));
+			for (uint64_t i = 0; i < n; i++) {
+				if (g[first + i].flag == 2)
+					continue;
+				cr_assert_eq(valid[i] != 0,
+					     g[first + i].flag == 1,
+					     "%s.%s validity of cell %" PRIu64,
+					     c->array, c->field, first + i);
+			}
+			tfs_free(valid);
+		}
+	}
+	/* Every byte of every file belongs to a tile we decoded. */
+	cr_assert_eq(pos, flen);
+	if (vfile)
+		cr_assert_eq(vpos, vflen);
+	if (valfile)
+		cr_assert_eq(valpos, valflen);
+	cr_assert_gt(compared, 0);
+	tfs_free(file);
+	tfs_free(vfile);
+	tfs_free(valfile);
+	tfs_free(raw);
+	tfs_free(g);
+}
