@@ -6,7 +6,14 @@
  *
  * A struct tfs_arraydir is immutable once opened except for the lazily
  * loaded per-fragment data, which is loaded at most once under the
- * fragment's own lock; all of it may be shared between threads. */
+ * fragment's own lock; all of it may be shared between threads. That lock
+ * is held across the reads of the one-time load (the only lock the engine
+ * holds during I/O), so concurrent first users wait for one load. A failed
+ * load is not remembered: the next call tries again.
+ *
+ * Versions: 10–23 fully; 3–9 (root layout, .ok commits, fixed-size
+ * footers) and 1–2 (one generic tile of legacy metadata) as far as the
+ * format module parses them. */
 #ifndef TFS_FRAGMENT_H
 #define TFS_FRAGMENT_H
 
@@ -44,7 +51,10 @@ struct tfs_fragment {
 	bool rtree_loaded;
 	struct tfs_strlist processed_conditions;
 	bool processed_loaded;
-	struct tfs_legacy_meta *legacy; /* versions 1–2 */
+	/* Versions 1–2 only (else NULL): what is left of the parsed legacy
+	 * metadata once its footer, R-tree and tile lists moved into footer,
+	 * rtree and slots (all loaded at open). */
+	struct tfs_legacy_meta *legacy;
 };
 
 struct tfs_delete {
@@ -71,14 +81,18 @@ struct tfs_arraydir {
 	struct tfs_enumeration *enums;   /* enumerations of the current schema */
 	size_t enum_num;
 
-	/* Visible fragments at [t0, t1], oldest first (fragment index). */
+	/* Visible fragments at [t0, t1], oldest first (fragment index; equal
+	 * t1 keep the candidate order of layout.md §6 step 4). Fragments with
+	 * footer.empty are kept (tile_num = cell_num = 0). */
 	struct tfs_fragment **fragments;
 	size_t fragment_num;
 	/* Every committed fragment not hidden by a vacuum file at any time
-	 * ([0, UINT64_MAX] window), in timestamp order: what is listed. */
+	 * ([0, UINT64_MAX] window), in timestamp order: what is listed, the
+	 * corpus JSON's "fragments" whatever the window. */
 	struct tfs_fragment **listed;
 	size_t listed_num;
-	/* Fragments named by vacuum files that still exist on disk. */
+	/* Names (folder names) of the committed fragments that vacuum files
+	 * hide at [0, UINT64_MAX], in candidate order: "fragments_to_vacuum". */
 	char **to_vacuum;
 	size_t to_vacuum_num;
 
@@ -99,7 +113,7 @@ struct tfs_arraydir {
 struct tfs_arraydir_opts {
 	const uint8_t *key; /* 32 bytes or NULL */
 	uint64_t t0;        /* 0 */
-	uint64_t t1;        /* UINT64_MAX means "now" */
+	uint64_t t1;        /* UINT64_MAX means "now" (ms, set in a->t1) */
 };
 
 enum tfs_object_kind { TFS_OBJ_NONE, TFS_OBJ_ARRAY, TFS_OBJ_GROUP };
@@ -109,7 +123,10 @@ enum tfs_err tfs_object_kind_of(struct tfs_vfs *vfs, const char *path,
 				enum tfs_object_kind *out,
 				struct tfs_diag *d) TFS_WUR;
 
-/* Opens the array at path. Not an array: TFS_E_NOT_ARRAY. */
+/* Opens the array at path (format/read.md §1). A missing folder is
+ * TFS_E_NOT_FOUND, a folder that is no array TFS_E_NOT_ARRAY, a missing,
+ * needless or wrong key TFS_E_KEY, a schema or fragment newer than format
+ * version 23 TFS_E_UNSUPPORTED. Thread-safe; *out is NULL on failure. */
 enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
 			       const struct tfs_arraydir_opts *opts,
 			       struct tfs_arraydir **out,
@@ -117,7 +134,10 @@ enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
 void tfs_arraydir_close(struct tfs_arraydir *a);
 
 /* Loads (once) the tile lists of a slot of fragment f. *out is valid until
- * the array is closed. Thread-safe. */
+ * the array is closed. Thread-safe. Every list loaded has tile_num
+ * entries; offsets lists are checked to be non-decreasing and inside
+ * their data file. Loaded: offsets always, var offsets and sizes for
+ * var-size fields, validity offsets for nullable attributes (v7+). */
 enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 				     struct tfs_fragment *f, uint32_t slot,
 				     const struct tfs_slot_tiles **out,
@@ -134,7 +154,7 @@ enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
 
 /* Data file of a slot: kind 0 fixed/offsets, 1 var values, 2 validity.
  * Returns a new path string (fragment.md §2 naming by version), NULL on
- * ENOMEM. */
+ * ENOMEM or for a slot >= footer.slot_num. */
 enum tfs_file_kind { TFS_FILE_FIXED, TFS_FILE_VAR, TFS_FILE_VALIDITY };
 char *tfs_fragment_file_path(const struct tfs_fragment *f, uint32_t slot,
 			     enum tfs_file_kind kind);
@@ -143,7 +163,8 @@ uint32_t tfs_fragment_dim_slot(const struct tfs_fragment *f, uint32_t dim);
 uint32_t tfs_fragment_timestamps_slot(const struct tfs_fragment *f);
 uint32_t tfs_fragment_delete_ts_slot(const struct tfs_fragment *f);
 
-/* Cells per dense tile of schema s (product of extents). */
+/* Cells per dense tile of schema s (product of extents); 0 when a
+ * dimension has no integer tile extent or the product overflows. */
 uint64_t tfs_schema_tile_cells(const struct tfs_schema *s);
 
 #endif

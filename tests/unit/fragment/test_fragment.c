@@ -1139,6 +1139,7 @@ static void faults_during_open(const char *array, const uint8_t *key,
 		cr_assert_neq(d.msg[0], '\0');
 	}
 	cr_assert_gt(n, 5);
+	cr_log_info("%s: an open makes %lu storage calls", array, n);
 	tfs_vfs_faulty_arm(f, TFS_FAULT_NONE, 0, false);
 	tfs_vfs_free(f);
 	tfs_vfs_free(m);
@@ -1234,6 +1235,7 @@ static void alloc_failures_during_open(const char *array, const uint8_t *key)
 		cr_assert_null(a);
 	}
 	cr_assert_gt(n, 10);
+	cr_log_info("%s: an open makes %ld allocations", array, n);
 	tfs_vfs_free(m);
 }
 
@@ -1423,6 +1425,313 @@ Test(names, tile_cells)
 	dims[1].has_extent = true;
 	memset(dims[1].extent, 0xff, 8);
 	cr_assert_eq(tfs_schema_tile_cells(&s), 0); /* overflow */
+}
+
+/* ---- older format versions, synthesised ---------------------------------- */
+
+static void append_tile(struct tfs_buf *file, const struct tfs_buf *payload)
+{
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_generic_tile_encode(file, payload->data, payload->len,
+					     NULL, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+}
+
+/* Appends a u64-list generic tile and returns its offset. */
+static uint64_t append_list(struct tfs_buf *file, const uint64_t *v,
+			    uint64_t count)
+{
+	struct tfs_buf tmp;
+	uint64_t off = file->len;
+	uint64_t *zeros = NULL;
+
+	if (!v && count)
+		v = zeros = calloc(count, sizeof(*zeros));
+	tfs_buf_init(&tmp, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_u64_list_serialize(&tmp, v, count), TFS_E_OK);
+	append_tile(file, &tmp);
+	tfs_buf_release(&tmp);
+	free(zeros);
+	return off;
+}
+
+/* Stem of field `name` in version v file names (fragment.md §2). */
+static char *stem(const char *name, uint32_t v)
+{
+	if (v == 8 && !strcmp(name, "s:x"))
+		return tfs_strdup("s%3Ax");
+	return tfs_strdup(name);
+}
+
+/* Rewrites the one fragment of corpus array `array` (held at /A in m) as a
+ * fragment of format version v in the old root layout, with the schema as
+ * __array_schema.tdb of version v: footer, R-tree and tile lists are
+ * re-encoded, the data files copied under their version-v names. */
+static void rewrite_as_version(struct tfs_vfs *m, const char *array, uint32_t v,
+			       uint64_t *tile_num, uint64_t *cell_num)
+{
+	struct tfs_arraydir *a = must_open(m, "/A", NULL, UINT64_MAX);
+	struct tfs_schema *sc = &a->schemas[0];
+	struct tfs_fragment *f = a->fragments[0];
+	const struct tfs_rtree *rt;
+	struct tfs_footer nf;
+	struct tfs_buf file, tmp;
+	struct tfs_diag d;
+	uint32_t a_num = sc->attr_num, slots;
+	char *saved_name = NULL, *dir, *p;
+	const char *uuid = "0123456789abcdef0123456789abcdef";
+
+	cr_assert_eq(a->fragment_num, 1, "%s", array);
+	*tile_num = f->tile_num;
+	*cell_num = f->cell_num;
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_fragment_rtree(a, f, &rt, &d), TFS_E_OK);
+
+	/* Schema of version v; version 8 gets a name needing escapes. */
+	sc->version = v;
+	if (v == 8) {
+		saved_name = sc->attrs[a_num - 1].name;
+		sc->attrs[a_num - 1].name = "s:x";
+	}
+	tfs_buf_init(&tmp, TFS_BUF_NO_MAX);
+	tfs_buf_init(&file, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_schema_serialize(&tmp, sc), TFS_E_OK, "v%u", v);
+	append_tile(&file, &tmp);
+	put(m, "/A/__array_schema.tdb", file.data, file.len);
+	file.len = 0;
+	tmp.len = 0;
+
+	/* Fragment metadata: R-tree, per-slot lists, fixed-size footer. */
+	slots = tfs_slot_count(v, a_num, sc->dim_num, false, false);
+	memset(&nf, 0, sizeof(nf));
+	nf.version = v;
+	nf.dense = f->footer.dense;
+	nf.ned = f->footer.ned;
+	nf.dim_num = f->footer.dim_num;
+	nf.sparse_tile_num = f->footer.sparse_tile_num;
+	nf.last_tile_cell_num = f->footer.last_tile_cell_num;
+	nf.slot_num = slots;
+	nf.file_sizes = calloc(slots, 8);
+	nf.file_var_sizes = calloc(slots, 8);
+	nf.file_validity_sizes = calloc(slots, 8);
+	nf.tile_offsets_off = calloc(slots, 8);
+	nf.tile_var_offsets_off = calloc(slots, 8);
+	nf.tile_var_sizes_off = calloc(slots, 8);
+	nf.tile_validity_offsets_off = calloc(slots, 8);
+	cr_assert_eq(tfs_rtree_serialize(&tmp, rt, v, sc), TFS_E_OK, "v%u", v);
+	nf.rtree_off = file.len;
+	append_tile(&file, &tmp);
+	for (uint32_t s = 0; s < slots; s++) {
+		const struct tfs_slot_tiles *t;
+		bool var = s < a_num ? sc->attrs[s].var
+				     : s > a_num && sc->dims[s - a_num - 1].var;
+
+		cr_assert_eq(tfs_fragment_slot_tiles(a, f, s, &t, &d), TFS_E_OK);
+		nf.file_sizes[s] = f->footer.file_sizes[s];
+		nf.file_var_sizes[s] = f->footer.file_var_sizes[s];
+		nf.tile_offsets_off[s] =
+			append_list(&file, t->offsets, f->tile_num);
+		nf.tile_var_offsets_off[s] = append_list(
+			&file, var ? t->var_offsets : NULL, f->tile_num);
+		nf.tile_var_sizes_off[s] = append_list(
+			&file, var ? t->var_sizes : NULL, f->tile_num);
+		if (v >= 7)
+			nf.tile_validity_offsets_off[s] =
+				append_list(&file, NULL, f->tile_num);
+	}
+	tmp.len = 0;
+	cr_assert_eq(tfs_footer_serialize(&tmp, &nf, sc), TFS_E_OK, "v%u", v);
+	cr_assert_eq(tmp.len, tfs_footer_fixed_size(v, sc), "v%u", v);
+	cr_assert_eq(tfs_buf_append(&file, tmp.data, tmp.len), TFS_E_OK);
+
+	/* The fragment folder in the root, committed by .ok from v5 on. */
+	if (v >= 5)
+		dir = fmt("/A/__1700000001000_1700000001000_%s_%u", uuid, v);
+	else
+		dir = fmt("/A/__1700000001000_1700000001000_%s", uuid);
+	cr_assert_eq(m->ops->mkdir(m, dir, &d), TFS_E_OK);
+	p = fmt("%s/__fragment_metadata.tdb", dir);
+	put(m, p, file.data, file.len);
+	free(p);
+	for (uint32_t s = 0; s < slots; s++) {
+		for (int k = 0; k < 2; k++) {
+			const uint64_t *sizes = k ? f->footer.file_var_sizes
+						  : f->footer.file_sizes;
+			uint8_t *buf;
+			size_t len;
+			char *src, *name, *dst;
+
+			if (!sizes[s])
+				continue;
+			src = tfs_fragment_file_path(f, s, (enum tfs_file_kind)k);
+			cr_assert_eq(tfs_vfs_read_all(m, src, SIZE_MAX, &buf, &len,
+						      &d),
+				     TFS_E_OK);
+			cr_assert(s != a_num, "no zipped coordinates here");
+			if (s < a_num)
+				name = v >= 9 ? fmt("a%u", s)
+					      : stem(sc->attrs[s].name, v);
+			else
+				name = v >= 9 ? fmt("d%u", s - a_num - 1)
+					      : stem(sc->dims[s - a_num - 1].name,
+						     v);
+			dst = fmt("%s/%s%s", dir, name, k ? "_var.tdb" : ".tdb");
+			put(m, dst, buf, len);
+			tfs_free(buf);
+			tfs_free(src);
+			if (v >= 9)
+				free(name);
+			else
+				tfs_free(name);
+			free(dst);
+		}
+	}
+	if (v >= 5) {
+		p = fmt("%s.ok", dir);
+		put(m, p, "", 0);
+		free(p);
+	}
+	free(dir);
+
+	if (saved_name)
+		sc->attrs[a_num - 1].name = saved_name;
+	free(nf.file_sizes);
+	free(nf.file_var_sizes);
+	free(nf.file_validity_sizes);
+	free(nf.tile_offsets_off);
+	free(nf.tile_var_offsets_off);
+	free(nf.tile_var_sizes_off);
+	free(nf.tile_validity_offsets_off);
+	tfs_buf_release(&tmp);
+	tfs_buf_release(&file);
+	tfs_arraydir_close(a);
+}
+
+static void remove_tree(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_diag d;
+	struct tfs_stat st;
+	struct tfs_dirlist l;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_stat(v, path, &st, &d), TFS_E_OK);
+	if (!st.exists)
+		return;
+	if (st.is_dir) {
+		cr_assert_eq(tfs_vfs_list(v, path, &l, &d), TFS_E_OK);
+		for (size_t i = 0; i < l.count; i++) {
+			char *c = tfs_path_join(path, l.names[i]);
+
+			remove_tree(v, c);
+			tfs_free(c);
+		}
+		tfs_dirlist_release(&l);
+	}
+	rm(v, path);
+}
+
+static void old_versions(const char *array, uint32_t from)
+{
+	for (uint32_t v = from; v <= 9; v++) {
+		struct tfs_vfs *m = mem_copy(array);
+		struct tfs_arraydir *a;
+		struct tfs_fragment *f;
+		uint64_t tiles, cells;
+		char *label = fmt("version %u", v);
+
+		rewrite_as_version(m, array, v, &tiles, &cells);
+		remove_tree(m, "/A/__schema");
+		remove_tree(m, "/A/__commits");
+		remove_tree(m, "/A/__fragments");
+		a = must_open(m, "/A", NULL, UINT64_MAX);
+		cr_assert_str_eq(a->schema->name, "__array_schema.tdb", "%s", label);
+		cr_assert_eq(a->schema->version, v, "%s", label);
+		cr_assert_eq(a->fragment_num, 1, "%s", label);
+		cr_assert_eq(a->listed_num, 1, "%s", label);
+		f = a->fragments[0];
+		cr_assert_eq(f->footer.version, v, "%s", label);
+		cr_assert_eq(f->name_info.version, v < 5 ? 4 : v, "%s", label);
+		cr_assert_eq(f->tile_num, tiles, "%s", label);
+		cr_assert_eq(f->cell_num, cells, "%s", label);
+		cr_assert(!f->consolidated_meta);
+		cr_assert_eq(f->schema, a->schema);
+		check_lazy(m, a, label);
+
+		/* A consolidated .meta in the root supplies the footer: by name
+		 * from .meta version 9, by absolute URI before. */
+		if (v >= 5) {
+			const char *fname;
+			uint8_t *fm;
+			size_t fm_len, foot = 0;
+			struct tfs_buf pl, tile;
+			struct tfs_diag d;
+			char *entry, *fmp, *metap;
+
+			fname = a->fragments[0]->name;
+			foot = tfs_footer_fixed_size(v, a->schema);
+			fmp = fmt("%s/__fragment_metadata.tdb", a->fragments[0]->dir);
+			tfs_diag_init(&d);
+			cr_assert_eq(tfs_vfs_read_all(m, fmp, SIZE_MAX, &fm, &fm_len,
+						      &d),
+				     TFS_E_OK);
+			entry = v >= 9 ? fmt("%s", fname)
+				       : fmt("file:///elsewhere/A/%s", fname);
+			tfs_buf_init(&pl, TFS_BUF_NO_MAX);
+			tfs_buf_init(&tile, TFS_BUF_NO_MAX);
+			cr_assert_eq(tfs_buf_append_u32(&pl, 1), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&pl, strlen(entry)), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append(&pl, entry, strlen(entry)),
+				     TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&pl, pl.len + 8), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append(&pl, fm + fm_len - foot, foot),
+				     TFS_E_OK);
+			append_tile(&tile, &pl);
+			metap = fmt("/A/__1700000001000_1700000001000_00000000000000000000000000000abc_%u.meta",
+				    v);
+			put(m, metap, tile.data, tile.len);
+			tfs_arraydir_close(a);
+			a = must_open(m, "/A", NULL, UINT64_MAX);
+			cr_assert(a->fragments[0]->consolidated_meta, "%s", label);
+			cr_assert_eq(a->fragments[0]->cell_num, cells, "%s", label);
+			check_lazy(m, a, label);
+			rm(m, metap);
+			free(metap);
+			free(entry);
+			free(fmp);
+			tfs_free(fm);
+			tfs_buf_release(&pl);
+			tfs_buf_release(&tile);
+		}
+		tfs_arraydir_close(a);
+
+		/* Without its commit, a v5+ root fragment disappears; a v3–4
+		 * one is found through its metadata file. */
+		if (v >= 5) {
+			char *ok = fmt("/A/__1700000001000_1700000001000_0123456789abcdef0123456789abcdef_%u.ok",
+				       v);
+
+			rm(m, ok);
+			free(ok);
+			a = must_open(m, "/A", NULL, UINT64_MAX);
+			cr_assert_eq(a->fragment_num, 0, "%s", label);
+			tfs_arraydir_close(a);
+		}
+		free(label);
+		tfs_vfs_free(m);
+	}
+}
+
+Test(versions, old_root_layout_dense_3_to_9)
+{
+	old_versions("dense_2d_rowmajor", 3);
+}
+
+/* Sparse fragments before v5 zip their coordinates: from v5 on only. */
+Test(versions, old_root_layout_sparse_5_to_9)
+{
+	old_versions("sparse_2d_int", 5);
 }
 
 /* ---- threads --------------------------------------------------------------- */
