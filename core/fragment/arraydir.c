@@ -151,19 +151,19 @@ enum tfs_err tfs__decode_tile(const struct tfs_arraydir *a, const char *what,
 			*consumed = used;
 		return TFS_E_OK;
 	}
-	if (enc == 1 && !a->has_key)
+	/* The format module says TFS_E_KEY for a tile whose encryption does
+	 * not match the key, and for AES-GCM authentication failures. */
+	if (err == TFS_E_KEY && enc == 1 && !a->has_key)
 		return tfs_fail(d, TFS_E_KEY,
 				"'%s': the array is encrypted and no key was given",
 				what);
-	if (enc == 0 && a->has_key)
+	if (err == TFS_E_KEY && enc == 0 && a->has_key)
 		return tfs_fail(d, TFS_E_KEY,
 				"'%s': a key was given but the array is not encrypted",
 				what);
-	if (enc == 1 && (err == TFS_E_KEY || err == TFS_E_CHECKSUM ||
-			 err == TFS_E_CORRUPT))
-		return tfs_fail(d, TFS_E_KEY,
-				"'%s': wrong encryption key (%s)", what,
-				tfs_diag_msg(&ld));
+	if (err == TFS_E_KEY)
+		return tfs_fail(d, TFS_E_KEY, "'%s': wrong encryption key (%s)",
+				what, tfs_diag_msg(&ld));
 	return tfs_fail(d, err, "'%s': %s", what, tfs_diag_msg(&ld));
 }
 

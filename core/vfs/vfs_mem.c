@@ -242,7 +242,7 @@ static enum tfs_err mem_read(struct tfs_vfs *vfs, const char *path,
 	} else if (n->is_dir) {
 		err = tfs_fail(d, TFS_E_INVALID, "'%s': cannot read: is a folder",
 			       path);
-	} else if (off > n->len || len > n->len - off) {
+	} else if (len && (off > n->len || len > n->len - off)) {
 		err = tfs_fail(d, TFS_E_CORRUPT,
 			       "'%s': file too short: wanted %zu bytes at offset %" PRIu64
 			       ", file has %zu",
