@@ -121,6 +121,18 @@ Test(consolidated, meta_file_corpus)
 				     &t, tfs_memdup(payload, plen), plen, &d),
 			     TFS_E_CORRUPT);
 		cr_expect(strstr(d.msg, "footer offset 3"), "%s", d.msg);
+		/* any bit of the directory flipped: no crash */
+		for (size_t k = 0; k < dir_end; k++) {
+			for (int bit = 0; bit < 8; bit++) {
+				uint8_t *copy = tfs_memdup(payload, plen);
+
+				cr_assert(copy);
+				copy[k] ^= (uint8_t)(1u << bit);
+				if (tfs_consolidated_meta_parse(&t, copy, plen,
+								&d) == TFS_E_OK)
+					tfs_consolidated_meta_release(&t);
+			}
+		}
 	}
 	tfs_free(payload);
 	tu_free_schemas(schemas, sn);
@@ -154,6 +166,14 @@ Test(consolidated, con_file_corpus)
 	}
 	cr_expect_eq(wrt, 5);
 	tfs_con_release(&c);
+	for (size_t k = 0; k < len; k++) {
+		for (int bit = 0; bit < 8; bit++) {
+			file[k] ^= (uint8_t)(1u << bit);
+			if (tfs_con_parse(&c, file, len, &d) == TFS_E_OK)
+				tfs_con_release(&c);
+			file[k] ^= (uint8_t)(1u << bit);
+		}
+	}
 	tu_free_list(names, n);
 	free(dir);
 	free(file);

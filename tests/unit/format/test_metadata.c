@@ -216,6 +216,21 @@ static void check_meta_dir(const char *rel, const struct jv *json,
 		tfs_buf_release(&b);
 		for (size_t k = 0; k < files[i].count; k++)
 			apply(&mg, &files[i].entries[k]);
+		/* cut anywhere inside an entry, or any bit flipped: no crash */
+		for (size_t k = 0; k < plen; k++) {
+			struct tfs_meta_file t;
+
+			tfs_diag_init(&d);
+			if (tfs_meta_file_parse(&t, payload, k, &d) == TFS_E_OK)
+				tfs_meta_file_release(&t);
+			for (int bit = 0; bit < 8; bit++) {
+				payload[k] ^= (uint8_t)(1u << bit);
+				if (tfs_meta_file_parse(&t, payload, plen, &d) ==
+				    TFS_E_OK)
+					tfs_meta_file_release(&t);
+				payload[k] ^= (uint8_t)(1u << bit);
+			}
+		}
 		ctx->files++;
 		tfs_free(payload);
 		free(file);
