@@ -140,6 +140,7 @@ struct sp_reader {
 	uint32_t frag_num;
 	struct sp_del *dels;
 	uint32_t del_num;
+	uint8_t **fills;     /* per query field: fixed fill cell, or NULL */
 	const char **gnames; /* global condition fields */
 	uint32_t gname_num;
 	struct sp_tile *tiles; /* candidates, sorted by lo0 */
@@ -1477,8 +1478,8 @@ static void attr_job_run(void *arg)
 				tile_value(&loaded[l], &sf->load_desc[l], pos,
 					   &p, &len, &valid);
 			} else {
-				p = fld->fill;
-				len = fld->fill_size;
+				p = r->fills[fi] ? r->fills[fi] : fld->fill;
+				len = fld->var ? fld->fill_size : fld->cell_size;
 				valid = fld->fill_valid;
 			}
 			e = col_append(&j->cols[fi], fld->var, p, len, valid);
@@ -1495,17 +1496,35 @@ out:
 	j->err = e;
 }
 
-/* Fixed-size fill values must be exactly one cell. */
-static enum tfs_err check_fills(const struct tfs_query *q, struct tfs_diag *d)
+/* Fill values of fixed-size attributes as exactly one cell: a shorter
+ * stored fill (one value of a multi-value cell) repeats, anything else is
+ * cut or padded with zeros. */
+static enum tfs_err prepare_fills(struct sp_reader *r, struct tfs_diag *d)
 {
+	const struct tfs_query *q = r->q;
+
+	r->fills = tfs_callocn(q->field_num ? q->field_num : 1,
+			       sizeof(*r->fills));
+	if (!r->fills)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < q->field_num; i++) {
 		const struct tfs_out_field *f = &q->fields[i];
+		uint8_t *cell;
 
-		if (!f->is_dim && !f->var && f->fill_size != f->cell_size)
-			return tfs_fail(d, TFS_E_CORRUPT,
-					"attribute '%s': fill value of %" PRIu64
-					" bytes for cells of %" PRIu64,
-					f->name, f->fill_size, f->cell_size);
+		if (f->is_dim || f->var || f->fill_size == f->cell_size)
+			continue;
+		cell = tfs_callocn(f->cell_size ? f->cell_size : 1, 1);
+		if (!cell)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		if (f->fill_size && f->cell_size % f->fill_size == 0) {
+			for (uint64_t o = 0; o < f->cell_size; o += f->fill_size)
+				memcpy(cell + o, f->fill, (size_t)f->fill_size);
+		} else if (f->fill_size) {
+			memcpy(cell, f->fill,
+			       (size_t)(f->fill_size < f->cell_size ? f->fill_size
+								     : f->cell_size));
+		}
+		r->fills[i] = cell;
 	}
 	return TFS_E_OK;
 }
@@ -1945,6 +1964,9 @@ static void reader_free(struct sp_reader *r)
 		tfs_free(r->dels[i].gmap);
 	}
 	tfs_free(r->dels);
+	for (size_t i = 0; r->fills && i < r->q->field_num; i++)
+		tfs_free(r->fills[i]);
+	tfs_free(r->fills);
 	tfs_free(r->gnames);
 	tfs_free(r->tiles);
 	tfs_free(r->dims);
@@ -2001,7 +2023,7 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 	size_t cap = 0;
 	enum tfs_err e;
 
-	e = check_fills(r->q, d);
+	e = prepare_fills(r, d);
 	if (!e)
 		e = open_dims(r, d);
 	if (!e)
