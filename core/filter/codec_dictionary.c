@@ -88,8 +88,10 @@ enum tfs_err tfs__dict_reverse(struct tfs__stage *st,
 				       "dictionary ids do not match the cell "
 				       "count");
 	e = parse_dict(dict, dict_size, sl, &ent, &count);
-	if (e)
+	if (e == TFS_E_CORRUPT)
 		return tfs__stage_fail(st, e, "dictionary entries truncated");
+	if (e)
+		return e;
 	e = tfs__stage_alloc(st, in_size, &values);
 	if (e)
 		goto out_free;

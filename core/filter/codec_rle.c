@@ -135,6 +135,10 @@ enum tfs_err tfs__rle_str_reverse(struct tfs__stage *st,
 			return tfs__stage_fail(st, TFS_E_CORRUPT,
 					       "string RLE run exceeds the "
 					       "tile");
+		if (slen == 0 && !st->offsets) {
+			cell += run; /* empty strings, offsets not wanted */
+			run = 0;
+		}
 		for (uint64_t r = 0; r < run; r++) {
 			if (st->offsets)
 				st->offsets[cell] = st->offsets_base + o;

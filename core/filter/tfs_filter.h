@@ -97,16 +97,28 @@ enum tfs_err tfs_pipeline_add(struct tfs_pipeline *p,
 
 /* Parses a FilterList at the cursor (filters.md §1). schema_version decides
  * optional option bytes. Unknown/deprecated types, option lengths that do
- * not match the type and more than TFS_MAX_FILTERS filters are errors. */
+ * not match the type and more than TFS_MAX_FILTERS filters are errors.
+ * A delta/double-delta entry of 6 option bytes has its reinterpret byte
+ * read whatever the version (has_reinterpret tells it was there). On
+ * failure the cursor is left where it was and out->count is 0. */
 enum tfs_err tfs_pipeline_parse(struct tfs_pipeline *out, struct tfs_cursor *c,
 				uint32_t schema_version,
 				struct tfs_diag *d) TFS_WUR;
-/* Appends the serialized FilterList. */
+/* Appends the serialized FilterList; the reinterpret byte is written for
+ * delta from version 19 and double delta from version 20 (ANY when the
+ * filter has none). */
 enum tfs_err tfs_pipeline_serialize(struct tfs_buf *out,
 				    const struct tfs_pipeline *p,
 				    uint32_t schema_version) TFS_WUR;
+/* True if a filter of this type is in the list; a compression-family
+ * filter counts as the type of its compressor byte too. */
 bool tfs_pipeline_has(const struct tfs_pipeline *p, enum tfs_filter_type type);
-/* Formats one filter as in the corpus JSON: "ZSTD(level=-1)", "XOR". */
+/* Formats one filter as in the corpus JSON: "ZSTD(level=-1)", "XOR",
+ * "DELTA(level=-1,reinterpret=ANY)", "SCALE_FLOAT(bytewidth=2,factor=0.01,
+ * offset=0)" (integral numbers as plain digits, others with the fewest
+ * digits that read back exactly). Compression filters are named after
+ * their compressor byte, which decides the algorithm; AES is
+ * "AES_256_GCM". TFS_E_INVALID for an invalid filter. */
 enum tfs_err tfs_filter_describe(struct tfs_buf *out,
 				 const struct tfs_filter *f) TFS_WUR;
 /* Canonical upper-case name ("GZIP", "BIT_WIDTH_REDUCTION"), NULL if bad. */
@@ -127,9 +139,14 @@ struct tfs_tile_ctx {
 };
 
 /* Decodes a filtered tile (tile.md §1: chunk count then chunks) into dst,
- * which must come out exactly dst_len bytes. Checksums and AES tags are
+ * which must come out exactly dst_len bytes (dst may be NULL when dst_len
+ * is 0; a tile of 0 chunks decodes to 0 bytes). Checksums and AES tags are
  * verified: mismatch is TFS_E_CHECKSUM; an encrypted tile without a key
- * (or with the wrong one) is TFS_E_KEY. */
+ * (or with the wrong one) is TFS_E_KEY; anything malformed, including
+ * bytes after the last chunk, is TFS_E_CORRUPT and never read out of
+ * bounds; intermediate buffers are capped by the chunks' declared
+ * lengths. In string mode only the values are produced. d receives the
+ * first failure as "tile chunk N: filter I 'NAME': why". Thread-safe. */
 enum tfs_err tfs_tile_decode(const struct tfs_pipeline *p,
 			     const struct tfs_tile_ctx *ctx, uint8_t *dst,
 			     size_t dst_len, const uint8_t *src, size_t src_len,
@@ -137,7 +154,9 @@ enum tfs_err tfs_tile_decode(const struct tfs_pipeline *p,
 
 /* String mode (ctx->string_mode): decodes a values tile of cell_count
  * strings into values (exactly values_len bytes) and writes each cell's
- * start offset into offsets[cell_count]. */
+ * start offset into offsets[cell_count]. A tile of 0 chunks with
+ * values_len 0 means every string is empty (all offsets 0). Requires RLE
+ * or dictionary as the first filter (else TFS_E_UNSUPPORTED). */
 enum tfs_err tfs_tile_decode_strings(const struct tfs_pipeline *p,
 				     const struct tfs_tile_ctx *ctx,
 				     uint8_t *values, size_t values_len,
@@ -147,8 +166,16 @@ enum tfs_err tfs_tile_decode_strings(const struct tfs_pipeline *p,
 
 /* Encodes src into a filtered tile appended to out, cutting chunks by the
  * rules of tile.md §2. For var-size values pass the cells' start offsets
- * (cell_offsets[cell_count]) so chunks never split a cell; else NULL. In
- * string mode the offsets are required and are embedded. */
+ * (cell_offsets[cell_count], increasing from 0) so chunks never split a
+ * cell; else NULL. In string mode the offsets are required and are
+ * embedded (one chunk). An empty tile is 0 chunks. Filters refuse data
+ * they cannot represent: TFS_E_INVALID for lengths that are not whole
+ * values of delta/double-delta/RLE/float scale, decreasing values under
+ * positive delta, NaN/infinite/subnormal floats under float scale, bad
+ * WebP geometry; TFS_E_RANGE when a scaled float does not fit its byte
+ * width; TFS_E_KEY without a key for AES. On failure out is unchanged.
+ * AES IVs come from RAND_bytes. Lossless WebP keeps the RGB of
+ * transparent pixels. Thread-safe. */
 enum tfs_err tfs_tile_encode(struct tfs_buf *out, const struct tfs_pipeline *p,
 			     const struct tfs_tile_ctx *ctx, const uint8_t *src,
 			     size_t src_len, const uint64_t *cell_offsets,

@@ -146,7 +146,6 @@ Test(corrupt, flipped_bytes_never_crash, .timeout = 300)
 			uint8_t *t = tfs_memdup(v.enc.data, v.enc.len);
 			int nflips = 1 + (int)(tu_rand(&st) % 3);
 			enum tfs_err e;
-			bool only_digest = false;
 
 			for (int k = 0; k < nflips; k++) {
 				size_t at = (size_t)(tu_rand(&st) % v.enc.len);
@@ -161,7 +160,6 @@ Test(corrupt, flipped_bytes_never_crash, .timeout = 300)
 			    strstr(victim_pipes[w][0], "AES"))
 				cr_assert_neq(e, TFS_E_OK,
 					      "pipeline %zu iter %d", w, iter);
-			(void)only_digest;
 			tfs_free(t);
 		}
 		tfs_free(out);
