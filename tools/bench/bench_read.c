@@ -1006,6 +1006,7 @@ int main(int argc, char **argv)
 	struct measure m;
 	double gb;
 	uint64_t disk;
+	double load[1];
 	int c, failed = 0;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -1053,10 +1054,12 @@ int main(int argc, char **argv)
 	       " (%.1f MiB decoded each), ZSTD level %d\n",
 	       sh.rows, sh.cols, sh.tile_rows, sh.cols,
 	       (double)(sh.tile_rows * sh.cols * 4) / 1048576.0, ZSTD_LEVEL);
-	printf("  %.3f GB decoded, %.3f GB on disk (ratio %.2f), %u CPUs, "
-	       "page cache warm\n\n",
+	if (getloadavg(load, 1) != 1)
+		load[0] = -1;
+	printf("  %.3f GB decoded, %.3f GB on disk (ratio %.2f), %u CPUs "
+	       "(load average %.2f), page cache warm\n\n",
 	       gb, (double)disk / 1e9, disk ? gb * 1e9 / (double)disk : 0.0,
-	       cpu_count());
+	       cpu_count(), load[0]);
 	printf("%-24s %7s %11s %13s %11s\n", "measurement", "threads", "time",
 	       "decoded", "peak RSS");
 
