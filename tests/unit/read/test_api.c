@@ -52,7 +52,8 @@ static void cells_add_batch(struct cells *c, const struct tfs_batch *b)
 				p = col->data + i * len;
 			}
 			c->vals[slot] = malloc(len + 2);
-			memcpy(c->vals[slot], p, len);
+			if (len)
+				memcpy(c->vals[slot], p, len);
 			c->vals[slot][len] = col->validity ? (char)col->validity[i] : 1;
 			c->lens[slot] = len + 1;
 		}
