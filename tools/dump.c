@@ -486,13 +486,14 @@ static void subarray_release(struct subarray *s)
 	tfs_free(s->text);
 }
 
-/* Splits "lo:hi,lo:hi" by the dimensions of the schema; false (reported)
- * on a malformed text. */
+/* Splits "lo:hi,lo:hi" by the dimensions of the schema (one range each;
+ * string bounds are taken as they are and cannot hold ','); false
+ * (reported) on a malformed text. */
 static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 			   const char *text)
 {
 	char *p;
-	uint32_t k;
+	uint32_t k, commas;
 
 	out->ranges = tfs_callocn(s->dim_num, sizeof(*out->ranges));
 	out->values = tfs_callocn(s->dim_num, sizeof(*out->values));
@@ -501,18 +502,21 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 		errorf("out of memory");
 		return false;
 	}
+	commas = 0;
+	for (p = out->text; (p = strchr(p, ',')) != NULL; p++)
+		commas++;
+	if (commas + 1 != s->dim_num) {
+		errorf("subarray '%s': %" PRIu32 " ranges lo:hi needed, one per "
+		       "dimension",
+		       text, s->dim_num);
+		return false;
+	}
 	p = out->text;
 	for (k = 0; k < s->dim_num; k++) {
 		const struct tfs_dim *dim = &s->dims[k];
-		char *comma = k + 1 < s->dim_num ? strchr(p, ',') : NULL;
+		char *comma = strchr(p, ',');
 		char *colon;
 
-		if (k + 1 < s->dim_num && !comma) {
-			errorf("subarray '%s': %" PRIu32 " ranges needed, one "
-			       "per dimension",
-			       text, s->dim_num);
-			return false;
-		}
 		if (comma)
 			*comma = '\0';
 		colon = strchr(p, ':');
@@ -547,12 +551,6 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 			out->ranges[k].hi_len = size;
 		}
 		p = comma ? comma + 1 : NULL;
-	}
-	if (p && strchr(p, ',')) {
-		errorf("subarray '%s': more ranges than the %" PRIu32
-		       " dimensions",
-		       text, s->dim_num);
-		return false;
 	}
 	return true;
 }
