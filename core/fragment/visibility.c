@@ -347,6 +347,7 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 	uint8_t *buf;
 	size_t len;
 	char *rel, *where = NULL;
+	size_t wlen;
 	enum tfs_err err;
 
 	rel = tfs_path_join("__commits", name);
@@ -387,16 +388,16 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 				       a->path, rel, e->marker);
 			break;
 		}
+		/* Messages name the .con file and the embedded marker. */
+		wlen = strlen(a->path) + strlen(rel) + strlen(e->marker) + 16;
 		tfs_free(where);
-		where = tfs_malloc(strlen(a->path) + strlen(rel) +
-				   strlen(e->marker) + 32);
+		where = tfs_malloc(wlen);
 		if (!where) {
 			err = nomem(s, d);
 			break;
 		}
-		snprintf(where, strlen(a->path) + strlen(rel) +
-				       strlen(e->marker) + 32,
-			 "%s/%s (delete '%s')", a->path, rel, e->marker);
+		snprintf(where, wlen, "%s/%s (delete '%s')", a->path, rel,
+			 e->marker);
 		err = add_delete(s, e->marker, &ni, where, buf + e->del_offset,
 				 (size_t)e->del_size, d);
 	}
