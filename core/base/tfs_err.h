@@ -19,6 +19,7 @@
 	X(CHECKSUM, EIO, "checksum mismatch")                            \
 	X(UNSUPPORTED, EIO, "unsupported format feature")               \
 	X(KEY, EACCES, "missing or wrong encryption key")                \
+	X(PERM, EACCES, "permission denied")                             \
 	X(NOT_FOUND, ENOENT, "no such file or object")                   \
 	X(NOT_ARRAY, ENOENT, "not a TileDB array or group")              \
 	X(INVALID, EINVAL, "invalid argument")                           \

@@ -3,8 +3,7 @@
  * path. Stateless, so trivially thread-safe.
  *
  * errno mapping: ENOENT/ENOTDIR -> TFS_E_NOT_FOUND, ENOSPC/EDQUOT ->
- * TFS_E_NOSPC, EACCES/EPERM -> TFS_E_KEY (the engine's only code whose errno
- * is EACCES, so the FUSE layer reports "permission denied"), EROFS ->
+ * TFS_E_NOSPC, EACCES/EPERM -> TFS_E_PERM, EROFS ->
  * TFS_E_READONLY, EEXIST/ENOTEMPTY -> TFS_E_EXISTS, EFBIG -> TFS_E_TOO_BIG,
  * ENOMEM -> TFS_E_NOMEM, EISDIR/EINVAL/ENAMETOOLONG -> TFS_E_INVALID,
  * anything else -> TFS_E_IO. */
@@ -33,7 +32,7 @@ static enum tfs_err errno_code(int e)
 		return TFS_E_NOSPC;
 	case EACCES:
 	case EPERM:
-		return TFS_E_KEY;
+		return TFS_E_PERM;
 	case EROFS:
 		return TFS_E_READONLY;
 	case EEXIST:
