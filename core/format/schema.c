@@ -393,8 +393,43 @@ static enum tfs_err check_unique_names(struct tfs__rd *r,
 	return e;
 }
 
+/* Enumeration names are distinct and every attribute's enumeration is
+ * listed (sorted names, so hostile counts stay O(n log n)). */
+static enum tfs_err check_enumerations(struct tfs__rd *r,
+				       const struct tfs_schema *s)
+{
+	const char **names;
+	enum tfs_err e = TFS_E_OK;
+
+	names = tfs_mallocn(s->enum_num, sizeof(*names));
+	if (!names)
+		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->enum_num; i++)
+		names[i] = s->enums[i].name;
+	if (s->enum_num > 1)
+		qsort(names, s->enum_num, sizeof(*names), cmp_names);
+	for (uint32_t i = 1; i < s->enum_num && !e; i++)
+		if (strcmp(names[i - 1], names[i]) == 0)
+			e = tfs__bad(r, "enumeration '%s' listed twice",
+				     names[i]);
+	for (uint32_t i = 0; i < s->attr_num && !e; i++) {
+		const char *en = s->attrs[i].enumeration;
+
+		if (en && (!s->enum_num || !bsearch(&en, names, s->enum_num,
+						    sizeof(*names), cmp_names)))
+			e = tfs__bad(r,
+				     "attribute '%s' uses enumeration '%s' "
+				     "which the schema does not list",
+				     s->attrs[i].name, en);
+	}
+	tfs_free(names);
+	return e;
+}
+
 static enum tfs_err check_schema(struct tfs__rd *r, const struct tfs_schema *s)
 {
+	enum tfs_err e;
+
 	if (s->cell_order == TFS_HILBERT) {
 		if (s->array_type == TFS_DENSE)
 			return tfs__bad(r, "dense array with Hilbert cell order");
@@ -427,20 +462,9 @@ static enum tfs_err check_schema(struct tfs__rd *r, const struct tfs_schema *s)
 	} else if (s->capacity == 0) {
 		return tfs__bad(r, "sparse array with capacity 0");
 	}
-	for (uint32_t i = 0; i < s->attr_num; i++) {
-		const char *en = s->attrs[i].enumeration;
-		bool found = false;
-
-		if (!en)
-			continue;
-		for (uint32_t k = 0; k < s->enum_num && !found; k++)
-			found = strcmp(s->enums[k].name, en) == 0;
-		if (!found)
-			return tfs__bad(r,
-					"attribute '%s' uses enumeration '%s' "
-					"which the schema does not list",
-					s->attrs[i].name, en);
-	}
+	e = check_enumerations(r, s);
+	if (e)
+		return e;
 	return check_unique_names(r, s);
 }
 
@@ -467,8 +491,13 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
 		return tfs__bad(r, "invalid array type %u", s->array_type);
 	if (s->tile_order > TFS_COL_MAJOR)
 		return tfs__bad(r, "invalid tile order %u", s->tile_order);
-	if (s->cell_order > TFS_COL_MAJOR && s->cell_order != TFS_HILBERT)
+	if (s->cell_order > TFS_HILBERT)
 		return tfs__bad(r, "invalid cell order %u", s->cell_order);
+	/* TileDB loads global/unordered cell orders but never creates them;
+	 * they give no cell layout to read by. */
+	if (s->cell_order == TFS_GLOBAL_ORDER || s->cell_order == TFS_UNORDERED)
+		return tfs__fail(r, TFS_E_UNSUPPORTED, "unsupported cell order %u",
+				 s->cell_order);
 	if ((e = tfs__pipeline(r, &s->coords_filters, s->version,
 			       "coords filters")) ||
 	    (e = tfs__pipeline(r, &s->offsets_filters, s->version,
@@ -561,12 +590,6 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
 						"'%s' or file '%s'",
 						(unsigned)i, s->enums[i].name,
 						s->enums[i].file);
-			for (uint32_t k = 0; k < i; k++)
-				if (!strcmp(s->enums[k].name, s->enums[i].name))
-					return tfs__bad(r,
-							"enumeration '%s' "
-							"listed twice",
-							s->enums[i].name);
 		}
 	}
 

@@ -163,12 +163,13 @@ struct tfs_schema {
 /* Parses a schema payload (the decoded generic tile). name is the file
  * name (may be NULL); its timestamps are parsed when it is a timestamped
  * name, else t1 = t2 = 0. Checks: version 1..23 (above: TFS_E_UNSUPPORTED
- * "unsupported format version N"), enums in range, 1..128 dimensions of
- * valid types with matching domain/extent sizes, lo <= hi, positive
- * extents, sane cell_val_num and fill sizes, dense arrays with one integer
- * dimension type and at least one attribute, unique names, known
- * enumerations, no trailing bytes. Before v6 fill = default fill of the
- * type (cell_val_num times; one value when var). */
+ * "unsupported format version N"), enums in range (cell orders global and
+ * unordered, which TileDB never creates: TFS_E_UNSUPPORTED), 1..128
+ * dimensions of valid types with matching domain/extent sizes, lo <= hi,
+ * positive extents, sane cell_val_num and fill sizes, dense arrays with
+ * one integer dimension type and at least one attribute, unique names,
+ * known enumerations, no trailing bytes. Before v6 fill = default fill of
+ * the type (cell_val_num times; one value when var). */
 enum tfs_err tfs_schema_parse(struct tfs_schema *out, const uint8_t *buf,
 			      size_t len, const char *name,
 			      struct tfs_diag *d) TFS_WUR;

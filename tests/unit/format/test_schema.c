@@ -132,7 +132,11 @@ static const struct edit edits[] = {
 	{"allows_dups 2", 4, {2}, 1, TFS_E_CORRUPT, "allows_dups"},
 	{"array type", EX_ARRAY_TYPE, {2}, 1, TFS_E_CORRUPT, "array type"},
 	{"tile order", EX_TILE_ORDER, {4}, 1, TFS_E_CORRUPT, "tile order"},
-	{"cell order", EX_CELL_ORDER, {3}, 1, TFS_E_CORRUPT, "cell order"},
+	{"cell order", EX_CELL_ORDER, {5}, 1, TFS_E_CORRUPT, "invalid cell order"},
+	{"unordered cells", EX_CELL_ORDER, {3}, 1, TFS_E_UNSUPPORTED,
+	 "unsupported cell order 3"},
+	{"global order cells", EX_CELL_ORDER, {2}, 1, TFS_E_UNSUPPORTED,
+	 "unsupported cell order 2"},
 	{"hilbert dense", EX_CELL_ORDER, {4}, 1, TFS_E_CORRUPT, "Hilbert"},
 	{"no dims", EX_DIM_NUM, {0}, 1, TFS_E_CORRUPT, "dimension count"},
 	{"many dims", EX_DIM_NUM, {0xff, 0xff, 0xff, 0x7f}, 4, TFS_E_CORRUPT,
@@ -404,7 +408,7 @@ Test(schema, v23_labels_enums_current_domain)
 	struct tfs_dim dims[2];
 	struct tfs_attr attrs[2];
 	struct tfs_label label;
-	struct tfs_enum_ref enums[1];
+	struct tfs_enum_ref enums[2];
 	struct tfs_range cd[2];
 	uint8_t fill0[4] = {1, 2, 3, 4}, fill1[1] = {0};
 	int32_t lo = -3, hi = 77;
@@ -538,6 +542,14 @@ Test(schema, v23_labels_enums_current_domain)
 	cr_expect_eq(parse(&t, b1.data, b1.len, &d), TFS_E_CORRUPT);
 	cr_expect(strstr(d.msg, "dimension index 2"), "%s", d.msg);
 	label.dim_index = 1;
+	enums[1] = enums[0];
+	s.enum_num = 2;
+	b1.len = 0;
+	cr_assert_eq(tfs_schema_serialize(&b1, &s), TFS_E_OK);
+	cr_expect_eq(parse(&t, b1.data, b1.len, &d), TFS_E_CORRUPT);
+	cr_expect(strstr(d.msg, "enumeration 'colors' listed twice"), "%s",
+		  d.msg);
+	s.enum_num = 1;
 	s.capacity = 0;
 	b1.len = 0;
 	cr_assert_eq(tfs_schema_serialize(&b1, &s), TFS_E_OK);
