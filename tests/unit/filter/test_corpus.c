@@ -328,3 +328,87 @@ ParameterizedTest(size_t *ci, corpus, decode_file, .timeout = 120)
 	tfs_free(raw);
 	tfs_free(g);
 }
+
+static uint8_t *read_legacy(const char *rel, size_t *len)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/legacy/%s", TFS_CORPUS_DIR, rel);
+	return tu_read_file(path, len);
+}
+
+/* zero_var_chunks_v10: a string dimension whose only cell is "": the
+ * values tile has 0 chunks (tile.md §1), the offsets tile one zstd chunk. */
+Test(corpus, legacy_v10_zero_chunk_values_tile)
+{
+	static const char dir[] = "zero_var_chunks_v10/__1693562063524_"
+				  "1693562063524_0fcdefaa40d34ff2a4b09153472fbd"
+				  "c2_10/";
+	char rel[256];
+	struct tfs_pipeline zstd = tu_pipe("ZSTD(level=-1)", NULL), none;
+	struct tfs_tile_ctx octx = tu_ctx(TFS_UINT64, 8);
+	struct tfs_tile_ctx vctx = tu_ctx(TFS_STRING_ASCII, 1);
+	struct tfs_tile_ctx actx = tu_ctx(TFS_INT32, 0);
+	uint64_t offset = 99;
+	int32_t a = 0;
+	uint8_t *f;
+	size_t len;
+
+	octx.fragment_version = vctx.fragment_version = 10;
+	tfs_pipeline_init(&none);
+	snprintf(rel, sizeof(rel), "%sd0.tdb", dir);
+	f = read_legacy(rel, &len);
+	cr_assert_eq(tfs_tile_decode(&zstd, &octx, (uint8_t *)&offset, 8, f,
+				     len, NULL),
+		     TFS_E_OK);
+	cr_assert_eq(offset, 0);
+	tfs_free(f);
+	snprintf(rel, sizeof(rel), "%sd0_var.tdb", dir);
+	f = read_legacy(rel, &len);
+	cr_assert_eq(len, 8);
+	cr_assert_eq(tfs_tile_decode(&zstd, &vctx, NULL, 0, f, len, NULL),
+		     TFS_E_OK);
+	tfs_free(f);
+	snprintf(rel, sizeof(rel), "%sa0.tdb", dir);
+	f = read_legacy(rel, &len);
+	cr_assert_eq(tfs_tile_decode(&none, &actx, (uint8_t *)&a, 4, f, len,
+				     NULL),
+		     TFS_E_OK);
+	cr_assert_eq(a, 1);
+	tfs_free(f);
+}
+
+/* non_split_coords_v1_4_0 (TileDB 1.4, format 1): no coordinate filters,
+ * the zipped coordinates split over two raw chunks. */
+Test(corpus, legacy_v1_raw_chunks)
+{
+	static const char dir[] = "non_split_coords_v1_4_0/__5dc2cc9cce204a"
+				  "189f825fd4919d0c55_1541540586869/";
+	static const int32_t coords[] = {1, 10, 2, 10, 3, 10, 4, 10};
+	static const int32_t attr[] = {1, 2, 3, 4};
+	char rel[256];
+	struct tfs_pipeline none;
+	struct tfs_tile_ctx ctx = tu_ctx(TFS_INT32, 8);
+	int32_t out[8];
+	uint8_t *f;
+	size_t len;
+
+	ctx.fragment_version = 1;
+	tfs_pipeline_init(&none);
+	snprintf(rel, sizeof(rel), "%s__coords.tdb", dir);
+	f = read_legacy(rel, &len);
+	cr_assert_eq(tfs_get_u64(f), 2);
+	cr_assert_eq(tfs_tile_decode(&none, &ctx, (uint8_t *)out, sizeof(coords),
+				     f, len, NULL),
+		     TFS_E_OK);
+	cr_assert_arr_eq(out, coords, sizeof(coords));
+	tfs_free(f);
+	snprintf(rel, sizeof(rel), "%sa.tdb", dir);
+	f = read_legacy(rel, &len);
+	ctx.cell_size = 4;
+	cr_assert_eq(tfs_tile_decode(&none, &ctx, (uint8_t *)out, sizeof(attr),
+				     f, len, NULL),
+		     TFS_E_OK);
+	cr_assert_arr_eq(out, attr, sizeof(attr));
+	tfs_free(f);
+}

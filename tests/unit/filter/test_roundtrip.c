@@ -5,6 +5,8 @@
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -851,5 +853,97 @@ Test(roundtrip, dictionary_outside_string_mode_is_refused)
 	cr_assert_eq(tfs_tile_encode(&out, &p, &ctx, (const uint8_t *)"ab", 2,
 				     (const uint64_t[]){0}, 1, NULL),
 		     TFS_E_UNSUPPORTED);
+	tfs_buf_release(&out);
+}
+
+struct shared_tile {
+	struct tfs_pipeline p;
+	struct tfs_tile_ctx ctx;
+	const uint8_t *want;
+	size_t len;
+	const struct tfs_buf *enc;
+	int failures;
+};
+
+static void *decode_many(void *arg)
+{
+	struct shared_tile *s = arg;
+	uint8_t *out = tfs_malloc(s->len);
+	int bad = 0;
+
+	for (int i = 0; i < 50; i++) {
+		if (tfs_tile_decode(&s->p, &s->ctx, out, s->len, s->enc->data,
+				    s->enc->len, NULL) != TFS_E_OK ||
+		    memcmp(out, s->want, s->len) != 0)
+			bad++;
+	}
+	tfs_free(out);
+	return (void *)(intptr_t)bad;
+}
+
+Test(roundtrip, concurrent_decodes_share_nothing)
+{
+	struct shared_tile s;
+	size_t n = 100000;
+	uint8_t *v = tfs_malloc(n);
+	struct tfs_buf enc;
+	pthread_t th[4];
+	int bad = 0;
+
+	s.p = tu_pipe("BITSHUFFLE", "ZSTD(level=-1)", "CHECKSUM_SHA256", NULL);
+	s.ctx = tu_ctx(TFS_INT32, 0);
+	s.ctx.key = test_key;
+	s.ctx.implicit_aes = true;
+	generate(v, n / 4, 4, GEN_SMALL, 5);
+	enc = tu_roundtrip(&s.p, &s.ctx, v, n);
+	s.want = v;
+	s.len = n;
+	s.enc = &enc;
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, decode_many, &s), 0);
+	for (int i = 0; i < 4; i++) {
+		void *r;
+
+		cr_assert_eq(pthread_join(th[i], &r), 0);
+		bad += (int)(intptr_t)r;
+	}
+	cr_assert_eq(bad, 0);
+	tfs_buf_release(&enc);
+	tfs_free(v);
+}
+
+Test(roundtrip, encode_refuses_bad_arguments)
+{
+	struct tfs_pipeline p = tu_pipe("ZSTD(level=-1)", NULL);
+	struct tfs_tile_ctx ctx = tu_ctx(TFS_STRING_ASCII, 1);
+	static const uint64_t backwards[] = {0, 3, 2};
+	static const uint64_t late_start[] = {1, 2};
+	static const uint64_t past_end[] = {0, 9};
+	struct tfs_buf out;
+	struct tfs_diag d;
+
+	tfs_buf_init(&out, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_buf_append(&out, "keep", 4), TFS_E_OK);
+	cr_assert_eq(tfs_tile_encode(&out, &p, &ctx, (const uint8_t *)"abcd",
+				     4, backwards, 3, NULL),
+		     TFS_E_INVALID);
+	cr_assert_eq(tfs_tile_encode(&out, &p, &ctx, (const uint8_t *)"abcd",
+				     4, late_start, 2, NULL),
+		     TFS_E_INVALID);
+	cr_assert_eq(tfs_tile_encode(&out, &p, &ctx, (const uint8_t *)"abcd",
+				     4, past_end, 2, NULL),
+		     TFS_E_INVALID);
+	cr_assert_eq(tfs_tile_encode(&out, &p, &ctx, NULL, 4, NULL, 0, NULL),
+		     TFS_E_INVALID);
+	/* AES without a key. */
+	p = tu_pipe("AES_256_GCM", NULL);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_tile_encode(&out, &p, &ctx, (const uint8_t *)"abcd",
+				     4, NULL, 0, &d),
+		     TFS_E_KEY);
+	cr_assert_neq(d.msg[0], '\0');
+	/* The buffer is left as it was. */
+	cr_assert_eq(out.len, 4);
+	cr_assert_arr_eq(out.data, "keep", 4);
 	tfs_buf_release(&out);
 }
