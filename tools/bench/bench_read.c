@@ -15,7 +15,9 @@
  * speedup), a small slice (latency), and a full read that compares every
  * cell with the generator's formula, so the numbers come from correct
  * reads. The file data is read once beforehand so every run starts from a
- * warm page cache: the figures are decode throughput, not disk speed. */
+ * warm page cache: the figures are decode throughput, not disk speed. The
+ * CPU column (user + system time of the measuring process) against the wall
+ * time shows how many cores a read kept busy. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -688,6 +690,7 @@ struct result {
 	uint64_t checked, mismatches;
 	double open_ms, first_ms, median_ms, min_ms;
 	long peak_kb;
+	double cpu_s; /* user + system time of the measuring process */
 };
 
 enum measure_kind { FULL_READ, SLICE_READ, VERIFY };
@@ -882,8 +885,12 @@ static struct result measure_in_child(const struct measure *m)
 		snprintf(r.err, sizeof(r.err), "measurement process died");
 	}
 	close(fds[0]);
-	if (wait4(pid, &status, 0, &ru) == pid)
+	if (wait4(pid, &status, 0, &ru) == pid) {
 		r.peak_kb = ru.ru_maxrss;
+		r.cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+			  ((double)ru.ru_utime.tv_usec +
+			   (double)ru.ru_stime.tv_usec) * 1e-6;
+	}
 	return r;
 }
 
@@ -980,9 +987,9 @@ static void print_row(const char *what, unsigned threads, const struct result *r
 		printf("%-24s %7u   FAILED: %s\n", what, threads, r->err);
 		return;
 	}
-	printf("%-24s %7u %9.3f s %8.2f GB/s %8.1f MB   %" PRIu64
+	printf("%-24s %7u %9.3f s %8.2f GB/s %6.2f s %8.1f MB   %" PRIu64
 	       " cells checked, %" PRIu64 " wrong\n",
-	       what, threads, r->seconds, gb / r->seconds,
+	       what, threads, r->seconds, gb / r->seconds, r->cpu_s,
 	       (double)r->peak_kb / 1024.0, r->checked, r->mismatches);
 }
 
@@ -1060,8 +1067,8 @@ int main(int argc, char **argv)
 	       "(load average %.2f), page cache warm\n\n",
 	       gb, (double)disk / 1e9, disk ? gb * 1e9 / (double)disk : 0.0,
 	       cpu_count(), load[0]);
-	printf("%-24s %7s %11s %13s %11s\n", "measurement", "threads", "time",
-	       "decoded", "peak RSS");
+	printf("%-24s %7s %11s %13s %8s %11s\n", "measurement", "threads",
+	       "time", "decoded", "CPU", "peak RSS");
 
 	m = (struct measure){FULL_READ, array, &sh, 1, (unsigned)reps};
 	one = measure_in_child(&m);
