@@ -143,8 +143,22 @@ void tfs_job_wait(struct tfs_pool *pool, struct tfs_job *job)
 		pthread_mutex_lock(&pool->lock);
 		job->state = TFS_JOB_DONE;
 	}
-	while (job->state != TFS_JOB_DONE)
-		pthread_cond_wait(&pool->done_cv, &pool->lock);
+	/* While a worker runs our job, help with the queue instead of idling. */
+	while (job->state != TFS_JOB_DONE) {
+		struct tfs_job *other = pool->head;
+
+		if (!other) {
+			pthread_cond_wait(&pool->done_cv, &pool->lock);
+			continue;
+		}
+		unlink_job(pool, other);
+		other->state = TFS_JOB_RUNNING;
+		pthread_mutex_unlock(&pool->lock);
+		other->fn(other->arg);
+		pthread_mutex_lock(&pool->lock);
+		other->state = TFS_JOB_DONE;
+		pthread_cond_broadcast(&pool->done_cv);
+	}
 	pthread_mutex_unlock(&pool->lock);
 }
 
