@@ -51,6 +51,40 @@ static inline void tfs_put_u64(void *p, uint64_t v)
 	tfs_put_u32((uint8_t *)p + 4, (uint32_t)(v >> 32));
 }
 
+/* Little-endian unsigned integer of `width` bytes (1, 2, 4 or 8). */
+static inline uint64_t tfs_get_uint(const void *p, size_t width)
+{
+	switch (width) {
+	case 1:
+		return *(const uint8_t *)p;
+	case 2:
+		return tfs_get_u16(p);
+	case 4:
+		return tfs_get_u32(p);
+	default:
+		return tfs_get_u64(p);
+	}
+}
+
+/* Stores the low `width` bytes (1, 2, 4 or 8) of v, little-endian. */
+static inline void tfs_put_uint(void *p, size_t width, uint64_t v)
+{
+	switch (width) {
+	case 1:
+		*(uint8_t *)p = (uint8_t)v;
+		break;
+	case 2:
+		tfs_put_u16(p, (uint16_t)v);
+		break;
+	case 4:
+		tfs_put_u32(p, (uint32_t)v);
+		break;
+	default:
+		tfs_put_u64(p, v);
+		break;
+	}
+}
+
 /* Big-endian unsigned integer of `width` (1..8) bytes. */
 static inline uint64_t tfs_get_be(const void *p, unsigned width)
 {

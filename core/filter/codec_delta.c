@@ -42,38 +42,6 @@ size_t tfs__delta_int_type(unsigned type, bool *is_signed)
 	}
 }
 
-static uint64_t load(const uint8_t *p, size_t ts)
-{
-	switch (ts) {
-	case 1:
-		return p[0];
-	case 2:
-		return tfs_get_u16(p);
-	case 4:
-		return tfs_get_u32(p);
-	default:
-		return tfs_get_u64(p);
-	}
-}
-
-static void store(uint8_t *p, size_t ts, uint64_t v)
-{
-	switch (ts) {
-	case 1:
-		p[0] = (uint8_t)v;
-		break;
-	case 2:
-		tfs_put_u16(p, (uint16_t)v);
-		break;
-	case 4:
-		tfs_put_u32(p, (uint32_t)v);
-		break;
-	default:
-		tfs_put_u64(p, v);
-		break;
-	}
-}
-
 enum tfs_err tfs__delta_decode(uint8_t *dst, size_t dst_len,
 			       const uint8_t *src, size_t src_len,
 			       unsigned type)
@@ -92,11 +60,11 @@ enum tfs_err tfs__delta_decode(uint8_t *dst, size_t dst_len,
 	if (n != dst_len / ts || dst_len % ts != 0 || src_len - 8 < dst_len)
 		return TFS_E_CORRUPT;
 	src += 8;
-	v = load(src, ts);
-	store(dst, ts, v);
+	v = tfs_get_uint(src, ts);
+	tfs_put_uint(dst, ts, v);
 	for (size_t i = ts; i < dst_len; i += ts) {
-		v += load(src + i, ts);
-		store(dst + i, ts, v);
+		v += tfs_get_uint(src + i, ts);
+		tfs_put_uint(dst + i, ts, v);
 	}
 	return TFS_E_OK;
 }
@@ -125,7 +93,7 @@ enum tfs_err tfs__delta_encode(struct tfs_buf *out, const uint8_t *src,
 	}
 	memcpy(p, src, ts);
 	for (size_t i = ts; i < len; i += ts)
-		store(p + i, ts, load(src + i, ts) - load(src + i - ts, ts));
+		tfs_put_uint(p + i, ts, tfs_get_uint(src + i, ts) - tfs_get_uint(src + i - ts, ts));
 	out->len += 8 + len;
 	return TFS_E_OK;
 }

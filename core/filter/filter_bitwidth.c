@@ -39,38 +39,6 @@ static size_t bwr_type(const struct tfs__fctx *fc, bool *is_signed)
 	}
 }
 
-static uint64_t load(const uint8_t *p, size_t ts)
-{
-	switch (ts) {
-	case 1:
-		return p[0];
-	case 2:
-		return tfs_get_u16(p);
-	case 4:
-		return tfs_get_u32(p);
-	default:
-		return tfs_get_u64(p);
-	}
-}
-
-static void store(uint8_t *p, size_t ts, uint64_t v)
-{
-	switch (ts) {
-	case 1:
-		p[0] = (uint8_t)v;
-		break;
-	case 2:
-		tfs_put_u16(p, (uint16_t)v);
-		break;
-	case 4:
-		tfs_put_u32(p, (uint32_t)v);
-		break;
-	default:
-		tfs_put_u64(p, v);
-		break;
-	}
-}
-
 static uint64_t extend(uint64_t v, size_t bytes, bool is_signed)
 {
 	unsigned shift = (unsigned)(64 - 8 * bytes);
@@ -110,7 +78,7 @@ enum tfs_err tfs__bitwidth_reverse(struct tfs__stage *st,
 		if (!tfs_cur_take(&st->md, ts + 5, &h))
 			return tfs__stage_fail(st, TFS_E_CORRUPT,
 					       "bit width header truncated");
-		offset = load(h, ts);
+		offset = tfs_get_uint(h, ts);
 		bits = h[ts];
 		wlen = tfs_get_u32(h + ts + 1);
 		if (wlen > orig - o)
@@ -136,10 +104,10 @@ enum tfs_err tfs__bitwidth_reverse(struct tfs__stage *st,
 			return tfs__stage_fail(st, TFS_E_CORRUPT,
 					       "bit width data truncated");
 		for (size_t k = 0; k < n; k++) {
-			uint64_t v = extend(load(st->in + in, vb), vb,
+			uint64_t v = extend(tfs_get_uint(st->in + in, vb), vb,
 					    is_signed);
 
-			store(out + o, ts, v + offset);
+			tfs_put_uint(out + o, ts, v + offset);
 			in += vb;
 			o += ts;
 		}
@@ -240,7 +208,7 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 			unsigned bits = (unsigned)(8 * ts);
 
 			for (size_t k = 0; k < n; k++) {
-				uint64_t v = extend(load(src + at + k * ts, ts),
+				uint64_t v = extend(tfs_get_uint(src + at + k * ts, ts),
 						    ts, is_signed);
 				bool lt = is_signed ? (int64_t)v < (int64_t)mn
 						    : v < mn;
@@ -254,7 +222,7 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 			}
 			if (n && wl % ts == 0)
 				bits = window_bits(mx - mn, ts, is_signed);
-			store(h, ts, mn);
+			tfs_put_uint(h, ts, mn);
 			h[ts] = (uint8_t)bits;
 			tfs_put_u32(h + ts + 1, (uint32_t)wl);
 			h += ts + 5;
@@ -264,9 +232,9 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 				continue;
 			}
 			for (size_t k = 0; k < n; k++) {
-				uint64_t v = load(src + at + k * ts, ts);
+				uint64_t v = tfs_get_uint(src + at + k * ts, ts);
 
-				store(p + o, bits / 8u, v - mn);
+				tfs_put_uint(p + o, bits / 8u, v - mn);
 				o += bits / 8u;
 			}
 		}

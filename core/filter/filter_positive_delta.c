@@ -46,38 +46,6 @@ static size_t pd_type(const struct tfs__fctx *fc, bool *is_signed)
 	}
 }
 
-static uint64_t load(const uint8_t *p, size_t ts)
-{
-	switch (ts) {
-	case 1:
-		return p[0];
-	case 2:
-		return tfs_get_u16(p);
-	case 4:
-		return tfs_get_u32(p);
-	default:
-		return tfs_get_u64(p);
-	}
-}
-
-static void store(uint8_t *p, size_t ts, uint64_t v)
-{
-	switch (ts) {
-	case 1:
-		p[0] = (uint8_t)v;
-		break;
-	case 2:
-		tfs_put_u16(p, (uint16_t)v);
-		break;
-	case 4:
-		tfs_put_u32(p, (uint32_t)v);
-		break;
-	default:
-		tfs_put_u64(p, v);
-		break;
-	}
-}
-
 enum tfs_err tfs__posdelta_reverse(struct tfs__stage *st,
 				   const struct tfs__fctx *fc)
 {
@@ -107,7 +75,7 @@ enum tfs_err tfs__posdelta_reverse(struct tfs__stage *st,
 		return e;
 	for (uint32_t w = 0; w < nwin; w++) {
 		const uint8_t *h = table + w * (ts + 4);
-		uint64_t prev = load(h, ts);
+		uint64_t prev = tfs_get_uint(h, ts);
 		size_t wlen = tfs_get_u32(h + ts);
 
 		if (wlen % ts != 0) {
@@ -116,8 +84,8 @@ enum tfs_err tfs__posdelta_reverse(struct tfs__stage *st,
 			continue;
 		}
 		for (size_t k = 0; k < wlen; k += ts) {
-			prev += load(st->in + o + k, ts);
-			store(out + o + k, ts, prev);
+			prev += tfs_get_uint(st->in + o + k, ts);
+			tfs_put_uint(out + o + k, ts, prev);
 		}
 		o += wlen;
 	}
@@ -191,7 +159,7 @@ enum tfs_err tfs__posdelta_forward(struct tfs__fwd *w,
 			/* First value (zero-padded in a short raw window). */
 			memset(h, 0, ts);
 			memcpy(h, src + at, wl < ts ? wl : ts);
-			prev = load(h, ts);
+			prev = tfs_get_uint(h, ts);
 			tfs_put_u32(h + ts, (uint32_t)wl);
 			h += ts + 4;
 			if (wl % ts != 0) {
@@ -200,7 +168,7 @@ enum tfs_err tfs__posdelta_forward(struct tfs__fwd *w,
 				continue;
 			}
 			for (size_t k = 0; k < wl; k += ts) {
-				uint64_t cur = load(src + at + k, ts);
+				uint64_t cur = tfs_get_uint(src + at + k, ts);
 
 				if (decreases(cur, prev, ts, is_signed)) {
 					e = tfs__fwd_fail(
@@ -209,7 +177,7 @@ enum tfs_err tfs__posdelta_forward(struct tfs__fwd *w,
 						"decrease");
 					goto out_release;
 				}
-				store(p + o + k, ts, cur - prev);
+				tfs_put_uint(p + o + k, ts, cur - prev);
 				prev = cur;
 			}
 			o += wl;

@@ -7,38 +7,6 @@
 #include "tfs_alloc.h"
 #include "tfs_datatype.h"
 
-static uint64_t load(const uint8_t *p, size_t ts)
-{
-	switch (ts) {
-	case 1:
-		return p[0];
-	case 2:
-		return tfs_get_u16(p);
-	case 4:
-		return tfs_get_u32(p);
-	default:
-		return tfs_get_u64(p);
-	}
-}
-
-static void store(uint8_t *p, size_t ts, uint64_t v)
-{
-	switch (ts) {
-	case 1:
-		p[0] = (uint8_t)v;
-		break;
-	case 2:
-		tfs_put_u16(p, (uint16_t)v);
-		break;
-	case 4:
-		tfs_put_u32(p, (uint32_t)v);
-		break;
-	default:
-		tfs_put_u64(p, v);
-		break;
-	}
-}
-
 static size_t xor_size(const struct tfs__fctx *fc)
 {
 	size_t ts = tfs_datatype_size(fc->type);
@@ -52,8 +20,8 @@ static void unxor(uint8_t *dst, const uint8_t *src, size_t len, size_t ts)
 	uint64_t prev = 0;
 
 	for (size_t i = 0; i < whole; i += ts) {
-		prev ^= load(src + i, ts);
-		store(dst + i, ts, prev);
+		prev ^= tfs_get_uint(src + i, ts);
+		tfs_put_uint(dst + i, ts, prev);
 	}
 	if (len > whole)
 		memcpy(dst + whole, src + whole, len - whole);
@@ -65,9 +33,9 @@ static void doxor(uint8_t *dst, const uint8_t *src, size_t len, size_t ts)
 	uint64_t prev = 0;
 
 	for (size_t i = 0; i < whole; i += ts) {
-		uint64_t v = load(src + i, ts);
+		uint64_t v = tfs_get_uint(src + i, ts);
 
-		store(dst + i, ts, v ^ prev);
+		tfs_put_uint(dst + i, ts, v ^ prev);
 		prev = v;
 	}
 	if (len > whole)

@@ -1302,13 +1302,16 @@ static void rm_tree(struct tfs_vfs *v, const char *path)
 Test(mem, posix_temp_copy)
 {
 	struct tfs_vfs *p = posix();
-	char tmpl[] = "/tmp/tfs-frag-XXXXXX";
-	char *dir = mkdtemp(tmpl);
+	char tmpl[] = "/tmp/tfs-frag-......";
+	char *dir;
 	char *dst, *wrt;
 	struct jval *j = json_load(CORPUS "/consolidated_commits.json");
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 
+	/* mkdtemp replaces the six trailing X characters. */
+	memset(tmpl + sizeof(tmpl) - 7, 'X', 6);
+	dir = mkdtemp(tmpl);
 	cr_assert_not_null(dir);
 	cr_assert_not_null(j);
 	dst = fmt("%s/A", dir);

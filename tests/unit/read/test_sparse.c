@@ -569,7 +569,7 @@ Test(sparse, empty_selection)
 /* Damaged data files make the read fail with a message, never crash. */
 static void damaged(const char *before, const char *file, const char *after)
 {
-	char dir[] = "/tmp/tfs_sparse_XXXXXX", cmd[2048], frag[1024];
+	char dir[] = "/tmp/tfs_sparse_......", cmd[2048], frag[1024];
 	struct tfs_array *a;
 	struct tfs_open_opts o = {.threads = 2};
 	struct tfs_query *q;
@@ -578,6 +578,7 @@ static void damaged(const char *before, const char *file, const char *after)
 	enum tfs_err e = TFS_E_OK;
 	FILE *ls;
 
+	memset(dir + sizeof(dir) - 7, 'X', 6); /* mkdtemp template */
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd), "cp -r %s/sparse_2d_int %s/a && chmod -R u+w %s",
 		 CORPUS, dir, dir);

@@ -84,8 +84,10 @@ static char *make_tmpdir(void)
 	char tmpl[4096];
 	char *dir;
 
-	snprintf(tmpl, sizeof(tmpl), "%s/tfs-vfs-XXXXXX",
+	snprintf(tmpl, sizeof(tmpl), "%s/tfs-vfs-......",
 		 base && *base ? base : "/tmp");
+	/* mkdtemp replaces the six trailing X characters. */
+	memset(tmpl + strlen(tmpl) - 6, 'X', 6);
 	dir = mkdtemp(tmpl);
 	cr_assert_not_null(dir, "mkdtemp: %s", strerror(errno));
 	return tfs_strdup(dir);
