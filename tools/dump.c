@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_json.h"
 #include "cell_json.h"
 #include "json_out.h"
 #include "tfs_alloc.h"
@@ -25,7 +26,6 @@ struct dump {
 	const struct tfs_schema *schema;
 	struct tfs_buf out;
 	struct json_out j;
-	struct tfs_buf scratch; /* filter descriptions */
 	bool write_failed;
 };
 
@@ -66,315 +66,6 @@ static bool maybe_flush(struct dump *dp)
 	if (dp->out.len < FLUSH_BYTES && !json_out_error(&dp->j))
 		return true;
 	return flush(dp);
-}
-
-static const char *layout_name(uint8_t layout)
-{
-	switch (layout) {
-	case TFS_ROW_MAJOR: return "row-major";
-	case TFS_COL_MAJOR: return "col-major";
-	case TFS_GLOBAL_ORDER: return "global-order";
-	case TFS_UNORDERED: return "unordered";
-	case TFS_HILBERT: return "hilbert";
-	default: return "invalid";
-	}
-}
-
-static bool put_filters(struct dump *dp, const struct tfs_pipeline *p)
-{
-	json_out_begin_array(&dp->j);
-	for (uint32_t i = 0; i < p->count; i++) {
-		enum tfs_err e;
-
-		dp->scratch.len = 0;
-		e = tfs_filter_describe(&dp->scratch, &p->filters[i]);
-		if (e) {
-			errorf("filter %" PRIu32 " of a filter list: %s", i,
-			       tfs_strerror(e));
-			return false;
-		}
-		json_out_str(&dp->j, dp->scratch.data, dp->scratch.len);
-	}
-	json_out_end_array(&dp->j);
-	return true;
-}
-
-static void put_cell_val_num(struct json_out *j, bool var, uint32_t n)
-{
-	if (var)
-		json_out_cstr(j, "var");
-	else
-		json_out_u64(j, n);
-}
-
-static bool put_dim(struct dump *dp, const struct tfs_dim *dim)
-{
-	struct json_out *j = &dp->j;
-
-	json_out_space(j, "\n   ");
-	json_out_begin_object(j);
-	json_out_key(j, "name");
-	json_out_cstr(j, dim->name);
-	json_out_key(j, "type");
-	json_out_cstr(j, tfs_datatype_name(dim->type));
-	json_out_key(j, "domain");
-	if (dim->has_domain) {
-		json_out_begin_array(j);
-		cell_json_value(j, dim->type, dim->domain[0]);
-		cell_json_value(j, dim->type, dim->domain[1]);
-		json_out_end_array(j);
-	} else {
-		json_out_null(j);
-	}
-	json_out_key(j, "tile");
-	if (dim->has_extent)
-		cell_json_value(j, dim->type, dim->extent);
-	else
-		json_out_null(j);
-	json_out_key(j, "var");
-	json_out_bool(j, dim->var);
-	json_out_key(j, "filters");
-	if (!put_filters(dp, &dim->filters))
-		return false;
-	json_out_key(j, "max_chunk_size");
-	json_out_u64(j, dim->filters.max_chunk_size);
-	json_out_end_object(j);
-	return true;
-}
-
-static bool put_attr(struct dump *dp, const struct tfs_attr *at)
-{
-	struct json_out *j = &dp->j;
-
-	json_out_space(j, "\n   ");
-	json_out_begin_object(j);
-	json_out_key(j, "name");
-	json_out_cstr(j, at->name);
-	json_out_key(j, "type");
-	json_out_cstr(j, tfs_datatype_name(at->type));
-	json_out_key(j, "cell_val_num");
-	put_cell_val_num(j, at->var, at->cell_val_num);
-	json_out_key(j, "nullable");
-	json_out_bool(j, at->nullable);
-	json_out_key(j, "fill");
-	cell_json_cell(j, at->type, at->var, at->cell_val_num, at->fill,
-		       at->fill_size);
-	if (at->nullable) {
-		json_out_key(j, "fill_valid");
-		json_out_bool(j, at->fill_valid != 0);
-	}
-	json_out_key(j, "filters");
-	if (!put_filters(dp, &at->filters))
-		return false;
-	json_out_key(j, "max_chunk_size");
-	json_out_u64(j, at->filters.max_chunk_size);
-	json_out_key(j, "enumeration");
-	if (at->enumeration)
-		json_out_cstr(j, at->enumeration);
-	else
-		json_out_null(j);
-	json_out_end_object(j);
-	return true;
-}
-
-static bool put_enumeration(struct dump *dp, const struct tfs_enumeration *en)
-{
-	struct json_out *j = &dp->j;
-	bool var = en->cell_val_num == TFS_VAR_NUM;
-	uint64_t size = var ? 0
-			    : tfs_datatype_size(en->type) *
-				      (uint64_t)en->cell_val_num;
-
-	json_out_space(j, "\n   ");
-	json_out_begin_object(j);
-	json_out_key(j, "name");
-	json_out_cstr(j, en->name);
-	json_out_key(j, "type");
-	json_out_cstr(j, tfs_datatype_name(en->type));
-	json_out_key(j, "cell_val_num");
-	put_cell_val_num(j, var, en->cell_val_num);
-	json_out_key(j, "ordered");
-	json_out_bool(j, en->ordered);
-	json_out_key(j, "values");
-	json_out_begin_array(j);
-	for (uint64_t i = 0; i < en->value_num; i++) {
-		uint64_t start, end;
-
-		if (var) {
-			start = en->offsets[i];
-			end = i + 1 < en->value_num ? en->offsets[i + 1]
-						    : en->data_size;
-		} else {
-			start = i * size;
-			end = start + size;
-		}
-		if (start > end || end > en->data_size) {
-			errorf("enumeration '%s': value %" PRIu64
-			       " lies outside its data",
-			       en->name, i);
-			return false;
-		}
-		cell_json_cell(j, en->type, var, en->cell_val_num,
-			       en->data + start, end - start);
-	}
-	json_out_end_array(j);
-	json_out_end_object(j);
-	return true;
-}
-
-static void put_ranges(struct json_out *j, const struct tfs_schema *s,
-		       const struct tfs_range *r)
-{
-	json_out_begin_array(j);
-	for (uint32_t k = 0; k < s->dim_num; k++)
-		cell_json_range(j, s->dims[k].type, s->dims[k].var, &r[k]);
-	json_out_end_array(j);
-}
-
-static bool put_schema(struct dump *dp)
-{
-	const struct tfs_schema *s = dp->schema;
-	struct json_out *j = &dp->j;
-	size_t enum_num = tfs_array_enumeration_count(dp->array);
-
-	json_out_key(j, "schema");
-	json_out_begin_object(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "dims");
-	json_out_begin_array(j);
-	for (uint32_t k = 0; k < s->dim_num; k++)
-		if (!put_dim(dp, &s->dims[k]))
-			return false;
-	json_out_end_array(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "attrs");
-	json_out_begin_array(j);
-	for (uint32_t k = 0; k < s->attr_num; k++)
-		if (!put_attr(dp, &s->attrs[k]))
-			return false;
-	json_out_end_array(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "cell_order");
-	json_out_cstr(j, layout_name(s->cell_order));
-	json_out_key(j, "tile_order");
-	json_out_cstr(j, layout_name(s->tile_order));
-	json_out_key(j, "capacity");
-	json_out_u64(j, s->capacity);
-	json_out_key(j, "allows_dups");
-	json_out_bool(j, s->allows_dups);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "coords_filters");
-	if (!put_filters(dp, &s->coords_filters))
-		return false;
-	json_out_key(j, "offsets_filters");
-	if (!put_filters(dp, &s->offsets_filters))
-		return false;
-	json_out_key(j, "validity_filters");
-	if (!put_filters(dp, &s->validity_filters))
-		return false;
-	json_out_space(j, "\n  ");
-	json_out_key(j, "max_chunk_sizes");
-	json_out_begin_object(j);
-	json_out_key(j, "coords");
-	json_out_u64(j, s->coords_filters.max_chunk_size);
-	json_out_key(j, "offsets");
-	json_out_u64(j, s->offsets_filters.max_chunk_size);
-	json_out_key(j, "validity");
-	json_out_u64(j, s->validity_filters.max_chunk_size);
-	json_out_end_object(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "enumerations");
-	json_out_begin_array(j);
-	for (size_t i = 0; i < enum_num; i++)
-		if (!put_enumeration(dp, tfs_array_enumeration(dp->array, i)))
-			return false;
-	json_out_end_array(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "current_domain");
-	if (s->has_current_domain)
-		put_ranges(j, s, s->current_domain);
-	else
-		json_out_null(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "timestamp_range");
-	json_out_begin_array(j);
-	json_out_u64(j, s->t1);
-	json_out_u64(j, s->t2);
-	json_out_end_array(j);
-	json_out_space(j, "\n ");
-	json_out_end_object(j);
-	return true;
-}
-
-static void put_metadata(struct dump *dp)
-{
-	struct json_out *j = &dp->j;
-	size_t n = tfs_array_metadata_count(dp->array);
-
-	json_out_key(j, "metadata");
-	json_out_begin_object(j);
-	for (size_t i = 0; i < n; i++) {
-		const struct tfs_meta_kv *kv = tfs_array_metadata(dp->array, i);
-
-		if (kv->deleted)
-			continue;
-		json_out_space(j, "\n ");
-		json_out_key_len(j, kv->key, kv->key_len);
-		json_out_begin_object(j);
-		json_out_key(j, "type");
-		json_out_cstr(j, tfs_datatype_name(kv->type));
-		json_out_key(j, "values");
-		cell_json_meta_values(j, kv->type, kv->value_num, kv->value);
-		json_out_end_object(j);
-	}
-	json_out_end_object(j);
-}
-
-static void put_fragments(struct dump *dp)
-{
-	struct json_out *j = &dp->j;
-	size_t n = tfs_array_fragment_count(dp->array);
-
-	json_out_key(j, "fragments");
-	json_out_begin_array(j);
-	for (size_t i = 0; i < n; i++) {
-		struct tfs_fragment_info f;
-
-		tfs_array_fragment(dp->array, i, &f);
-		json_out_space(j, "\n ");
-		json_out_begin_object(j);
-		json_out_key(j, "name");
-		json_out_cstr(j, f.name);
-		json_out_key(j, "timestamps");
-		json_out_begin_array(j);
-		json_out_u64(j, f.t1);
-		json_out_u64(j, f.t2);
-		json_out_end_array(j);
-		json_out_key(j, "format_version");
-		json_out_u64(j, f.version);
-		json_out_key(j, "dense");
-		json_out_bool(j, f.dense);
-		json_out_key(j, "cell_num");
-		json_out_u64(j, f.cell_num);
-		json_out_key(j, "consolidated_metadata");
-		json_out_bool(j, f.consolidated_metadata);
-		json_out_key(j, "schema");
-		json_out_cstr(j, f.schema_name);
-		json_out_key(j, "non_empty_domain");
-		if (f.non_empty_domain)
-			put_ranges(j, dp->schema, f.non_empty_domain);
-		else
-			json_out_null(j);
-		json_out_end_object(j);
-	}
-	json_out_end_array(j);
-	json_out_space(j, "\n");
-	json_out_key(j, "fragments_to_vacuum");
-	json_out_begin_array(j);
-	n = tfs_array_vacuum_count(dp->array);
-	for (size_t i = 0; i < n; i++)
-		json_out_cstr(j, tfs_array_vacuum_name(dp->array, i));
-	json_out_end_array(j);
 }
 
 /* ---- Reads --------------------------------------------------------------- */
@@ -446,7 +137,7 @@ static bool put_read(struct dump *dp, const struct tfs_range *sub,
 		json_out_null(j);
 	json_out_key(j, "subarray");
 	if (shown)
-		put_ranges(j, dp->schema, shown);
+		array_json_ranges(j, dp->schema, shown);
 	else
 		json_out_null(j);
 	json_out_key(j, "layout");
@@ -594,6 +285,7 @@ static bool put_array(struct dump *dp, const char *name)
 	struct json_out *j = &dp->j;
 	const struct tfs_schema *s = dp->schema;
 	struct tfs_range *ned;
+	enum tfs_err e;
 	bool ok;
 
 	json_out_begin_object(j);
@@ -619,8 +311,12 @@ static bool put_array(struct dump *dp, const char *name)
 	else
 		json_out_null(j);
 	json_out_space(j, "\n");
-	if (!put_schema(dp))
+	json_out_key(j, "schema");
+	e = array_json_schema(j, dp->array);
+	if (e) {
+		errorf("cannot describe the schema: %s", tfs_strerror(e));
 		return false;
+	}
 	json_out_space(j, "\n");
 	json_out_key(j, "non_empty_domain");
 	ned = tfs_callocn(s->dim_num, sizeof(*ned));
@@ -629,14 +325,22 @@ static bool put_array(struct dump *dp, const char *name)
 		return false;
 	}
 	if (tfs_array_non_empty_domain(dp->array, ned))
-		put_ranges(j, s, ned);
+		array_json_ranges(j, s, ned);
 	else
 		json_out_null(j);
 	tfs_free(ned);
 	json_out_space(j, "\n");
-	put_metadata(dp);
+	json_out_key(j, "metadata");
+	array_json_metadata(j, dp->array);
 	json_out_space(j, "\n");
-	put_fragments(dp);
+	json_out_key(j, "fragments");
+	array_json_fragments(j, dp->array);
+	json_out_space(j, "\n");
+	json_out_key(j, "fragments_to_vacuum");
+	json_out_begin_array(j);
+	for (size_t i = 0; i < tfs_array_vacuum_count(dp->array); i++)
+		json_out_cstr(j, tfs_array_vacuum_name(dp->array, i));
+	json_out_end_array(j);
 	ok = flush(dp) && put_reads(dp);
 	json_out_space(j, "\n");
 	json_out_end_object(j);
@@ -718,7 +422,6 @@ enum dump_status dump_run(const struct dump_opts *o)
 	}
 	dp.schema = tfs_array_schema(dp.array);
 	tfs_buf_init(&dp.out, TFS_BUF_NO_MAX);
-	tfs_buf_init(&dp.scratch, TFS_BUF_NO_MAX);
 	json_out_init(&dp.j, &dp.out);
 	st = put_array(&dp, name) ? DUMP_OK : DUMP_ERROR;
 	if (fflush(stdout) != 0 && st == DUMP_OK) {
@@ -726,7 +429,6 @@ enum dump_status dump_run(const struct dump_opts *o)
 		st = DUMP_ERROR;
 	}
 	tfs_buf_release(&dp.out);
-	tfs_buf_release(&dp.scratch);
 	tfs_free(name);
 	tfs_array_close(dp.array);
 	return st;

@@ -1,0 +1,312 @@
+/* The parts of an array's description that several documents share, as
+ * JSON by the corpus conventions (corpus/README.md, "The JSON"): the
+ * schema object, ranges, the metadata object and fragment objects. `tfs
+ * dump` and the daemon's schema.json, metadata.json and info.json are built
+ * from these, so they always agree. */
+#include "array_json.h"
+
+#include <inttypes.h>
+
+#include "cell_json.h"
+
+static const char *layout_name(uint8_t layout)
+{
+	switch (layout) {
+	case TFS_ROW_MAJOR: return "row-major";
+	case TFS_COL_MAJOR: return "col-major";
+	case TFS_GLOBAL_ORDER: return "global-order";
+	case TFS_UNORDERED: return "unordered";
+	case TFS_HILBERT: return "hilbert";
+	default: return "invalid";
+	}
+}
+
+static enum tfs_err put_filters(struct json_out *j, const struct tfs_pipeline *p)
+{
+	struct tfs_buf text;
+	enum tfs_err e = TFS_E_OK;
+
+	tfs_buf_init(&text, TFS_BUF_NO_MAX);
+	json_out_begin_array(j);
+	for (uint32_t i = 0; i < p->count && !e; i++) {
+		text.len = 0;
+		e = tfs_filter_describe(&text, &p->filters[i]);
+		if (!e)
+			json_out_str(j, text.data, text.len);
+	}
+	json_out_end_array(j);
+	tfs_buf_release(&text);
+	return e;
+}
+
+static void put_cell_val_num(struct json_out *j, bool var, uint32_t n)
+{
+	if (var)
+		json_out_cstr(j, "var");
+	else
+		json_out_u64(j, n);
+}
+
+static enum tfs_err put_dim(struct json_out *j, const struct tfs_dim *dim)
+{
+	enum tfs_err e;
+
+
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, dim->name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(dim->type));
+	json_out_key(j, "domain");
+	if (dim->has_domain) {
+		json_out_begin_array(j);
+		cell_json_value(j, dim->type, dim->domain[0]);
+		cell_json_value(j, dim->type, dim->domain[1]);
+		json_out_end_array(j);
+	} else {
+		json_out_null(j);
+	}
+	json_out_key(j, "tile");
+	if (dim->has_extent)
+		cell_json_value(j, dim->type, dim->extent);
+	else
+		json_out_null(j);
+	json_out_key(j, "var");
+	json_out_bool(j, dim->var);
+	json_out_key(j, "filters");
+	if ((e = put_filters(j, &dim->filters)))
+		return e;
+	json_out_key(j, "max_chunk_size");
+	json_out_u64(j, dim->filters.max_chunk_size);
+	json_out_end_object(j);
+	return TFS_E_OK;
+}
+
+static enum tfs_err put_attr(struct json_out *j, const struct tfs_attr *at)
+{
+	enum tfs_err e;
+
+
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, at->name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(at->type));
+	json_out_key(j, "cell_val_num");
+	put_cell_val_num(j, at->var, at->cell_val_num);
+	json_out_key(j, "nullable");
+	json_out_bool(j, at->nullable);
+	json_out_key(j, "fill");
+	cell_json_cell(j, at->type, at->var, at->cell_val_num, at->fill,
+		       at->fill_size);
+	if (at->nullable) {
+		json_out_key(j, "fill_valid");
+		json_out_bool(j, at->fill_valid != 0);
+	}
+	json_out_key(j, "filters");
+	if ((e = put_filters(j, &at->filters)))
+		return e;
+	json_out_key(j, "max_chunk_size");
+	json_out_u64(j, at->filters.max_chunk_size);
+	json_out_key(j, "enumeration");
+	if (at->enumeration)
+		json_out_cstr(j, at->enumeration);
+	else
+		json_out_null(j);
+	json_out_end_object(j);
+	return TFS_E_OK;
+}
+
+static enum tfs_err put_enumeration(struct json_out *j,
+				    const struct tfs_enumeration *en)
+{
+	bool var = en->cell_val_num == TFS_VAR_NUM;
+	uint64_t size = var ? 0
+			    : tfs_datatype_size(en->type) *
+				      (uint64_t)en->cell_val_num;
+
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, en->name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(en->type));
+	json_out_key(j, "cell_val_num");
+	put_cell_val_num(j, var, en->cell_val_num);
+	json_out_key(j, "ordered");
+	json_out_bool(j, en->ordered);
+	json_out_key(j, "values");
+	json_out_begin_array(j);
+	for (uint64_t i = 0; i < en->value_num; i++) {
+		uint64_t start, end;
+
+		if (var) {
+			start = en->offsets[i];
+			end = i + 1 < en->value_num ? en->offsets[i + 1]
+						    : en->data_size;
+		} else {
+			start = i * size;
+			end = start + size;
+		}
+		if (start > end || end > en->data_size)
+			return TFS_E_CORRUPT;
+		cell_json_cell(j, en->type, var, en->cell_val_num,
+			       en->data + start, end - start);
+	}
+	json_out_end_array(j);
+	json_out_end_object(j);
+	return TFS_E_OK;
+}
+
+void array_json_ranges(struct json_out *j, const struct tfs_schema *s,
+		       const struct tfs_range *r)
+{
+	json_out_begin_array(j);
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		cell_json_range(j, s->dims[k].type, s->dims[k].var, &r[k]);
+	json_out_end_array(j);
+}
+
+enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	size_t enum_num = tfs_array_enumeration_count(a);
+	enum tfs_err e;
+
+	json_out_begin_object(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "dims");
+	json_out_begin_array(j);
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		if ((e = put_dim(j, &s->dims[k])))
+			return e;
+	json_out_end_array(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "attrs");
+	json_out_begin_array(j);
+	for (uint32_t k = 0; k < s->attr_num; k++)
+		if ((e = put_attr(j, &s->attrs[k])))
+			return e;
+	json_out_end_array(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "cell_order");
+	json_out_cstr(j, layout_name(s->cell_order));
+	json_out_key(j, "tile_order");
+	json_out_cstr(j, layout_name(s->tile_order));
+	json_out_key(j, "capacity");
+	json_out_u64(j, s->capacity);
+	json_out_key(j, "allows_dups");
+	json_out_bool(j, s->allows_dups);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "coords_filters");
+	if ((e = put_filters(j, &s->coords_filters)))
+		return e;
+	json_out_key(j, "offsets_filters");
+	if ((e = put_filters(j, &s->offsets_filters)))
+		return e;
+	json_out_key(j, "validity_filters");
+	if ((e = put_filters(j, &s->validity_filters)))
+		return e;
+	json_out_space(j, "\n  ");
+	json_out_key(j, "max_chunk_sizes");
+	json_out_begin_object(j);
+	json_out_key(j, "coords");
+	json_out_u64(j, s->coords_filters.max_chunk_size);
+	json_out_key(j, "offsets");
+	json_out_u64(j, s->offsets_filters.max_chunk_size);
+	json_out_key(j, "validity");
+	json_out_u64(j, s->validity_filters.max_chunk_size);
+	json_out_end_object(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "enumerations");
+	json_out_begin_array(j);
+	for (size_t i = 0; i < enum_num; i++)
+		if ((e = put_enumeration(j, tfs_array_enumeration(a, i))))
+			return e;
+	json_out_end_array(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "current_domain");
+	if (s->has_current_domain)
+		array_json_ranges(j, s, s->current_domain);
+	else
+		json_out_null(j);
+	json_out_space(j, "\n  ");
+	json_out_key(j, "timestamp_range");
+	json_out_begin_array(j);
+	json_out_u64(j, s->t1);
+	json_out_u64(j, s->t2);
+	json_out_end_array(j);
+	json_out_space(j, "\n ");
+	json_out_end_object(j);
+	return TFS_E_OK;
+}
+
+void array_json_metadata(struct json_out *j, const struct tfs_array *a)
+{
+	size_t n = tfs_array_metadata_count(a);
+
+	json_out_begin_object(j);
+	for (size_t i = 0; i < n; i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(a, i);
+
+		if (kv->deleted)
+			continue;
+		json_out_space(j, "\n ");
+		json_out_key_len(j, kv->key, kv->key_len);
+		json_out_begin_object(j);
+		json_out_key(j, "type");
+		json_out_cstr(j, tfs_datatype_name(kv->type));
+		json_out_key(j, "values");
+		cell_json_meta_values(j, kv->type, kv->value_num, kv->value);
+		json_out_end_object(j);
+	}
+	json_out_end_object(j);
+}
+
+void array_json_fragment(struct json_out *j, const struct tfs_schema *s,
+		 const struct tfs_fragment_info *f)
+{
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, f->name);
+	json_out_key(j, "timestamps");
+	json_out_begin_array(j);
+	json_out_u64(j, f->t1);
+	json_out_u64(j, f->t2);
+	json_out_end_array(j);
+	json_out_key(j, "format_version");
+	json_out_u64(j, f->version);
+	json_out_key(j, "dense");
+	json_out_bool(j, f->dense);
+	json_out_key(j, "cell_num");
+	json_out_u64(j, f->cell_num);
+	json_out_key(j, "consolidated_metadata");
+	json_out_bool(j, f->consolidated_metadata);
+	json_out_key(j, "schema");
+	json_out_cstr(j, f->schema_name);
+	json_out_key(j, "non_empty_domain");
+	if (f->non_empty_domain)
+		array_json_ranges(j, s, f->non_empty_domain);
+	else
+		json_out_null(j);
+	json_out_end_object(j);
+}
+
+void array_json_fragments(struct json_out *j, const struct tfs_array *a)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	size_t n = tfs_array_fragment_count(a);
+
+	json_out_begin_array(j);
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		json_out_space(j, "\n ");
+		array_json_fragment(j, s, &f);
+	}
+	json_out_end_array(j);
+}
+
