@@ -196,11 +196,17 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 	if (e)
 		goto out_fail;
 	/* The calling thread decodes too (jobs it waits for run inline). */
-	threads = opts && opts->threads ? opts->threads : tfs_cpu_count();
-	e = tfs_pool_new(threads - 1, &arr->pool);
-	if (e) {
-		tfs_fail(d, e, "array '%s': cannot start decode threads", path);
-		goto out_fail;
+	if (opts && opts->pool) {
+		arr->pool = opts->pool;
+	} else {
+		threads = opts && opts->threads ? opts->threads : tfs_cpu_count();
+		e = tfs_pool_new(threads - 1, &arr->pool);
+		if (e) {
+			tfs_fail(d, e, "array '%s': cannot start decode threads",
+				 path);
+			goto out_fail;
+		}
+		arr->own_pool = true;
 	}
 	e = compute_ned(arr);
 	if (!e)
@@ -220,7 +226,8 @@ void tfs_array_close(struct tfs_array *a)
 {
 	if (!a)
 		return;
-	tfs_pool_free(a->pool);
+	if (a->own_pool)
+		tfs_pool_free(a->pool);
 	if (a->dir)
 		tfs_arraydir_close(a->dir);
 	if (a->own_vfs)

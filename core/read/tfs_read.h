@@ -16,6 +16,7 @@ struct tfs_array {
 	bool own_vfs;
 	struct tfs_arraydir *dir;
 	struct tfs_pool *pool;
+	bool own_pool; /* false: shared through tfs_open_opts.pool */
 	/* Non-empty domain over the visible fragments (views into ned_bytes). */
 	bool has_ned;
 	struct tfs_range *ned;

@@ -20,6 +20,7 @@
 #include "tfs_err.h"
 #include "tfs_filter.h"
 #include "tfs_format.h"
+#include "tfs_pool.h"
 #include "tfs_vfs.h"
 
 #define TILEFS_VERSION "0.1.0"
@@ -33,6 +34,11 @@ struct tfs_open_opts {
 	uint64_t timestamp;  /* open at this time (ms); 0 = now */
 	unsigned threads;    /* threads that decode, the caller's included;
 				0 = one per CPU */
+	/* A decode pool shared by many arrays (tfs_pool_new(threads - 1)
+	 * from tfs_pool.h; it must outlive them); NULL = the array starts
+	 * its own of `threads`. A process that keeps many arrays open (the
+	 * daemon) shares one so that threads don't multiply. */
+	struct tfs_pool *pool;
 };
 
 enum tfs_object { TFS_OBJECT_NONE, TFS_OBJECT_ARRAY, TFS_OBJECT_GROUP };
