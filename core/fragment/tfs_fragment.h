@@ -74,6 +74,7 @@ struct tfs_arraydir {
 	bool has_key;
 	uint8_t key[32];
 	uint64_t t0, t1; /* read window */
+	struct tfs_tile_cache *cache; /* decoded tiles (borrowed), or NULL */
 
 	struct tfs_schema *schemas; /* every loaded schema, listing order */
 	size_t schema_num;

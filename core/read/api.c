@@ -195,6 +195,7 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 	e = tfs_arraydir_open(arr->vfs, path, &dopts, &arr->dir, d);
 	if (e)
 		goto out_fail;
+	arr->dir->cache = opts ? opts->cache : NULL;
 	/* The calling thread decodes too (jobs it waits for run inline). */
 	if (opts && opts->pool) {
 		arr->pool = opts->pool;

@@ -107,7 +107,7 @@ static void decode_job_run(void *arg)
 	struct decode_job *j = arg;
 
 	tfs_diag_init(&j->diag);
-	j->err = tfs_tile_read(j->dir, j->f, j->slot, j->tile_no, &j->tile,
+	j->err = tfs_tile_read_cached(j->dir, j->f, j->slot, j->tile_no, &j->tile,
 			       &j->diag);
 }
 
@@ -581,7 +581,7 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_free;
 		}
-		e = tfs_tile_read(q->dir, fb->f, fs->attr_num + 1 + k, tile,
+		e = tfs_tile_read_cached(q->dir, fb->f, fs->attr_num + 1 + k, tile,
 				  coords[k], d);
 		if (e)
 			goto out_free;
@@ -596,7 +596,7 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_free;
 		}
-		e = tfs_tile_read(q->dir, fb->f, (uint32_t)fb->slot_of_field[fi],
+		e = tfs_tile_read_cached(q->dir, fb->f, (uint32_t)fb->slot_of_field[fi],
 				  tile, t, d);
 		if (e)
 			goto out_free;

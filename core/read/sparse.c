@@ -1162,21 +1162,21 @@ static void coord_job_run(void *arg)
 		uint64_t size = sf->zipped ? (uint64_t)r->dims[0].size * dims
 					   : r->dims[k].size;
 
-		e = tfs_tile_read(r->q->dir, f, slot, st->tile, &ct[k],
+		e = tfs_tile_read_cached(r->q->dir, f, slot, st->tile, &ct[k],
 				  &j->diag);
 		if (!e)
 			e = check_tile(f, slot, st->tile, &ct[k], cells, size,
 				       !sf->zipped && r->dims[k].var, &j->diag);
 	}
 	if (!e && sf->read_ts) {
-		e = tfs_tile_read(r->q->dir, f, sf->ts_slot, st->tile, &ts,
+		e = tfs_tile_read_cached(r->q->dir, f, sf->ts_slot, st->tile, &ts,
 				  &j->diag);
 		if (!e)
 			e = check_tile(f, sf->ts_slot, st->tile, &ts, cells, 8,
 				       false, &j->diag);
 	}
 	if (!e && sf->has_dt) {
-		e = tfs_tile_read(r->q->dir, f, sf->dt_slot, st->tile, &dt,
+		e = tfs_tile_read_cached(r->q->dir, f, sf->dt_slot, st->tile, &dt,
 				  &j->diag);
 		if (!e)
 			e = check_tile(f, sf->dt_slot, st->tile, &dt, cells, 8,
@@ -1448,7 +1448,7 @@ static void attr_job_run(void *arg)
 	for (uint32_t l = 0; l < sf->load_num && !e; l++) {
 		const struct tfs_slot_desc *desc = &sf->load_desc[l];
 
-		e = tfs_tile_read(q->dir, sf->f, sf->load_slot[l], st->tile,
+		e = tfs_tile_read_cached(q->dir, sf->f, sf->load_slot[l], st->tile,
 				  &loaded[l], &j->diag);
 		if (!e)
 			e = check_tile(sf->f, sf->load_slot[l], st->tile,

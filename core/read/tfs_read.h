@@ -64,6 +64,12 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 			   uint32_t slot, uint64_t tile, struct tfs_tile *out,
 			   struct tfs_diag *d) TFS_WUR;
 void tfs_tile_release(struct tfs_tile *t);
+/* tfs_tile_read through the array's tile cache (tile_cache.c), when it
+ * has one: a copy of the cached tile, or decoded once and kept. */
+enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f,
+				  uint32_t slot, uint64_t tile,
+				  struct tfs_tile *out,
+				  struct tfs_diag *d) TFS_WUR;
 
 /* ---- Queries ---------------------------------------------------------- */
 

@@ -27,6 +27,24 @@
 
 struct tfs_array;
 struct tfs_query;
+struct tfs_tile_cache;
+
+/* ---- The decoded-tile cache --------------------------------------------- */
+
+/* A cache of decoded tiles under a byte budget, shared by the arrays
+ * opened with it (tfs_open_opts.cache), least recently used out first.
+ * Thread-safe. A tile being decoded by one thread is waited for by the
+ * others, so a read-ahead thread and a reader never decode it twice. */
+enum tfs_err tfs_tile_cache_new(uint64_t budget,
+				struct tfs_tile_cache **out) TFS_WUR;
+void tfs_tile_cache_free(struct tfs_tile_cache *c);
+
+struct tfs_tile_cache_stats {
+	uint64_t hits, misses, waits; /* lookups since creation */
+	uint64_t bytes;               /* held now */
+};
+void tfs_tile_cache_get_stats(struct tfs_tile_cache *c,
+			      struct tfs_tile_cache_stats *out);
 
 struct tfs_open_opts {
 	struct tfs_vfs *vfs; /* NULL: the POSIX file system */
@@ -39,6 +57,9 @@ struct tfs_open_opts {
 	 * its own of `threads`. A process that keeps many arrays open (the
 	 * daemon) shares one so that threads don't multiply. */
 	struct tfs_pool *pool;
+	/* Decoded tiles shared by many arrays (it must outlive them); NULL =
+	 * none: every read decodes what it touches. */
+	struct tfs_tile_cache *cache;
 };
 
 enum tfs_object { TFS_OBJECT_NONE, TFS_OBJECT_ARRAY, TFS_OBJECT_GROUP };

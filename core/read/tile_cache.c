@@ -1,0 +1,265 @@
+/* The decoded-tile cache: decoded tiles of any number of arrays under one
+ * byte budget, least recently used out first.
+ *
+ * A tile is named by its array folder, fragment, slot and tile number;
+ * fragments never change once committed, so a cached tile never goes
+ * stale. Readers get a copy (decoding costs far more than copying, and
+ * the readers keep owning what they are handed). A tile that one thread
+ * is decoding is waited for by the others instead of being decoded twice,
+ * which is what makes read-ahead on another thread pay off. */
+#include "tfs_read.h"
+
+#include <string.h>
+
+#include "tfs_alloc.h"
+
+#define BUCKETS 4096
+
+struct entry {
+	char *name; /* "<array folder>/<fragment name>" */
+	uint64_t hash;
+	uint32_t slot;
+	uint64_t tile_no;
+	bool ready;   /* false: being decoded by someone */
+	bool in_table;
+	int refs;     /* copies in progress */
+	struct tfs_tile tile;
+	uint64_t bytes;
+	struct entry *next_in_bucket;
+	struct entry *lru_prev, *lru_next; /* ready entries in the table */
+};
+
+struct tfs_tile_cache {
+	pthread_mutex_t lock;
+	pthread_cond_t decoded;
+	uint64_t budget;
+	uint64_t bytes; /* of ready entries in the table */
+	struct entry *buckets[BUCKETS];
+	struct entry lru; /* sentinel: lru.lru_next is the most recent */
+	struct tfs_tile_cache_stats stats;
+};
+
+enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
+{
+	struct tfs_tile_cache *c = tfs_callocn(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c)
+		return TFS_E_NOMEM;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->decoded, NULL);
+	c->budget = budget;
+	c->lru.lru_next = c->lru.lru_prev = &c->lru;
+	*out = c;
+	return TFS_E_OK;
+}
+
+static void entry_free(struct entry *en)
+{
+	tfs_tile_release(&en->tile);
+	tfs_free(en->name);
+	tfs_free(en);
+}
+
+void tfs_tile_cache_free(struct tfs_tile_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t b = 0; b < BUCKETS; b++) {
+		while (c->buckets[b]) {
+			struct entry *en = c->buckets[b];
+
+			c->buckets[b] = en->next_in_bucket;
+			entry_free(en);
+		}
+	}
+	pthread_cond_destroy(&c->decoded);
+	pthread_mutex_destroy(&c->lock);
+	tfs_free(c);
+}
+
+void tfs_tile_cache_get_stats(struct tfs_tile_cache *c,
+			      struct tfs_tile_cache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->stats;
+	out->bytes = c->bytes;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static uint64_t hash_of(const char *dir, const char *frag, uint32_t slot,
+			uint64_t tile)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (const char *p = dir; *p; p++)
+		h = (h ^ (uint8_t)*p) * UINT64_C(1099511628211);
+	h = (h ^ '/') * UINT64_C(1099511628211);
+	for (const char *p = frag; *p; p++)
+		h = (h ^ (uint8_t)*p) * UINT64_C(1099511628211);
+	h ^= ((uint64_t)slot << 40) ^ tile;
+	h *= UINT64_C(0x9e3779b97f4a7c15);
+	return h ^ (h >> 29);
+}
+
+static bool entry_is(const struct entry *en, uint64_t hash, const char *dir,
+		     const char *frag, uint32_t slot, uint64_t tile)
+{
+	size_t dl = strlen(dir);
+
+	return en->hash == hash && en->slot == slot && en->tile_no == tile &&
+	       strncmp(en->name, dir, dl) == 0 && en->name[dl] == '/' &&
+	       strcmp(en->name + dl + 1, frag) == 0;
+}
+
+static uint64_t tile_bytes(const struct tfs_tile *t)
+{
+	return sizeof(struct entry) + t->fixed_len + t->var_len +
+	       (t->offsets ? (t->cell_num + 1) * 8 : 0) +
+	       (t->validity ? t->cell_num : 0);
+}
+
+/* A deep copy of src into dst; false when memory runs out. */
+static bool tile_copy(struct tfs_tile *dst, const struct tfs_tile *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->cell_num = src->cell_num;
+	dst->fixed_len = src->fixed_len;
+	dst->var_len = src->var_len;
+	if (src->fixed &&
+	    !(dst->fixed = tfs_memdup(src->fixed,
+				      src->fixed_len ? src->fixed_len : 1)))
+		goto fail;
+	if (src->offsets &&
+	    !(dst->offsets = tfs_memdup(src->offsets, (src->cell_num + 1) * 8)))
+		goto fail;
+	if (src->var &&
+	    !(dst->var = tfs_memdup(src->var, src->var_len ? src->var_len : 1)))
+		goto fail;
+	if (src->validity &&
+	    !(dst->validity = tfs_memdup(src->validity,
+					 src->cell_num ? src->cell_num : 1)))
+		goto fail;
+	return true;
+fail:
+	tfs_tile_release(dst);
+	return false;
+}
+
+static void lru_unlink(struct entry *en)
+{
+	en->lru_prev->lru_next = en->lru_next;
+	en->lru_next->lru_prev = en->lru_prev;
+	en->lru_prev = en->lru_next = NULL;
+}
+
+static void lru_push_front(struct tfs_tile_cache *c, struct entry *en)
+{
+	en->lru_next = c->lru.lru_next;
+	en->lru_prev = &c->lru;
+	c->lru.lru_next->lru_prev = en;
+	c->lru.lru_next = en;
+}
+
+/* Takes en out of the table (the caller holds the lock); frees it unless
+ * a copy is in progress, whose end frees it. */
+static void table_remove(struct tfs_tile_cache *c, struct entry *en)
+{
+	struct entry **pp = &c->buckets[en->hash % BUCKETS];
+
+	while (*pp != en)
+		pp = &(*pp)->next_in_bucket;
+	*pp = en->next_in_bucket;
+	en->in_table = false;
+	if (en->ready) {
+		lru_unlink(en);
+		c->bytes -= en->bytes;
+	}
+	if (en->refs == 0)
+		entry_free(en);
+}
+
+static void evict_to_budget(struct tfs_tile_cache *c)
+{
+	while (c->bytes > c->budget && c->lru.lru_prev != &c->lru)
+		table_remove(c, c->lru.lru_prev);
+}
+
+enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f,
+				  uint32_t slot, uint64_t tile,
+				  struct tfs_tile *out, struct tfs_diag *d)
+{
+	struct tfs_tile_cache *c = a->cache;
+	uint64_t h;
+	struct entry *en, *mine;
+	enum tfs_err e;
+
+	if (!c || c->budget == 0)
+		return tfs_tile_read(a, f, slot, tile, out, d);
+	h = hash_of(a->path, f->name, slot, tile);
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		for (en = c->buckets[h % BUCKETS]; en; en = en->next_in_bucket)
+			if (entry_is(en, h, a->path, f->name, slot, tile))
+				break;
+		if (!en || en->ready)
+			break;
+		c->stats.waits++;
+		pthread_cond_wait(&c->decoded, &c->lock);
+	}
+	if (en) {
+		bool ok;
+
+		c->stats.hits++;
+		en->refs++;
+		lru_unlink(en);
+		lru_push_front(c, en);
+		pthread_mutex_unlock(&c->lock);
+		ok = tile_copy(out, &en->tile);
+		pthread_mutex_lock(&c->lock);
+		if (--en->refs == 0 && !en->in_table)
+			entry_free(en);
+		pthread_mutex_unlock(&c->lock);
+		return ok ? TFS_E_OK : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	/* Not there: announce that this thread decodes it. */
+	c->stats.misses++;
+	mine = tfs_callocn(1, sizeof(*mine));
+	if (mine)
+		mine->name = tfs_callocn(strlen(a->path) + strlen(f->name) + 2, 1);
+	if (!mine || !mine->name) {
+		pthread_mutex_unlock(&c->lock);
+		if (mine)
+			tfs_free(mine);
+		return tfs_tile_read(a, f, slot, tile, out, d);
+	}
+	memcpy(mine->name, a->path, strlen(a->path));
+	mine->name[strlen(a->path)] = '/';
+	memcpy(mine->name + strlen(a->path) + 1, f->name, strlen(f->name));
+	mine->hash = h;
+	mine->slot = slot;
+	mine->tile_no = tile;
+	mine->in_table = true;
+	mine->next_in_bucket = c->buckets[h % BUCKETS];
+	c->buckets[h % BUCKETS] = mine;
+	pthread_mutex_unlock(&c->lock);
+
+	e = tfs_tile_read(a, f, slot, tile, out, d);
+	pthread_mutex_lock(&c->lock);
+	if (!e && tile_copy(&mine->tile, out)) {
+		mine->bytes = tile_bytes(&mine->tile);
+		if (mine->bytes > c->budget) {
+			table_remove(c, mine);
+		} else {
+			mine->ready = true;
+			lru_push_front(c, mine);
+			c->bytes += mine->bytes;
+			evict_to_budget(c);
+		}
+	} else {
+		table_remove(c, mine); /* waiters decode it themselves */
+	}
+	pthread_cond_broadcast(&c->decoded);
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}

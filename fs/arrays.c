@@ -1,0 +1,281 @@
+/* The cache of opened arrays. Opening an array lists its fragments and
+ * loads their metadata, so every node and open file of one version shares
+ * one handle. Current views are re-checked at most twice a second by the
+ * modification times of the folders a commit changes; when one changed,
+ * the array is opened again and later lookups get the new handle, while
+ * open files keep the one they started with (SPEC §2, last paragraph). */
+#include "tfsd.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "tfs_alloc.h"
+#include "tfs_log.h"
+
+#define RECHECK_MS 500
+#define MAX_ENTRIES 256
+/* Folders whose change means new fragments, metadata or schemas. */
+static const char *const watched[] = {"", "/__fragments", "/__commits",
+				      "/__fragment_meta", "/__meta",
+				      "/__schema"};
+#define WATCHED_NUM (sizeof(watched) / sizeof(watched[0]))
+
+struct entry {
+	char *rel;
+	uint64_t timestamp;
+	struct tfsd_arr *arr;                /* the cache's own reference */
+	struct timespec stamp[WATCHED_NUM]; /* mtimes at opening */
+	uint64_t checked_ms;
+	uint64_t used_ms;
+};
+
+struct tfsd_arrays {
+	const struct tfsd_config *cfg;
+	struct tfs_tile_cache *tiles;
+	struct tfs_pool *pool;
+	pthread_mutex_t lock;
+	struct entry entries[MAX_ENTRIES]; /* protected by lock */
+	size_t entry_num;                  /* protected by lock */
+	uint64_t next_gen;                 /* protected by lock */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
+			     struct tfs_tile_cache *tiles, struct tfs_pool *pool,
+			     struct tfsd_arrays **out)
+{
+	struct tfsd_arrays *c = tfs_callocn(1, sizeof(*c));
+
+	*out = NULL;
+	if (!c)
+		return TFS_E_NOMEM;
+	c->cfg = cfg;
+	c->tiles = tiles;
+	c->pool = pool;
+	pthread_mutex_init(&c->lock, NULL);
+	*out = c;
+	return TFS_E_OK;
+}
+
+static void arr_free(struct tfsd_arr *arr)
+{
+	tfs_array_close(arr->a);
+	tfs_free(arr->ned);
+	tfs_free(arr);
+}
+
+void tfsd_arrays_free(struct tfsd_arrays *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->entry_num; i++) {
+		tfsd_arr_put(c, c->entries[i].arr);
+		tfs_free(c->entries[i].rel);
+	}
+	pthread_mutex_destroy(&c->lock);
+	tfs_free(c);
+}
+
+void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr)
+{
+	pthread_mutex_lock(&c->lock);
+	arr->refs++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr)
+{
+	bool last;
+
+	if (!arr)
+		return;
+	pthread_mutex_lock(&c->lock);
+	last = --arr->refs == 0;
+	pthread_mutex_unlock(&c->lock);
+	if (last)
+		arr_free(arr);
+}
+
+static void stamp_read(const struct tfsd_config *cfg, const char *rel,
+		       struct timespec *out)
+{
+	char path[4096];
+
+	for (size_t i = 0; i < WATCHED_NUM; i++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s%s%s%s", cfg->source,
+			 *rel ? "/" : "", rel, watched[i]);
+		if (stat(path, &st) == 0)
+			out[i] = st.st_mtim;
+		else
+			out[i] = (struct timespec){0, 0};
+	}
+}
+
+static bool stamp_equal(const struct timespec *a, const struct timespec *b)
+{
+	for (size_t i = 0; i < WATCHED_NUM; i++)
+		if (a[i].tv_sec != b[i].tv_sec || a[i].tv_nsec != b[i].tv_nsec)
+			return false;
+	return true;
+}
+
+static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
+			     uint64_t timestamp, struct tfsd_arr **out,
+			     struct tfs_diag *d)
+{
+	struct tfs_open_opts oo = {.timestamp = timestamp,
+				   .threads = c->cfg->threads,
+				   .key = tfsd_config_key(c->cfg, rel),
+				   .cache = c->tiles,
+				   .pool = c->pool};
+	char path[4096];
+	struct tfsd_arr *arr;
+	enum tfs_err e;
+
+	*out = NULL;
+	if ((size_t)snprintf(path, sizeof(path), "%s%s%s", c->cfg->source,
+			     *rel ? "/" : "", rel) >= sizeof(path))
+		return tfs_fail(d, TFS_E_INVALID, "'%s': path too long", rel);
+	arr = tfs_callocn(1, sizeof(*arr));
+	if (!arr)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
+	e = tfs_array_open(path, &oo, &arr->a, d);
+	if (e) {
+		tfs_free(arr);
+		return e;
+	}
+	arr->schema = tfs_array_schema(arr->a);
+	arr->timestamp = timestamp;
+	arr->ned = tfs_callocn(arr->schema->dim_num, sizeof(*arr->ned));
+	if (!arr->ned) {
+		arr_free(arr);
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
+	}
+	arr->has_ned = tfs_array_non_empty_domain(arr->a, arr->ned);
+	for (size_t i = 0; i < tfs_array_fragment_count(arr->a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(arr->a, i, &f);
+		if (f.visible)
+			arr->sparse_cells += f.cell_num;
+	}
+	arr->refs = 1;
+	*out = arr;
+	return TFS_E_OK;
+}
+
+static struct entry *find(struct tfsd_arrays *c, const char *rel,
+			  uint64_t timestamp)
+{
+	for (size_t i = 0; i < c->entry_num; i++)
+		if (c->entries[i].timestamp == timestamp &&
+		    strcmp(c->entries[i].rel, rel) == 0)
+			return &c->entries[i];
+	return NULL;
+}
+
+/* Makes room for one entry by dropping the least recently used one. */
+static struct entry *slot_for_new(struct tfsd_arrays *c,
+				  struct tfsd_arr **drop)
+{
+	size_t lru = 0;
+
+	*drop = NULL;
+	if (c->entry_num < MAX_ENTRIES)
+		return &c->entries[c->entry_num++];
+	for (size_t i = 1; i < c->entry_num; i++)
+		if (c->entries[i].used_ms < c->entries[lru].used_ms)
+			lru = i;
+	*drop = c->entries[lru].arr;
+	tfs_free(c->entries[lru].rel);
+	return &c->entries[lru];
+}
+
+enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
+			     uint64_t timestamp, struct tfsd_arr **out,
+			     struct tfs_diag *d)
+{
+	struct timespec stamp[WATCHED_NUM];
+	bool current = timestamp == 0;
+	struct tfsd_arr *arr = NULL, *drop = NULL;
+	struct entry *en;
+	uint64_t now = now_ms();
+	enum tfs_err e;
+	char *rel_copy;
+
+	if (current && c->cfg->timestamp) {
+		timestamp = c->cfg->timestamp;
+		current = false;
+	}
+	pthread_mutex_lock(&c->lock);
+	en = find(c, rel, timestamp);
+	if (en && (!current || now - en->checked_ms < RECHECK_MS)) {
+		en->used_ms = now;
+		arr = en->arr;
+		arr->refs++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (arr) {
+		*out = arr;
+		return TFS_E_OK;
+	}
+
+	/* Check or open outside the lock: both do I/O. */
+	stamp_read(c->cfg, rel, stamp);
+	pthread_mutex_lock(&c->lock);
+	en = find(c, rel, timestamp);
+	if (en && stamp_equal(en->stamp, stamp)) {
+		en->checked_ms = now;
+		en->used_ms = now;
+		arr = en->arr;
+		arr->refs++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (arr) {
+		*out = arr;
+		return TFS_E_OK;
+	}
+
+	e = arr_open(c, rel, timestamp, &arr, d);
+	if (e)
+		return e;
+	rel_copy = tfs_strdup(rel);
+	if (!rel_copy) {
+		arr_free(arr);
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
+	}
+	pthread_mutex_lock(&c->lock);
+	arr->gen = ++c->next_gen;
+	en = find(c, rel, timestamp);
+	if (en) {
+		drop = en->arr;
+		tfs_free(en->rel);
+	} else {
+		en = slot_for_new(c, &drop);
+	}
+	en->rel = rel_copy;
+	en->timestamp = timestamp;
+	en->arr = arr;
+	memcpy(en->stamp, stamp, sizeof(stamp));
+	en->checked_ms = now;
+	en->used_ms = now;
+	arr->refs++; /* the caller's */
+	pthread_mutex_unlock(&c->lock);
+	tfsd_arr_put(c, drop);
+	if (drop)
+		tfs_log(TFS_LOG_DEBUG, "array '%s': reopened (changed on disk)",
+			rel);
+	*out = arr;
+	return TFS_E_OK;
+}

@@ -1,0 +1,824 @@
+/* tilefs: the FUSE daemon. The only file that knows about FUSE: it keeps
+ * the inode table (one inode per path of the mount, like libfuse's
+ * passthrough_ll keeps one per real inode), turns requests into calls on
+ * the virtual tree and the file content modules, and replies exactly once.
+ * Every failure becomes the errno of its tfs_err and, when it says
+ * something (a bad selection, a corrupt tile, a missing key), one log line
+ * naming the path. */
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "tfsd.h"
+#include "tfs_alloc.h"
+#include "tfs_buf.h"
+#include "tfs_log.h"
+
+/* Seconds the kernel may trust names and attributes: current views must
+ * show new fragments within a second; versions never change. */
+#define TIMEOUT_CURRENT 0.5
+#define TIMEOUT_IMMUTABLE 86400.0
+#define INODE_BUCKETS ((size_t)1 << 16)
+#define MAX_READ ((size_t)1 << 20)
+
+/* ---- The inode table ------------------------------------------------------ */
+
+struct inode {
+	char *vpath;       /* "" for the root */
+	uint64_t nlookup;  /* protected by itab.lock */
+	uint64_t gen;      /* array version last opened: for keep_cache */
+	struct inode *next; /* hash chain, protected by itab.lock */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct inode *buckets[INODE_BUCKETS];
+	struct inode root;
+} itab = {.lock = PTHREAD_MUTEX_INITIALIZER, .root = {.vpath = (char *)""}};
+
+static struct tfsd tfs_daemon;
+
+static size_t path_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return (size_t)(h & (INODE_BUCKETS - 1));
+}
+
+static struct inode *inode_of(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? &itab.root : (struct inode *)(uintptr_t)ino;
+}
+
+static fuse_ino_t ino_of(struct inode *in)
+{
+	return in == &itab.root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
+}
+
+/* The inode of vpath with one more lookup reference; NULL: no memory. */
+static struct inode *inode_ref(const char *vpath)
+{
+	size_t h = path_hash(vpath);
+	struct inode *in;
+
+	if (!*vpath)
+		return &itab.root;
+	pthread_mutex_lock(&itab.lock);
+	for (in = itab.buckets[h]; in; in = in->next)
+		if (strcmp(in->vpath, vpath) == 0)
+			break;
+	if (!in) {
+		in = tfs_callocn(1, sizeof(*in));
+		if (in && !(in->vpath = tfs_strdup(vpath))) {
+			tfs_free(in);
+			in = NULL;
+		}
+		if (in) {
+			in->next = itab.buckets[h];
+			itab.buckets[h] = in;
+		}
+	}
+	if (in)
+		in->nlookup++;
+	pthread_mutex_unlock(&itab.lock);
+	return in;
+}
+
+static void inode_unref(struct inode *in, uint64_t n)
+{
+	struct inode **pp;
+	bool gone = false;
+
+	if (in == &itab.root)
+		return;
+	pthread_mutex_lock(&itab.lock);
+	in->nlookup -= n < in->nlookup ? n : in->nlookup;
+	if (in->nlookup == 0) {
+		for (pp = &itab.buckets[path_hash(in->vpath)]; *pp;
+		     pp = &(*pp)->next) {
+			if (*pp == in) {
+				*pp = in->next;
+				gone = true;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&itab.lock);
+	if (gone) {
+		tfs_free(in->vpath);
+		tfs_free(in);
+	}
+}
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+/* Replies with the errno of e; logs the diagnostic when it says why. */
+static void reply_fail(fuse_req_t req, const char *vpath, enum tfs_err e,
+		       const struct tfs_diag *d)
+{
+	if (d->code && e != TFS_E_NOT_FOUND)
+		tfs_log(TFS_LOG_ERROR, "'/%s': %s", vpath, tfs_diag_msg(d));
+	else if (d->code)
+		tfs_log(TFS_LOG_INFO, "'/%s': %s", vpath, tfs_diag_msg(d));
+	fuse_reply_err(req, tfs_err_errno(e));
+}
+
+static char *child_path(const struct inode *parent, const char *name)
+{
+	struct tfs_buf b;
+
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	if (tfs_buf_printf(&b, "%s%s%s%c", parent->vpath,
+			   *parent->vpath ? "/" : "", name, '\0')) {
+		tfs_buf_release(&b);
+		return NULL;
+	}
+	return (char *)tfs_buf_detach(&b, NULL);
+}
+
+static double node_timeout(const struct tfsd_node *n)
+{
+	return tfsd_node_immutable(&tfs_daemon, n) ? TIMEOUT_IMMUTABLE
+						    : TIMEOUT_CURRENT;
+}
+
+/* Attributes of a resolved node. */
+static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
+			      fuse_ino_t ino, struct stat *st,
+			      struct tfs_diag *d)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 1 << 20;
+	if (n->kind == TFSD_N_FOLDER) {
+		struct stat src;
+
+		if (stat(n->src, &src) == 0) {
+			st->st_mtim = src.st_mtim;
+			st->st_uid = src.st_uid;
+			st->st_gid = src.st_gid;
+		}
+	} else if (n->arr) {
+		uint64_t last = 0;
+
+		for (size_t i = 0; i < tfs_array_fragment_count(n->arr->a); i++) {
+			struct tfs_fragment_info f;
+
+			tfs_array_fragment(n->arr->a, i, &f);
+			if (f.visible && f.t2 > last)
+				last = f.t2;
+		}
+		st->st_mtim.tv_sec = (time_t)(last / 1000);
+		st->st_mtim.tv_nsec = (long)(last % 1000) * 1000000;
+	}
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+	if (tfsd_node_is_dir(n)) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+		return TFS_E_OK;
+	}
+	st->st_mode = S_IFREG | 0444;
+	st->st_nlink = 1;
+	{
+		struct tfsd_size sz;
+		enum tfs_err e = tfsd_file_size(&tfs_daemon, n, vpath, &sz, d);
+
+		if (e)
+			return e;
+		st->st_size = (off_t)sz.size;
+		st->st_blocks = (blkcnt_t)((sz.size + 511) / 512);
+	}
+	return TFS_E_OK;
+}
+
+/* ---- Operations ------------------------------------------------------------ */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* 1 MiB requests: max_read must match -omax_read; the kernel's
+	 * pages per request follow max_write. */
+	conn->max_readahead = (unsigned)MAX_READ;
+	conn->max_read = (unsigned)MAX_READ;
+	conn->max_write = (unsigned)MAX_READ;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param ep;
+	struct tfsd_node n;
+	struct tfs_diag d;
+	struct inode *in;
+	char *vpath = child_path(inode_of(parent), name);
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	if (!vpath) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	e = tfsd_resolve(&tfs_daemon, vpath, &n, &d);
+	if (e == TFS_E_NOT_FOUND) {
+		/* A negative entry, cached as long as the folder's view. */
+		memset(&ep, 0, sizeof(ep));
+		ep.entry_timeout = TIMEOUT_CURRENT;
+		if (d.code)
+			tfs_log(TFS_LOG_INFO, "'/%s': %s", vpath,
+				tfs_diag_msg(&d));
+		fuse_reply_entry(req, &ep);
+		tfs_free(vpath);
+		return;
+	}
+	if (e) {
+		reply_fail(req, vpath, e, &d);
+		tfs_free(vpath);
+		return;
+	}
+	memset(&ep, 0, sizeof(ep));
+	in = inode_ref(vpath);
+	if (!in) {
+		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+		goto out_fail;
+	}
+	e = node_stat(&n, vpath, ino_of(in), &ep.attr, &d);
+	if (e) {
+		inode_unref(in, 1);
+		goto out_fail;
+	}
+	ep.ino = ino_of(in);
+	ep.attr_timeout = node_timeout(&n);
+	ep.entry_timeout = ep.attr_timeout;
+	fuse_reply_entry(req, &ep);
+	tfsd_node_release(&tfs_daemon, &n);
+	tfs_free(vpath);
+	return;
+out_fail:
+	reply_fail(req, vpath, e, &d);
+	tfsd_node_release(&tfs_daemon, &n);
+	tfs_free(vpath);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	inode_unref(inode_of(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		inode_unref(inode_of(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct inode *in = inode_of(ino);
+	struct tfsd_node n;
+	struct tfs_diag d;
+	struct stat st;
+	enum tfs_err e;
+
+	(void)fi;
+	tfs_diag_init(&d);
+	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
+	if (!e) {
+		e = node_stat(&n, in->vpath, ino, &st, &d);
+		if (!e)
+			fuse_reply_attr(req, &st, node_timeout(&n));
+		tfsd_node_release(&tfs_daemon, &n);
+	}
+	if (e)
+		reply_fail(req, in->vpath, e, &d);
+}
+
+/* A directory listing taken at opendir, served by offset. */
+struct dirlist {
+	struct tfs_buf names; /* NUL-separated */
+	struct tfs_buf kinds; /* one byte per name: 1 = folder */
+	size_t count;
+	bool failed;
+};
+
+static bool dirlist_add(void *ctx, const char *name, bool is_dir)
+{
+	struct dirlist *dl = ctx;
+
+	if (tfs_buf_append(&dl->names, name, strlen(name) + 1) ||
+	    tfs_buf_append_u8(&dl->kinds, is_dir)) {
+		dl->failed = true;
+		return false;
+	}
+	dl->count++;
+	return true;
+}
+
+static void dirlist_free(struct dirlist *dl)
+{
+	if (!dl)
+		return;
+	tfs_buf_release(&dl->names);
+	tfs_buf_release(&dl->kinds);
+	tfs_free(dl);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct inode *in = inode_of(ino);
+	struct dirlist *dl = tfs_callocn(1, sizeof(*dl));
+	struct tfsd_node n;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	if (!dl) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	tfs_buf_init(&dl->names, TFS_BUF_NO_MAX);
+	tfs_buf_init(&dl->kinds, TFS_BUF_NO_MAX);
+	dirlist_add(dl, ".", true);
+	dirlist_add(dl, "..", true);
+	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
+	if (!e) {
+		if (!tfsd_node_is_dir(&n))
+			e = tfs_fail(&d, TFS_E_INVALID, "not a folder");
+		else
+			e = tfsd_list(&tfs_daemon, &n, dirlist_add, dl, &d);
+		if (!e && dl->failed)
+			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+		if (!e)
+			fi->cache_readdir = tfsd_node_immutable(&tfs_daemon, &n);
+		tfsd_node_release(&tfs_daemon, &n);
+	}
+	if (e) {
+		dirlist_free(dl);
+		reply_fail(req, in->vpath, e == TFS_E_INVALID ? TFS_E_INVALID : e, &d);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)dl;
+	fuse_reply_open(req, fi);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct dirlist *dl = (struct dirlist *)(uintptr_t)fi->fh;
+	char *buf = tfs_malloc(size ? size : 1);
+	size_t used = 0, pos = 0, i = 0;
+
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (; i < dl->count; i++) {
+		const char *name = (const char *)dl->names.data + pos;
+		/* d_ino 0 entries are skipped by readdir(3); the kernel
+		 * gives stat's own inode numbers anyway. */
+		struct stat st = {.st_ino = i + 1};
+		size_t need;
+
+		pos += strlen(name) + 1;
+		if ((off_t)i < off)
+			continue;
+		st.st_mode = dl->kinds.data[i] ? S_IFDIR : S_IFREG;
+		need = fuse_add_direntry(req, buf + used, size - used, name,
+					 &st, (off_t)(i + 1));
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	tfs_free(buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	(void)ino;
+	dirlist_free((struct dirlist *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct inode *in = inode_of(ino);
+	struct tfsd_file *f = NULL;
+	struct tfsd_node n;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, tfs_daemon.cfg.read_only ? EROFS : EACCES);
+		return;
+	}
+	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
+	if (e) {
+		reply_fail(req, in->vpath, e, &d);
+		return;
+	}
+	if (tfsd_node_is_dir(&n)) {
+		tfsd_node_release(&tfs_daemon, &n);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
+	if (e) {
+		tfsd_node_release(&tfs_daemon, &n);
+		reply_fail(req, in->vpath, e, &d);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->direct_io = tfsd_file_direct(f);
+	/* The page cache of this inode is still right when the version is
+	 * the one it was filled from. */
+	fi->keep_cache = !fi->direct_io &&
+			 __atomic_exchange_n(&in->gen, n.arr ? n.arr->gen : 0,
+					     __ATOMIC_RELAXED) ==
+				 (n.arr ? n.arr->gen : 0);
+	tfsd_node_release(&tfs_daemon, &n);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		tfsd_file_close(&tfs_daemon, f); /* interrupted open */
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct tfsd_file *f = (struct tfsd_file *)(uintptr_t)fi->fh;
+	uint8_t *buf;
+	struct tfs_diag d;
+	size_t got = 0;
+	enum tfs_err e;
+
+	if (size > MAX_READ * 4)
+		size = MAX_READ * 4;
+	buf = tfs_malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	tfs_diag_init(&d);
+	e = tfsd_file_read(&tfs_daemon, f, (uint64_t)off, buf, size, &got, &d);
+	if (e)
+		reply_fail(req, inode_of(ino)->vpath, e, &d);
+	else
+		fuse_reply_buf(req, (const char *)buf, got);
+	tfs_free(buf);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	tfsd_file_close(&tfs_daemon, (struct tfsd_file *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	struct inode *in = inode_of(ino);
+	struct tfsd_node n;
+	struct tfs_buf val;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	tfs_buf_init(&val, TFS_BUF_NO_MAX);
+	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
+	if (e) {
+		reply_fail(req, in->vpath, e, &d);
+		return;
+	}
+	e = tfsd_xattr_get(&tfs_daemon, &n, name, &val);
+	tfsd_node_release(&tfs_daemon, &n);
+	if (e == TFS_E_NOT_FOUND)
+		fuse_reply_err(req, ENODATA);
+	else if (e)
+		fuse_reply_err(req, tfs_err_errno(e));
+	else if (size == 0)
+		fuse_reply_xattr(req, val.len);
+	else if (size < val.len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, (const char *)val.data, val.len);
+	tfs_buf_release(&val);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct inode *in = inode_of(ino);
+	struct tfsd_node n;
+	struct tfs_buf val;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	tfs_buf_init(&val, TFS_BUF_NO_MAX);
+	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
+	if (e) {
+		reply_fail(req, in->vpath, e, &d);
+		return;
+	}
+	e = tfsd_xattr_list(&tfs_daemon, &n, &val);
+	tfsd_node_release(&tfs_daemon, &n);
+	if (e)
+		fuse_reply_err(req, tfs_err_errno(e));
+	else if (size == 0)
+		fuse_reply_xattr(req, val.len);
+	else if (size < val.len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, (const char *)val.data, val.len);
+	tfs_buf_release(&val);
+}
+
+static const struct fuse_lowlevel_ops tfsd_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+};
+
+/* ---- Start-up ------------------------------------------------------------- */
+
+struct cli {
+	char *source;
+	char *key;
+	char *keyfile;
+	char *cache;
+	char *threads;
+	char *timestamp;
+	int read_only;
+	int show_help;
+	int show_version;
+};
+
+#define CLI_OPT(t, p) {t, offsetof(struct cli, p), 1}
+static const struct fuse_opt cli_opts[] = {
+	CLI_OPT("key=%s", key),
+	CLI_OPT("keyfile=%s", keyfile),
+	CLI_OPT("cache=%s", cache),
+	CLI_OPT("threads=%s", threads),
+	CLI_OPT("timestamp=%s", timestamp),
+	FUSE_OPT_END,
+};
+
+enum { KEY_RO };
+
+static int cli_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct cli *c = data;
+
+	(void)outargs;
+	if (key == FUSE_OPT_KEY_NONOPT && !c->source) {
+		c->source = strdup(arg);
+		return c->source ? 0 : -1;
+	}
+	if (key == FUSE_OPT_KEY_OPT && strcmp(arg, "ro") == 0)
+		c->read_only = 1;
+	return 1; /* keep: libfuse and the kernel see it too */
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] SOURCE MOUNTPOINT\n\n"
+	       "Shows every TileDB array under SOURCE as files and folders.\n\n"
+	       "tilefs options:\n"
+	       "    -o ro                  read-only mount (writes fail with EROFS)\n"
+	       "    -o key=HEX             AES-256 key (64 hex digits) for encrypted arrays\n"
+	       "    -o keyfile=PATH        keys: one 'relative/array/path HEXKEY' per line,\n"
+	       "                           '*' for a default\n"
+	       "    -o cache=SIZE          byte budget for decoded tiles (default 256M)\n"
+	       "    -o threads=N           decode threads (default: one per CPU)\n"
+	       "    -o timestamp=T         show arrays as of T (ms since the epoch or\n"
+	       "                           ISO-8601 UTC)\n"
+	       "    -f                     stay in the foreground, log to stderr\n"
+	       "    -d                     debug log (implies -f)\n"
+	       "    -h, --help             this help\n"
+	       "    -V, --version          print the version\n\n"
+	       "FUSE options:\n",
+	       prog);
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* Overwrites key=... in the process's own argument strings so that ps and
+ * /proc/PID/cmdline no longer show it. */
+static void scrub_keys(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		char *p = argv[i];
+
+		while ((p = strstr(p, "key=")) != NULL) {
+			p += 4;
+			while (*p && *p != ',')
+				*p++ = 'x';
+		}
+	}
+}
+
+static bool log_to_stderr;
+
+static void log_sink(enum tfs_log_level level, const char *line)
+{
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+
+	if (log_to_stderr)
+		fprintf(stderr, "tilefs: %s\n", line);
+	else
+		syslog(prio[level], "%s", line);
+}
+
+static int configure(struct tfsd_config *cfg, struct cli *c,
+		     struct fuse_cmdline_opts *fo)
+{
+	struct tfs_diag d;
+	char *real;
+
+	tfs_diag_init(&d);
+	if (!c->source || !fo->mountpoint) {
+		fprintf(stderr, "tilefs: usage: tilefs [options] SOURCE MOUNTPOINT "
+				"(see --help)\n");
+		return 2;
+	}
+	real = realpath(c->source, NULL);
+	if (!real) {
+		fprintf(stderr, "tilefs: source '%s': %s\n", c->source,
+			strerror(errno));
+		return 1;
+	}
+	cfg->source = tfs_strdup(real);
+	free(real);
+	cfg->mountpoint = tfs_strdup(fo->mountpoint);
+	if (!cfg->source || !cfg->mountpoint)
+		return 1;
+	cfg->read_only = c->read_only;
+	cfg->foreground = fo->foreground;
+	cfg->debug = fo->debug;
+	cfg->cache_bytes = (uint64_t)256 << 20;
+	if (c->cache && tfsd_parse_size(c->cache, &cfg->cache_bytes)) {
+		fprintf(stderr, "tilefs: cache='%s': not a size (e.g. 256M)\n",
+			c->cache);
+		return 2;
+	}
+	if (c->threads) {
+		char *end;
+		unsigned long v = strtoul(c->threads, &end, 10);
+
+		if (*end || v == 0 || v > 1024) {
+			fprintf(stderr, "tilefs: threads='%s': not 1..1024\n",
+				c->threads);
+			return 2;
+		}
+		cfg->threads = (unsigned)v;
+	}
+	if (c->timestamp && (tfsd_parse_time(c->timestamp, &cfg->timestamp) ||
+			     cfg->timestamp == 0)) {
+		fprintf(stderr, "tilefs: timestamp='%s': not ms since the epoch "
+				"or ISO-8601\n",
+			c->timestamp);
+		return 2;
+	}
+	if (c->key) {
+		if (tfs_key_from_hex(cfg->default_key, c->key)) {
+			fprintf(stderr, "tilefs: key must be 64 hex digits\n");
+			return 2;
+		}
+		cfg->has_default_key = true;
+		memset(c->key, 0, strlen(c->key));
+	}
+	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
+		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
+		return 2;
+	}
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts fo = {0};
+	struct fuse_loop_config *loop = NULL;
+	struct fuse_session *se = NULL;
+	struct tfsd *fs = &tfs_daemon;
+	struct cli c = {0};
+	int ret = 1;
+
+	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
+		return 2;
+	scrub_keys(argc, argv);
+	if (fuse_parse_cmdline(&args, &fo) != 0) {
+		ret = 2;
+		goto out_args;
+	}
+	if (fo.show_help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out_args;
+	}
+	if (fo.show_version) {
+		printf("tilefs %s\n", TILEFS_VERSION);
+		printf("FUSE library version %s\n", fuse_pkgversion());
+		ret = 0;
+		goto out_args;
+	}
+	ret = configure(&fs->cfg, &c, &fo);
+	if (ret)
+		goto out_args;
+	log_to_stderr = fo.foreground;
+	if (!log_to_stderr)
+		openlog("tilefs", LOG_PID, LOG_DAEMON);
+	tfs_log_configure(log_sink, fo.debug ? TFS_LOG_DEBUG : TFS_LOG_INFO);
+	ret = 1;
+	/* Files are at most MAX_READ per request; the kernel caps it too. */
+	if (fuse_opt_add_arg(&args, "-omax_read=1048576") != 0)
+		goto out_fs;
+	se = fuse_session_new(&args, &tfsd_ops, sizeof(tfsd_ops), fs);
+	if (!se)
+		goto out_fs;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, fo.mountpoint) != 0)
+		goto out_signals;
+	tfs_log(TFS_LOG_INFO, "mounted '%s' on '%s'%s", fs->cfg.source,
+		fs->cfg.mountpoint, fs->cfg.read_only ? " (read-only)" : "");
+	if (fuse_daemonize(fo.foreground) != 0)
+		goto out_unmount;
+	/* Threads start after daemonizing: fork keeps only the caller. */
+	if (tfs_tile_cache_new(fs->cfg.cache_bytes, &fs->tiles) ||
+	    tfs_pool_new((fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count()) - 1,
+			 &fs->pool) ||
+	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
+	    tfsd_renders_new(fs->cfg.cache_bytes / 8 + ((uint64_t)8 << 20),
+			     &fs->renders) ||
+	    tfsd_prefetch_new(fs->arrays, &fs->prefetch)) {
+		tfs_log(TFS_LOG_ERROR, "cannot start: out of memory");
+		goto out_unmount;
+	}
+	loop = fuse_loop_cfg_create();
+	if (!loop)
+		goto out_unmount;
+	fuse_loop_cfg_set_clone_fd(loop, (unsigned)fo.clone_fd);
+	fuse_loop_cfg_set_max_threads(loop, fo.max_threads ? fo.max_threads : 16);
+	fuse_loop_cfg_set_idle_threads(loop, fo.max_idle_threads != UINT_MAX
+						     ? fo.max_idle_threads
+						     : 8);
+	ret = fo.singlethread ? fuse_session_loop(se)
+			      : fuse_session_loop_mt(se, loop);
+	ret = ret < 0 ? 1 : 0;
+	fuse_loop_cfg_destroy(loop);
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_fs:
+	tfsd_prefetch_free(fs->prefetch);
+	tfsd_renders_free(fs->renders);
+	tfsd_arrays_free(fs->arrays);
+	tfs_pool_free(fs->pool);
+	tfs_tile_cache_free(fs->tiles);
+	tfsd_config_release(&fs->cfg);
+out_args:
+	free(fo.mountpoint);
+	free(c.source);
+	free(c.key);
+	free(c.keyfile);
+	free(c.cache);
+	free(c.threads);
+	free(c.timestamp);
+	fuse_opt_free_args(&args);
+	return ret;
+}

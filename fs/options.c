@@ -1,0 +1,268 @@
+/* The daemon's option values: sizes, times and keys as users type them
+ * (SPEC §1). Pure functions plus the keyfile reader; the command line
+ * itself is parsed in fuse_ll.c with fuse_opt. */
+#include "tfsd.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+
+void tfsd_config_release(struct tfsd_config *c)
+{
+	tfs_free(c->source);
+	tfs_free(c->mountpoint);
+	for (size_t i = 0; i < c->key_num; i++) {
+		memset(c->keys[i].key, 0, sizeof(c->keys[i].key));
+		tfs_free(c->keys[i].path);
+	}
+	tfs_free(c->keys);
+	memset(c->default_key, 0, sizeof(c->default_key));
+	memset(c, 0, sizeof(*c));
+}
+
+enum tfs_err tfsd_parse_size(const char *text, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!isdigit((unsigned char)text[0]))
+		return TFS_E_INVALID;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno)
+		return TFS_E_RANGE;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: return TFS_E_INVALID;
+	}
+	if (*end == 'B' || *end == 'b' || (shift && (*end == 'i')))
+		end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
+	if (*end)
+		return TFS_E_INVALID;
+	if (shift && v > (UINT64_MAX >> shift))
+		return TFS_E_RANGE;
+	*out = (uint64_t)v << shift;
+	return TFS_E_OK;
+}
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+void tfsd_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t era;
+	unsigned doe, yoe, doy, mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (unsigned)(z - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+/* Reads exactly n digits at *p. */
+static bool digits(const char **p, unsigned n, unsigned *out)
+{
+	unsigned v = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)(*p)[i]))
+			return false;
+		v = v * 10 + (unsigned)((*p)[i] - '0');
+	}
+	*p += n;
+	*out = v;
+	return true;
+}
+
+enum tfs_err tfsd_parse_time(const char *text, uint64_t *out)
+{
+	const char *p = text;
+	unsigned y, mo, d, h = 0, mi = 0, s = 0, ms = 0;
+	int64_t days, total;
+
+	if (!*text)
+		return TFS_E_INVALID;
+	if (strspn(text, "0123456789") == strlen(text)) {
+		char *end;
+
+		errno = 0;
+		*out = strtoull(text, &end, 10);
+		return errno ? TFS_E_RANGE : TFS_E_OK;
+	}
+	if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) ||
+	    *p++ != '-' || !digits(&p, 2, &d))
+		return TFS_E_INVALID;
+	if (*p == 'T' || *p == ' ') {
+		p++;
+		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+			return TFS_E_INVALID;
+		if (*p == ':') {
+			p++;
+			if (!digits(&p, 2, &s))
+				return TFS_E_INVALID;
+			if (*p == '.') {
+				unsigned scale = 100;
+
+				p++;
+				if (!isdigit((unsigned char)*p))
+					return TFS_E_INVALID;
+				for (; isdigit((unsigned char)*p); p++) {
+					ms += (unsigned)(*p - '0') * scale;
+					scale /= 10;
+				}
+			}
+		}
+	}
+	if (*p == 'Z')
+		p++;
+	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+	    s > 60)
+		return TFS_E_INVALID;
+	days = days_from_civil(y, mo, d);
+	if (days < 0)
+		return TFS_E_RANGE;
+	total = ((days * 24 + h) * 60 + mi) * 60 + s;
+	*out = (uint64_t)total * 1000 + ms;
+	return TFS_E_OK;
+}
+
+void tfsd_format_time(char *out, size_t cap, uint64_t ms)
+{
+	uint64_t secs = ms / 1000;
+	int64_t y;
+	unsigned m, d;
+
+	tfsd_civil_from_days((int64_t)(secs / 86400), &y, &m, &d);
+	snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03uZ", y,
+		 m, d, (unsigned)(secs % 86400 / 3600),
+		 (unsigned)(secs % 3600 / 60), (unsigned)(secs % 60),
+		 (unsigned)(ms % 1000));
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct tfsd_key *)a)->path,
+		      ((const struct tfsd_key *)b)->path);
+}
+
+/* Strips leading and trailing '/' so "a/b/", "/a/b" and "a/b" agree. */
+static char *norm_path(const char *s, size_t n)
+{
+	while (n && *s == '/') {
+		s++;
+		n--;
+	}
+	while (n && s[n - 1] == '/')
+		n--;
+	return tfs_strndup(s, n);
+}
+
+enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
+			       struct tfs_diag *d)
+{
+	FILE *f = fopen(path, "re");
+	char line[4096];
+	unsigned lineno = 0;
+	enum tfs_err e = TFS_E_OK;
+
+	if (!f)
+		return tfs_fail(d, errno == ENOENT ? TFS_E_NOT_FOUND : TFS_E_PERM,
+				"keyfile '%s': %s", path, strerror(errno));
+	while (!e && fgets(line, sizeof(line), f)) {
+		char *p = line, *sep, *hex;
+		size_t plen, hlen;
+		uint8_t key[32];
+
+		lineno++;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		sep = p + strcspn(p, " \t");
+		plen = (size_t)(sep - p);
+		hex = sep + strspn(sep, " \t");
+		hlen = strcspn(hex, " \t\r\n");
+		if (!*sep || hlen != 64 || hex[hlen + strspn(hex + hlen, " \t\r\n")]) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "keyfile '%s' line %u: expected 'PATH "
+				     "HEXKEY' with a 64-digit key",
+				     path, lineno);
+			break;
+		}
+		hex[hlen] = '\0';
+		if (tfs_key_from_hex(key, hex)) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "keyfile '%s' line %u: key is not 64 hex "
+				     "digits",
+				     path, lineno);
+			break;
+		}
+		memset(hex, 0, hlen);
+		if (plen == 1 && *p == '*') {
+			memcpy(c->default_key, key, 32);
+			c->has_default_key = true;
+		} else {
+			struct tfsd_key *k = tfs_reallocn(c->keys, c->key_num + 1,
+							 sizeof(*k));
+
+			if (!k) {
+				e = tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory", path);
+				break;
+			}
+			c->keys = k;
+			k[c->key_num].path = norm_path(p, plen);
+			if (!k[c->key_num].path) {
+				e = tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory", path);
+				break;
+			}
+			memcpy(k[c->key_num].key, key, 32);
+			c->key_num++;
+		}
+		memset(key, 0, sizeof(key));
+	}
+	memset(line, 0, sizeof(line));
+	fclose(f);
+	if (!e)
+		qsort(c->keys, c->key_num, sizeof(*c->keys), key_cmp);
+	return e;
+}
+
+const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel)
+{
+	struct tfsd_key probe = {.path = (char *)rel};
+	const struct tfsd_key *k;
+
+	if (c->key_num) {
+		k = bsearch(&probe, c->keys, c->key_num, sizeof(*c->keys),
+			    key_cmp);
+		if (k)
+			return k->key;
+	}
+	return c->has_default_key ? c->default_key : NULL;
+}

@@ -1,0 +1,505 @@
+/* The selection grammar (SPEC §3), see selection.h. */
+#include "tfsd.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cell_json.h"
+#include "json_out.h"
+#include "tfs_alloc.h"
+#include "tfs_bytes.h"
+
+/* Longest value text we parse; longer is not a coordinate. */
+#define MAX_VALUE_TEXT 4096
+
+/* One ':'-separated part of a range, decoded (quotes removed). */
+struct part {
+	bool present;
+	bool quoted;
+	size_t len;
+	char text[MAX_VALUE_TEXT + 1]; /* last: the rest is cleared alone */
+};
+
+static void part_clear(struct part *pt)
+{
+	memset(pt, 0, offsetof(struct part, text));
+	pt->text[0] = '\0';
+}
+
+static const char *const formats[] = {
+	[TFSD_FMT_RAW] = "",          [TFSD_FMT_TXT] = ".txt",
+	[TFSD_FMT_CSV] = ".csv",      [TFSD_FMT_JSON] = ".json",
+	[TFSD_FMT_NPY] = ".npy",      [TFSD_FMT_OFFSETS] = ".offsets",
+	[TFSD_FMT_VALIDITY] = ".validity",
+};
+
+bool tfsd_slice_name_parse(const char *name, const char **sel, size_t *sel_len,
+			   enum tfsd_format *fmt)
+{
+	const char *close;
+
+	if (strncmp(name, "slice[", 6) != 0)
+		return false;
+	close = strrchr(name, ']');
+	if (!close || close < name + 6)
+		return false;
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (strcmp(close + 1, formats[i]) == 0) {
+			*sel = name + 6;
+			*sel_len = (size_t)(close - (name + 6));
+			*fmt = (enum tfsd_format)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+void tfsd_sel_free(struct tfsd_sel *sel)
+{
+	if (!sel)
+		return;
+	for (uint32_t k = 0; k < sel->dim_num; k++) {
+		tfs_free(sel->dims[k].lo_str);
+		tfs_free(sel->dims[k].hi_str);
+	}
+	tfs_free(sel);
+}
+
+/* Scans one part starting at *p (up to end): a quoted string or bare text
+ * up to ':' or ','. */
+static enum tfs_err scan_part(const char **p, const char *end, struct part *out,
+			      uint32_t k, struct tfs_diag *d)
+{
+	const char *s = *p;
+
+	part_clear(out);
+	if (s < end && *s == '"') {
+		out->quoted = true;
+		out->present = true;
+		for (s++; s < end && *s != '"'; s++) {
+			if (*s == '\\' && s + 1 < end)
+				s++;
+			if (out->len == MAX_VALUE_TEXT)
+				return tfs_fail(d, TFS_E_INVALID,
+						"range %u: value too long", k + 1);
+			out->text[out->len++] = *s;
+		}
+		if (s == end)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: unterminated quote", k + 1);
+		s++;
+		out->text[out->len] = '\0';
+		if (s < end && *s != ':' && *s != ',')
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: text after a quoted value",
+					k + 1);
+		*p = s;
+		return TFS_E_OK;
+	}
+	for (; s < end && *s != ':' && *s != ','; s++) {
+		if (*s == '"' || *s == '\0')
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: stray '%c'", k + 1,
+					*s ? *s : '0');
+		if (out->len == MAX_VALUE_TEXT)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: value too long", k + 1);
+		out->text[out->len++] = *s;
+	}
+	out->text[out->len] = '\0';
+	out->present = out->len > 0;
+	*p = s;
+	return TFS_E_OK;
+}
+
+/* Units per millisecond of DATETIME_DAY..DATETIME_AS, as a multiplier
+ * (mul) or divisor (div). */
+static bool ms_to_unit(uint8_t type, uint64_t ms, int64_t *out)
+{
+	static const struct {
+		uint64_t div, mul;
+	} unit[] = {
+		{86400000, 1}, {3600000, 1}, {60000, 1}, {1000, 1},
+		{1, 1}, {1, 1000}, {1, 1000000}, {1, 1000000000},
+		{1, 1000000000000}, {1, 1000000000000000},
+	};
+	uint64_t v;
+
+	if (type < TFS_DATETIME_YEAR + 3 || type > TFS_DATETIME_AS)
+		return false;
+	v = ms / unit[type - TFS_DATETIME_YEAR - 3].div;
+	if (__builtin_mul_overflow(v, unit[type - TFS_DATETIME_YEAR - 3].mul,
+				   &v) ||
+	    v > INT64_MAX)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+/* Parses a value of fixed-size dimension k into dst. */
+static enum tfs_err parse_value(const struct tfs_dim *dim, uint32_t k,
+				const struct part *pt, uint8_t dst[8],
+				struct tfs_diag *d)
+{
+	uint64_t ms;
+	int64_t v;
+
+	if (!pt->quoted && cell_json_parse_value(dim->type, pt->text, dst))
+		return TFS_E_OK;
+	if (tfs_datatype_is_datetime(dim->type) &&
+	    tfsd_parse_time(pt->text, &ms) == TFS_E_OK &&
+	    ms_to_unit(dim->type, ms, &v)) {
+		tfs_put_uint(dst, 8, (uint64_t)v);
+		return TFS_E_OK;
+	}
+	return tfs_fail(d, TFS_E_INVALID,
+			"range %u: '%s' is not a value of '%s' (%s)", k + 1,
+			pt->text, dim->name, tfs_datatype_name(dim->type));
+}
+
+static bool is_float(uint8_t type)
+{
+	return tfs_datatype_class(type) == TFS_CLASS_FLOAT;
+}
+
+/* The value just below v (floats: the next float toward -inf; integers
+ * v - 1, which the caller knows not to wrap). */
+static void step_down(uint8_t type, uint8_t v[8])
+{
+	size_t w = tfs_datatype_size(type);
+
+	if (type == TFS_FLOAT32) {
+		float f;
+
+		memcpy(&f, v, sizeof(f));
+		f = nextafterf(f, -INFINITY);
+		memcpy(v, &f, sizeof(f));
+	} else if (type == TFS_FLOAT64) {
+		double x;
+
+		memcpy(&x, v, sizeof(x));
+		x = nextafter(x, -INFINITY);
+		memcpy(v, &x, sizeof(x));
+	} else {
+		tfs_put_uint(v, w, tfs_get_uint(v, w) - 1);
+	}
+}
+
+static enum tfs_err dup_bytes(uint8_t **dst, const void *src, size_t len,
+			      struct tfs_diag *d)
+{
+	*dst = tfs_malloc(len ? len : 1);
+	if (!*dst)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if (len)
+		memcpy(*dst, src, len);
+	return TFS_E_OK;
+}
+
+/* A string (var-size) dimension's range. */
+static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
+				 const struct part *pt, int parts,
+				 const struct tfs_range *ned,
+				 struct tfs_diag *d)
+{
+	struct tfsd_dim_sel *ds = &sel->dims[k];
+	enum tfs_err e;
+
+	if (parts > 2)
+		return tfs_fail(d, TFS_E_INVALID,
+				"range %u: strides are for integer dimensions",
+				k + 1);
+	if (!pt[0].present && !ned) {
+		sel->empty = true;
+		return TFS_E_OK;
+	}
+	e = pt[0].present ? dup_bytes(&ds->lo_str, pt[0].text, pt[0].len, d)
+			  : dup_bytes(&ds->lo_str, ned[k].lo, ned[k].lo_len, d);
+	if (e)
+		return e;
+	ds->range.lo = ds->lo_str;
+	ds->range.lo_len = pt[0].present ? pt[0].len : ned[k].lo_len;
+	if (parts == 1) {
+		ds->range.hi = ds->lo_str;
+		ds->range.hi_len = ds->range.lo_len;
+		return TFS_E_OK;
+	}
+	if (!pt[1].present && !ned) {
+		sel->empty = true;
+		return TFS_E_OK;
+	}
+	e = pt[1].present ? dup_bytes(&ds->hi_str, pt[1].text, pt[1].len, d)
+			  : dup_bytes(&ds->hi_str, ned[k].hi, ned[k].hi_len, d);
+	if (e)
+		return e;
+	ds->range.hi = ds->hi_str;
+	ds->range.hi_len = pt[1].present ? pt[1].len : ned[k].hi_len;
+	ds->hi_exclusive = pt[1].present;
+	int c = tfs_bytes_cmp(ds->range.lo, ds->range.lo_len, ds->range.hi,
+			      ds->range.hi_len);
+	if (c > 0 && pt[0].present && pt[1].present)
+		return tfs_fail(d, TFS_E_INVALID, "range %u: lo > hi", k + 1);
+	if (c > 0 || (c == 0 && ds->hi_exclusive))
+		sel->empty = true;
+	return TFS_E_OK;
+}
+
+/* A fixed-size (integer, datetime or float) dimension's range. */
+static enum tfs_err fixed_range(struct tfsd_sel *sel, uint32_t k,
+				const struct tfs_schema *s,
+				const struct part *pt, int parts,
+				const struct tfs_range *ned, struct tfs_diag *d)
+{
+	const struct tfs_dim *dim = &s->dims[k];
+	struct tfsd_dim_sel *ds = &sel->dims[k];
+	size_t w = tfs_datatype_size(dim->type);
+	bool lo_given = pt[0].present, hi_given = parts > 1 && pt[1].present;
+	enum tfs_err e;
+	int c;
+
+	ds->range = (struct tfs_range){ds->lo_val, ds->hi_val, w, w};
+	if (parts == 3) {
+		char *end;
+
+		if (s->array_type != TFS_DENSE || is_float(dim->type))
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: strides are for dense arrays",
+					k + 1);
+		if (!pt[2].present || pt[2].quoted || pt[2].text[0] == '-' ||
+		    (ds->stride = strtoull(pt[2].text, &end, 10)) == 0 || *end)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: the step must be a positive "
+					"integer",
+					k + 1);
+	}
+	if (lo_given) {
+		e = parse_value(dim, k, &pt[0], ds->lo_val, d);
+		if (e)
+			return e;
+	} else if (ned) {
+		memcpy(ds->lo_val, ned[k].lo, w);
+	} else {
+		sel->empty = true;
+		return TFS_E_OK;
+	}
+	if (parts == 1) {
+		memcpy(ds->hi_val, ds->lo_val, w);
+		hi_given = true;
+	} else if (hi_given) {
+		e = parse_value(dim, k, &pt[1], ds->hi_val, d);
+		if (e)
+			return e;
+		c = tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val);
+		if (c > 0 && lo_given)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: lo > hi", k + 1);
+		if (c >= 0) {
+			sel->empty = true;
+			return TFS_E_OK;
+		}
+		step_down(dim->type, ds->hi_val);
+	} else if (ned) {
+		memcpy(ds->hi_val, ned[k].hi, w);
+	} else {
+		sel->empty = true;
+		return TFS_E_OK;
+	}
+	if (dim->has_domain &&
+	    ((lo_given && (tfs_value_cmp(dim->type, ds->lo_val,
+					 dim->domain[0]) < 0 ||
+			   tfs_value_cmp(dim->type, ds->lo_val,
+					 dim->domain[1]) > 0)) ||
+	     (hi_given && (tfs_value_cmp(dim->type, ds->hi_val,
+					 dim->domain[1]) > 0 ||
+			   tfs_value_cmp(dim->type, ds->hi_val,
+					 dim->domain[0]) < 0)))) {
+		char lo[64], hi[64];
+		struct tfs_buf b;
+		struct json_out j;
+
+		tfs_buf_init(&b, 256);
+		json_out_init(&j, &b);
+		cell_json_value(&j, dim->type, dim->domain[0]);
+		snprintf(lo, sizeof(lo), "%.*s", (int)b.len, (char *)b.data);
+		b.len = 0;
+		json_out_init(&j, &b);
+		cell_json_value(&j, dim->type, dim->domain[1]);
+		snprintf(hi, sizeof(hi), "%.*s", (int)b.len, (char *)b.data);
+		tfs_buf_release(&b);
+		return tfs_fail(d, TFS_E_INVALID,
+				"range %u: outside the domain of '%s' [%s, %s]",
+				k + 1, dim->name, lo, hi);
+	}
+	if (tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val) > 0) {
+		sel->empty = true; /* "lo:" past the non-empty domain */
+		return TFS_E_OK;
+	}
+	if (!is_float(dim->type)) {
+		uint64_t span = tfs_get_uint(ds->hi_val, w) -
+				tfs_get_uint(ds->lo_val, w);
+
+		if (w < 8)
+			span &= (UINT64_C(1) << (8 * w)) - 1;
+		ds->count = span / ds->stride + 1;
+		if (span == UINT64_MAX && ds->stride == 1)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: more than 2^64 cells",
+					k + 1);
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfsd_sel_parse(const char *text, size_t len,
+			    const struct tfs_schema *s,
+			    const struct tfs_range *ned, struct tfsd_sel **out,
+			    struct tfs_diag *d)
+{
+	const char *p = text, *end = text + len;
+	struct tfsd_sel *sel;
+	struct part *pt;
+	enum tfs_err e = TFS_E_OK;
+
+	*out = NULL;
+	sel = tfs_callocn(1, sizeof(*sel) + s->dim_num * sizeof(sel->dims[0]));
+	pt = tfs_callocn(3, sizeof(*pt));
+	if (!sel || !pt) {
+		tfs_free(sel);
+		tfs_free(pt);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	sel->dim_num = s->dim_num;
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		sel->dims[k].stride = 1;
+	for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+		int parts = 0;
+		bool at_end = p >= end;
+
+		/* Missing trailing ranges are ':'. */
+		while (!at_end && !e) {
+			if (parts == 3) {
+				e = tfs_fail(d, TFS_E_INVALID,
+					     "range %u: more than lo:hi:step",
+					     k + 1);
+				break;
+			}
+			e = scan_part(&p, end, &pt[parts++], k, d);
+			if (e || p >= end || *p == ',')
+				break;
+			p++; /* ':' */
+			if (p >= end || *p == ',') {
+				part_clear(&pt[parts++]);
+				break;
+			}
+		}
+		if (e)
+			break;
+		if (at_end) {
+			part_clear(&pt[0]);
+			part_clear(&pt[1]);
+			parts = 2;
+		}
+		if (parts == 1 && !pt[0].present) {
+			e = tfs_fail(d, TFS_E_INVALID, "range %u is empty",
+				     k + 1);
+			break;
+		}
+		e = s->dims[k].var
+			    ? string_range(sel, k, pt, parts, ned, d)
+			    : fixed_range(sel, k, s, pt, parts, ned, d);
+		if (!e && p < end) {
+			p++; /* ',' */
+			if (p >= end)
+				e = tfs_fail(d, TFS_E_INVALID,
+					     "trailing ',' after range %u",
+					     k + 1);
+		}
+	}
+	if (!e && p < end)
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "more ranges than the %u dimension%s", s->dim_num,
+			     s->dim_num == 1 ? "" : "s");
+	tfs_free(pt);
+	if (e) {
+		tfsd_sel_free(sel);
+		return e;
+	}
+	if (sel->empty)
+		for (uint32_t k = 0; k < sel->dim_num; k++)
+			sel->dims[k].count = 0;
+	*out = sel;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfsd_sel_format_ned(struct tfs_buf *out,
+				 const struct tfs_schema *s,
+				 const struct tfs_range *ned)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+		const struct tfs_dim *dim = &s->dims[k];
+		char lo[40], hi[40];
+
+		if (k)
+			e = tfs_buf_append_u8(out, ',');
+		if (e)
+			break;
+		if (dim->var) {
+			e = tfs_buf_append_u8(out, ':');
+			continue;
+		}
+		switch (tfs_datatype_class(dim->type)) {
+		case TFS_CLASS_SIGNED: {
+			int64_t l = tfs_value_as_i64(dim->type, ned[k].lo);
+			int64_t h = tfs_value_as_i64(dim->type, ned[k].hi);
+
+			if (h == INT64_MAX)
+				e = tfs_buf_printf(out, "%" PRId64 ":", l);
+			else
+				e = tfs_buf_printf(out, "%" PRId64 ":%" PRId64,
+						   l, h + 1);
+			break;
+		}
+		case TFS_CLASS_UNSIGNED: {
+			uint64_t l = tfs_value_as_u64(dim->type, ned[k].lo);
+			uint64_t h = tfs_value_as_u64(dim->type, ned[k].hi);
+
+			if (h == UINT64_MAX)
+				e = tfs_buf_printf(out, "%" PRIu64 ":", l);
+			else
+				e = tfs_buf_printf(out, "%" PRIu64 ":%" PRIu64,
+						   l, h + 1);
+			break;
+		}
+		case TFS_CLASS_FLOAT:
+			if (dim->type == TFS_FLOAT32) {
+				float l, h;
+
+				memcpy(&l, ned[k].lo, 4);
+				memcpy(&h, ned[k].hi, 4);
+				json_fmt_f32(lo, sizeof(lo), l);
+				json_fmt_f32(hi, sizeof(hi),
+					     nextafterf(h, INFINITY));
+			} else {
+				double l, h;
+
+				memcpy(&l, ned[k].lo, 8);
+				memcpy(&h, ned[k].hi, 8);
+				json_fmt_f64(lo, sizeof(lo), l);
+				json_fmt_f64(hi, sizeof(hi),
+					     nextafter(h, INFINITY));
+			}
+			e = tfs_buf_printf(out, "%s:%s", lo,
+					   strcmp(hi, "inf") ? hi : "");
+			break;
+		default:
+			e = tfs_buf_append_u8(out, ':');
+			break;
+		}
+	}
+	return e;
+}

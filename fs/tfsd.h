@@ -1,0 +1,241 @@
+/* The daemon's internal interfaces: configuration, the cache of opened
+ * arrays, the virtual tree (a path of the mount resolved to a node) and the
+ * content of virtual files. Only fuse_ll.c knows about FUSE; everything
+ * here works on paths relative to the mount and on the core's public API,
+ * so it can be tested without mounting. */
+#ifndef TFSD_H
+#define TFSD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "selection.h"
+#include "value_text.h"
+#include <tilefs/tilefs.h>
+
+struct tfs_tile_cache;
+
+/* Dimensions of a schema at most (format/schema.md). */
+#define TFSD_MAX_DIMS 128
+
+/* ---- Configuration (options.c) ------------------------------------------ */
+
+struct tfsd_key {
+	char *path; /* array path relative to SOURCE, no leading '/' */
+	uint8_t key[32];
+};
+
+struct tfsd_config {
+	char *source;     /* absolute, without a trailing '/' */
+	char *mountpoint;
+	bool read_only;
+	bool foreground;
+	bool debug;
+	uint64_t cache_bytes; /* decoded-tile budget */
+	unsigned threads;     /* decode threads; 0 = one per CPU */
+	uint64_t timestamp;   /* show arrays as of this time (ms); 0 = now */
+	bool has_default_key;
+	uint8_t default_key[32];
+	struct tfsd_key *keys; /* from keyfile=, sorted by path */
+	size_t key_num;
+};
+
+void tfsd_config_release(struct tfsd_config *c);
+/* "256M", "1G", "4096", "64k" → bytes. */
+enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
+/* Milliseconds since the epoch, or ISO-8601 UTC ("2023-11-14",
+ * "2023-11-14T22:13:20", "...20.5Z", "...20.000Z"). */
+enum tfs_err tfsd_parse_time(const char *text, uint64_t *out) TFS_WUR;
+/* "2023-11-14T22:13:20.000Z" for ms since the epoch (cap >= 32). */
+void tfsd_format_time(char *out, size_t cap, uint64_t ms);
+/* The proleptic Gregorian date of a day number (0 = 1970-01-01). */
+void tfsd_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+/* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
+ * default, '#' comments. Fills c->keys / c->default_key. */
+enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
+			       struct tfs_diag *d) TFS_WUR;
+/* The key for an array (relative path), or NULL. */
+const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel);
+
+/* ---- Opened arrays (arrays.c) -------------------------------------------- */
+
+/* One opened version of an array, shared by every node and open file that
+ * shows it. Immutable once opened; refcounted. */
+struct tfsd_arr {
+	struct tfs_array *a;
+	const struct tfs_schema *schema;
+	uint64_t timestamp; /* the view's time; 0 = current */
+	uint64_t gen;       /* unique per opened handle: names this version */
+	bool has_ned;
+	struct tfs_range *ned; /* dim_num ranges when has_ned */
+	uint64_t sparse_cells; /* sum of visible fragments' cell counts */
+	int refs;              /* protected by the cache lock */
+};
+
+struct tfsd_arrays;
+
+/* Arrays open with the tile cache and decode pool given (both outlive
+ * the cache of arrays). */
+enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
+			     struct tfs_tile_cache *tiles, struct tfs_pool *pool,
+			     struct tfsd_arrays **out) TFS_WUR;
+void tfsd_arrays_free(struct tfsd_arrays *c);
+/* A reference to the array at rel (relative to SOURCE) as of timestamp
+ * (0 = current: re-checked at most twice a second, so new fragments show
+ * up). Release with tfsd_arr_put. */
+enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
+			     uint64_t timestamp, struct tfsd_arr **out,
+			     struct tfs_diag *d) TFS_WUR;
+void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr);
+void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr);
+
+/* ---- Read-ahead (prefetch.c) --------------------------------------------- */
+
+struct tfsd_prefetch;
+enum tfs_err tfsd_prefetch_new(struct tfsd_arrays *arrays,
+			       struct tfsd_prefetch **out) TFS_WUR;
+void tfsd_prefetch_free(struct tfsd_prefetch *p);
+/* Asks for the tiles of a query (fixed-size subarray, fields) to be
+ * decoded into the tile cache in the background. A hint: may be dropped. */
+void tfsd_prefetch_submit(struct tfsd_prefetch *p, struct tfsd_arr *arr,
+			  const struct tfs_range *sub, const char *const *names,
+			  size_t name_num);
+
+/* ---- The virtual tree (vtree.c) ------------------------------------------ */
+
+struct tfsd {
+	struct tfsd_config cfg;
+	struct tfsd_arrays *arrays;
+	struct tfs_tile_cache *tiles;
+	struct tfs_pool *pool;
+	struct tfsd_renders *renders;
+	struct tfsd_prefetch *prefetch; /* NULL: no read-ahead */
+};
+
+enum tfsd_node_kind {
+	TFSD_N_FOLDER,   /* a plain folder or a group under SOURCE */
+	TFSD_N_ARRAY,    /* the view of an array (current or a version) */
+	TFSD_N_FIELD,    /* A/<attribute or dimension>/ */
+	TFSD_N_TILES,    /* A/<field>/tiles/ */
+	TFSD_N_META_DIR, /* A/metadata/ */
+	TFSD_N_FRAGS,    /* A/fragments/ */
+	TFSD_N_FRAG,     /* A/fragments/<name>/ */
+	TFSD_N_VERSIONS, /* A/versions/ */
+	TFSD_N_FILE,
+};
+
+enum tfsd_file_kind {
+	TFSD_F_SCHEMA,        /* schema.json */
+	TFSD_F_METADATA_JSON, /* metadata.json */
+	TFSD_F_META_VALUE,    /* metadata/<key> */
+	TFSD_F_FRAG_INFO,     /* fragments/<name>/info.json */
+	TFSD_F_SLICE,         /* slice[SEL].EXT, data.csv, tiles/... */
+};
+
+/* A resolved path. Owns its strings and its array reference. */
+struct tfsd_node {
+	enum tfsd_node_kind kind;
+	enum tfsd_file_kind file;
+	char *src;            /* folders and arrays: the source folder */
+	char *rel;            /* arrays: path relative to SOURCE */
+	struct tfsd_arr *arr; /* inside an array view */
+	bool version_view;    /* under versions/: immutable, no versions/ */
+	uint64_t timestamp;   /* arrays: the view's time, 0 = current */
+	int field;            /* -1: every field; else dims first, then attrs */
+	char *name;           /* metadata key, fragment name */
+	char *sel;            /* slice: the SEL text */
+	size_t sel_len;
+	enum tfsd_format fmt;
+};
+
+void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n);
+/* Resolves a path of the mount ("" = the root, no leading '/'). Bad
+ * selections and names that are not there are TFS_E_NOT_FOUND with a
+ * message saying why. */
+enum tfs_err tfsd_resolve(struct tfsd *fs, const char *vpath,
+			  struct tfsd_node *out, struct tfs_diag *d) TFS_WUR;
+/* Resolves the child `name` of an already resolved directory node. */
+enum tfs_err tfsd_resolve_child(struct tfsd *fs, const struct tfsd_node *dir,
+				const char *name, struct tfsd_node *out,
+				struct tfs_diag *d) TFS_WUR;
+static inline bool tfsd_node_is_dir(const struct tfsd_node *n)
+{
+	return n->kind != TFSD_N_FILE;
+}
+/* True when the node never changes (a version view or a fixed mount
+ * timestamp): the kernel may cache it for long. */
+bool tfsd_node_immutable(const struct tfsd *fs, const struct tfsd_node *n);
+
+/* Calls fn for every entry of a directory node, in a stable order; stops
+ * when fn returns false. */
+typedef bool (*tfsd_list_fn)(void *ctx, const char *name, bool is_dir);
+enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
+		       tfsd_list_fn fn, void *ctx, struct tfs_diag *d) TFS_WUR;
+
+/* Field helpers: the name, type and shape facts of field i of a schema
+ * (dims first, then attrs). */
+struct tfsd_field {
+	const char *name;
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool var;
+	bool nullable;
+	bool is_dim;
+	const struct tfs_attr *attr; /* NULL for dimensions */
+};
+uint32_t tfsd_field_count(const struct tfs_schema *s);
+void tfsd_field_get(const struct tfs_schema *s, int i, struct tfsd_field *out);
+
+/* Extended attribute `name` of a node into out; TFS_E_NOT_FOUND when the
+ * node has no such attribute. tfsd_xattr_list gives the names. */
+enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
+			    const char *name, struct tfs_buf *out) TFS_WUR;
+enum tfs_err tfsd_xattr_list(struct tfsd *fs, const struct tfsd_node *n,
+			     struct tfs_buf *out) TFS_WUR;
+
+/* ---- File content (content.c, docs.c) ----------------------------------- */
+
+/* What stat shows for a file node. exact = false means the size is not
+ * known without decoding: stat shows 0 and reads use direct I/O. */
+struct tfsd_size {
+	uint64_t size;
+	bool exact;
+};
+
+struct tfsd_renders; /* a small cache of rendered files and learned sizes */
+enum tfs_err tfsd_renders_new(uint64_t budget, struct tfsd_renders **out) TFS_WUR;
+void tfsd_renders_free(struct tfsd_renders *r);
+
+enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
+			    const char *vpath, struct tfsd_size *out,
+			    struct tfs_diag *d) TFS_WUR;
+
+/* An open file: keeps the version it was opened on. Reads may come from
+ * several threads at once. */
+struct tfsd_file;
+enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
+			    const char *vpath, struct tfsd_file **out,
+			    struct tfs_diag *d) TFS_WUR;
+/* Whether reads must bypass the page cache (size not exact). */
+bool tfsd_file_direct(const struct tfsd_file *f);
+/* Reads up to len bytes at off into dst; *got < len only at the end. */
+enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
+			    uint8_t *dst, size_t len, size_t *got,
+			    struct tfs_diag *d) TFS_WUR;
+void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f);
+
+/* Small documents rendered whole (docs.c): schema.json, metadata.json,
+ * metadata/<key>, fragments/<name>/info.json. */
+enum tfs_err tfsd_doc_render(struct tfsd *fs, const struct tfsd_node *n,
+			     struct tfs_buf *out, struct tfs_diag *d) TFS_WUR;
+
+/* Metadata keys as file names: '/' and '%' are percent-encoded, and so is
+ * a leading '.'; NUL-free keys only. */
+enum tfs_err tfsd_meta_name_encode(struct tfs_buf *out, const char *key,
+				   size_t key_len) TFS_WUR;
+bool tfsd_meta_name_matches(const char *name, const char *key,
+			    size_t key_len);
+
+#endif

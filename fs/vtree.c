@@ -1,0 +1,882 @@
+/* The virtual tree of SPEC §2: which names a folder of the mount holds and
+ * what a path means. Folders and groups under SOURCE appear as folders;
+ * each array appears as a folder of documents, field folders with slice
+ * files, metadata, fragments and versions. A name that collides with an
+ * attribute or dimension belongs to the field; the special entry stays
+ * reachable as "__name". Nothing here decodes cells: listing and stat
+ * cost the array's opening (cached) at most. */
+#include "tfsd.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tfs_alloc.h"
+#include "tfs_buf.h"
+
+/* Tiles listed in a tiles/ folder at most. */
+#define MAX_TILE_FILES 10000
+
+static const char *const array_specials[] = {
+	"schema.json", "data.csv", "metadata.json", "metadata",
+	"fragments",   "versions",
+};
+#define ARRAY_SPECIAL_NUM (sizeof(array_specials) / sizeof(array_specials[0]))
+
+static const char *const format_ext[] = {
+	[TFSD_FMT_RAW] = "",          [TFSD_FMT_TXT] = ".txt",
+	[TFSD_FMT_CSV] = ".csv",      [TFSD_FMT_JSON] = ".json",
+	[TFSD_FMT_NPY] = ".npy",      [TFSD_FMT_OFFSETS] = ".offsets",
+	[TFSD_FMT_VALIDITY] = ".validity",
+};
+
+uint32_t tfsd_field_count(const struct tfs_schema *s)
+{
+	return s->dim_num + s->attr_num;
+}
+
+void tfsd_field_get(const struct tfs_schema *s, int i, struct tfsd_field *out)
+{
+	memset(out, 0, sizeof(*out));
+	if ((uint32_t)i < s->dim_num) {
+		const struct tfs_dim *dim = &s->dims[i];
+
+		out->name = dim->name;
+		out->type = dim->type;
+		out->cell_val_num = dim->var ? TFS_VAR_NUM : 1;
+		out->var = dim->var;
+		out->is_dim = true;
+	} else {
+		const struct tfs_attr *at = &s->attrs[(uint32_t)i - s->dim_num];
+
+		out->name = at->name;
+		out->type = at->type;
+		out->cell_val_num = at->cell_val_num;
+		out->var = at->var;
+		out->nullable = at->nullable;
+		out->attr = at;
+	}
+}
+
+static int field_find(const struct tfs_schema *s, const char *name)
+{
+	for (uint32_t i = 0; i < tfsd_field_count(s); i++) {
+		struct tfsd_field f;
+
+		tfsd_field_get(s, (int)i, &f);
+		if (strcmp(f.name, name) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* A field name that can be a file name. */
+static bool field_listable(const char *name)
+{
+	return *name && strchr(name, '/') == NULL && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0;
+}
+
+void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n)
+{
+	tfs_free(n->src);
+	tfs_free(n->rel);
+	tfs_free(n->name);
+	tfs_free(n->sel);
+	tfsd_arr_put(fs->arrays, n->arr);
+	memset(n, 0, sizeof(*n));
+}
+
+bool tfsd_node_immutable(const struct tfsd *fs, const struct tfsd_node *n)
+{
+	if (n->kind == TFSD_N_FOLDER)
+		return false;
+	return n->version_view || fs->cfg.timestamp != 0;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	struct tfs_buf buf;
+
+	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
+	if (tfs_buf_printf(&buf, "%s%s%s", a, *a ? "/" : "", b)) {
+		tfs_buf_release(&buf);
+		return NULL;
+	}
+	return (char *)tfs_buf_detach(&buf, NULL);
+}
+
+/* Makes n the view of the array at rel (src its folder), not yet opened. */
+static enum tfs_err node_array(struct tfsd_node *n, const char *src,
+			       const char *rel, uint64_t timestamp,
+			       bool version_view, struct tfs_diag *d)
+{
+	memset(n, 0, sizeof(*n));
+	n->kind = TFSD_N_ARRAY;
+	n->src = tfs_strdup(src);
+	n->rel = tfs_strdup(rel);
+	n->timestamp = timestamp;
+	n->version_view = version_view;
+	n->field = -1;
+	if (!n->src || !n->rel)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
+	return TFS_E_OK;
+}
+
+/* The opened array of a node inside an array view (a new reference). */
+static enum tfs_err node_open(struct tfsd *fs, const struct tfsd_node *n,
+			      struct tfsd_arr **out, struct tfs_diag *d)
+{
+	if (n->arr) {
+		tfsd_arr_get(fs->arrays, n->arr);
+		*out = n->arr;
+		return TFS_E_OK;
+	}
+	return tfsd_arrays_get(fs->arrays, n->rel, n->timestamp, out, d);
+}
+
+/* A copy of the parent's array context for a child node. */
+static enum tfs_err node_inherit(struct tfsd *fs, struct tfsd_node *child,
+				 const struct tfsd_node *parent,
+				 struct tfsd_arr *arr, enum tfsd_node_kind kind,
+				 struct tfs_diag *d)
+{
+	memset(child, 0, sizeof(*child));
+	child->kind = kind;
+	child->rel = tfs_strdup(parent->rel);
+	child->timestamp = parent->timestamp;
+	child->version_view = parent->version_view;
+	child->field = parent->field;
+	child->arr = arr;
+	tfsd_arr_get(fs->arrays, arr);
+	if (!child->rel)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
+static enum tfs_err node_set_slice(struct tfsd_node *n, const char *sel,
+				   size_t sel_len, enum tfsd_format fmt,
+				   struct tfs_diag *d)
+{
+	n->kind = TFSD_N_FILE;
+	n->file = TFSD_F_SLICE;
+	n->fmt = fmt;
+	n->sel = tfs_strndup(sel, sel_len);
+	n->sel_len = sel_len;
+	if (!n->sel)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
+/* Checks a slice name against the array: the format suits the field and
+ * the selection parses (SPEC §3). */
+static enum tfs_err slice_check(const struct tfsd_arr *arr, int field,
+				const char *sel, size_t sel_len,
+				enum tfsd_format fmt, const char *name,
+				struct tfs_diag *d)
+{
+	struct tfsd_sel *parsed = NULL;
+	enum tfs_err e;
+
+	if (field < 0) {
+		if (fmt != TFSD_FMT_CSV && fmt != TFSD_FMT_JSON &&
+		    fmt != TFSD_FMT_NPY)
+			return tfs_fail(d, TFS_E_NOT_FOUND,
+					"'%s': array-level slices are .csv, "
+					".json or .npy",
+					name);
+	} else {
+		struct tfsd_field f;
+
+		tfsd_field_get(arr->schema, field, &f);
+		if (fmt == TFSD_FMT_OFFSETS && !f.var)
+			return tfs_fail(d, TFS_E_NOT_FOUND,
+					"'%s': '%s' is not var-size, it has "
+					"no offsets",
+					name, f.name);
+		if (fmt == TFSD_FMT_VALIDITY && !f.nullable)
+			return tfs_fail(d, TFS_E_NOT_FOUND,
+					"'%s': '%s' is not nullable, it has "
+					"no validity",
+					name, f.name);
+	}
+	e = tfsd_sel_parse(sel, sel_len, arr->schema,
+			   arr->has_ned ? arr->ned : NULL, &parsed, d);
+	tfsd_sel_free(parsed);
+	if (e)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", name,
+				tfs_diag_msg(d));
+	return TFS_E_OK;
+}
+
+/* "__name" → "name" when name is special here; else NULL. */
+static const char *unescape_special(const char *name)
+{
+	if (strncmp(name, "__", 2) != 0)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SPECIAL_NUM; i++)
+		if (strcmp(name + 2, array_specials[i]) == 0)
+			return name + 2;
+	return strncmp(name + 2, "slice[", 6) == 0 ? name + 2 : NULL;
+}
+
+static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
+				   const char *name, struct tfsd_node *out,
+				   struct tfs_diag *d)
+{
+	struct tfsd_arr *arr;
+	const char *special = name;
+	const char *sel;
+	size_t sel_len;
+	enum tfsd_format fmt;
+	enum tfs_err e;
+	int field;
+
+	e = node_open(fs, dir, &arr, d);
+	if (e)
+		return e;
+	field = field_find(arr->schema, name);
+	if (field >= 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FIELD, d);
+		out->field = field;
+		goto out_put;
+	}
+	if (unescape_special(name))
+		special = unescape_special(name);
+	else if (strncmp(name, "__", 2) == 0)
+		goto not_found;
+	if (strcmp(special, "schema.json") == 0 ||
+	    strcmp(special, "metadata.json") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		out->file = special[0] == 's' ? TFSD_F_SCHEMA
+					      : TFSD_F_METADATA_JSON;
+	} else if (strcmp(special, "data.csv") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		if (!e)
+			e = node_set_slice(out, "", 0, TFSD_FMT_CSV, d);
+	} else if (strcmp(special, "metadata") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_META_DIR, d);
+	} else if (strcmp(special, "fragments") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
+	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
+	} else if (tfsd_slice_name_parse(special, &sel, &sel_len, &fmt)) {
+		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
+		if (!e)
+			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		if (!e)
+			e = node_set_slice(out, sel, sel_len, fmt, d);
+	} else {
+		goto not_found;
+	}
+	goto out_put;
+not_found:
+	e = TFS_E_NOT_FOUND;
+	tfs_diag_init(d);
+out_put:
+	tfsd_arr_put(fs->arrays, arr);
+	if (e)
+		tfsd_node_release(fs, out);
+	return e;
+}
+
+static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
+				   const char *name, struct tfsd_node *out,
+				   struct tfs_diag *d)
+{
+	const char *sel;
+	size_t sel_len;
+	enum tfsd_format fmt;
+	enum tfs_err e;
+
+	if (dir->kind == TFSD_N_FIELD && strcmp(name, "tiles") == 0)
+		return node_inherit(fs, out, dir, dir->arr, TFSD_N_TILES, d);
+	if (!tfsd_slice_name_parse(name, &sel, &sel_len, &fmt))
+		return TFS_E_NOT_FOUND;
+	e = slice_check(dir->arr, dir->field, sel, sel_len, fmt, name, d);
+	if (!e)
+		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
+	if (!e)
+		e = node_set_slice(out, sel, sel_len, fmt, d);
+	if (e)
+		tfsd_node_release(fs, out);
+	return e;
+}
+
+enum tfs_err tfsd_meta_name_encode(struct tfs_buf *out, const char *key,
+				   size_t key_len)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t i = 0; i < key_len && !e; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		if (c == '/' || c == '%' || c == '\0' || (i == 0 && c == '.'))
+			e = tfs_buf_printf(out, "%%%02X", c);
+		else
+			e = tfs_buf_append_u8(out, c);
+	}
+	return e;
+}
+
+bool tfsd_meta_name_matches(const char *name, const char *key, size_t key_len)
+{
+	struct tfs_buf enc;
+	bool eq;
+
+	tfs_buf_init(&enc, TFS_BUF_NO_MAX);
+	eq = !tfsd_meta_name_encode(&enc, key, key_len) &&
+	     enc.len == strlen(name) && memcmp(enc.data, name, enc.len) == 0;
+	tfs_buf_release(&enc);
+	return eq;
+}
+
+static enum tfs_err child_of_meta(struct tfsd *fs, const struct tfsd_node *dir,
+				  const char *name, struct tfsd_node *out,
+				  struct tfs_diag *d)
+{
+	const struct tfs_array *a = dir->arr->a;
+
+	for (size_t i = 0; i < tfs_array_metadata_count(a); i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(a, i);
+		enum tfs_err e;
+
+		if (kv->deleted || !tfsd_meta_name_matches(name, kv->key,
+							   kv->key_len))
+			continue;
+		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
+		out->file = TFSD_F_META_VALUE;
+		if (!e && !(out->name = tfs_strndup(kv->key, kv->key_len)))
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		if (e)
+			tfsd_node_release(fs, out);
+		return e;
+	}
+	return TFS_E_NOT_FOUND;
+}
+
+static enum tfs_err child_of_frags(struct tfsd *fs, const struct tfsd_node *dir,
+				   const char *name, struct tfsd_node *out,
+				   struct tfs_diag *d)
+{
+	const struct tfs_array *a = dir->arr->a;
+
+	if (dir->kind == TFSD_N_FRAG) {
+		if (strcmp(name, "info.json") != 0)
+			return TFS_E_NOT_FOUND;
+		if (node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d) ||
+		    !(out->name = tfs_strdup(dir->name))) {
+			tfsd_node_release(fs, out);
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		}
+		out->file = TFSD_F_FRAG_INFO;
+		return TFS_E_OK;
+	}
+	for (size_t i = 0; i < tfs_array_fragment_count(a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		if (!f.visible || strcmp(f.name, name) != 0)
+			continue;
+		if (node_inherit(fs, out, dir, dir->arr, TFSD_N_FRAG, d) ||
+		    !(out->name = tfs_strdup(name))) {
+			tfsd_node_release(fs, out);
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		}
+		return TFS_E_OK;
+	}
+	return TFS_E_NOT_FOUND;
+}
+
+static enum tfs_err child_of_versions(struct tfsd *fs,
+				      const struct tfsd_node *dir,
+				      const char *name, struct tfsd_node *out,
+				      struct tfs_diag *d)
+{
+	uint64_t t;
+	enum tfs_err e;
+
+	if (tfsd_parse_time(name, &t) || t == 0)
+		return tfs_fail(d, TFS_E_NOT_FOUND,
+				"versions/'%s': not a time (ms since the "
+				"epoch or ISO-8601 UTC)",
+				name);
+	e = node_array(out, "", dir->rel, t, true, d);
+	if (e)
+		tfsd_node_release(fs, out);
+	return e;
+}
+
+/* A folder (plain or group) of SOURCE. */
+static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir,
+				    const char *name, struct tfsd_node *out,
+				    struct tfs_diag *d)
+{
+	enum tfs_object kind;
+	struct stat st;
+	char *src, *rel;
+	enum tfs_err e;
+
+	(void)fs;
+	if (name[0] == '.' || strncmp(name, "__", 2) == 0 ||
+	    strchr(name, '/'))
+		return TFS_E_NOT_FOUND;
+	src = path_join(dir->src, name);
+	rel = path_join(dir->rel, name);
+	if (!src || !rel) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_free;
+	}
+	if (lstat(src, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		e = TFS_E_NOT_FOUND;
+		goto out_free;
+	}
+	e = tfs_object_type(NULL, src, &kind, d);
+	if (e)
+		goto out_free;
+	if (kind == TFS_OBJECT_ARRAY) {
+		e = node_array(out, src, rel, 0, false, d);
+	} else {
+		memset(out, 0, sizeof(*out));
+		out->kind = TFSD_N_FOLDER;
+		out->field = -1;
+		out->src = src;
+		out->rel = rel;
+		return TFS_E_OK;
+	}
+out_free:
+	tfs_free(src);
+	tfs_free(rel);
+	return e;
+}
+
+enum tfs_err tfsd_resolve_child(struct tfsd *fs, const struct tfsd_node *dir,
+				const char *name, struct tfsd_node *out,
+				struct tfs_diag *d)
+{
+	memset(out, 0, sizeof(*out));
+	if (strlen(name) > 4096)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "name too long");
+	switch (dir->kind) {
+	case TFSD_N_FOLDER: return child_of_folder(fs, dir, name, out, d);
+	case TFSD_N_ARRAY: return child_of_array(fs, dir, name, out, d);
+	case TFSD_N_FIELD:
+	case TFSD_N_TILES: return child_of_field(fs, dir, name, out, d);
+	case TFSD_N_META_DIR: return child_of_meta(fs, dir, name, out, d);
+	case TFSD_N_FRAGS:
+	case TFSD_N_FRAG: return child_of_frags(fs, dir, name, out, d);
+	case TFSD_N_VERSIONS: return child_of_versions(fs, dir, name, out, d);
+	case TFSD_N_FILE: break;
+	}
+	return tfs_fail(d, TFS_E_NOT_FOUND, "not a folder");
+}
+
+static enum tfs_err resolve_root(struct tfsd *fs, struct tfsd_node *out,
+				 struct tfs_diag *d)
+{
+	enum tfs_object kind;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	e = tfs_object_type(NULL, fs->cfg.source, &kind, d);
+	if (e)
+		return e;
+	if (kind == TFS_OBJECT_ARRAY)
+		return node_array(out, fs->cfg.source, "", 0, false, d);
+	out->kind = TFSD_N_FOLDER;
+	out->field = -1;
+	out->src = tfs_strdup(fs->cfg.source);
+	out->rel = tfs_strdup("");
+	if (!out->src || !out->rel) {
+		tfsd_node_release(fs, out);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfsd_resolve(struct tfsd *fs, const char *vpath,
+			  struct tfsd_node *out, struct tfs_diag *d)
+{
+	struct tfsd_node cur;
+	char name[4097];
+	const char *p = vpath;
+	enum tfs_err e;
+
+	e = resolve_root(fs, &cur, d);
+	while (!e && *p) {
+		size_t n = strcspn(p, "/");
+		struct tfsd_node next;
+
+		if (n == 0 || n >= sizeof(name)) {
+			e = tfs_fail(d, TFS_E_NOT_FOUND, "bad path '%s'", vpath);
+			break;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n + (p[n] == '/');
+		e = tfsd_resolve_child(fs, &cur, name, &next, d);
+		tfsd_node_release(fs, &cur);
+		cur = next;
+	}
+	if (e) {
+		tfsd_node_release(fs, &cur);
+		return e;
+	}
+	*out = cur;
+	return TFS_E_OK;
+}
+
+/* ---- Listings ------------------------------------------------------------ */
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
+				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
+{
+	DIR *dp = opendir(dir->src);
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	enum tfs_err e = TFS_E_OK;
+
+	(void)fs;
+	if (!dp)
+		return tfs_fail(d, errno == EACCES ? TFS_E_PERM : TFS_E_IO,
+				"folder '%s': %s", dir->src, strerror(errno));
+	while ((de = readdir(dp)) != NULL) {
+		struct stat st;
+
+		if (de->d_name[0] == '.' || strncmp(de->d_name, "__", 2) == 0)
+			continue;
+		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			char **nn = tfs_reallocn(names, ncap, sizeof(*nn));
+
+			if (!nn) {
+				e = TFS_E_NOMEM;
+				break;
+			}
+			names = nn;
+			cap = ncap;
+		}
+		if (!(names[n] = tfs_strdup(de->d_name))) {
+			e = TFS_E_NOMEM;
+			break;
+		}
+		n++;
+	}
+	closedir(dp);
+	if (!e) {
+		qsort(names, n, sizeof(*names), name_cmp);
+		for (size_t i = 0; i < n; i++)
+			if (!fn(ctx, names[i], true))
+				break;
+	}
+	for (size_t i = 0; i < n; i++)
+		tfs_free(names[i]);
+	tfs_free(names);
+	return e ? tfs_fail(d, e, "folder '%s': out of memory", dir->src) : e;
+}
+
+/* Emits name, or "__name" when a field takes name. */
+static bool emit_special(const struct tfs_schema *s, const char *name,
+			 bool is_dir, tfsd_list_fn fn, void *ctx)
+{
+	char esc[64];
+
+	if (field_find(s, name) < 0)
+		return fn(ctx, name, is_dir);
+	snprintf(esc, sizeof(esc), "__%s", name);
+	return fn(ctx, esc, is_dir);
+}
+
+/* Emits slice[NED]EXT for each format of the list. */
+static enum tfs_err emit_slices(const struct tfsd_arr *arr,
+				const enum tfsd_format *fmts, size_t n,
+				bool escape, tfsd_list_fn fn, void *ctx)
+{
+	struct tfs_buf sel, name;
+	enum tfs_err e;
+
+	if (!arr->has_ned)
+		return TFS_E_OK;
+	tfs_buf_init(&sel, TFS_BUF_NO_MAX);
+	tfs_buf_init(&name, TFS_BUF_NO_MAX);
+	e = tfsd_sel_format_ned(&sel, arr->schema, arr->ned);
+	for (size_t i = 0; !e && i < n; i++) {
+		name.len = 0;
+		e = tfs_buf_printf(&name, "%sslice[%.*s]%s%c",
+				   escape ? "__" : "", (int)sel.len,
+				   (const char *)sel.data, format_ext[fmts[i]],
+				   '\0');
+		if (!e && !fn(ctx, (const char *)name.data, false))
+			break;
+	}
+	tfs_buf_release(&sel);
+	tfs_buf_release(&name);
+	return e;
+}
+
+static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
+			       tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
+{
+	static const enum tfsd_format fmts[] = {TFSD_FMT_CSV, TFSD_FMT_JSON,
+						TFSD_FMT_NPY};
+	const struct tfs_schema *s;
+	struct tfsd_arr *arr;
+	bool escape = false;
+	enum tfs_err e;
+
+	e = node_open(fs, dir, &arr, d);
+	if (e)
+		return e;
+	s = arr->schema;
+	for (size_t i = 0; i < ARRAY_SPECIAL_NUM; i++) {
+		bool is_dir = strchr(array_specials[i], '.') == NULL;
+
+		if (dir->version_view &&
+		    strcmp(array_specials[i], "versions") == 0)
+			continue;
+		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
+			goto out_put;
+	}
+	for (uint32_t i = 0; i < tfsd_field_count(s); i++) {
+		struct tfsd_field f;
+
+		tfsd_field_get(s, (int)i, &f);
+		if (field_find(s, f.name) == (int)i && field_listable(f.name) &&
+		    strncmp(f.name, "slice[", 6) != 0 &&
+		    !fn(ctx, f.name, true))
+			goto out_put;
+		if (strncmp(f.name, "slice[", 6) == 0)
+			escape = true;
+	}
+	e = emit_slices(arr, fmts, 3, escape, fn, ctx);
+	if (e)
+		e = tfs_fail(d, e, "array '%s': cannot list slices", dir->rel);
+out_put:
+	tfsd_arr_put(fs->arrays, arr);
+	return e;
+}
+
+static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
+			       void *ctx, struct tfs_diag *d)
+{
+	enum tfsd_format fmts[7];
+	struct tfsd_field f;
+	size_t n = 0;
+	enum tfs_err e;
+
+	tfsd_field_get(dir->arr->schema, dir->field, &f);
+	fmts[n++] = TFSD_FMT_RAW;
+	fmts[n++] = TFSD_FMT_TXT;
+	fmts[n++] = TFSD_FMT_CSV;
+	fmts[n++] = TFSD_FMT_JSON;
+	fmts[n++] = TFSD_FMT_NPY;
+	if (f.var)
+		fmts[n++] = TFSD_FMT_OFFSETS;
+	if (f.nullable)
+		fmts[n++] = TFSD_FMT_VALIDITY;
+	if (!fn(ctx, "tiles", true))
+		return TFS_E_OK;
+	e = emit_slices(dir->arr, fmts, n, false, fn, ctx);
+	return e ? tfs_fail(d, e, "cannot list '%s'", f.name) : e;
+}
+
+/* Appends the SEL text of tile `idx` along dimension k, clipped to the
+ * non-empty domain; false when the dimension has no integer tiling. */
+static bool tile_bounds(const struct tfs_dim *dim, const struct tfs_range *ned,
+			uint64_t idx, int64_t *lo, int64_t *hi)
+{
+	int64_t dlo, ext, nlo, nhi;
+
+	if (!dim->has_extent || !dim->has_domain || dim->var ||
+	    tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT)
+		return false;
+	if (tfs_datatype_class(dim->type) == TFS_CLASS_UNSIGNED) {
+		if (tfs_value_as_u64(dim->type, dim->domain[0]) > INT64_MAX ||
+		    tfs_value_as_u64(dim->type, ned->hi) > INT64_MAX)
+			return false;
+	}
+	dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+	ext = tfs_value_as_i64(dim->type, dim->extent);
+	nlo = tfs_value_as_i64(dim->type, ned->lo);
+	nhi = tfs_value_as_i64(dim->type, ned->hi);
+	if (ext <= 0)
+		return false;
+	if (__builtin_mul_overflow((int64_t)idx, ext, lo) ||
+	    __builtin_add_overflow(*lo, dlo, lo) ||
+	    __builtin_add_overflow(*lo, ext - 1, hi))
+		return false;
+	if (*lo < nlo)
+		*lo = nlo;
+	if (*hi > nhi)
+		*hi = nhi;
+	return *lo <= *hi;
+}
+
+static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
+			       void *ctx, struct tfs_diag *d)
+{
+	const struct tfsd_arr *arr = dir->arr;
+	const struct tfs_schema *s = arr->schema;
+	uint64_t first[TFSD_MAX_DIMS], count[TFSD_MAX_DIMS], idx[TFSD_MAX_DIMS];
+	uint64_t total = 1, listed = 0;
+	struct tfs_buf name;
+	enum tfs_err e = TFS_E_OK;
+
+	if (!arr->has_ned || s->dim_num > TFSD_MAX_DIMS)
+		return TFS_E_OK;
+	for (uint32_t k = 0; k < s->dim_num; k++) {
+		const struct tfs_dim *dim = &s->dims[k];
+		int64_t lo, hi, dlo, ext;
+
+		if (!tile_bounds(dim, &arr->ned[k], 0, &lo, &hi) &&
+		    (!dim->has_extent || !dim->has_domain || dim->var ||
+		     tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT))
+			return TFS_E_OK;
+		dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+		ext = tfs_value_as_i64(dim->type, dim->extent);
+		first[k] = (uint64_t)(tfs_value_as_i64(dim->type, arr->ned[k].lo) - dlo) /
+			   (uint64_t)ext;
+		count[k] = (uint64_t)(tfs_value_as_i64(dim->type, arr->ned[k].hi) - dlo) /
+				   (uint64_t)ext -
+			   first[k] + 1;
+		idx[k] = 0;
+		if (__builtin_mul_overflow(total, count[k], &total))
+			total = UINT64_MAX;
+	}
+	tfs_buf_init(&name, TFS_BUF_NO_MAX);
+	while (!e && listed < total && listed < MAX_TILE_FILES) {
+		name.len = 0;
+		e = tfs_buf_printf(&name, "slice[");
+		for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+			int64_t lo, hi;
+
+			tile_bounds(&s->dims[k], &arr->ned[k], first[k] + idx[k],
+				    &lo, &hi);
+			e = tfs_buf_printf(&name, "%s%" PRId64 ":%" PRId64,
+					   k ? "," : "", lo, hi + 1);
+		}
+		if (!e)
+			e = tfs_buf_printf(&name, "]%c", '\0');
+		if (!e && !fn(ctx, (const char *)name.data, false))
+			break;
+		listed++;
+		for (uint32_t k = s->dim_num; k-- > 0;) {
+			if (++idx[k] < count[k])
+				break;
+			idx[k] = 0;
+		}
+	}
+	tfs_buf_release(&name);
+	return e ? tfs_fail(d, e, "cannot list tiles") : e;
+}
+
+static enum tfs_err list_meta(const struct tfsd_node *dir, tfsd_list_fn fn,
+			      void *ctx, struct tfs_diag *d)
+{
+	const struct tfs_array *a = dir->arr->a;
+	struct tfs_buf name;
+	enum tfs_err e = TFS_E_OK;
+
+	tfs_buf_init(&name, TFS_BUF_NO_MAX);
+	for (size_t i = 0; !e && i < tfs_array_metadata_count(a); i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(a, i);
+
+		if (kv->deleted || kv->key_len == 0)
+			continue;
+		name.len = 0;
+		e = tfsd_meta_name_encode(&name, kv->key, kv->key_len);
+		if (!e)
+			e = tfs_buf_append_u8(&name, '\0');
+		if (!e && !fn(ctx, (const char *)name.data, false))
+			break;
+	}
+	tfs_buf_release(&name);
+	return e ? tfs_fail(d, e, "cannot list metadata") : e;
+}
+
+static enum tfs_err list_frags(const struct tfsd_node *dir, tfsd_list_fn fn,
+			       void *ctx)
+{
+	const struct tfs_array *a = dir->arr->a;
+
+	if (dir->kind == TFSD_N_FRAG) {
+		fn(ctx, "info.json", false);
+		return TFS_E_OK;
+	}
+	for (size_t i = 0; i < tfs_array_fragment_count(a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		if (f.visible && !fn(ctx, f.name, true))
+			break;
+	}
+	return TFS_E_OK;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One folder per distinct fragment end time, oldest first. */
+static enum tfs_err list_versions(const struct tfsd_node *dir, tfsd_list_fn fn,
+				  void *ctx, struct tfs_diag *d)
+{
+	const struct tfs_array *a = dir->arr->a;
+	size_t n = tfs_array_fragment_count(a);
+	uint64_t *t2 = tfs_callocn(n ? n : 1, sizeof(*t2));
+
+	if (!t2)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		t2[i] = f.t2;
+	}
+	qsort(t2, n, sizeof(*t2), u64_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char name[40];
+
+		if (t2[i] == 0 || (i && t2[i] == t2[i - 1]))
+			continue;
+		tfsd_format_time(name, sizeof(name), t2[i]);
+		if (!fn(ctx, name, true))
+			break;
+	}
+	tfs_free(t2);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
+		       tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
+{
+	switch (dir->kind) {
+	case TFSD_N_FOLDER: return list_folder(fs, dir, fn, ctx, d);
+	case TFSD_N_ARRAY: return list_array(fs, dir, fn, ctx, d);
+	case TFSD_N_FIELD: return list_field(dir, fn, ctx, d);
+	case TFSD_N_TILES: return list_tiles(dir, fn, ctx, d);
+	case TFSD_N_META_DIR: return list_meta(dir, fn, ctx, d);
+	case TFSD_N_FRAGS:
+	case TFSD_N_FRAG: return list_frags(dir, fn, ctx);
+	case TFSD_N_VERSIONS: return list_versions(dir, fn, ctx, d);
+	case TFSD_N_FILE: break;
+	}
+	return tfs_fail(d, TFS_E_INVALID, "not a folder");
+}

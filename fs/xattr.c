@@ -1,0 +1,123 @@
+/* Extended attributes (SPEC §2): the essentials of an array, a field or a
+ * slice without opening or decoding anything: user.tilefs.shape ("100x50",
+ * dense only), user.tilefs.dtype (TileDB type names, "name:TYPE" per
+ * attribute on an array folder) and user.tilefs.cells (where known without
+ * decoding: dense selections). */
+#include "tfsd.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "tfs_buf.h"
+
+#define XA_SHAPE "user.tilefs.shape"
+#define XA_DTYPE "user.tilefs.dtype"
+#define XA_CELLS "user.tilefs.cells"
+
+/* Selection facts of a node: the counts per dimension (dense). */
+struct facts {
+	bool has_shape;
+	uint64_t shape[TFSD_MAX_DIMS];
+	uint32_t ndim;
+	bool has_cells;
+	uint64_t cells;
+};
+
+static void facts_of(const struct tfsd_node *n, struct facts *out)
+{
+	const struct tfsd_arr *arr = n->arr;
+	struct tfsd_sel *sel = NULL;
+	struct tfs_diag d;
+
+	memset(out, 0, sizeof(*out));
+	if (!arr || arr->schema->array_type != TFS_DENSE)
+		return;
+	tfs_diag_init(&d);
+	if (tfsd_sel_parse(n->sel ? n->sel : "", n->sel ? n->sel_len : 0,
+			   arr->schema, arr->has_ned ? arr->ned : NULL, &sel,
+			   &d))
+		return;
+	out->ndim = arr->schema->dim_num;
+	out->has_shape = true;
+	out->has_cells = true;
+	out->cells = sel->empty ? 0 : 1;
+	for (uint32_t k = 0; k < out->ndim; k++) {
+		out->shape[k] = sel->empty ? 0 : sel->dims[k].count;
+		if (__builtin_mul_overflow(out->cells, out->shape[k],
+					   &out->cells))
+			out->has_cells = false;
+	}
+	tfsd_sel_free(sel);
+}
+
+static bool has_facts(const struct tfsd_node *n)
+{
+	return n->kind == TFSD_N_ARRAY || n->kind == TFSD_N_FIELD ||
+	       (n->kind == TFSD_N_FILE && n->file == TFSD_F_SLICE);
+}
+
+enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
+			    const char *name, struct tfs_buf *out)
+{
+	struct tfsd_arr *arr = n->arr;
+	struct facts f;
+	enum tfs_err e = TFS_E_OK;
+
+	if (!has_facts(n))
+		return TFS_E_NOT_FOUND;
+	if (!arr && n->kind == TFSD_N_ARRAY &&
+	    tfsd_arrays_get(fs->arrays, n->rel, n->timestamp, &arr, &(struct tfs_diag){0}))
+		return TFS_E_NOT_FOUND;
+	if (arr != n->arr) {
+		struct tfsd_node tmp = *n;
+
+		tmp.arr = arr;
+		e = tfsd_xattr_get(fs, &tmp, name, out);
+		tfsd_arr_put(fs->arrays, arr);
+		return e;
+	}
+	facts_of(n, &f);
+	if (strcmp(name, XA_SHAPE) == 0 && f.has_shape) {
+		for (uint32_t k = 0; !e && k < f.ndim; k++)
+			e = tfs_buf_printf(out, "%s%" PRIu64, k ? "x" : "",
+					   f.shape[k]);
+	} else if (strcmp(name, XA_CELLS) == 0 && f.has_cells) {
+		e = tfs_buf_printf(out, "%" PRIu64, f.cells);
+	} else if (strcmp(name, XA_DTYPE) == 0) {
+		const struct tfs_schema *s = arr->schema;
+
+		if (n->field >= 0) {
+			struct tfsd_field fd;
+
+			tfsd_field_get(s, n->field, &fd);
+			e = tfs_buf_printf(out, "%s", tfs_datatype_name(fd.type));
+		} else {
+			for (uint32_t i = 0; !e && i < s->attr_num; i++)
+				e = tfs_buf_printf(out, "%s%s:%s", i ? "," : "",
+						   s->attrs[i].name,
+						   tfs_datatype_name(s->attrs[i].type));
+		}
+	} else {
+		return TFS_E_NOT_FOUND;
+	}
+	return e;
+}
+
+enum tfs_err tfsd_xattr_list(struct tfsd *fs, const struct tfsd_node *n,
+			     struct tfs_buf *out)
+{
+	static const char *const names[] = {XA_SHAPE, XA_DTYPE, XA_CELLS};
+	struct tfs_buf val;
+	enum tfs_err e = TFS_E_OK;
+
+	if (!has_facts(n))
+		return TFS_E_OK;
+	tfs_buf_init(&val, TFS_BUF_NO_MAX);
+	for (size_t i = 0; !e && i < sizeof(names) / sizeof(names[0]); i++) {
+		val.len = 0;
+		if (tfsd_xattr_get(fs, n, names[i], &val) == TFS_E_OK)
+			e = tfs_buf_append(out, names[i], strlen(names[i]) + 1);
+	}
+	tfs_buf_release(&val);
+	return e;
+}

@@ -1,0 +1,484 @@
+/* The daemon's modules without mounting: option values, the virtual tree
+ * over the public corpus, and file content. Slice files served at random
+ * offsets must equal the same bytes read front to back, and both must
+ * equal what the engine's query API returns for the selection. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tfsd.h"
+#include "tfs_buf.h"
+
+#define CORPUS TFS_CORPUS_DIR
+
+/* ---- Options ---------------------------------------------------------- */
+
+Test(options, sizes)
+{
+	static const struct {
+		const char *text;
+		uint64_t want;
+		bool ok;
+	} cases[] = {
+		{"4096", 4096, true},        {"64k", 65536, true},
+		{"256M", 256ull << 20, true}, {"1G", 1ull << 30, true},
+		{"2GiB", 2ull << 30, true},   {"1T", 1ull << 40, true},
+		{"", 0, false},              {"M", 0, false},
+		{"12Q", 0, false},           {"-1", 0, false},
+		{"99999999999999999999", 0, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 0;
+		enum tfs_err e = tfsd_parse_size(cases[i].text, &v);
+
+		cr_expect_eq(e == TFS_E_OK, cases[i].ok, "'%s'", cases[i].text);
+		if (cases[i].ok)
+			cr_expect_eq(v, cases[i].want, "'%s'", cases[i].text);
+	}
+}
+
+Test(options, times)
+{
+	static const struct {
+		const char *text;
+		uint64_t want;
+		bool ok;
+	} cases[] = {
+		{"1700000000000", 1700000000000ull, true},
+		{"2023-11-14T22:13:20.000Z", 1700000000000ull, true},
+		{"2023-11-14T22:13:20Z", 1700000000000ull, true},
+		{"2023-11-14T22:13:20.5", 1700000000500ull, true},
+		{"2023-11-14", 1699920000000ull, true},
+		{"1970-01-01T00:00:00.001Z", 1, true},
+		{"2000-02-29T12:00", 951825600000ull, true},
+		{"2023-13-01", 0, false},
+		{"2023-11-14T25:00", 0, false},
+		{"yesterday", 0, false},
+		{"", 0, false},
+		{"2023-11-14T22:13:20.000Zjunk", 0, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 0;
+		enum tfs_err e = tfsd_parse_time(cases[i].text, &v);
+
+		cr_expect_eq(e == TFS_E_OK, cases[i].ok, "'%s'", cases[i].text);
+		if (cases[i].ok)
+			cr_expect_eq(v, cases[i].want, "'%s': %llu", cases[i].text,
+				     (unsigned long long)v);
+	}
+}
+
+Test(options, time_text_round_trips)
+{
+	uint64_t samples[] = {0, 1, 999, 1000, 1700000000000ull,
+			      1700000001234ull, 4102444800000ull, 951825600000ull};
+
+	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
+		char text[40];
+		uint64_t back = 0;
+
+		tfsd_format_time(text, sizeof(text), samples[i]);
+		cr_assert_eq(strlen(text), 24, "%s", text);
+		cr_assert_eq(tfsd_parse_time(text, &back), TFS_E_OK, "%s", text);
+		cr_expect_eq(back, samples[i], "%s", text);
+	}
+	{
+		char text[40];
+
+		tfsd_format_time(text, sizeof(text), 1700000000000ull);
+		cr_expect_str_eq(text, "2023-11-14T22:13:20.000Z");
+	}
+}
+
+Test(options, keyfile)
+{
+	char path[] = "/tmp/tfs_keyfile_XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f;
+	struct tfsd_config c = {0};
+	struct tfs_diag d;
+	const uint8_t *k;
+	static const char key_a[] =
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+	static const char key_def[] =
+		"ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+	cr_assert(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "# keys\n\nweather/temp %s\n*\t%s\n/deep/arr/ %s\n", key_a,
+		key_def, key_a);
+	fclose(f);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	k = tfsd_config_key(&c, "weather/temp");
+	cr_assert(k);
+	cr_expect_eq(k[0], 0x00);
+	cr_expect_eq(k[31], 0x1f);
+	k = tfsd_config_key(&c, "deep/arr");
+	cr_assert(k);
+	cr_expect_eq(k[1], 0x01);
+	k = tfsd_config_key(&c, "other");
+	cr_assert(k);
+	cr_expect_eq(k[0], 0xff);
+	tfsd_config_release(&c);
+
+	f = fopen(path, "w");
+	fprintf(f, "weather/temp 0011\n");
+	fclose(f);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_INVALID);
+	cr_expect(strstr(tfs_diag_msg(&d), "line 1"), "%s", tfs_diag_msg(&d));
+	cr_expect(!strstr(tfs_diag_msg(&d), "0011"), "key text in message");
+	tfsd_config_release(&c);
+	unlink(path);
+}
+
+/* ---- The daemon over the corpus ---------------------------------------- */
+
+static struct tfsd fs;
+
+static void setup(void)
+{
+	memset(&fs, 0, sizeof(fs));
+	fs.cfg.source = strdup(CORPUS);
+	fs.cfg.threads = 2;
+	cr_assert_eq(tfs_tile_cache_new(32 << 20, &fs.tiles), TFS_E_OK);
+	cr_assert_eq(tfs_pool_new(1, &fs.pool), TFS_E_OK);
+	cr_assert_eq(tfsd_arrays_new(&fs.cfg, fs.tiles, fs.pool, &fs.arrays),
+		     TFS_E_OK);
+	cr_assert_eq(tfsd_renders_new(8 << 20, &fs.renders), TFS_E_OK);
+}
+
+static void teardown(void)
+{
+	tfsd_renders_free(fs.renders);
+	tfsd_arrays_free(fs.arrays);
+	tfs_pool_free(fs.pool);
+	tfs_tile_cache_free(fs.tiles);
+	free(fs.cfg.source);
+	fs.cfg.source = NULL;
+}
+
+struct names {
+	char list[8192];
+	size_t n;
+};
+
+static bool collect(void *ctx, const char *name, bool is_dir)
+{
+	struct names *nm = ctx;
+	size_t len = strlen(nm->list);
+
+	snprintf(nm->list + len, sizeof(nm->list) - len, "%s%s|", name,
+		 is_dir ? "/" : "");
+	nm->n++;
+	return true;
+}
+
+static void list_path(const char *vpath, struct names *nm)
+{
+	struct tfsd_node n;
+	struct tfs_diag d;
+
+	memset(nm, 0, sizeof(*nm));
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs, vpath, &n, &d), TFS_E_OK, "%s: %s",
+		     vpath, tfs_diag_msg(&d));
+	cr_assert_eq(tfsd_list(&fs, &n, collect, nm, &d), TFS_E_OK, "%s: %s",
+		     vpath, tfs_diag_msg(&d));
+	tfsd_node_release(&fs, &n);
+}
+
+Test(tree, root_lists_arrays_and_folders, .init = setup, .fini = teardown)
+{
+	struct names nm;
+
+	list_path("", &nm);
+	cr_expect(strstr(nm.list, "|dense_1d/|"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "|legacy/|"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "|group/|"), "%s", nm.list);
+	cr_expect(!strstr(nm.list, ".json"), "files of SOURCE are not shown");
+}
+
+Test(tree, array_view, .init = setup, .fini = teardown)
+{
+	struct names nm;
+
+	list_path("dense_2d_rowmajor", &nm);
+	cr_expect_str_eq(nm.list,
+			 "schema.json|data.csv|metadata.json|metadata/|"
+			 "fragments/|versions/|r/|c/|a/|f/|s/|"
+			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
+			 "slice[1:11,1:13].npy|");
+	list_path("dense_2d_rowmajor/s", &nm);
+	cr_expect_str_eq(nm.list,
+			 "tiles/|slice[1:11,1:13]|slice[1:11,1:13].txt|"
+			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
+			 "slice[1:11,1:13].npy|slice[1:11,1:13].offsets|");
+	list_path("dense_2d_rowmajor/a/tiles", &nm);
+	/* Tiles 4 × 5 over [1,10] × [1,12]: 3 × 3, clipped. */
+	cr_expect_eq(nm.n, 9, "%s", nm.list);
+	cr_expect(strstr(nm.list, "slice[1:5,1:6]|"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "slice[9:11,11:13]|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/versions", &nm);
+	cr_expect(strstr(nm.list, "2023-11-14T22:13:21.000Z/|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/versions/2023-11-14T22:13:21.000Z", &nm);
+	cr_expect(!strstr(nm.list, "versions/"), "versions inside a version");
+}
+
+Test(tree, bad_names, .init = setup, .fini = teardown)
+{
+	static const char *const bad[] = {
+		"dense_2d_rowmajor/a/slice[abc]",
+		"dense_2d_rowmajor/a/slice[1:5,1:5,1:5]",
+		"dense_2d_rowmajor/a/slice[5:1]",
+		"dense_2d_rowmajor/a/slice[0:500]",
+		"dense_2d_rowmajor/a/slice[1:5].offsets",
+		"dense_2d_rowmajor/slice[1:5].txt",
+		"dense_2d_rowmajor/nothing",
+		"dense_2d_rowmajor/versions/versions",
+		"dense_2d_rowmajor/versions/2023-11-14T22:13:21.000Z/versions",
+		"no_such_array",
+		"../etc",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tfsd_node n;
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		cr_expect_eq(tfsd_resolve(&fs, bad[i], &n, &d), TFS_E_NOT_FOUND,
+			     "%s", bad[i]);
+	}
+}
+
+/* ---- Content ------------------------------------------------------------- */
+
+/* Reads a whole virtual file front to back in pieces of `step` bytes. */
+static uint8_t *read_all(const char *vpath, size_t step, uint64_t *len,
+			 struct tfsd_size *sz)
+{
+	struct tfsd_node n;
+	struct tfsd_file *f;
+	struct tfs_diag d;
+	struct tfs_buf out;
+	uint64_t off = 0;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs, vpath, &n, &d), TFS_E_OK, "%s: %s",
+		     vpath, tfs_diag_msg(&d));
+	cr_assert_eq(tfsd_file_size(&fs, &n, vpath, sz, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfsd_file_open(&fs, &n, vpath, &f, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_buf_init(&out, TFS_BUF_NO_MAX);
+	for (;;) {
+		size_t got = 0;
+
+		cr_assert_eq(tfs_buf_reserve(&out, step), TFS_E_OK);
+		cr_assert_eq(tfsd_file_read(&fs, f, off, out.data + out.len,
+					    step, &got, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		if (!got)
+			break;
+		out.len += got;
+		off += got;
+	}
+	tfsd_file_close(&fs, f);
+	tfsd_node_release(&fs, &n);
+	*len = out.len;
+	return tfs_buf_detach(&out, NULL);
+}
+
+/* Raw bytes of one field over a subarray through the query API. */
+static uint8_t *query_field(const char *array, const char *field,
+			    const struct tfs_range *sub, uint64_t *len)
+{
+	char path[4096];
+	struct tfs_open_opts oo = {.threads = 1};
+	struct tfs_query_opts qo = {.subarray = sub, .fields = &field,
+				    .field_num = 1};
+	struct tfs_array *a;
+	struct tfs_query *q;
+	struct tfs_diag d;
+	struct tfs_buf out;
+
+	snprintf(path, sizeof(path), "%s/%s", CORPUS, array);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_open(path, &oo, &a, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_buf_init(&out, TFS_BUF_NO_MAX);
+	for (;;) {
+		const struct tfs_batch *b;
+
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK);
+		if (!b)
+			break;
+		cr_assert_eq(tfs_buf_append(&out, b->columns[0].data,
+					    b->columns[0].data_len),
+			     TFS_E_OK);
+	}
+	tfs_query_close(q);
+	tfs_array_close(a);
+	*len = out.len;
+	return tfs_buf_detach(&out, NULL);
+}
+
+Test(content, raw_equals_query, .init = setup, .fini = teardown)
+{
+	static const struct {
+		const char *array, *field, *vpath;
+		int64_t lo[3], hi[3];
+		unsigned nd, width; /* of the dimension type */
+	} cases[] = {
+		{"dense_2d_rowmajor", "a", "dense_2d_rowmajor/a/slice[1:11,1:13]",
+		 {1, 1}, {10, 12}, 2, 4},
+		{"dense_2d_rowmajor", "f", "dense_2d_rowmajor/f/slice[3:7,2:11]",
+		 {3, 2}, {6, 10}, 2, 4},
+		{"dense_2d_colmajor", "a", "dense_2d_colmajor/a/slice[2:9,3:5]",
+		 {2, 3}, {8, 4}, 2, 8},
+		{"dense_2d_rowmajor", "a", "dense_2d_rowmajor/a/slice[4]",
+		 {4, 1}, {4, 12}, 2, 4},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tfs_range sub[3];
+		int32_t narrow[3][2];
+		struct tfsd_size sz;
+		uint64_t want_len, got_len;
+		uint8_t *want, *got;
+
+		for (unsigned k = 0; k < cases[i].nd; k++) {
+			unsigned w = cases[i].width;
+
+			narrow[k][0] = (int32_t)cases[i].lo[k];
+			narrow[k][1] = (int32_t)cases[i].hi[k];
+			sub[k] = w == 4 ? (struct tfs_range){
+						  (const uint8_t *)&narrow[k][0],
+						  (const uint8_t *)&narrow[k][1],
+						  4, 4}
+					: (struct tfs_range){
+						  (const uint8_t *)&cases[i].lo[k],
+						  (const uint8_t *)&cases[i].hi[k],
+						  8, 8};
+		}
+		want = query_field(cases[i].array, cases[i].field, sub,
+				   &want_len);
+		for (size_t step = 1; step <= 4096; step *= 7) {
+			got = read_all(cases[i].vpath, step, &got_len, &sz);
+			cr_assert(sz.exact, "%s: size not exact", cases[i].vpath);
+			cr_expect_eq(sz.size, want_len, "%s", cases[i].vpath);
+			cr_assert_eq(got_len, want_len, "%s step %zu",
+				     cases[i].vpath, step);
+			cr_expect(memcmp(got, want, want_len) == 0, "%s step %zu",
+				  cases[i].vpath, step);
+			free(got);
+		}
+		free(want);
+	}
+}
+
+/* Every (offset, length) window of a random-access file equals the same
+ * window of the front-to-back read. */
+Test(content, random_windows, .init = setup, .fini = teardown)
+{
+	static const char *const paths[] = {
+		"dense_2d_rowmajor/f/slice[1:11,1:13]",
+		"dense_2d_rowmajor/a/slice[1:11,1:13].npy",
+		"dense_3d/slice[:].npy",
+		"dense_nullable/ni/slice[:].validity",
+	};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct tfsd_size sz;
+		struct tfsd_node n;
+		struct tfsd_file *f;
+		struct tfs_diag d;
+		uint64_t len;
+		uint8_t *all = read_all(paths[i], 1 << 20, &len, &sz), *buf;
+
+		cr_assert(sz.exact && sz.size == len, "%s", paths[i]);
+		buf = malloc(len + 16);
+		tfs_diag_init(&d);
+		cr_assert_eq(tfsd_resolve(&fs, paths[i], &n, &d), TFS_E_OK);
+		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &f, &d), TFS_E_OK);
+		srand(7);
+		for (int t = 0; t < 400; t++) {
+			/* Windows of every size class, some past the end. */
+			uint64_t off = (uint64_t)rand() % (len + 1);
+			size_t w = 1 + (size_t)rand() % (t % 2 ? 16 : len + 1);
+
+			{
+				size_t got = 0;
+
+				cr_assert_eq(tfsd_file_read(&fs, f, off, buf, w,
+							    &got, &d),
+					     TFS_E_OK, "%s", tfs_diag_msg(&d));
+				cr_assert_eq(got, off + w > len ? len - off : w,
+					     "%s @%llu+%zu", paths[i],
+					     (unsigned long long)off, w);
+				cr_assert(memcmp(buf, all + off, got) == 0,
+					  "%s @%llu+%zu", paths[i],
+					  (unsigned long long)off, w);
+			}
+		}
+		tfsd_file_close(&fs, f);
+		tfsd_node_release(&fs, &n);
+		free(buf);
+		free(all);
+	}
+}
+
+/* A stride picks every step-th coordinate: slice[1:11:3,2:13:4] of 'a'
+ * equals those cells of the full read. */
+Test(content, strides, .init = setup, .fini = teardown)
+{
+	struct tfsd_size sz;
+	uint64_t full_len, len;
+	uint8_t *full = read_all("dense_2d_rowmajor/a/slice[1:11,1:13]", 4096,
+				 &full_len, &sz);
+	uint8_t *got = read_all("dense_2d_rowmajor/a/slice[1:11:3,2:13:4]", 5,
+				&len, &sz);
+	size_t k = 0;
+
+	cr_assert_eq(full_len, 10 * 12 * 4);
+	cr_assert_eq(len, 4 * 3 * 4);
+	for (int r = 1; r <= 10; r += 3)
+		for (int c = 2; c <= 12; c += 4, k++)
+			cr_expect(memcmp(got + 4 * k,
+					 full + 4 * ((r - 1) * 12 + (c - 1)), 4) == 0,
+				  "cell (%d,%d)", r, c);
+	free(full);
+	free(got);
+}
+
+/* data.csv of a small array is rendered whole with its exact size, and
+ * the size from stat equals the bytes read. */
+Test(content, small_text_has_exact_size, .init = setup, .fini = teardown)
+{
+	static const char *const paths[] = {
+		"dense_2d_rowmajor/data.csv", "sparse_2d_int/data.csv",
+		"sparse_string_dim/data.csv", "dense_nullable/slice[:].json",
+		"dense_2d_rowmajor/s/slice[:]", "dense_2d_rowmajor/s/slice[:].offsets",
+		"sparse_2d_int/slice[:].npy", "dense_2d_rowmajor/schema.json",
+	};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct tfsd_size sz;
+		uint64_t len;
+		uint8_t *all = read_all(paths[i], 100, &len, &sz);
+
+		cr_expect(sz.exact, "%s", paths[i]);
+		cr_expect_eq(sz.size, len, "%s: stat %llu, read %llu", paths[i],
+			     (unsigned long long)sz.size, (unsigned long long)len);
+		cr_expect(len > 0, "%s", paths[i]);
+		free(all);
+	}
+}
