@@ -29,9 +29,6 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 
-/* Selections rendered whole at stat when they have at most this many
- * cells (times fields). */
-#define SMALL_CELLS 65536
 /* Output produced per step of a dense stream, and per random read box. */
 #define STEP_BYTES ((uint64_t)1 << 20)
 /* A stream keeps this much behind the last read for slightly reordered
@@ -327,7 +324,15 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto fail;
 	}
-	if (n->field >= 0) {
+	if (n->field >= 0 &&
+	    (p->fmt == TFSD_FMT_CSV || (p->fmt == TFSD_FMT_JSON && !p->dense))) {
+		/* Rows and objects carry their coordinates (SPEC §4: CSV has
+		 * the dimensions, then the attribute). */
+		for (uint32_t k = 0; k < s->dim_num; k++)
+			p->fields[p->nfields++] = (int)k;
+		if ((uint32_t)n->field >= s->dim_num)
+			p->fields[p->nfields++] = n->field;
+	} else if (n->field >= 0) {
 		p->fields[p->nfields++] = n->field;
 	} else {
 		for (uint32_t i = 0; i < all; i++)
@@ -902,13 +907,13 @@ struct tfsd_file {
 	bool size_learned; /* protected by lock */
 };
 
-static bool plan_small(const struct plan *p)
+static bool plan_small(const struct tfsd *fs, const struct plan *p)
 {
 	uint64_t cells = p->dense ? p->cells : p->arr->sparse_cells;
 	uint64_t weighted;
 
 	return !__builtin_mul_overflow(cells, (uint64_t)p->nfields, &weighted) &&
-	       weighted <= SMALL_CELLS;
+	       weighted <= fs->cfg.whole_max_cells;
 }
 
 static bool is_doc(const struct tfsd_node *n)
@@ -946,7 +951,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 		out->exact = plan_fixed_size(&p, &out->size);
 	} else if (p.dense && p.fmt == TFSD_FMT_OFFSETS) {
 		out->exact = !__builtin_mul_overflow(p.cells, 8, &out->size);
-	} else if (plan_small(&p)) {
+	} else if (plan_small(fs, &p)) {
 		e = render_whole(&p, &buf, d);
 		if (!e) {
 			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
@@ -1004,7 +1009,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 			goto fail;
 		}
 		f->how = SERVE_RANDOM;
-	} else if (plan_small(&f->plan)) {
+	} else if (plan_small(fs, &f->plan)) {
 		e = render_whole(&f->plan, &buf, d);
 		if (e)
 			goto fail;

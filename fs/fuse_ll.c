@@ -578,6 +578,7 @@ struct cli {
 	char *cache;
 	char *threads;
 	char *timestamp;
+	char *whole_max;
 	int read_only;
 	int show_help;
 	int show_version;
@@ -590,6 +591,7 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("cache=%s", cache),
 	CLI_OPT("threads=%s", threads),
 	CLI_OPT("timestamp=%s", timestamp),
+	CLI_OPT("whole_max=%s", whole_max),
 	FUSE_OPT_END,
 };
 
@@ -623,6 +625,9 @@ static void usage(const char *prog)
 	       "    -o threads=N           decode threads (default: one per CPU)\n"
 	       "    -o timestamp=T         show arrays as of T (ms since the epoch or\n"
 	       "                           ISO-8601 UTC)\n"
+	       "    -o whole_max=N         render text files of selections up to N cells\n"
+	       "                           (times fields) at open, with an exact size;\n"
+	       "                           larger ones stream with size 0 (default 65536)\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"
@@ -702,6 +707,12 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 			return 2;
 		}
 		cfg->threads = (unsigned)v;
+	}
+	cfg->whole_max_cells = 65536;
+	if (c->whole_max && tfsd_parse_size(c->whole_max, &cfg->whole_max_cells)) {
+		fprintf(stderr, "tilefs: whole_max='%s': not a number\n",
+			c->whole_max);
+		return 2;
 	}
 	if (c->timestamp && (tfsd_parse_time(c->timestamp, &cfg->timestamp) ||
 			     cfg->timestamp == 0)) {
@@ -819,6 +830,7 @@ out_args:
 	free(c.cache);
 	free(c.threads);
 	free(c.timestamp);
+	free(c.whole_max);
 	fuse_opt_free_args(&args);
 	return ret;
 }

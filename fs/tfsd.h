@@ -36,6 +36,9 @@ struct tfsd_config {
 	uint64_t cache_bytes; /* decoded-tile budget */
 	unsigned threads;     /* decode threads; 0 = one per CPU */
 	uint64_t timestamp;   /* show arrays as of this time (ms); 0 = now */
+	/* Selections of at most this many cells × fields are rendered whole
+	 * at stat/open with an exact size; larger ones stream. */
+	uint64_t whole_max_cells;
 	bool has_default_key;
 	uint8_t default_key[32];
 	struct tfsd_key *keys; /* from keyfile=, sorted by path */

@@ -147,6 +147,7 @@ static void setup(void)
 	memset(&fs, 0, sizeof(fs));
 	fs.cfg.source = strdup(CORPUS);
 	fs.cfg.threads = 2;
+	fs.cfg.whole_max_cells = 65536;
 	cr_assert_eq(tfs_tile_cache_new(32 << 20, &fs.tiles), TFS_E_OK);
 	cr_assert_eq(tfs_pool_new(1, &fs.pool), TFS_E_OK);
 	cr_assert_eq(tfsd_arrays_new(&fs.cfg, fs.tiles, fs.pool, &fs.arrays),
@@ -480,5 +481,40 @@ Test(content, small_text_has_exact_size, .init = setup, .fini = teardown)
 			     (unsigned long long)sz.size, (unsigned long long)len);
 		cr_expect(len > 0, "%s", paths[i]);
 		free(all);
+	}
+}
+
+/* With whole_max_cells = 0 every text file streams (size 0, direct I/O):
+ * the bytes equal the whole rendering, whatever the read size, and after
+ * one full read the exact size is known. */
+Test(content, streamed_equals_whole, .init = setup, .fini = teardown)
+{
+	static const char *const paths[] = {
+		"dense_2d_rowmajor/data.csv", "sparse_2d_int/slice[:].json",
+		"sparse_string_dim/data.csv", "dense_nullable/ns/slice[:].txt",
+		"dense_3d/slice[:].npy", "sparse_dtypes/slice[:].npy",
+	};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct tfsd_size sz;
+		uint64_t whole_len, len;
+		uint8_t *whole, *got;
+
+		fs.cfg.whole_max_cells = 65536;
+		whole = read_all(paths[i], 4096, &whole_len, &sz);
+		cr_assert(sz.exact, "%s", paths[i]);
+		fs.cfg.whole_max_cells = 0;
+		tfsd_renders_free(fs.renders);
+		cr_assert_eq(tfsd_renders_new(1 << 20, &fs.renders), TFS_E_OK);
+		for (size_t step = 3; step < 100000; step *= 17) {
+			got = read_all(paths[i], step, &len, &sz);
+			cr_expect_eq(len, whole_len, "%s step %zu", paths[i], step);
+			cr_expect(len == whole_len && memcmp(got, whole, len) == 0,
+				  "%s step %zu", paths[i], step);
+			free(got);
+		}
+		/* Learned after the first full pass. */
+		cr_expect(sz.exact && sz.size == whole_len, "%s size", paths[i]);
+		free(whole);
 	}
 }
