@@ -151,6 +151,13 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 	if (!arr)
 		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
 	e = tfs_array_open(path, &oo, &arr->a, d);
+	/* A default key (key=, '*') is for the encrypted arrays among many:
+	 * the others open without it. */
+	if (e == TFS_E_KEY && oo.key && !tfsd_config_has_own_key(c->cfg, rel)) {
+		oo.key = NULL;
+		tfs_diag_init(d);
+		e = tfs_array_open(path, &oo, &arr->a, d);
+	}
 	if (e) {
 		tfs_free(arr);
 		return e;

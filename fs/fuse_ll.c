@@ -32,10 +32,14 @@
 
 /* ---- The inode table ------------------------------------------------------ */
 
+/* An inode is a path and, for files inside an array view, the version of
+ * the array it shows: when a new fragment makes a new version, a lookup
+ * gives a new inode, so the page cache of a file open on the old version
+ * (another inode) keeps the old bytes. */
 struct inode {
 	char *vpath;       /* "" for the root */
+	uint64_t version;  /* tfsd_arr.gen of a file's array; 0 otherwise */
 	uint64_t nlookup;  /* protected by itab.lock */
-	uint64_t gen;      /* array version last opened: for keep_cache */
 	struct inode *next; /* hash chain, protected by itab.lock */
 };
 
@@ -66,8 +70,15 @@ static fuse_ino_t ino_of(struct inode *in)
 	return in == &itab.root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)in;
 }
 
-/* The inode of vpath with one more lookup reference; NULL: no memory. */
-static struct inode *inode_ref(const char *vpath)
+/* The version that names the inode of a node. */
+static uint64_t node_version(const struct tfsd_node *n)
+{
+	return !tfsd_node_is_dir(n) && n->arr ? n->arr->gen : 0;
+}
+
+/* The inode of (vpath, version) with one more lookup reference; NULL: no
+ * memory. */
+static struct inode *inode_ref(const char *vpath, uint64_t version)
 {
 	size_t h = path_hash(vpath);
 	struct inode *in;
@@ -76,7 +87,7 @@ static struct inode *inode_ref(const char *vpath)
 		return &itab.root;
 	pthread_mutex_lock(&itab.lock);
 	for (in = itab.buckets[h]; in; in = in->next)
-		if (strcmp(in->vpath, vpath) == 0)
+		if (in->version == version && strcmp(in->vpath, vpath) == 0)
 			break;
 	if (!in) {
 		in = tfs_callocn(1, sizeof(*in));
@@ -85,6 +96,7 @@ static struct inode *inode_ref(const char *vpath)
 			in = NULL;
 		}
 		if (in) {
+			in->version = version;
 			in->next = itab.buckets[h];
 			itab.buckets[h] = in;
 		}
@@ -253,7 +265,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	memset(&ep, 0, sizeof(ep));
-	in = inode_ref(vpath);
+	in = inode_ref(vpath, node_version(&n));
 	if (!in) {
 		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
 		goto out_fail;
@@ -451,12 +463,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uint64_t)(uintptr_t)f;
 	fi->direct_io = tfsd_file_direct(f);
-	/* The page cache of this inode is still right when the version is
-	 * the one it was filled from. */
-	fi->keep_cache = !fi->direct_io &&
-			 __atomic_exchange_n(&in->gen, n.arr ? n.arr->gen : 0,
-					     __ATOMIC_RELAXED) ==
-				 (n.arr ? n.arr->gen : 0);
+	/* The page cache of this inode holds its version's bytes; a stale
+	 * inode (the path now shows a newer version) is emptied. */
+	fi->keep_cache = !fi->direct_io && node_version(&n) == in->version;
 	tfsd_node_release(&tfs_daemon, &n);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		tfsd_file_close(&tfs_daemon, f); /* interrupted open */

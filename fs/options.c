@@ -253,6 +253,14 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 	return e;
 }
 
+bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel)
+{
+	struct tfsd_key probe = {.path = (char *)rel};
+
+	return c->key_num && bsearch(&probe, c->keys, c->key_num,
+				     sizeof(*c->keys), key_cmp);
+}
+
 const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel)
 {
 	struct tfsd_key probe = {.path = (char *)rel};

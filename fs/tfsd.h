@@ -61,6 +61,8 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 			       struct tfs_diag *d) TFS_WUR;
 /* The key for an array (relative path), or NULL. */
 const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel);
+/* Whether the keyfile names this array (else its key is the default). */
+bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel);
 
 /* ---- Opened arrays (arrays.c) -------------------------------------------- */
 

@@ -696,19 +696,29 @@ static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 
 /* Appends the SEL text of tile `idx` along dimension k, clipped to the
  * non-empty domain; false when the dimension has no integer tiling. */
+/* Whether a dimension has integer tiles we can name in int64. */
+static bool tileable(const struct tfs_dim *dim, const struct tfs_range *ned)
+{
+	if (!dim->has_extent || !dim->has_domain || dim->var ||
+	    tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT ||
+	    tfs_value_as_i64(dim->type, dim->extent) <= 0)
+		return false;
+	if (tfs_datatype_class(dim->type) == TFS_CLASS_UNSIGNED &&
+	    (tfs_value_as_u64(dim->type, dim->domain[0]) > INT64_MAX ||
+	     tfs_value_as_u64(dim->type, dim->domain[1]) > INT64_MAX ||
+	     tfs_value_as_u64(dim->type, dim->extent) > INT64_MAX ||
+	     tfs_value_as_u64(dim->type, ned->hi) > INT64_MAX))
+		return false;
+	return true;
+}
+
 static bool tile_bounds(const struct tfs_dim *dim, const struct tfs_range *ned,
 			uint64_t idx, int64_t *lo, int64_t *hi)
 {
 	int64_t dlo, ext, nlo, nhi;
 
-	if (!dim->has_extent || !dim->has_domain || dim->var ||
-	    tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT)
+	if (!tileable(dim, ned))
 		return false;
-	if (tfs_datatype_class(dim->type) == TFS_CLASS_UNSIGNED) {
-		if (tfs_value_as_u64(dim->type, dim->domain[0]) > INT64_MAX ||
-		    tfs_value_as_u64(dim->type, ned->hi) > INT64_MAX)
-			return false;
-	}
 	dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
 	ext = tfs_value_as_i64(dim->type, dim->extent);
 	nlo = tfs_value_as_i64(dim->type, ned->lo);
@@ -740,11 +750,9 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 		return TFS_E_OK;
 	for (uint32_t k = 0; k < s->dim_num; k++) {
 		const struct tfs_dim *dim = &s->dims[k];
-		int64_t lo, hi, dlo, ext;
+		int64_t dlo, ext;
 
-		if (!tile_bounds(dim, &arr->ned[k], 0, &lo, &hi) &&
-		    (!dim->has_extent || !dim->has_domain || dim->var ||
-		     tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT))
+		if (!tileable(dim, &arr->ned[k]))
 			return TFS_E_OK;
 		dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
 		ext = tfs_value_as_i64(dim->type, dim->extent);
@@ -759,19 +767,25 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 	}
 	tfs_buf_init(&name, TFS_BUF_NO_MAX);
 	while (!e && listed < total && listed < MAX_TILE_FILES) {
+		bool nameable = true;
+
 		name.len = 0;
 		e = tfs_buf_printf(&name, "slice[");
 		for (uint32_t k = 0; !e && k < s->dim_num; k++) {
 			int64_t lo, hi;
 
-			tile_bounds(&s->dims[k], &arr->ned[k], first[k] + idx[k],
-				    &lo, &hi);
+			if (!tile_bounds(&s->dims[k], &arr->ned[k],
+					 first[k] + idx[k], &lo, &hi) ||
+			    hi == INT64_MAX) {
+				nameable = false; /* not in int64 text */
+				break;
+			}
 			e = tfs_buf_printf(&name, "%s%" PRId64 ":%" PRId64,
 					   k ? "," : "", lo, hi + 1);
 		}
 		if (!e)
 			e = tfs_buf_printf(&name, "]%c", '\0');
-		if (!e && !fn(ctx, (const char *)name.data, false))
+		if (!e && nameable && !fn(ctx, (const char *)name.data, false))
 			break;
 		listed++;
 		for (uint32_t k = s->dim_num; k-- > 0;) {
