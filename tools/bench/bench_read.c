@@ -956,6 +956,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: tfs-bench-read [--dir DIR] [--rows N] [--cols N] "
 		"[--tile-rows N] [--threads N] [--reps N]\n"
+		"                      [--generate-only] [--full-only]\n"
 		"  Generates (once, in DIR, default ./tfs-bench-data) a dense "
 		"FLOAT32 array of\n"
 		"  rows x cols cells (default 16384 x 16384 = 1.07 GB decoded), "
@@ -963,7 +964,10 @@ static void usage(FILE *f)
 		"  tiles of tile-rows x cols cells, then measures full reads with "
 		"1 and N threads\n"
 		"  (default N = CPUs), a 100 x 100 slice (reps times) and a full "
-		"verification.\n",
+		"verification.\n"
+		"  --generate-only: generate and print the array's path; "
+		"--full-only: only the\n"
+		"  full reads.\n",
 		ZSTD_LEVEL);
 }
 
@@ -1002,6 +1006,8 @@ int main(int argc, char **argv)
 		{"tile-rows", required_argument, NULL, 't'},
 		{"threads", required_argument, NULL, 'j'},
 		{"reps", required_argument, NULL, 'n'},
+		{"generate-only", no_argument, NULL, 'g'},
+		{"full-only", no_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -1015,6 +1021,7 @@ int main(int argc, char **argv)
 	uint64_t disk;
 	double load[1];
 	int c, failed = 0;
+	bool generate_only = false, full_only = false;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -1024,6 +1031,8 @@ int main(int argc, char **argv)
 		case 't': if (!parse_count(optarg, &sh.tile_rows)) goto bad; break;
 		case 'j': if (!parse_count(optarg, &threads) || threads > 4096) goto bad; break;
 		case 'n': if (!parse_count(optarg, &reps) || reps > 100000) goto bad; break;
+		case 'g': generate_only = true; break;
+		case 'f': full_only = true; break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}
@@ -1054,6 +1063,11 @@ int main(int argc, char **argv)
 		}
 		printf("generated in %.1f s\n", now_s() - t0);
 	}
+	if (generate_only) {
+		printf("array: %s\n", array);
+		free(array);
+		return 0;
+	}
 	disk = warm_cache(array, 0);
 
 	printf("\ntilefs read benchmark: %s\n", array);
@@ -1078,6 +1092,10 @@ int main(int argc, char **argv)
 	print_row("full read", (unsigned)threads, &many, gb);
 	if (one.ok && many.ok)
 		printf("%-24s %7s %9.2fx\n", "speedup", "", one.seconds / many.seconds);
+	if (full_only) {
+		free(array);
+		return one.ok && many.ok && !one.mismatches && !many.mismatches ? 0 : 1;
+	}
 	m.kind = SLICE_READ;
 	slice = measure_in_child(&m);
 	if (slice.ok)
