@@ -1,4 +1,5 @@
-/* `tfs dump`: the corpus JSON of one array, built on the public API only.
+/* `tfs dump`: the corpus JSON of one array or group (members nested,
+ * each array member with one full read), built on the public API only.
  * The document is written to a buffer that is flushed to stdout whenever it
  * grows past FLUSH_BYTES, so a read of any size streams in bounded memory;
  * "cell_count" follows "cells" because a sparse read's count is known only
