@@ -534,11 +534,13 @@ enum dump_status dump_run(const struct dump_opts *o)
 		goto out_key;
 	}
 	if (kind == TFS_OBJECT_GROUP && o->subarray_num) {
-		errorf("'%s' is a group: --subarray reads arrays only", o->path);
+		errorf("'%s' is a group: --subarray reads arrays only",
+		       o->path);
 		st = DUMP_USAGE;
 		goto out_key;
 	}
-	if (kind == TFS_OBJECT_ARRAY && !open_array_at(&dp, o->path, &dp.array)) {
+	if (kind == TFS_OBJECT_ARRAY &&
+	    !open_array_at(&dp, o->path, &dp.array)) {
 		st = DUMP_ERROR;
 		goto out_key;
 	}

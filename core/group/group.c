@@ -467,21 +467,30 @@ static enum tfs_err load_children(struct tfs_group *g, struct tfs_vfs *vfs,
 	for (size_t i = 0; i < l.count; i++) {
 		struct tfs_group_member *m = &g->members[g->member_num];
 		enum tfs_object_kind kind;
+		struct tfs_diag ld;
 		char *p;
 
 		if (is_group_file(l.names[i]))
 			continue;
 		p = tfs_path_join(g->path, l.names[i]);
 		if (!p) {
-			e = tfs_fail(d, TFS_E_NOMEM, "group '%s': out of memory",
-				     g->path);
+			e = tfs_fail(d, TFS_E_NOMEM,
+				     "group '%s': out of memory", g->path);
 			goto out;
 		}
-		e = tfs_object_kind_of(vfs, p, &kind, d);
+		tfs_diag_init(&ld);
+		e = tfs_object_kind_of(vfs, p, &kind, &ld);
+		/* Gone since the listing, or a dangling link: no member. */
+		if (e == TFS_E_NOT_FOUND) {
+			e = TFS_E_OK;
+			kind = TFS_OBJ_NONE;
+		}
 		if (e || kind == TFS_OBJ_NONE) {
 			tfs_free(p);
-			if (e)
+			if (e) {
+				tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
 				goto out;
+			}
 			continue;
 		}
 		memset(m, 0, sizeof(*m));
@@ -489,8 +498,8 @@ static enum tfs_err load_children(struct tfs_group *g, struct tfs_vfs *vfs,
 		m->path = p;
 		m->uri = tfs_strdup(l.names[i]);
 		if (!m->uri) {
-			e = tfs_fail(d, TFS_E_NOMEM, "group '%s': out of memory",
-				     g->path);
+			e = tfs_fail(d, TFS_E_NOMEM,
+				     "group '%s': out of memory", g->path);
 			goto out;
 		}
 		m->key = m->uri;
