@@ -243,25 +243,27 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 	return TFS_E_OK;
 }
 
+void array_json_meta_entry(struct json_out *j, const struct tfs_meta_kv *kv)
+{
+	if (kv->deleted)
+		return;
+	json_out_space(j, "\n ");
+	json_out_key_len(j, kv->key, kv->key_len);
+	json_out_begin_object(j);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(kv->type));
+	json_out_key(j, "values");
+	cell_json_meta_values(j, kv->type, kv->value_num, kv->value);
+	json_out_end_object(j);
+}
+
 void array_json_metadata(struct json_out *j, const struct tfs_array *a)
 {
 	size_t n = tfs_array_metadata_count(a);
 
 	json_out_begin_object(j);
-	for (size_t i = 0; i < n; i++) {
-		const struct tfs_meta_kv *kv = tfs_array_metadata(a, i);
-
-		if (kv->deleted)
-			continue;
-		json_out_space(j, "\n ");
-		json_out_key_len(j, kv->key, kv->key_len);
-		json_out_begin_object(j);
-		json_out_key(j, "type");
-		json_out_cstr(j, tfs_datatype_name(kv->type));
-		json_out_key(j, "values");
-		cell_json_meta_values(j, kv->type, kv->value_num, kv->value);
-		json_out_end_object(j);
-	}
+	for (size_t i = 0; i < n; i++)
+		array_json_meta_entry(j, tfs_array_metadata(a, i));
 	json_out_end_object(j);
 }
 

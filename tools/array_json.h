@@ -19,6 +19,9 @@ void array_json_ranges(struct json_out *j, const struct tfs_schema *s,
 		       const struct tfs_range *r);
 /* {key: {"type": T, "values": [...]}, ...} of the live (not deleted) keys. */
 void array_json_metadata(struct json_out *j, const struct tfs_array *a);
+/* One key and its {"type", "values"} inside such an object (nothing for a
+ * deleted key); group metadata uses it too. */
+void array_json_meta_entry(struct json_out *j, const struct tfs_meta_kv *kv);
 /* One fragment: name, timestamps, version, dense, cell_num, consolidated
  * metadata, schema name, non-empty domain. */
 void array_json_fragment(struct json_out *j, const struct tfs_schema *s,

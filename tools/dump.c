@@ -1,4 +1,5 @@
-/* `tfs dump`: the corpus JSON of one array, built on the public API only.
+/* `tfs dump`: the corpus JSON of one array or group (members nested,
+ * each array member with one full read), built on the public API only.
  * The document is written to a buffer that is flushed to stdout whenever it
  * grows past FLUSH_BYTES, so a read of any size streams in bounded memory;
  * "cell_count" follows "cells" because a sparse read's count is known only
@@ -22,6 +23,7 @@
 
 struct dump {
 	const struct dump_opts *o;
+	const uint8_t *key; /* parsed --key, or NULL */
 	struct tfs_array *array;
 	const struct tfs_schema *schema;
 	struct tfs_buf out;
@@ -344,8 +346,6 @@ static bool put_array(struct dump *dp, const char *name)
 	ok = flush(dp) && put_reads(dp);
 	json_out_space(j, "\n");
 	json_out_end_object(j);
-	if (tfs_buf_append_u8(&dp->out, '\n'))
-		ok = false;
 	return ok && flush(dp);
 }
 
@@ -362,68 +362,209 @@ static char *base_name(const char *path)
 	return tfs_strndup(path + start, end - start);
 }
 
-static enum dump_status open_array(const struct dump_opts *o,
-				   struct tfs_array **out)
+/* Opens the array at path with the dump's key and time; false (reported)
+ * on failure. */
+static bool open_array_at(struct dump *dp, const char *path,
+			  struct tfs_array **out)
 {
-	struct tfs_open_opts oo = {.timestamp = o->timestamp,
-				   .threads = o->threads};
-	uint8_t key[32];
-	enum tfs_object kind;
+	struct tfs_open_opts oo = {.key = dp->key,
+				   .timestamp = dp->o->timestamp,
+				   .threads = dp->o->threads};
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	if (tfs_array_open(path, &oo, out, &d)) {
+		errorf("%s", tfs_diag_msg(&d));
+		return false;
+	}
+	return true;
+}
+
+/* ---- Groups --------------------------------------------------------------- */
+
+/* Groups nest at most this deep (a group naming itself or an ancestor would
+ * recurse forever; the JSON writer's depth is bounded too). */
+#define GROUP_DEPTH_MAX 6
+
+static bool put_group(struct dump *dp, const char *path, const char *name,
+		      unsigned depth);
+
+/* The content of a member: its array or group JSON, or null (with a
+ * warning) when its folder cannot be reached or holds no TileDB object. */
+static bool put_member_content(struct dump *dp, const char *group_path,
+			       const struct tfs_group_member *m, unsigned depth)
+{
+	const char *name = m->name ? m->name : m->uri;
+	enum tfs_object kind = TFS_OBJECT_NONE;
 	struct tfs_diag d;
 	enum tfs_err e;
+	bool ok;
 
-	*out = NULL;
+	/* An unnamed member shows as the last part of its uri. */
+	if (!m->name && strrchr(m->uri, '/') && strrchr(m->uri, '/')[1])
+		name = strrchr(m->uri, '/') + 1;
+	tfs_diag_init(&d);
+	e = m->path ? tfs_object_type(NULL, m->path, &kind, &d)
+		    : TFS_E_NOT_FOUND;
+	if (e && e != TFS_E_NOT_FOUND) {
+		errorf("%s", tfs_diag_msg(&d));
+		return false;
+	}
+	if (kind == TFS_OBJECT_NONE) {
+		errorf("warning: group '%s': member '%s' (%s) is not an array "
+		       "or group here; content is null",
+		       group_path, m->key, m->uri);
+		json_out_null(&dp->j);
+		return true;
+	}
+	if (kind == TFS_OBJECT_GROUP) {
+		if (depth + 1 > GROUP_DEPTH_MAX) {
+			errorf("group '%s': member '%s': groups nested deeper "
+			       "than %d (does a member name an enclosing "
+			       "group?)",
+			       group_path, m->key, GROUP_DEPTH_MAX);
+			return false;
+		}
+		return put_group(dp, m->path, name, depth + 1);
+	}
+	if (!open_array_at(dp, m->path, &dp->array))
+		return false;
+	dp->schema = tfs_array_schema(dp->array);
+	ok = put_array(dp, name);
+	tfs_array_close(dp->array);
+	dp->array = NULL;
+	dp->schema = NULL;
+	return ok;
+}
+
+/* {"name", "object": "group", "metadata", "members": [{"name", "type",
+ * "relative", "path" (the uri as stored), "content"}]}, members in key
+ * order (the name when set). */
+static bool put_group(struct dump *dp, const char *path, const char *name,
+		      unsigned depth)
+{
+	struct tfs_group_opts go = {.key = dp->key,
+				    .timestamp = dp->o->timestamp};
+	struct json_out *j = &dp->j;
+	struct tfs_group *g;
+	struct tfs_diag d;
+	bool ok = true;
+
+	tfs_diag_init(&d);
+	if (tfs_group_open(path, &go, &g, &d)) {
+		errorf("%s", tfs_diag_msg(&d));
+		return false;
+	}
+	json_out_begin_object(j);
+	json_out_space(j, "\n");
+	json_out_key(j, "name");
+	json_out_cstr(j, name);
+	json_out_key(j, "object");
+	json_out_cstr(j, "group");
+	json_out_space(j, "\n");
+	json_out_key(j, "metadata");
+	json_out_begin_object(j);
+	for (size_t i = 0; i < tfs_group_metadata_count(g); i++)
+		array_json_meta_entry(j, tfs_group_metadata(g, i));
+	json_out_end_object(j);
+	json_out_space(j, "\n");
+	json_out_key(j, "members");
+	json_out_begin_array(j);
+	for (size_t i = 0; ok && i < tfs_group_member_count(g); i++) {
+		const struct tfs_group_member *m = tfs_group_member(g, i);
+
+		json_out_space(j, "\n");
+		json_out_begin_object(j);
+		json_out_key(j, "name");
+		if (m->name)
+			json_out_cstr(j, m->name);
+		else
+			json_out_null(j);
+		json_out_key(j, "type");
+		json_out_cstr(j, m->type == TFS_OBJECT_GROUP ? "group"
+							     : "array");
+		json_out_key(j, "relative");
+		json_out_bool(j, m->relative);
+		json_out_key(j, "path");
+		json_out_cstr(j, m->uri);
+		json_out_key(j, "content");
+		ok = put_member_content(dp, tfs_group_path(g), m, depth) &&
+		     maybe_flush(dp);
+		json_out_end_object(j);
+	}
+	json_out_space(j, "\n");
+	json_out_end_array(j);
+	json_out_end_object(j);
+	tfs_group_close(g);
+	return ok && flush(dp);
+}
+
+/* ---- The run -------------------------------------------------------------- */
+
+enum dump_status dump_run(const struct dump_opts *o)
+{
+	struct dump dp = {.o = o};
+	/* Members of a group get one full read each (none with --no-full). */
+	struct dump_opts member_opts = *o;
+	uint8_t key[32];
+	enum tfs_object kind;
+	enum dump_status st;
+	struct tfs_diag d;
+	enum tfs_err e;
+	char *name;
+
 	if (o->key_hex) {
 		if (tfs_key_from_hex(key, o->key_hex)) {
 			errorf("key must be 64 hex digits");
 			return DUMP_USAGE;
 		}
-		oo.key = key;
+		dp.key = key;
 	}
 	tfs_diag_init(&d);
 	e = tfs_object_type(NULL, o->path, &kind, &d);
 	if (e == TFS_E_NOT_FOUND || e == TFS_E_NOT_ARRAY ||
 	    (!e && kind == TFS_OBJECT_NONE)) {
 		errorf("'%s' is not a TileDB array or group", o->path);
-		return DUMP_NOT_ARRAY;
+		st = DUMP_NOT_ARRAY;
+		goto out_key;
 	}
 	if (e) {
 		errorf("%s", tfs_diag_msg(&d));
-		return DUMP_ERROR;
+		st = DUMP_ERROR;
+		goto out_key;
 	}
-	if (kind == TFS_OBJECT_GROUP) {
-		errorf("'%s' is a TileDB group; tfs dump prints arrays",
+	if (kind == TFS_OBJECT_GROUP && o->subarray_num) {
+		errorf("'%s' is a group: --subarray reads arrays only",
 		       o->path);
-		return DUMP_ERROR;
+		st = DUMP_USAGE;
+		goto out_key;
 	}
-	e = tfs_array_open(o->path, &oo, out, &d);
-	memset(key, 0, sizeof(key));
-	if (e) {
-		errorf("%s", tfs_diag_msg(&d));
-		return DUMP_ERROR;
+	if (kind == TFS_OBJECT_ARRAY &&
+	    !open_array_at(&dp, o->path, &dp.array)) {
+		st = DUMP_ERROR;
+		goto out_key;
 	}
-	return DUMP_OK;
-}
-
-enum dump_status dump_run(const struct dump_opts *o)
-{
-	struct dump dp = {.o = o};
-	enum dump_status st;
-	char *name;
-
-	st = open_array(o, &dp.array);
-	if (st)
-		return st;
 	name = o->name ? tfs_strdup(o->name) : base_name(o->path);
 	if (!name) {
 		errorf("out of memory");
 		tfs_array_close(dp.array);
-		return DUMP_ERROR;
+		st = DUMP_ERROR;
+		goto out_key;
 	}
-	dp.schema = tfs_array_schema(dp.array);
 	tfs_buf_init(&dp.out, TFS_BUF_NO_MAX);
 	json_out_init(&dp.j, &dp.out);
-	st = put_array(&dp, name) ? DUMP_OK : DUMP_ERROR;
+	if (kind == TFS_OBJECT_GROUP) {
+		member_opts.subarrays = NULL;
+		member_opts.subarray_num = 0;
+		dp.o = &member_opts;
+		st = put_group(&dp, o->path, name, 0) ? DUMP_OK : DUMP_ERROR;
+	} else {
+		dp.schema = tfs_array_schema(dp.array);
+		st = put_array(&dp, name) ? DUMP_OK : DUMP_ERROR;
+	}
+	if (st == DUMP_OK &&
+	    (tfs_buf_append_u8(&dp.out, '\n') || !flush(&dp)))
+		st = DUMP_ERROR;
 	if (fflush(stdout) != 0 && st == DUMP_OK) {
 		errorf("cannot write the output: %s", strerror(errno));
 		st = DUMP_ERROR;
@@ -431,5 +572,7 @@ enum dump_status dump_run(const struct dump_opts *o)
 	tfs_buf_release(&dp.out);
 	tfs_free(name);
 	tfs_array_close(dp.array);
+out_key:
+	memset(key, 0, sizeof(key));
 	return st;
 }

@@ -1,6 +1,7 @@
 /* `tfs dump`: prints an array as the corpus JSON (corpus/README.md, "The
  * JSON"): schema, non-empty domain, metadata, fragments and reads, the
- * cells streamed batch by batch to stdout. */
+ * cells streamed batch by batch to stdout; or a group: its metadata and
+ * members, each member's array or group JSON nested in it. */
 #ifndef TFS_DUMP_H
 #define TFS_DUMP_H
 

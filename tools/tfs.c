@@ -1,5 +1,6 @@
 /* The `tfs` command-line tool: subcommands over the public API of the core.
- * `tfs dump` prints an array as the corpus JSON (corpus/README.md). */
+ * `tfs dump` prints an array or a group as the corpus JSON
+ * (corpus/README.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -18,7 +19,8 @@ static const char usage_text[] =
 	"\n"
 	"  dump   print the array at PATH as JSON: schema, non-empty domain,\n"
 	"         metadata, fragments and reads (the whole non-empty domain,\n"
-	"         then one read per --subarray, inclusive ranges)\n"
+	"         then one read per --subarray, inclusive ranges); a group\n"
+	"         as its metadata and members, each member dumped in turn\n"
 	"\n"
 	"exit status: 0 ok, 1 error, 2 usage, 3 not an array or group\n";
 

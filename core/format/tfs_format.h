@@ -1,7 +1,8 @@
 /* The TileDB on-disk format: bytes in, structs out, and back. Timestamped
  * names, generic tiles, array schemas, enumerations, fragment metadata
- * (footer, per-slot tiles, R-tree), array metadata, consolidation files and
- * delete conditions, for format versions 1 to 23 (the format/ folder). No I/O.
+ * (footer, per-slot tiles, R-tree), array metadata, consolidation files,
+ * delete conditions and group details, for format versions 1 to 23 (the
+ * format/ folder). No I/O.
  *
  * Parsers treat every input as untrusted: a truncated or inconsistent input
  * is TFS_E_CORRUPT with a diagnostic saying what and where; a version newer
@@ -441,6 +442,38 @@ enum tfs_err tfs_meta_file_parse(struct tfs_meta_file *out, const uint8_t *buf,
 void tfs_meta_file_release(struct tfs_meta_file *m);
 enum tfs_err tfs_meta_file_serialize(struct tfs_buf *out,
 				     const struct tfs_meta_file *m) TFS_WUR;
+
+/* ---- Group details (groups.md §2) -------------------------------------- */
+
+#define TFS_GROUP_MEMBER_GROUP 1 /* object types of a member */
+#define TFS_GROUP_MEMBER_ARRAY 2
+
+struct tfs_group_entry {
+	uint32_t member_version; /* 1 or 2 */
+	uint8_t object_type;     /* TFS_GROUP_MEMBER_GROUP or _ARRAY */
+	bool relative;           /* uri is relative to the group folder */
+	char *uri;               /* as stored; never NULL */
+	bool name_set;
+	char *name;              /* NULL unless name_set (may be "") */
+	bool deleted;            /* version-2 members only */
+};
+
+struct tfs_group_details {
+	uint32_t version; /* 1 or 2 */
+	struct tfs_group_entry *entries; /* file order */
+	size_t count;
+};
+
+/* Parses the payload of one group details file. Versions other than 1 and
+ * 2 (details or member) are TFS_E_UNSUPPORTED; strings holding NUL bytes
+ * and object types other than group/array are TFS_E_CORRUPT. */
+enum tfs_err tfs_group_details_parse(struct tfs_group_details *out,
+				     const uint8_t *buf, size_t len,
+				     struct tfs_diag *d) TFS_WUR;
+void tfs_group_details_release(struct tfs_group_details *g);
+/* Appends the same encoding (tests, a later writer). */
+enum tfs_err tfs_group_details_serialize(struct tfs_buf *out,
+					 const struct tfs_group_details *g) TFS_WUR;
 
 /* ---- Delete / update conditions (consolidated.md §6) ------------------- */
 

@@ -1,8 +1,9 @@
-/* Array key/value metadata merged at the read window (format/metadata.md
- * §2): files of __meta/ whose [t1, t2] lies entirely inside the window,
- * minus those named by vacuum lists that also lie inside it, applied in t1
- * order; a later entry replaces a key, a deletion removes it. The result is
- * sorted by key bytes. */
+/* Array and group key/value metadata merged at the read window
+ * (format/metadata.md §2): files of __meta/ whose [t1, t2] lies entirely
+ * inside the window, minus those named by vacuum lists that also lie inside
+ * it, applied in t1 order; a later entry replaces a key, a deletion removes
+ * it. The result is sorted by key bytes. Arrays and groups share the
+ * format, so this works on any folder (tfs_metadata_load). */
 #include "fragment_internal.h"
 
 #include <string.h>
@@ -12,6 +13,15 @@
 struct meta_file_ref {
 	char *name;
 	struct tfs_name_info ni;
+};
+
+/* Where the metadata lives. */
+struct meta_src {
+	struct tfs_vfs *vfs;
+	const char *dir;    /* the array or group folder */
+	const char *noun;   /* "array" or "group", for messages */
+	const uint8_t *key; /* 32 bytes or NULL */
+	uint64_t t0, t1;
 };
 
 struct merge {
@@ -25,7 +35,7 @@ static void kv_release(struct tfs_meta_kv *kv)
 	tfs_free(kv->value);
 }
 
-void tfs__metadata_release(struct tfs_metadata *m)
+void tfs_metadata_release(struct tfs_metadata *m)
 {
 	for (size_t i = 0; i < m->count; i++)
 		kv_release(&m->entries[i]);
@@ -102,39 +112,29 @@ static enum tfs_err apply_entry(struct merge *m, const struct tfs_meta_kv *e)
 	return TFS_E_OK;
 }
 
-/* Reads the vacuum list rel and adds its normalised lines to hidden. */
-static enum tfs_err read_vac(struct tfs_arraydir *a, const char *rel,
+/* Reads the vacuum list at path and adds its normalised lines to hidden. */
+static enum tfs_err read_vac(const struct meta_src *src, const char *path,
 			     char ***hidden, size_t *hidden_num,
 			     struct tfs_diag *d)
 {
 	struct tfs_strlist lines;
 	uint8_t *buf;
 	size_t len;
-	char *path = tfs__array_path(a, rel);
 	char **n;
 	enum tfs_err err;
 
-	if (!path)
-		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-				a->path);
-	err = tfs_vfs_read_all(a->vfs, path, TFS__FILE_MAX, &buf, &len, d);
-	if (err) {
-		tfs_free(path);
+	err = tfs_vfs_read_all(src->vfs, path, TFS__FILE_MAX, &buf, &len, d);
+	if (err)
 		return err;
-	}
 	err = tfs_lines_parse(&lines, buf, len);
 	tfs_free(buf);
-	if (err) {
-		tfs_fail(d, err, "'%s': cannot parse", path);
-		tfs_free(path);
-		return err;
-	}
-	tfs_free(path);
+	if (err)
+		return tfs_fail(d, err, "'%s': cannot parse", path);
 	n = tfs_reallocn(*hidden, *hidden_num + lines.count + 1, sizeof(*n));
 	if (!n) {
 		tfs_strlist_release(&lines);
-		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-				a->path);
+		return tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
+				src->noun, src->dir);
 	}
 	*hidden = n;
 	for (size_t i = 0; i < lines.count; i++) {
@@ -143,7 +143,8 @@ static enum tfs_err read_vac(struct tfs_arraydir *a, const char *rel,
 		if (!norm) {
 			tfs_strlist_release(&lines);
 			return tfs_fail(d, TFS_E_NOMEM,
-					"array '%s': out of memory", a->path);
+					"%s '%s': out of memory", src->noun,
+					src->dir);
 		}
 		n[(*hidden_num)++] = norm;
 	}
@@ -162,87 +163,91 @@ static bool is_hidden(char *const *hidden, size_t num, const char *name)
 	return false;
 }
 
-/* Applies the metadata file __meta/name to the merge. */
-static enum tfs_err apply_file(struct tfs_arraydir *a, struct merge *m,
-			       const char *name, struct tfs_diag *d)
+/* Applies the metadata file at path to the merge. */
+static enum tfs_err apply_file(const struct meta_src *src, struct merge *m,
+			       const char *path, struct tfs_diag *d)
 {
 	struct tfs_meta_file mf;
 	struct tfs_diag ld;
 	uint8_t *payload;
 	size_t len;
-	char *rel = tfs_path_join("__meta", name);
 	enum tfs_err err;
 
-	if (!rel)
-		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-				a->path);
-	err = tfs__read_tile_file(a, rel, &payload, &len, d);
+	err = tfs_tile_file_read(src->vfs, path, src->key, src->noun, &payload,
+				 &len, d);
 	if (err)
-		goto out_rel;
+		return err;
 	tfs_diag_init(&ld);
 	err = tfs_meta_file_parse(&mf, payload, len, &ld);
 	tfs_free(payload);
-	if (err) {
-		tfs_fail(d, err, "array metadata '%s/%s': %s", a->path, rel,
-			 tfs_diag_msg(&ld));
-		goto out_rel;
-	}
+	if (err)
+		return tfs_fail(d, err, "%s metadata '%s': %s", src->noun, path,
+				tfs_diag_msg(&ld));
 	for (size_t i = 0; i < mf.count && !err; i++)
 		err = apply_entry(m, &mf.entries[i]);
 	if (err)
-		tfs_fail(d, err, "array '%s': out of memory", a->path);
+		tfs_fail(d, err, "%s '%s': out of memory", src->noun, src->dir);
 	tfs_meta_file_release(&mf);
-out_rel:
-	tfs_free(rel);
 	return err;
 }
 
-enum tfs_err tfs__load_metadata(struct tfs_arraydir *a, struct tfs_diag *d)
+static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
+			 struct tfs_diag *d)
 {
-	struct tfs_dirlist l;
+	struct tfs_diag ld;
+	struct tfs_dirlist l = {NULL, 0};
 	struct meta_file_ref *files = NULL;
 	size_t file_num = 0;
 	char **hidden = NULL;
 	size_t hidden_num = 0;
 	struct merge m = {NULL, 0, 0};
+	char *dir, *path;
 	enum tfs_err err;
 
-	err = tfs__list(a, "__meta", true, false, &l, d);
-	if (err)
-		return err;
+	dir = tfs_path_join(src->dir, "__meta");
+	if (!dir)
+		return tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
+				src->noun, src->dir);
+	tfs_diag_init(&ld);
+	err = tfs_vfs_list(src->vfs, dir, &l, &ld);
+	if (err == TFS_E_NOT_FOUND) {
+		/* No metadata folder: no metadata (groups often have none). */
+		err = TFS_E_OK;
+	} else if (err) {
+		tfs_fail(d, err, "%s", tfs_diag_msg(&ld));
+		goto out;
+	}
 	files = tfs_callocn(l.count ? l.count : 1, sizeof(*files));
 	if (!files) {
-		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-			       a->path);
+		err = tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
+			       src->noun, src->dir);
 		goto out;
 	}
 	for (size_t i = 0; i < l.count; i++) {
 		const char *name = l.names[i];
 		struct tfs_name_info ni;
-		bool vac = tfs__ends_with(name, ".vac");
 
 		if (tfs_name_parse(name, &ni) != TFS_E_OK) {
 			err = tfs_fail(d, TFS_E_CORRUPT,
-				       "array metadata '%s/__meta/%s': not a timestamped name",
-				       a->path, name);
+				       "%s metadata '%s/%s': not a timestamped name",
+				       src->noun, dir, name);
 			goto out;
 		}
 		/* Partly written files of a local-disk writer (metadata.md §2). */
 		if (tfs__ends_with(name, ".tmp"))
 			continue;
-		if (!tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1))
+		if (!tfs__full_overlap(ni.t1, ni.t2, src->t0, src->t1))
 			continue;
-		if (vac) {
-			char *rel = tfs_path_join("__meta", name);
-
-			if (!rel) {
+		if (tfs__ends_with(name, ".vac")) {
+			path = tfs_path_join(dir, name);
+			if (!path) {
 				err = tfs_fail(d, TFS_E_NOMEM,
-					       "array '%s': out of memory",
-					       a->path);
+					       "%s '%s': out of memory",
+					       src->noun, src->dir);
 				goto out;
 			}
-			err = read_vac(a, rel, &hidden, &hidden_num, d);
-			tfs_free(rel);
+			err = read_vac(src, path, &hidden, &hidden_num, d);
+			tfs_free(path);
 			if (err)
 				goto out;
 			continue;
@@ -262,12 +267,21 @@ enum tfs_err tfs__load_metadata(struct tfs_arraydir *a, struct tfs_diag *d)
 		}
 		files[j] = tmp;
 	}
-	for (size_t i = 0; i < file_num && !err; i++)
-		if (!is_hidden(hidden, hidden_num, files[i].name))
-			err = apply_file(a, &m, files[i].name, d);
+	for (size_t i = 0; i < file_num && !err; i++) {
+		if (is_hidden(hidden, hidden_num, files[i].name))
+			continue;
+		path = tfs_path_join(dir, files[i].name);
+		if (!path) {
+			err = tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
+				       src->noun, src->dir);
+			break;
+		}
+		err = apply_file(src, &m, path, d);
+		tfs_free(path);
+	}
 	if (!err) {
-		a->metadata.entries = m.kv;
-		a->metadata.count = m.num;
+		out->entries = m.kv;
+		out->count = m.num;
 		m.kv = NULL;
 		m.num = 0;
 	}
@@ -280,5 +294,25 @@ out:
 	tfs_free(hidden);
 	tfs_free(files); /* names are borrowed from l */
 	tfs_dirlist_release(&l);
+	tfs_free(dir);
 	return err;
+}
+
+enum tfs_err tfs_metadata_load(struct tfs_vfs *vfs, const char *dir,
+			       const char *noun, const uint8_t *key,
+			       uint64_t t0, uint64_t t1,
+			       struct tfs_metadata *out, struct tfs_diag *d)
+{
+	const struct meta_src src = {vfs, dir, noun, key, t0, t1};
+
+	out->entries = NULL;
+	out->count = 0;
+	return load(&src, out, d);
+}
+
+enum tfs_err tfs__load_metadata(struct tfs_arraydir *a, struct tfs_diag *d)
+{
+	return tfs_metadata_load(a->vfs, a->path, "array",
+				 a->has_key ? a->key : NULL, a->t0, a->t1,
+				 &a->metadata, d);
 }

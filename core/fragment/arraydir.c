@@ -130,10 +130,13 @@ out_release:
 	return err;
 }
 
-enum tfs_err tfs__decode_tile(const struct tfs_arraydir *a, const char *what,
-			      const uint8_t *buf, size_t len, size_t max_payload,
-			      uint8_t **payload, size_t *payload_len,
-			      size_t *consumed, struct tfs_diag *d)
+/* Decodes with key (32 bytes or NULL); noun names the object ("array",
+ * "group") in key messages. */
+static enum tfs_err decode_with_key(const uint8_t *key, const char *noun,
+				    const char *what, const uint8_t *buf,
+				    size_t len, size_t max_payload,
+				    uint8_t **payload, size_t *payload_len,
+				    size_t *consumed, struct tfs_diag *d)
 {
 	struct tfs_diag ld;
 	size_t used;
@@ -143,9 +146,8 @@ enum tfs_err tfs__decode_tile(const struct tfs_arraydir *a, const char *what,
 	*payload = NULL;
 	*payload_len = 0;
 	tfs_diag_init(&ld);
-	err = tfs_generic_tile_decode(buf, len, a->has_key ? a->key : NULL,
-				      max_payload, payload, payload_len, &used,
-				      &ld);
+	err = tfs_generic_tile_decode(buf, len, key, max_payload, payload,
+				      payload_len, &used, &ld);
 	if (!err) {
 		if (consumed)
 			*consumed = used;
@@ -153,26 +155,54 @@ enum tfs_err tfs__decode_tile(const struct tfs_arraydir *a, const char *what,
 	}
 	/* The format module says TFS_E_KEY for a tile whose encryption does
 	 * not match the key, and for AES-GCM authentication failures. */
-	if (err == TFS_E_KEY && enc == 1 && !a->has_key)
+	if (err == TFS_E_KEY && enc == 1 && !key)
 		return tfs_fail(d, TFS_E_KEY,
-				"'%s': the array is encrypted and no key was given",
-				what);
-	if (err == TFS_E_KEY && enc == 0 && a->has_key)
+				"'%s': the %s is encrypted and no key was given",
+				what, noun);
+	if (err == TFS_E_KEY && enc == 0 && key)
 		return tfs_fail(d, TFS_E_KEY,
-				"'%s': a key was given but the array is not encrypted",
-				what);
+				"'%s': a key was given but the %s is not encrypted",
+				what, noun);
 	if (err == TFS_E_KEY)
 		return tfs_fail(d, TFS_E_KEY, "'%s': wrong encryption key (%s)",
 				what, tfs_diag_msg(&ld));
 	return tfs_fail(d, err, "'%s': %s", what, tfs_diag_msg(&ld));
 }
 
+enum tfs_err tfs__decode_tile(const struct tfs_arraydir *a, const char *what,
+			      const uint8_t *buf, size_t len, size_t max_payload,
+			      uint8_t **payload, size_t *payload_len,
+			      size_t *consumed, struct tfs_diag *d)
+{
+	return decode_with_key(a->has_key ? a->key : NULL, "array", what, buf,
+			       len, max_payload, payload, payload_len, consumed,
+			       d);
+}
+
+enum tfs_err tfs_tile_file_read(struct tfs_vfs *vfs, const char *path,
+				const uint8_t *key, const char *noun,
+				uint8_t **payload, size_t *payload_len,
+				struct tfs_diag *d)
+{
+	uint8_t *buf;
+	size_t len;
+	enum tfs_err err;
+
+	*payload = NULL;
+	*payload_len = 0;
+	err = tfs_vfs_read_all(vfs, path, TFS__FILE_MAX, &buf, &len, d);
+	if (err)
+		return err;
+	err = decode_with_key(key, noun, path, buf, len, TFS__FILE_MAX,
+			      payload, payload_len, NULL, d);
+	tfs_free(buf);
+	return err;
+}
+
 enum tfs_err tfs__read_tile_file(const struct tfs_arraydir *a, const char *rel,
 				 uint8_t **payload, size_t *payload_len,
 				 struct tfs_diag *d)
 {
-	uint8_t *buf;
-	size_t len;
 	enum tfs_err err;
 	char *path = tfs__array_path(a, rel);
 
@@ -181,12 +211,8 @@ enum tfs_err tfs__read_tile_file(const struct tfs_arraydir *a, const char *rel,
 	if (!path)
 		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
 				a->path);
-	err = tfs_vfs_read_all(a->vfs, path, TFS__FILE_MAX, &buf, &len, d);
-	if (!err) {
-		err = tfs__decode_tile(a, path, buf, len, TFS__FILE_MAX, payload,
-				       payload_len, NULL, d);
-		tfs_free(buf);
-	}
+	err = tfs_tile_file_read(a->vfs, path, a->has_key ? a->key : NULL,
+				 "array", payload, payload_len, d);
 	tfs_free(path);
 	return err;
 }
@@ -546,7 +572,7 @@ void tfs_arraydir_close(struct tfs_arraydir *a)
 		tfs_condition_release(&a->deletes[i].cond);
 	}
 	tfs_free(a->deletes);
-	tfs__metadata_release(&a->metadata);
+	tfs_metadata_release(&a->metadata);
 	for (size_t i = 0; i < a->enum_num; i++)
 		tfs_enumeration_release(&a->enums[i]);
 	tfs_free(a->enums);

@@ -87,8 +87,8 @@ enum tfs_err tfs__fragment_new(const struct tfs_arraydir *a, const char *rel,
 			       struct tfs_fragment **out, struct tfs_diag *d);
 void tfs__fragment_free(struct tfs_fragment *f);
 
-/* array_metadata.c: merged array metadata (metadata.md §2). */
+/* array_metadata.c: merged array metadata (metadata.md §2) into
+ * a->metadata, through tfs_metadata_load. */
 enum tfs_err tfs__load_metadata(struct tfs_arraydir *a, struct tfs_diag *d);
-void tfs__metadata_release(struct tfs_metadata *m);
 
 #endif

@@ -134,6 +134,27 @@ enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
 			       struct tfs_diag *d) TFS_WUR;
 void tfs_arraydir_close(struct tfs_arraydir *a);
 
+/* Key/value metadata of the array or group folder dir merged at the window
+ * [t0, t1] (format/metadata.md §2), sorted by key bytes, into *out (free
+ * with tfs_metadata_release; empty on failure). A missing __meta/ folder
+ * is no metadata. key: 32 bytes or NULL; noun ("array", "group") names the
+ * object in messages. Thread-safe. */
+enum tfs_err tfs_metadata_load(struct tfs_vfs *vfs, const char *dir,
+			       const char *noun, const uint8_t *key,
+			       uint64_t t0, uint64_t t1,
+			       struct tfs_metadata *out,
+			       struct tfs_diag *d) TFS_WUR;
+void tfs_metadata_release(struct tfs_metadata *m);
+
+/* Reads the file at path (at most 1 GiB) and decodes the one generic tile
+ * it holds with key (32 bytes or NULL) into a new payload (tfs_free). A
+ * key that does not match the tile's encryption is TFS_E_KEY; noun names
+ * the object in that message. */
+enum tfs_err tfs_tile_file_read(struct tfs_vfs *vfs, const char *path,
+				const uint8_t *key, const char *noun,
+				uint8_t **payload, size_t *payload_len,
+				struct tfs_diag *d) TFS_WUR;
+
 /* Loads (once) the tile lists of a slot of fragment f. *out is valid until
  * the array is closed. Thread-safe. Every list loaded has tile_num
  * entries; offsets lists are checked to be non-decreasing and inside

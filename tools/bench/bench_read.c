@@ -724,7 +724,8 @@ static int read_cells(struct tfs_array *a, const int32_t sub_lo[2],
 	struct tfs_diag d;
 	uint64_t width = (uint64_t)(sub_hi[1] - sub_lo[1]) + 1, k = 0;
 	uint64_t cached_row = UINT64_MAX;
-	struct axis_terms row, *cols;
+	/* Zeroed: gcc 12 -O3 cannot see that cached_row forces a fill first. */
+	struct axis_terms row = {0}, *cols;
 	int rc = 0;
 
 	cols = calloc(width, sizeof(*cols));

@@ -162,4 +162,7 @@ void tfs_query_close(struct tfs_query *q);
 /* Decodes a hex key of 64 digits into 32 bytes. */
 enum tfs_err tfs_key_from_hex(uint8_t key[32], const char *hex) TFS_WUR;
 
+/* Groups: after everything above, which tfs_group.h uses. */
+#include "tfs_group.h"
+
 #endif
