@@ -18,6 +18,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
+#include "tfs_log.h"
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000
@@ -412,6 +413,62 @@ static enum tfs_err child_of_versions(struct tfsd *fs,
 	return e;
 }
 
+/* Calls fn(ctx, name, real_path) for each member of the group at dir that
+ * lives outside the group's folder but inside SOURCE (members inside are
+ * its subfolders already; nothing outside SOURCE is shown). Not a group:
+ * nothing. */
+typedef bool (*outside_fn)(void *ctx, const char *name, const char *real);
+static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
+				  outside_fn fn, void *ctx)
+{
+	struct tfs_group_opts go = {.key = tfsd_config_key(&fs->cfg, dir->rel),
+				    .timestamp = fs->cfg.timestamp};
+	struct tfs_group *g;
+	enum tfs_object kind;
+	struct tfs_diag d;
+	size_t src_len = strlen(fs->cfg.source);
+
+	tfs_diag_init(&d);
+	if (tfs_object_type(NULL, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
+		return;
+	if (tfs_group_open(dir->src, &go, &g, &d)) {
+		tfs_log(TFS_LOG_INFO, "group '%s': %s", dir->rel, tfs_diag_msg(&d));
+		return;
+	}
+	for (size_t i = 0; i < tfs_group_member_count(g); i++) {
+		const struct tfs_group_member *m = tfs_group_member(g, i);
+		char *real;
+		bool go_on = true;
+
+		if (m->inside || !m->path || m->key[0] == '.' ||
+		    strncmp(m->key, "__", 2) == 0 || strchr(m->key, '/'))
+			continue;
+		real = realpath(m->path, NULL);
+		if (real && strncmp(real, fs->cfg.source, src_len) == 0 &&
+		    real[src_len] == '/')
+			go_on = fn(ctx, m->key, real);
+		free(real);
+		if (!go_on)
+			break;
+	}
+	tfs_group_close(g);
+}
+
+struct member_find {
+	const char *name;
+	char *real;
+};
+
+static bool member_find_fn(void *ctx, const char *name, const char *real)
+{
+	struct member_find *mf = ctx;
+
+	if (strcmp(name, mf->name) != 0)
+		return true;
+	mf->real = tfs_strdup(real);
+	return false;
+}
+
 /* A folder (plain or group) of SOURCE. */
 static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				    const char *name, struct tfsd_node *out,
@@ -422,7 +479,6 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 	char *src, *rel;
 	enum tfs_err e;
 
-	(void)fs;
 	if (name[0] == '.' || strncmp(name, "__", 2) == 0 ||
 	    strchr(name, '/'))
 		return TFS_E_NOT_FOUND;
@@ -433,8 +489,22 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 		goto out_free;
 	}
 	if (lstat(src, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		e = TFS_E_NOT_FOUND;
-		goto out_free;
+		/* A member of a group stored elsewhere in SOURCE. */
+		struct member_find mf = {.name = name};
+
+		group_outside_members(fs, dir, member_find_fn, &mf);
+		if (!mf.real) {
+			e = TFS_E_NOT_FOUND;
+			goto out_free;
+		}
+		tfs_free(src);
+		tfs_free(rel);
+		src = mf.real;
+		rel = tfs_strdup(mf.real + strlen(fs->cfg.source) + 1);
+		if (!rel) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out_free;
+		}
 	}
 	e = tfs_object_type(NULL, src, &kind, d);
 	if (e)
@@ -538,20 +608,51 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+struct name_list {
+	char **names;
+	size_t n, cap;
+	bool failed;
+};
+
+static bool name_list_add(void *ctx, const char *name, const char *real)
+{
+	struct name_list *nl = ctx;
+
+	/* A group member that a subfolder's name takes stays hidden. */
+	for (size_t i = 0; real && i < nl->n; i++)
+		if (strcmp(nl->names[i], name) == 0)
+			return true;
+	if (nl->n == nl->cap) {
+		size_t ncap = nl->cap ? nl->cap * 2 : 16;
+		char **nn = tfs_reallocn(nl->names, ncap, sizeof(*nn));
+
+		if (!nn) {
+			nl->failed = true;
+			return false;
+		}
+		nl->names = nn;
+		nl->cap = ncap;
+	}
+	if (!(nl->names[nl->n] = tfs_strdup(name))) {
+		nl->failed = true;
+		return false;
+	}
+	nl->n++;
+	return true;
+}
+
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
 	DIR *dp = opendir(dir->src);
 	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
+	struct name_list nl = {0};
 	enum tfs_err e = TFS_E_OK;
 
-	(void)fs;
 	if (!dp)
 		return tfs_fail(d, errno == EACCES ? TFS_E_PERM : TFS_E_IO,
 				"folder '%s': %s", dir->src, strerror(errno));
-	while ((de = readdir(dp)) != NULL) {
+	while (!nl.failed && (de = readdir(dp)) != NULL) {
 		struct stat st;
 
 		if (de->d_name[0] == '.' || strncmp(de->d_name, "__", 2) == 0)
@@ -559,33 +660,22 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISDIR(st.st_mode))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			char **nn = tfs_reallocn(names, ncap, sizeof(*nn));
-
-			if (!nn) {
-				e = TFS_E_NOMEM;
-				break;
-			}
-			names = nn;
-			cap = ncap;
-		}
-		if (!(names[n] = tfs_strdup(de->d_name))) {
-			e = TFS_E_NOMEM;
-			break;
-		}
-		n++;
+		name_list_add(&nl, de->d_name, NULL);
 	}
 	closedir(dp);
-	if (!e) {
-		qsort(names, n, sizeof(*names), name_cmp);
-		for (size_t i = 0; i < n; i++)
-			if (!fn(ctx, names[i], true))
+	if (!nl.failed)
+		group_outside_members(fs, dir, name_list_add, &nl);
+	if (nl.failed) {
+		e = TFS_E_NOMEM;
+	} else {
+		qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
+		for (size_t i = 0; i < nl.n; i++)
+			if (!fn(ctx, nl.names[i], true))
 				break;
 	}
-	for (size_t i = 0; i < n; i++)
-		tfs_free(names[i]);
-	tfs_free(names);
+	for (size_t i = 0; i < nl.n; i++)
+		tfs_free(nl.names[i]);
+	tfs_free(nl.names);
 	return e ? tfs_fail(d, e, "folder '%s': out of memory", dir->src) : e;
 }
 

@@ -518,3 +518,95 @@ Test(content, streamed_equals_whole, .init = setup, .fini = teardown)
 		free(whole);
 	}
 }
+
+/* ---- Groups whose members live elsewhere ----------------------------- */
+
+static char group_root[64];
+
+/* SOURCE = a temporary folder: data/dense_1d (a corpus array) and the
+ * group grp/, whose members are "temps" -> ../data/dense_1d (in SOURCE,
+ * outside the group's folder: shown in the group) and "etc" -> /etc
+ * (outside SOURCE: never shown). */
+static void group_setup(void)
+{
+	struct tfs_group_entry e[] = {
+		{2, TFS_GROUP_MEMBER_ARRAY, true, (char *)"../data/dense_1d", true,
+		 (char *)"temps", false},
+		{2, TFS_GROUP_MEMBER_GROUP, false, (char *)"/etc", true,
+		 (char *)"etc", false},
+	};
+	struct tfs_group_details gd = {2, e, 2};
+	struct tfs_buf payload, file;
+	struct tfs_diag d;
+	char cmd[512], path[256];
+	FILE *f;
+
+	snprintf(group_root, sizeof(group_root), "%s/tfsd-group-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	cr_assert(mkdtemp(group_root));
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s/data' '%s/grp/__group' '%s/grp/__meta' && "
+		 "cp -r '%s/dense_1d' '%s/data/' && : > '%s/grp/__tiledb_group.tdb'",
+		 group_root, group_root, group_root, CORPUS, group_root, group_root);
+	cr_assert_eq(system(cmd), 0);
+	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
+	tfs_buf_init(&file, TFS_BUF_NO_MAX);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_group_details_serialize(&payload, &gd), TFS_E_OK);
+	cr_assert_eq(tfs_generic_tile_encode(&file, payload.data, payload.len,
+					     NULL, &d),
+		     TFS_E_OK);
+	snprintf(path, sizeof(path),
+		 "%s/grp/__group/__1700000000000_1700000000000_"
+		 "0123456789abcdef0123456789abcdef_2",
+		 group_root);
+	f = fopen(path, "wb");
+	cr_assert(f && fwrite(file.data, 1, file.len, f) == file.len);
+	fclose(f);
+	tfs_buf_release(&payload);
+	tfs_buf_release(&file);
+
+	memset(&fs, 0, sizeof(fs));
+	fs.cfg.source = realpath(group_root, NULL);
+	fs.cfg.whole_max_cells = 65536;
+	cr_assert_eq(tfs_pool_new(0, &fs.pool), TFS_E_OK);
+	cr_assert_eq(tfsd_arrays_new(&fs.cfg, NULL, fs.pool, &fs.arrays),
+		     TFS_E_OK);
+	cr_assert_eq(tfsd_renders_new(1 << 20, &fs.renders), TFS_E_OK);
+}
+
+static void group_teardown(void)
+{
+	char cmd[128];
+
+	tfsd_renders_free(fs.renders);
+	tfsd_arrays_free(fs.arrays);
+	tfs_pool_free(fs.pool);
+	free(fs.cfg.source);
+	fs.cfg.source = NULL;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", group_root);
+	cr_expect_eq(system(cmd), 0);
+}
+
+Test(tree, group_members_elsewhere, .init = group_setup,
+     .fini = group_teardown)
+{
+	struct names nm;
+	struct tfsd_node n;
+	struct tfs_diag d;
+	struct tfsd_size sz;
+	uint64_t len, want_len;
+	uint8_t *got, *want;
+
+	list_path("grp", &nm);
+	cr_expect_str_eq(nm.list, "temps/|", "group lists %s", nm.list);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_resolve(&fs, "grp/etc", &n, &d), TFS_E_NOT_FOUND,
+		     "a member outside SOURCE is shown");
+	got = read_all("grp/temps/data.csv", 4096, &len, &sz);
+	want = read_all("data/dense_1d/data.csv", 4096, &want_len, &sz);
+	cr_expect(len == want_len && memcmp(got, want, len) == 0,
+		  "grp/temps is data/dense_1d");
+	free(got);
+	free(want);
+}
