@@ -233,12 +233,34 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = (unsigned)MAX_READ;
 }
 
+/* The entry of a resolved node: its inode (one more lookup reference),
+ * attributes and timeouts. */
+static enum tfs_err node_entry(const struct tfsd_node *n, const char *vpath,
+			       struct fuse_entry_param *ep, struct tfs_diag *d)
+{
+	struct inode *in;
+	enum tfs_err e;
+
+	memset(ep, 0, sizeof(*ep));
+	in = inode_ref(vpath, node_version(n));
+	if (!in)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = node_stat(n, vpath, ino_of(in), &ep->attr, d);
+	if (e) {
+		inode_unref(in, 1);
+		return e;
+	}
+	ep->ino = ino_of(in);
+	ep->attr_timeout = node_timeout(n);
+	ep->entry_timeout = ep->attr_timeout;
+	return TFS_E_OK;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param ep;
 	struct tfsd_node n;
 	struct tfs_diag d;
-	struct inode *in;
 	char *vpath = child_path(inode_of(parent), name);
 	enum tfs_err e;
 
@@ -264,20 +286,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		tfs_free(vpath);
 		return;
 	}
-	memset(&ep, 0, sizeof(ep));
-	in = inode_ref(vpath, node_version(&n));
-	if (!in) {
-		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+	e = node_entry(&n, vpath, &ep, &d);
+	if (e)
 		goto out_fail;
-	}
-	e = node_stat(&n, vpath, ino_of(in), &ep.attr, &d);
-	if (e) {
-		inode_unref(in, 1);
-		goto out_fail;
-	}
-	ep.ino = ino_of(in);
-	ep.attr_timeout = node_timeout(&n);
-	ep.entry_timeout = ep.attr_timeout;
 	fuse_reply_entry(req, &ep);
 	tfsd_node_release(&tfs_daemon, &n);
 	tfs_free(vpath);
@@ -424,6 +435,70 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	tfs_free(buf);
 }
 
+/* readdir with each entry's attributes, so that `ls -l` and file managers
+ * need no lookup per entry (one kernel round trip per buffer instead). An
+ * entry that cannot be resolved now is listed without attributes. */
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	struct dirlist *dl = (struct dirlist *)(uintptr_t)fi->fh;
+	struct inode *in = inode_of(ino);
+	char *buf = tfs_malloc(size ? size : 1);
+	size_t used = 0, pos = 0;
+	struct tfsd_node dir;
+	struct tfs_diag d;
+	bool have_dir;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	tfs_diag_init(&d);
+	have_dir = tfsd_resolve(&tfs_daemon, in->vpath, &dir, &d) == TFS_E_OK;
+	for (size_t i = 0; i < dl->count; i++) {
+		const char *name = (const char *)dl->names.data + pos;
+		struct fuse_entry_param ep;
+		struct tfsd_node n;
+		char *vpath = NULL;
+		size_t need;
+
+		pos += strlen(name) + 1;
+		if ((off_t)i < off)
+			continue;
+		memset(&ep, 0, sizeof(ep));
+		ep.attr.st_ino = i + 1;
+		ep.attr.st_mode = dl->kinds.data[i] ? S_IFDIR : S_IFREG;
+		if (have_dir && strcmp(name, ".") && strcmp(name, "..") &&
+		    (vpath = child_path(in, name)) != NULL) {
+			tfs_diag_init(&d);
+			if (tfsd_resolve_child(&tfs_daemon, &dir, name, &n, &d) ==
+			    TFS_E_OK) {
+				if (node_entry(&n, vpath, &ep, &d)) {
+					memset(&ep, 0, sizeof(ep));
+					ep.attr.st_ino = i + 1;
+					ep.attr.st_mode = dl->kinds.data[i]
+								  ? S_IFDIR
+								  : S_IFREG;
+				}
+				tfsd_node_release(&tfs_daemon, &n);
+			}
+		}
+		need = fuse_add_direntry_plus(req, buf + used, size - used, name,
+					      &ep, (off_t)(i + 1));
+		tfs_free(vpath);
+		if (need > size - used) {
+			if (ep.ino)
+				inode_unref(inode_of(ep.ino), 1);
+			break;
+		}
+		used += need;
+	}
+	if (have_dir)
+		tfsd_node_release(&tfs_daemon, &dir);
+	fuse_reply_buf(req, buf, used);
+	tfs_free(buf);
+}
+
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
@@ -512,6 +587,12 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct tfs_diag d;
 	enum tfs_err e;
 
+	/* ls -l asks every file for ACLs and security labels: answer those
+	 * without resolving the path. */
+	if (strncmp(name, "user.tilefs.", 12) != 0) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	tfs_diag_init(&d);
 	tfs_buf_init(&val, TFS_BUF_NO_MAX);
 	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
@@ -570,6 +651,7 @@ static const struct fuse_lowlevel_ops tfsd_ops = {
 	.getattr = op_getattr,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.open = op_open,
 	.read = op_read,
