@@ -29,8 +29,11 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 
-/* Output produced per step of a dense stream, and per random read box. */
+/* Output produced per step of a dense stream. */
 #define STEP_BYTES ((uint64_t)1 << 20)
+/* Output a random-access file produces at least per miss, kept for the
+ * reads that follow (the kernel reads 128 KiB to 1 MiB at a time). */
+#define WINDOW_BYTES ((uint64_t)4 << 20)
 /* A stream keeps this much behind the last read for slightly reordered
  * reads before it drops the bytes. */
 #define KEEP_BEHIND ((size_t)4 << 20)
@@ -902,6 +905,10 @@ struct tfsd_file {
 	struct plan plan;
 	uint64_t last_end; /* SERVE_RANDOM: end of the last read (atomic) */
 	pthread_mutex_t lock;
+	/* SERVE_RANDOM: the cells [win_c0, win_c1) produced last, as bytes;
+	 * protected by lock. */
+	struct tfs_buf win;
+	uint64_t win_c0, win_c1;
 	struct stream st; /* SERVE_STREAM, protected by lock */
 	char *vpath;
 	bool size_learned; /* protected by lock */
@@ -977,6 +984,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 	if (!f)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	pthread_mutex_init(&f->lock, NULL);
+	tfs_buf_init(&f->win, TFS_BUF_NO_MAX);
 	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
 	f->vpath = tfs_strdup(vpath);
 	if (!f->vpath) {
@@ -1046,15 +1054,30 @@ bool tfsd_file_direct(const struct tfsd_file *f)
 	return f->direct;
 }
 
+/* Copies the body bytes [body_off, body_end) out of the window, if it
+ * holds them (the caller holds f->lock). */
+static bool window_copy(struct tfsd_file *f, uint64_t body_off,
+			uint64_t body_end, uint8_t *dst)
+{
+	uint64_t rec = f->plan.record;
+	uint64_t w0 = f->win_c0 * rec, w1 = f->win_c1 * rec;
+
+	if (!f->win.len || body_off < w0 || body_end > w1)
+		return false;
+	memcpy(dst, f->win.data + (body_off - w0), (size_t)(body_end - body_off));
+	return true;
+}
+
 static enum tfs_err read_random(struct tfsd_file *f, uint64_t off,
 				uint8_t *dst, size_t len, size_t *got,
 				struct tfs_diag *d)
 {
 	struct plan *p = &f->plan;
-	uint64_t hlen = p->header.len, end, c0, c1, body_off;
+	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end;
 	struct tfs_buf buf;
 	struct emit em = {.p = p, .out = &buf};
 	size_t n = 0;
+	bool hit;
 	enum tfs_err e = TFS_E_OK;
 
 	*got = 0;
@@ -1070,24 +1093,46 @@ static enum tfs_err read_random(struct tfsd_file *f, uint64_t off,
 		return TFS_E_OK;
 	}
 	body_off = off + n - hlen;
+	body_end = end - hlen;
+	pthread_mutex_lock(&f->lock);
+	hit = window_copy(f, body_off, body_end, dst + n);
+	pthread_mutex_unlock(&f->lock);
+	if (hit) {
+		*got = (size_t)(end - off);
+		return TFS_E_OK;
+	}
+	/* Produce a window from the first cell asked for on. */
 	c0 = body_off / p->record;
-	c1 = (end - hlen + p->record - 1) / p->record;
+	c1 = (body_end + p->record - 1) / p->record;
+	if (c1 - c0 < WINDOW_BYTES / p->record)
+		c1 = c0 + WINDOW_BYTES / p->record;
+	if (c1 > p->cells)
+		c1 = p->cells;
 	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
-	e = emit_dense_range(&em, c0, c1, d);
+	e = tfs_buf_reserve(&buf, (size_t)((c1 - c0) * p->record));
+	if (!e)
+		e = emit_dense_range(&em, c0, c1, d);
 	if (!e && buf.len != (c1 - c0) * p->record)
 		e = tfs_fail(d, TFS_E_INTERNAL,
 			     "'%s': produced %zu bytes for %" PRIu64 " cells",
 			     f->vpath, buf.len, c1 - c0);
 	if (!e) {
 		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
-		       (size_t)(end - hlen - body_off));
+		       (size_t)(body_end - body_off));
 		*got = (size_t)(end - off);
+		pthread_mutex_lock(&f->lock);
+		tfs_buf_release(&f->win);
+		f->win = buf;
+		f->win_c0 = c0;
+		f->win_c1 = c1;
+		pthread_mutex_unlock(&f->lock);
+	} else {
+		tfs_buf_release(&buf);
 	}
-	tfs_buf_release(&buf);
 	/* Sequential reader: decode the next window while this one is
 	 * consumed. */
 	if (!e && __atomic_exchange_n(&f->last_end, end, __ATOMIC_RELAXED) == off)
-		prefetch_dense(p, c1, c1 + 2 * (c1 - c0));
+		prefetch_dense(p, c1, c1 + (c1 - c0));
 	return e;
 }
 
@@ -1164,6 +1209,7 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 		return;
 	if (f->how == SERVE_STREAM)
 		stream_release(&f->st);
+	tfs_buf_release(&f->win);
 	if (f->plan.s)
 		plan_release(fs, &f->plan);
 	pthread_mutex_destroy(&f->lock);

@@ -6,6 +6,7 @@
  * something (a bad selection, a corrupt tile, a missing key), one log line
  * naming the path. */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
@@ -837,6 +838,9 @@ int main(int argc, char *argv[])
 	struct cli c = {0};
 	int ret = 1;
 
+	/* Memory stays near cache=: few malloc arenas for the many request
+	 * threads (each arena keeps what it freed). */
+	mallopt(M_ARENA_MAX, 2);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		return 2;
 	scrub_keys(argc, argv);
@@ -864,6 +868,10 @@ int main(int argc, char *argv[])
 	tfs_log_configure(log_sink, fo.debug ? TFS_LOG_DEBUG : TFS_LOG_INFO);
 	ret = 1;
 	/* Files are at most MAX_READ per request; the kernel caps it too. */
+	/* Writing is not served yet: the kernel refuses every write with
+	 * EROFS, whatever the options say. */
+	if (fuse_opt_add_arg(&args, "-oro") != 0)
+		goto out_fs;
 	if (fuse_opt_add_arg(&args, "-omax_read=1048576") != 0)
 		goto out_fs;
 	se = fuse_session_new(&args, &tfsd_ops, sizeof(tfsd_ops), fs);
@@ -878,11 +886,14 @@ int main(int argc, char *argv[])
 	if (fuse_daemonize(fo.foreground) != 0)
 		goto out_unmount;
 	/* Threads start after daemonizing: fork keeps only the caller. */
-	if (tfs_tile_cache_new(fs->cfg.cache_bytes, &fs->tiles) ||
+	/* cache= bounds the daemon's data: 3/4 for decoded tiles, 1/8 for
+	 * rendered files, 1/8 for the tiles and windows of reads in flight
+	 * (an evicted tile lives on while a reader holds it). */
+	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new((fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count()) - 1,
 			 &fs->pool) ||
 	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
-	    tfsd_renders_new(fs->cfg.cache_bytes / 8 + ((uint64_t)8 << 20),
+	    tfsd_renders_new(fs->cfg.cache_bytes / 8,
 			     &fs->renders) ||
 	    tfsd_prefetch_new(fs->arrays, &fs->prefetch)) {
 		tfs_log(TFS_LOG_ERROR, "cannot start: out of memory");

@@ -38,6 +38,10 @@ struct tfs_tile {
 	uint8_t *var;
 	uint64_t var_len;
 	uint8_t *validity;
+	/* The tile cache's entry that owns the buffers (read-only, shared by
+	 * every reader of the tile), or NULL when the buffers are this
+	 * tile's own. tfs_tile_release handles both. */
+	struct tfs_cached_tile *shared;
 };
 
 /* What a slot of a fragment holds, in the fragment's own schema. */
@@ -65,7 +69,10 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 			   struct tfs_diag *d) TFS_WUR;
 void tfs_tile_release(struct tfs_tile *t);
 /* tfs_tile_read through the array's tile cache (tile_cache.c), when it
- * has one: a copy of the cached tile, or decoded once and kept. */
+ * has one: the cached tile's buffers, shared read-only (out->shared holds
+ * a reference until tfs_tile_release), or decoded once and kept. */
+/* Drops a reader's reference to a shared tile (tile_cache.c). */
+void tfs_cached_tile_put(struct tfs_cached_tile *en);
 enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f,
 				  uint32_t slot, uint64_t tile,
 				  struct tfs_tile *out,

@@ -3,10 +3,11 @@
  *
  * A tile is named by its array folder, fragment, slot and tile number;
  * fragments never change once committed, so a cached tile never goes
- * stale. Readers get a copy (decoding costs far more than copying, and
- * the readers keep owning what they are handed). A tile that one thread
- * is decoding is waited for by the others instead of being decoded twice,
- * which is what makes read-ahead on another thread pay off. */
+ * stale. Readers share the cached buffers read-only, each holding a
+ * reference; an evicted tile is freed when its last reader lets go. A
+ * tile that one thread is decoding is waited for by the others instead of
+ * being decoded twice, which is what makes read-ahead on another thread
+ * pay off. */
 #include "tfs_read.h"
 
 #include <string.h>
@@ -15,18 +16,19 @@
 
 #define BUCKETS 4096
 
-struct entry {
+struct tfs_cached_tile {
+	struct tfs_tile_cache *cache;
 	char *name; /* "<array folder>/<fragment name>" */
 	uint64_t hash;
 	uint32_t slot;
 	uint64_t tile_no;
 	bool ready;   /* false: being decoded by someone */
 	bool in_table;
-	int refs;     /* copies in progress */
+	int refs;     /* readers holding the tile */
 	struct tfs_tile tile;
 	uint64_t bytes;
-	struct entry *next_in_bucket;
-	struct entry *lru_prev, *lru_next; /* ready entries in the table */
+	struct tfs_cached_tile *next_in_bucket;
+	struct tfs_cached_tile *lru_prev, *lru_next; /* ready entries in the table */
 };
 
 struct tfs_tile_cache {
@@ -34,8 +36,8 @@ struct tfs_tile_cache {
 	pthread_cond_t decoded;
 	uint64_t budget;
 	uint64_t bytes; /* of ready entries in the table */
-	struct entry *buckets[BUCKETS];
-	struct entry lru; /* sentinel: lru.lru_next is the most recent */
+	struct tfs_cached_tile *buckets[BUCKETS];
+	struct tfs_cached_tile lru; /* sentinel: lru.lru_next is the most recent */
 	struct tfs_tile_cache_stats stats;
 };
 
@@ -54,8 +56,9 @@ enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
 	return TFS_E_OK;
 }
 
-static void entry_free(struct entry *en)
+static void entry_free(struct tfs_cached_tile *en)
 {
+	en->tile.shared = NULL; /* the buffers are the entry's own */
 	tfs_tile_release(&en->tile);
 	tfs_free(en->name);
 	tfs_free(en);
@@ -67,7 +70,7 @@ void tfs_tile_cache_free(struct tfs_tile_cache *c)
 		return;
 	for (size_t b = 0; b < BUCKETS; b++) {
 		while (c->buckets[b]) {
-			struct entry *en = c->buckets[b];
+			struct tfs_cached_tile *en = c->buckets[b];
 
 			c->buckets[b] = en->next_in_bucket;
 			entry_free(en);
@@ -102,7 +105,7 @@ static uint64_t hash_of(const char *dir, const char *frag, uint32_t slot,
 	return h ^ (h >> 29);
 }
 
-static bool entry_is(const struct entry *en, uint64_t hash, const char *dir,
+static bool entry_is(const struct tfs_cached_tile *en, uint64_t hash, const char *dir,
 		     const char *frag, uint32_t slot, uint64_t tile)
 {
 	size_t dl = strlen(dir);
@@ -114,46 +117,19 @@ static bool entry_is(const struct entry *en, uint64_t hash, const char *dir,
 
 static uint64_t tile_bytes(const struct tfs_tile *t)
 {
-	return sizeof(struct entry) + t->fixed_len + t->var_len +
+	return sizeof(struct tfs_cached_tile) + t->fixed_len + t->var_len +
 	       (t->offsets ? (t->cell_num + 1) * 8 : 0) +
 	       (t->validity ? t->cell_num : 0);
 }
 
-/* A deep copy of src into dst; false when memory runs out. */
-static bool tile_copy(struct tfs_tile *dst, const struct tfs_tile *src)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->cell_num = src->cell_num;
-	dst->fixed_len = src->fixed_len;
-	dst->var_len = src->var_len;
-	if (src->fixed &&
-	    !(dst->fixed = tfs_memdup(src->fixed,
-				      src->fixed_len ? src->fixed_len : 1)))
-		goto fail;
-	if (src->offsets &&
-	    !(dst->offsets = tfs_memdup(src->offsets, (src->cell_num + 1) * 8)))
-		goto fail;
-	if (src->var &&
-	    !(dst->var = tfs_memdup(src->var, src->var_len ? src->var_len : 1)))
-		goto fail;
-	if (src->validity &&
-	    !(dst->validity = tfs_memdup(src->validity,
-					 src->cell_num ? src->cell_num : 1)))
-		goto fail;
-	return true;
-fail:
-	tfs_tile_release(dst);
-	return false;
-}
-
-static void lru_unlink(struct entry *en)
+static void lru_unlink(struct tfs_cached_tile *en)
 {
 	en->lru_prev->lru_next = en->lru_next;
 	en->lru_next->lru_prev = en->lru_prev;
 	en->lru_prev = en->lru_next = NULL;
 }
 
-static void lru_push_front(struct tfs_tile_cache *c, struct entry *en)
+static void lru_push_front(struct tfs_tile_cache *c, struct tfs_cached_tile *en)
 {
 	en->lru_next = c->lru.lru_next;
 	en->lru_prev = &c->lru;
@@ -163,9 +139,9 @@ static void lru_push_front(struct tfs_tile_cache *c, struct entry *en)
 
 /* Takes en out of the table (the caller holds the lock); frees it unless
  * a copy is in progress, whose end frees it. */
-static void table_remove(struct tfs_tile_cache *c, struct entry *en)
+static void table_remove(struct tfs_tile_cache *c, struct tfs_cached_tile *en)
 {
-	struct entry **pp = &c->buckets[en->hash % BUCKETS];
+	struct tfs_cached_tile **pp = &c->buckets[en->hash % BUCKETS];
 
 	while (*pp != en)
 		pp = &(*pp)->next_in_bucket;
@@ -185,13 +161,25 @@ static void evict_to_budget(struct tfs_tile_cache *c)
 		table_remove(c, c->lru.lru_prev);
 }
 
+void tfs_cached_tile_put(struct tfs_cached_tile *en)
+{
+	struct tfs_tile_cache *c = en->cache;
+	bool gone;
+
+	pthread_mutex_lock(&c->lock);
+	gone = --en->refs == 0 && !en->in_table;
+	pthread_mutex_unlock(&c->lock);
+	if (gone)
+		entry_free(en);
+}
+
 enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f,
 				  uint32_t slot, uint64_t tile,
 				  struct tfs_tile *out, struct tfs_diag *d)
 {
 	struct tfs_tile_cache *c = a->cache;
 	uint64_t h;
-	struct entry *en, *mine;
+	struct tfs_cached_tile *en, *mine;
 	enum tfs_err e;
 
 	if (!c || c->budget == 0)
@@ -208,19 +196,14 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 		pthread_cond_wait(&c->decoded, &c->lock);
 	}
 	if (en) {
-		bool ok;
-
 		c->stats.hits++;
 		en->refs++;
 		lru_unlink(en);
 		lru_push_front(c, en);
 		pthread_mutex_unlock(&c->lock);
-		ok = tile_copy(out, &en->tile);
-		pthread_mutex_lock(&c->lock);
-		if (--en->refs == 0 && !en->in_table)
-			entry_free(en);
-		pthread_mutex_unlock(&c->lock);
-		return ok ? TFS_E_OK : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		*out = en->tile;
+		out->shared = en;
+		return TFS_E_OK;
 	}
 	/* Not there: announce that this thread decodes it. */
 	c->stats.misses++;
@@ -236,6 +219,7 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 	memcpy(mine->name, a->path, strlen(a->path));
 	mine->name[strlen(a->path)] = '/';
 	memcpy(mine->name + strlen(a->path) + 1, f->name, strlen(f->name));
+	mine->cache = c;
 	mine->hash = h;
 	mine->slot = slot;
 	mine->tile_no = tile;
@@ -246,18 +230,18 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 
 	e = tfs_tile_read(a, f, slot, tile, out, d);
 	pthread_mutex_lock(&c->lock);
-	if (!e && tile_copy(&mine->tile, out)) {
-		mine->bytes = tile_bytes(&mine->tile);
-		if (mine->bytes > c->budget) {
-			table_remove(c, mine);
-		} else {
-			mine->ready = true;
-			lru_push_front(c, mine);
-			c->bytes += mine->bytes;
-			evict_to_budget(c);
-		}
-	} else {
+	mine->bytes = e ? 0 : tile_bytes(out);
+	if (e || mine->bytes > c->budget) {
 		table_remove(c, mine); /* waiters decode it themselves */
+	} else {
+		/* The entry takes the buffers; the caller shares them. */
+		mine->tile = *out;
+		mine->ready = true;
+		mine->refs = 1;
+		out->shared = mine;
+		lru_push_front(c, mine);
+		c->bytes += mine->bytes;
+		evict_to_budget(c);
 	}
 	pthread_cond_broadcast(&c->decoded);
 	pthread_mutex_unlock(&c->lock);

@@ -69,6 +69,11 @@ uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile)
 
 void tfs_tile_release(struct tfs_tile *t)
 {
+	if (t->shared) {
+		tfs_cached_tile_put(t->shared);
+		memset(t, 0, sizeof(*t));
+		return;
+	}
 	tfs_free(t->fixed);
 	tfs_free(t->offsets);
 	tfs_free(t->var);

@@ -68,13 +68,13 @@ cat_seconds() {
 }
 
 echo "== generating (once) in $arrays"
-"$gen" --dir "$arrays" --generate-only >/dev/null
-"$gen" --dir "$arrays" --rows 20000 --cols 200 --tile-rows 2 --generate-only >/dev/null
-"$gen" --dir "$arrays" --rows 200 --cols 200 --tile-rows 200 --generate-only >/dev/null
+"$gen" --dir "$arrays" --generate-only >/dev/null 2>&1
+"$gen" --dir "$arrays" --rows 20000 --cols 200 --tile-rows 2 --generate-only >/dev/null 2>&1
+"$gen" --dir "$arrays" --rows 200 --cols 200 --tile-rows 200 --generate-only >/dev/null 2>&1
 if [ "$quick" = 1 ]; then
   big=dense_f32_16384x16384_t64 big_rows=16384
 else
-  "$gen" --dir "$arrays" --rows 32768 --cols 32768 --tile-rows 32 --generate-only >/dev/null
+  "$gen" --dir "$arrays" --rows 32768 --cols 32768 --tile-rows 32 --generate-only >/dev/null 2>&1
   big=dense_f32_32768x32768_t32 big_rows=32768
 fi
 large=dense_f32_16384x16384_t64
