@@ -579,6 +579,24 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_err(req, 0);
 }
 
+/* Replies to getxattr/listxattr with val (the size alone when size is 0,
+ * as the protocol asks) and releases it. */
+static void reply_xattr(fuse_req_t req, enum tfs_err e, struct tfs_buf *val,
+			size_t size)
+{
+	if (e == TFS_E_NOT_FOUND)
+		fuse_reply_err(req, ENODATA);
+	else if (e)
+		fuse_reply_err(req, tfs_err_errno(e));
+	else if (size == 0)
+		fuse_reply_xattr(req, val->len);
+	else if (size < val->len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, (const char *)val->data, val->len);
+	tfs_buf_release(val);
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			size_t size)
 {
@@ -603,17 +621,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	e = tfsd_xattr_get(&tfs_daemon, &n, name, &val);
 	tfsd_node_release(&tfs_daemon, &n);
-	if (e == TFS_E_NOT_FOUND)
-		fuse_reply_err(req, ENODATA);
-	else if (e)
-		fuse_reply_err(req, tfs_err_errno(e));
-	else if (size == 0)
-		fuse_reply_xattr(req, val.len);
-	else if (size < val.len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, (const char *)val.data, val.len);
-	tfs_buf_release(&val);
+	reply_xattr(req, e, &val, size);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -633,15 +641,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	}
 	e = tfsd_xattr_list(&tfs_daemon, &n, &val);
 	tfsd_node_release(&tfs_daemon, &n);
-	if (e)
-		fuse_reply_err(req, tfs_err_errno(e));
-	else if (size == 0)
-		fuse_reply_xattr(req, val.len);
-	else if (size < val.len)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, (const char *)val.data, val.len);
-	tfs_buf_release(&val);
+	reply_xattr(req, e, &val, size);
 }
 
 static const struct fuse_lowlevel_ops tfsd_ops = {

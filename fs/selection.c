@@ -200,6 +200,23 @@ static enum tfs_err dup_bytes(uint8_t **dst, const void *src, size_t len,
 	return TFS_E_OK;
 }
 
+/* One end of a string range: the given text, or the non-empty domain's
+ * bound when the part is missing, copied into *str. */
+static enum tfs_err string_end(uint8_t **str, const uint8_t **end,
+			       uint64_t *end_len, const struct part *pt,
+			       const uint8_t *bound, uint64_t bound_len,
+			       struct tfs_diag *d)
+{
+	enum tfs_err e = pt->present ? dup_bytes(str, pt->text, pt->len, d)
+				     : dup_bytes(str, bound, bound_len, d);
+
+	if (e)
+		return e;
+	*end = *str;
+	*end_len = pt->present ? pt->len : bound_len;
+	return TFS_E_OK;
+}
+
 /* A string (var-size) dimension's range. */
 static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
 				 const struct part *pt, int parts,
@@ -208,6 +225,7 @@ static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
 {
 	struct tfsd_dim_sel *ds = &sel->dims[k];
 	enum tfs_err e;
+	int c;
 
 	if (parts > 2)
 		return tfs_fail(d, TFS_E_INVALID,
@@ -217,12 +235,10 @@ static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
 		sel->empty = true;
 		return TFS_E_OK;
 	}
-	e = pt[0].present ? dup_bytes(&ds->lo_str, pt[0].text, pt[0].len, d)
-			  : dup_bytes(&ds->lo_str, ned[k].lo, ned[k].lo_len, d);
+	e = string_end(&ds->lo_str, &ds->range.lo, &ds->range.lo_len, &pt[0],
+		       ned ? ned[k].lo : NULL, ned ? ned[k].lo_len : 0, d);
 	if (e)
 		return e;
-	ds->range.lo = ds->lo_str;
-	ds->range.lo_len = pt[0].present ? pt[0].len : ned[k].lo_len;
 	if (parts == 1) {
 		ds->range.hi = ds->lo_str;
 		ds->range.hi_len = ds->range.lo_len;
@@ -232,15 +248,13 @@ static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
 		sel->empty = true;
 		return TFS_E_OK;
 	}
-	e = pt[1].present ? dup_bytes(&ds->hi_str, pt[1].text, pt[1].len, d)
-			  : dup_bytes(&ds->hi_str, ned[k].hi, ned[k].hi_len, d);
+	e = string_end(&ds->hi_str, &ds->range.hi, &ds->range.hi_len, &pt[1],
+		       ned ? ned[k].hi : NULL, ned ? ned[k].hi_len : 0, d);
 	if (e)
 		return e;
-	ds->range.hi = ds->hi_str;
-	ds->range.hi_len = pt[1].present ? pt[1].len : ned[k].hi_len;
 	ds->hi_exclusive = pt[1].present;
-	int c = tfs_bytes_cmp(ds->range.lo, ds->range.lo_len, ds->range.hi,
-			      ds->range.hi_len);
+	c = tfs_bytes_cmp(ds->range.lo, ds->range.lo_len, ds->range.hi,
+			  ds->range.hi_len);
 	if (c > 0 && pt[0].present && pt[1].present)
 		return tfs_fail(d, TFS_E_INVALID, "range %u: lo > hi", k + 1);
 	if (c > 0 || (c == 0 && ds->hi_exclusive))
