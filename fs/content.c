@@ -1026,14 +1026,12 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		f->size = buf.len;
 		f->data = tfs_buf_detach(&buf, NULL);
 	} else {
-		uint8_t *none;
-		uint64_t known;
-
+		/* Direct I/O even once the size is learned: the kernel may
+		 * still hold the size 0 that an earlier stat reported, and
+		 * would read nothing through the page cache. Dense .offsets
+		 * have an exact size from the start. */
 		f->how = SERVE_STREAM;
-		f->direct = !(f->plan.dense && f->plan.fmt == TFSD_FMT_OFFSETS) &&
-			    !renders_find(fs->renders, n->arr->gen, vpath,
-					  &none, &known);
-		tfs_free(none);
+		f->direct = !(f->plan.dense && f->plan.fmt == TFSD_FMT_OFFSETS);
 		e = stream_init(&f->st, &f->plan);
 		if (e) {
 			e = tfs_fail(d, e, "'%s': cannot start rendering", vpath);
