@@ -5,6 +5,20 @@
 # is not left in the daemon's command line.
 source "$(dirname "$0")/lib/common.sh"
 
+# --version, --help, and bad options refused before mounting.
+"$TILEFS" --version | grep -q '^tilefs [0-9]' || fail "--version"
+"$TILEFS" --help >"$WORK/help" || fail "--help exit status"
+for opt in ro key= keyfile= cache= threads= timestamp= whole_max=; do
+  grep -q -- "$opt" "$WORK/help" || fail "--help does not mention $opt"
+done
+for bad in cache=lots threads=0 timestamp=yesterday key=abc; do
+  mkdir -p "$WORK/never"
+  if timeout 10 "$TILEFS" -f -o "$bad" "$CORPUS" "$WORK/never" 2>"$WORK/err"; then
+    fail "-o $bad was accepted"
+  fi
+  grep -q "${bad%%=*}" "$WORK/err" || fail "-o $bad: no message naming it"
+done
+
 key=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_hex"])' "$CORPUS/encrypted.json")
 
 mount_tilefs "$CORPUS" "$WORK/nokey"
@@ -55,4 +69,9 @@ for why in "not a value" "more ranges than" "lo > hi" "outside the domain" \
   grep -q "$why" "$nokey_log" || fail "no log line saying '$why'"
 done
 echo "bad selections: ENOENT with a log line each"
+
+# -d logs every request.
+mount_tilefs "$CORPUS" "$WORK/debug" -d
+ls "$WORK/debug/dense_1d" >/dev/null
+grep -q "LOOKUP" "$LOG" || fail "-d logged no requests"
 pass
