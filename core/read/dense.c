@@ -565,24 +565,29 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 				      const struct frag_box *fb, uint64_t tile,
 				      struct tfs_diag *d)
 {
-	const struct tfs_schema *fs = fb->f->schema;
 	struct tfs_tile *coords[MAX_DIMS];
 	struct tfs_tile *vals;
 	uint64_t out_stride[MAX_DIMS];
 	uint32_t dims = r->dim_num;
+	size_t size = tfs_datatype_size(r->dtype);
+	/* Before v5 one `__coords` tile holds every dimension, cell by cell
+	 * once read (tile_read.c). */
+	bool zipped = fb->f->footer.version < 5;
+	uint32_t coord_tiles = zipped ? 1 : dims;
 	enum tfs_err e;
 
 	vals = tfs_callocn(q->field_num ? q->field_num : 1, sizeof(*vals));
 	if (!vals)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	for (uint32_t k = 0; k < dims; k++) {
+	for (uint32_t k = 0; k < coord_tiles; k++) {
 		coords[k] = keep_tile(b);
 		if (!coords[k]) {
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_free;
 		}
-		e = tfs_tile_read_cached(q->dir, fb->f, fs->attr_num + 1 + k, tile,
-				  coords[k], d);
+		e = tfs_tile_read_cached(q->dir, fb->f,
+					 tfs_fragment_dim_slot(fb->f, k), tile,
+					 coords[k], d);
 		if (e)
 			goto out_free;
 	}
@@ -612,8 +617,10 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 		size_t vi = 0;
 
 		for (uint32_t k = 0; k < dims && inside; k++) {
-			uint64_t x = rel_of(r, k, coords[k]->fixed +
-							  c * tfs_datatype_size(r->dtype));
+			uint64_t x = rel_of(r, k,
+					    zipped ? coords[0]->fixed +
+							     (c * dims + k) * size
+						   : coords[k]->fixed + c * size);
 			uint64_t qlo = k ? r->sub_lo[k] : b->row_lo;
 			uint64_t qhi = k ? r->sub_hi[k] : b->row_hi;
 
@@ -868,11 +875,6 @@ static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
 
 		if (f->footer.empty)
 			continue;
-		if (!f->footer.dense && f->footer.version < 5)
-			return tfs_fail(d, TFS_E_UNSUPPORTED,
-					"fragment '%s': sparse fragment of "
-					"version %u in a dense array",
-					f->name, f->footer.version);
 		fb->index = (uint32_t)i;
 		if (f->footer.dim_num != r->dim_num)
 			return tfs_fail(d, TFS_E_CORRUPT,
