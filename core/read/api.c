@@ -299,6 +299,22 @@ const char *tfs_array_vacuum_name(const struct tfs_array *a, size_t i)
 	return a->dir->to_vacuum[i];
 }
 
+size_t tfs_array_update_count(const struct tfs_array *a)
+{
+	return a->dir->update_num;
+}
+
+void tfs_array_update(const struct tfs_array *a, size_t i,
+		      struct tfs_update_info *out)
+{
+	const struct tfs_update_commit *u = &a->dir->updates[i];
+
+	out->marker = u->marker;
+	out->t1 = u->t1;
+	out->t2 = u->t2;
+	out->update = u->has_values ? &u->update : NULL;
+}
+
 size_t tfs_array_metadata_count(const struct tfs_array *a)
 {
 	return a->dir->metadata.count;

@@ -104,6 +104,22 @@ void tfs_array_fragment(const struct tfs_array *a, size_t i,
 size_t tfs_array_vacuum_count(const struct tfs_array *a);
 const char *tfs_array_vacuum_name(const struct tfs_array *a, size_t i);
 
+/* Update commits (`.upd`, format v16+) in the opening window, oldest
+ * first. TileDB writes them but never applies them when reading, and
+ * neither does tilefs: they are recognised and listed, the cells read are
+ * those of the fragments alone (format/consolidated.md §6). */
+struct tfs_update_info {
+	const char *marker; /* array-relative: "__commits/__t1_t2_uuid_v.upd" */
+	uint64_t t1, t2;
+	/* The stored condition and values; NULL when a consolidated commit
+	 * file (.con) names the update and its own file is gone. */
+	const struct tfs_update *update;
+};
+
+size_t tfs_array_update_count(const struct tfs_array *a);
+void tfs_array_update(const struct tfs_array *a, size_t i,
+		      struct tfs_update_info *out);
+
 /* Array metadata at the opening time, sorted by key. */
 size_t tfs_array_metadata_count(const struct tfs_array *a);
 const struct tfs_meta_kv *tfs_array_metadata(const struct tfs_array *a,

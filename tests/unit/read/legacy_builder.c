@@ -1150,9 +1150,9 @@ void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 	tfs_buf_release(&file);
 }
 
-void lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
-			uint32_t header_version, uint64_t t,
-			const char *field, int32_t value)
+char *lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
+			 uint32_t header_version, uint64_t t,
+			 const char *field, int32_t value)
 {
 	struct tfs_qc_node n;
 	struct tfs_buf p, file;
@@ -1182,8 +1182,8 @@ void lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
 	rel = lb_fmt("__commits/__%llu_%llu_%s_%u.%s", (unsigned long long)t,
 		     (unsigned long long)t, uuid, version, ext);
 	lb_put(a, rel, file.data, file.len);
-	free(rel);
 	free(uuid);
 	tfs_buf_release(&p);
 	tfs_buf_release(&file);
+	return rel;
 }

@@ -133,10 +133,11 @@ void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 
 /* A delete (.del) or update (.upd, with one update value a = value) commit
  * of `version` holding the condition `field < value` (int32), in
- * `__commits/`; header_version is the generic tile header's version. */
-void lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
-			uint32_t header_version, uint64_t t,
-			const char *field, int32_t value);
+ * `__commits/`; header_version is the generic tile header's version.
+ * Returns its array-relative path (free it). */
+char *lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
+			 uint32_t header_version, uint64_t t,
+			 const char *field, int32_t value);
 
 /* Writes data at the array-relative path rel. */
 void lb_put(struct lb_array *a, const char *rel, const void *data, size_t len);

@@ -1158,3 +1158,464 @@ Test(legacy, string_dimension_every_version)
 		tmp_free(&t);
 	}
 }
+
+/* ---- a one-fragment sparse array to damage ----------------------------------- */
+
+struct small {
+	struct tmp t;
+	struct lb_array arr;
+	struct tfs_schema spec;
+	struct lb_written w;
+	char *dir;
+};
+
+static const int64_t small_x[] = {3, 1, 2}, small_y[] = {0, 0, 1};
+static const int32_t small_a[] = {30, 10, 20};
+
+/* Sparse x, y INT64 and a INT32 of format `version`, one fragment at
+ * t = 1000; the array and the fragment metadata are written with the
+ * header versions of that format. */
+static void small_new(struct small *sm, uint32_t version, bool commit)
+{
+	struct lb_frag f;
+
+	tmp_new(&sm->t);
+	sm->dir = path_of(&sm->t, "A");
+	lb_schema_init(&sm->spec, version, true, 2);
+	lb_add_dim(&sm->spec, "x", TFS_INT64, 0, 9, 10);
+	lb_add_dim(&sm->spec, "y", TFS_INT64, 0, 9, 10);
+	lb_add_attr(&sm->spec, "a", TFS_INT32, 1, false);
+	lb_array_create(&sm->arr, sm->t.vfs, sm->dir, &sm->spec, 10);
+	memset(&f, 0, sizeof(f));
+	f.version = version;
+	f.t1 = 1000;
+	f.no_commit = !commit;
+	f.cell_num = 3;
+	f.dims[0].data = small_x;
+	f.dims[1].data = small_y;
+	f.attrs[0].data = small_a;
+	lb_write_fragment(&sm->arr, &f, &sm->w);
+}
+
+static void small_free(struct small *sm)
+{
+	lb_written_release(&sm->w);
+	lb_array_release(&sm->arr);
+	tfs_schema_release(&sm->spec);
+	free(sm->dir);
+	tmp_free(&sm->t);
+}
+
+static const char *const small_rows[] = {"x=1;y=0;a=10", "x=2;y=1;a=20",
+					 "x=3;y=0;a=30"};
+
+static void small_check(const struct small *sm, const char *what)
+{
+	struct rows want = {0};
+
+	for (int i = 0; i < 3; i++)
+		rows_add(&want, strdup(small_rows[i]));
+	check_read(sm->dir, NULL, &want, what);
+	rows_free(&want);
+}
+
+/* Writes bytes at the array-relative path, replacing the file. */
+static void small_put(struct small *sm, const char *rel, const void *p,
+		      size_t n)
+{
+	lb_put(&sm->arr, rel, p, n);
+}
+
+/* Overwrites 4 bytes at offset off of the array-relative file rel. */
+static void patch_u32(const struct small *sm, const char *rel, long off,
+		      uint32_t v)
+{
+	char *p;
+	FILE *fp;
+	uint8_t le[4];
+
+	cr_assert_neq(asprintf(&p, "%s/%s", sm->dir, rel), -1);
+	fp = fopen(p, "r+b");
+	cr_assert_not_null(fp, "%s", p);
+	if (off < 0) {
+		cr_assert_eq(fseek(fp, off, SEEK_END), 0);
+	} else {
+		cr_assert_eq(fseek(fp, off, SEEK_SET), 0);
+	}
+	tfs_put_u32(le, v);
+	cr_assert_eq(fwrite(le, 1, 4, fp), 4);
+	fclose(fp);
+	free(p);
+}
+
+static void move(const struct small *sm, const char *from, const char *to)
+{
+	char *a, *b;
+
+	cr_assert_neq(asprintf(&a, "%s/%s", sm->dir, from), -1);
+	cr_assert_neq(asprintf(&b, "%s/%s", sm->dir, to), -1);
+	cr_assert_eq(rename(a, b), 0, "%s -> %s", a, b);
+	free(a);
+	free(b);
+}
+
+/* tfs_array_open of dir fails with TFS_E_UNSUPPORTED, "unsupported format
+ * version N". */
+static void expect_unsupported(const char *dir, uint32_t n, const char *what)
+{
+	struct tfs_array *a;
+	struct tfs_diag d;
+	char want[64];
+
+	snprintf(want, sizeof(want), "unsupported format version %u", n);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_open(dir, NULL, &a, &d), TFS_E_UNSUPPORTED,
+		     "%s: %s", what, tfs_diag_msg(&d));
+	cr_assert_null(a);
+	cr_assert(strstr(d.msg, want), "%s: '%s' lacks '%s'", what, d.msg,
+		  want);
+}
+
+/* ---- update commits --------------------------------------------------------- */
+
+/* Update commits (.upd, v16+) are recognised, parsed and listed, never
+ * applied: the cells are those of the fragments (consolidated.md §6). A
+ * .con may name an update (by name only); an update outside the window
+ * is not listed; an update is never a fragment. */
+Test(legacy, update_commits_listed_not_applied)
+{
+	struct small sm;
+	struct tfs_array *a;
+	struct tfs_update_info ui;
+	char *upd, *gone, *con;
+
+	small_new(&sm, 16, true);
+	upd = lb_write_condition(&sm.arr, "upd", 16, 16, 1500, "a", 100);
+	gone = lb_write_condition(&sm.arr, "upd", 16, 16, 1700, "x", 2);
+	/* A .con naming both, and the fragment's commit; the second .upd
+	 * file is gone (its content is known only from its own file). */
+	cr_assert_neq(asprintf(&con, "__commits/%s.wrt\n%s\n%s\n", sm.w.name,
+			       upd, gone), -1);
+	small_put(&sm, "__commits/__1000_1800_000000aa000000000000000000abcdef_16.con",
+		  con, strlen(con));
+	{
+		char *p;
+
+		cr_assert_neq(asprintf(&p, "%s/%s", sm.dir, gone), -1);
+		cr_assert_eq(remove(p), 0);
+		free(p);
+	}
+	small_check(&sm, "with updates");
+
+	a = open_at(sm.dir, 0);
+	cr_assert_eq(tfs_array_fragment_count(a), 1);
+	cr_assert_eq(tfs_array_update_count(a), 2);
+	tfs_array_update(a, 0, &ui);
+	cr_assert_str_eq(ui.marker, upd);
+	cr_assert_eq(ui.t1, 1500);
+	cr_assert_eq(ui.t2, 1500);
+	cr_assert_not_null(ui.update);
+	cr_assert(ui.update->cond.is_value);
+	cr_assert_eq(ui.update->cond.op, TFS_QC_LT);
+	cr_assert_str_eq(ui.update->cond.field, "a");
+	cr_assert_eq(ui.update->value_num, 1);
+	cr_assert_str_eq(ui.update->values[0].field, "a");
+	cr_assert_eq(tfs_get_u32(ui.update->values[0].value), 100);
+	tfs_array_update(a, 1, &ui);
+	cr_assert_str_eq(ui.marker, gone);
+	cr_assert_eq(ui.t1, 1700);
+	cr_assert_null(ui.update);
+	tfs_array_close(a);
+
+	/* Opened before them, neither is in the window. */
+	a = open_at(sm.dir, 1200);
+	cr_assert_eq(tfs_array_update_count(a), 0);
+	tfs_array_close(a);
+	a = open_at(sm.dir, 1600);
+	cr_assert_eq(tfs_array_update_count(a), 1);
+	tfs_array_close(a);
+
+	/* A damaged update file is an error, as for TileDB, which parses
+	 * them when it opens the array. */
+	{
+		struct tfs_buf b;
+		struct tfs_diag d;
+		static const uint8_t junk[] = {9, 9, 9};
+
+		tfs_buf_init(&b, TFS_BUF_NO_MAX);
+		lb_generic_tile(&b, junk, sizeof(junk), 16);
+		small_put(&sm, upd, b.data, b.len);
+		tfs_buf_release(&b);
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_array_open(sm.dir, NULL, &a, &d), TFS_E_CORRUPT);
+		cr_assert(strstr(d.msg, "update"), "%s", d.msg);
+	}
+	free(upd);
+	free(gone);
+	free(con);
+	small_free(&sm);
+}
+
+/* ---- versions newer than format 23 ------------------------------------------ */
+
+/* Rewrites the array's one schema file with payload version pv and
+ * generic tile header version hv. */
+static void rewrite_schema(struct small *sm, uint32_t pv, uint32_t hv)
+{
+	struct tfs_buf payload, file;
+	const char *name = sm->arr.schemas[0].name;
+	char *rel;
+
+	if (!strcmp(name, "__array_schema.tdb"))
+		rel = strdup(name);
+	else
+		cr_assert_neq(asprintf(&rel, "__schema/%s", name), -1);
+	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
+	tfs_buf_init(&file, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_schema_serialize(&payload, &sm->arr.schemas[0]),
+		     TFS_E_OK);
+	tfs_put_u32(payload.data, pv);
+	lb_generic_tile(&file, payload.data, payload.len, hv);
+	small_put(sm, rel, file.data, file.len);
+	tfs_buf_release(&payload);
+	tfs_buf_release(&file);
+	free(rel);
+}
+
+Test(future, schema_versions)
+{
+	static const struct {
+		uint32_t array, payload, header, want;
+	} cases[] = {
+		{23, 24, 23, 24},
+		{23, UINT32_MAX, 23, UINT32_MAX},
+		{23, 23, 24, 24},
+		{23, 23, UINT32_MAX, UINT32_MAX},
+		{9, 24, 9, 24},   /* __array_schema.tdb */
+		{9, 9, 0x80000012, 0x80000012}, /* experimental builds */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct small sm;
+		char what[32];
+
+		snprintf(what, sizeof(what), "schema case %zu", i);
+		small_new(&sm, cases[i].array, true);
+		small_check(&sm, what);
+		rewrite_schema(&sm, cases[i].payload, cases[i].header);
+		expect_unsupported(sm.dir, cases[i].want, what);
+		small_free(&sm);
+	}
+}
+
+/* The fragment's footer, its legacy metadata (v1–2) and its name. */
+Test(future, fragment_versions)
+{
+	struct small sm;
+	char *meta, *from, *to;
+
+	/* footer version field (first bytes of the footer) */
+	small_new(&sm, 23, true);
+	cr_assert_neq(asprintf(&meta, "%s/__fragment_metadata.tdb", sm.w.rel),
+		      -1);
+	{
+		char *p;
+		size_t n;
+		uint8_t *file;
+
+		cr_assert_neq(asprintf(&p, "%s/%s", sm.dir, meta), -1);
+		file = slurp(p, &n);
+		patch_u32(&sm, meta,
+			  (long)(n - 8 - tfs_get_u64(file + n - 8)), 24);
+		free(file);
+		free(p);
+	}
+	expect_unsupported(sm.dir, 24, "footer");
+	free(meta);
+	small_free(&sm);
+
+	/* v9 footer of fixed size: its version field too */
+	small_new(&sm, 9, true);
+	cr_assert_neq(asprintf(&meta, "%s/__fragment_metadata.tdb", sm.w.rel),
+		      -1);
+	patch_u32(&sm, meta, -(long)tfs_footer_fixed_size(9, &sm.arr.schemas[0]),
+		  30);
+	expect_unsupported(sm.dir, 30, "v9 footer");
+	free(meta);
+	small_free(&sm);
+
+	/* legacy (v1–2) metadata: payload version, then tile header */
+	for (int k = 0; k < 2; k++) {
+		struct tfs_buf b;
+		uint8_t *payload;
+		size_t n;
+		char *p;
+
+		small_new(&sm, 1, false);
+		cr_assert_neq(asprintf(&meta, "%s/__fragment_metadata.tdb",
+				       sm.w.rel), -1);
+		cr_assert_neq(asprintf(&p, "%s/%s", sm.dir, meta), -1);
+		small_check(&sm, "v1");
+		payload = tile_payload(p, &n);
+		if (k == 0)
+			tfs_put_u32(payload, 24);
+		tfs_buf_init(&b, TFS_BUF_NO_MAX);
+		lb_generic_tile(&b, payload, n, k == 0 ? 1 : 25);
+		small_put(&sm, meta, b.data, b.len);
+		expect_unsupported(sm.dir, k == 0 ? 24 : 25, "legacy metadata");
+		tfs_buf_release(&b);
+		tfs_free(payload);
+		free(p);
+		free(meta);
+		small_free(&sm);
+	}
+
+	/* a committed fragment named with version 24: new layout (.wrt)
+	 * and old (.ok in the root) */
+	small_new(&sm, 23, true);
+	to = strdup(sm.w.name);
+	to[strlen(to) - 1] = '4';
+	cr_assert_neq(asprintf(&from, "__fragments/%s", sm.w.name), -1);
+	{
+		char *dst, *wf, *wt;
+
+		cr_assert_neq(asprintf(&dst, "__fragments/%s", to), -1);
+		cr_assert_neq(asprintf(&wf, "__commits/%s.wrt", sm.w.name), -1);
+		cr_assert_neq(asprintf(&wt, "__commits/%s.wrt", to), -1);
+		move(&sm, from, dst);
+		move(&sm, wf, wt);
+		free(dst);
+		free(wf);
+		free(wt);
+	}
+	expect_unsupported(sm.dir, 24, ".wrt name");
+	free(from);
+	free(to);
+	small_free(&sm);
+
+	small_new(&sm, 11, true);
+	{
+		char *ok, *to_ok;
+
+		to = strdup(sm.w.name);
+		to[strlen(to) - 2] = '2';
+		to[strlen(to) - 1] = '4';
+		cr_assert_neq(asprintf(&ok, "%s.ok", sm.w.name), -1);
+		cr_assert_neq(asprintf(&to_ok, "%s.ok", to), -1);
+		move(&sm, sm.w.name, to);
+		move(&sm, ok, to_ok);
+		free(ok);
+		free(to_ok);
+		free(to);
+	}
+	expect_unsupported(sm.dir, 24, ".ok name");
+	small_free(&sm);
+}
+
+/* A generic tile of the fragment metadata read on demand (the R-tree at
+ * offset 0): the array opens, the read fails. */
+Test(future, lazy_generic_tile)
+{
+	struct small sm;
+	struct tfs_array *a;
+	struct tfs_query *q;
+	const struct tfs_batch *b;
+	struct tfs_diag d;
+	char *meta;
+	enum tfs_err e;
+
+	small_new(&sm, 22, true);
+	cr_assert_neq(asprintf(&meta, "%s/__fragment_metadata.tdb", sm.w.rel),
+		      -1);
+	patch_u32(&sm, meta, 0, 24);
+	a = open_at(sm.dir, 0);
+	tfs_diag_init(&d);
+	e = tfs_query_open(a, NULL, &q, &d);
+	if (!e) {
+		do
+			e = tfs_query_next(q, &b, &d);
+		while (!e && b);
+		tfs_query_close(q);
+	}
+	cr_assert_eq(e, TFS_E_UNSUPPORTED, "%s", tfs_diag_msg(&d));
+	cr_assert(strstr(d.msg, "unsupported format version 24"), "%s", d.msg);
+	tfs_array_close(a);
+	free(meta);
+	small_free(&sm);
+}
+
+/* Delete, update, vacuum and consolidated metadata files: newer in their
+ * generic tile header or in their name. Outside the read window a delete
+ * or update is never read, whatever its version. */
+Test(future, commit_files)
+{
+	static const struct {
+		const char *ext;
+		uint32_t name_v, header_v, want;
+		uint64_t t;
+	} cases[] = {
+		{"del", 23, 24, 24, 1500}, {"upd", 23, 24, 24, 1500},
+		{"del", 24, 23, 24, 1500}, {"upd", 24, 23, 24, 1500},
+		{"upd", 4000000000u, 23, 4000000000u, 1500},
+		{"del", 24, 24, 0, UINT64_C(9000000000000)},
+		{"upd", 24, 24, 0, UINT64_C(9000000000000)},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct small sm;
+		char what[32], *rel;
+
+		snprintf(what, sizeof(what), "%s case %zu", cases[i].ext, i);
+		small_new(&sm, 23, true);
+		rel = lb_write_condition(&sm.arr, cases[i].ext, cases[i].name_v,
+					 cases[i].header_v, cases[i].t, "a",
+					 100);
+		if (cases[i].want)
+			expect_unsupported(sm.dir, cases[i].want, what);
+		else
+			small_check(&sm, what);
+		free(rel);
+		small_free(&sm);
+	}
+	/* .meta: header, then name */
+	for (int k = 0; k < 2; k++) {
+		struct small sm;
+
+		small_new(&sm, 11, true);
+		lb_write_meta(&sm.arr, k ? 24 : 11, 1000, 1000, &sm.w, 1, NULL);
+		if (k == 0) {
+			char *p = NULL;
+
+			cr_assert_neq(asprintf(&p, "__1000_1000_%08x%024x_11.meta",
+					       sm.arr.uuid_counter, 0xabcdefu),
+				      -1);
+			patch_u32(&sm, p, 0, 24);
+			free(p);
+		}
+		expect_unsupported(sm.dir, 24, ".meta");
+		small_free(&sm);
+	}
+	/* .vac in the root, named with version 24 */
+	{
+		struct small sm;
+		char *line;
+
+		small_new(&sm, 11, true);
+		cr_assert_neq(asprintf(&line, "file://%s/%s\n", sm.dir, sm.w.name),
+			      -1);
+		small_put(&sm, "__2000_2000_000000bb000000000000000000abcdef_24.vac",
+			  line, strlen(line));
+		expect_unsupported(sm.dir, 24, ".vac");
+		free(line);
+		small_free(&sm);
+	}
+}
+
+/* The corpus array of an experimental TileDB build: every version field
+ * is 0xFFFFFFFF (README.md "Versions"). */
+Test(future, corpus_experimental_array)
+{
+	expect_unsupported(TFS_CORPUS_DIR
+			   "/legacy/experimental_array_vUINT32_MAX",
+			   UINT32_MAX, "corpus");
+}
