@@ -1187,3 +1187,78 @@ char *lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
 	tfs_buf_release(&file);
 	return rel;
 }
+
+/* ---- an array with dimension labels ---------------------------------------- */
+
+/* A dense 1-D label array at rel (schema.md §6: one dimension "index"
+ * like the labelled one, one attribute "label" with the label order),
+ * holding label i at index i. */
+static void write_label_array(struct lb_array *main, const char *rel,
+			      uint32_t version, uint8_t type, uint8_t order,
+			      const void *data, const char *const *strs)
+{
+	struct lb_array la;
+	struct tfs_schema s;
+	struct tfs_attr *at;
+	struct lb_frag f;
+	struct lb_written w;
+	char *dir = tfs_path_join(main->dir, rel);
+
+	lb_schema_init(&s, version, false, 10000);
+	lb_add_dim(&s, "index", TFS_INT32, 0, 9, 5);
+	at = lb_add_attr(&s, "label", type,
+			 strs ? TFS_VAR_NUM : 1, false);
+	at->order = order;
+	lb_array_create(&la, main->vfs, dir, &s, 20);
+	memset(&f, 0, sizeof(f));
+	f.version = version;
+	f.t1 = 30;
+	f.lo[0] = 0;
+	f.hi[0] = 9;
+	f.attrs[0].data = data;
+	f.attrs[0].strs = strs;
+	lb_write_fragment(&la, &f, &w);
+	lb_written_release(&w);
+	lb_array_release(&la);
+	tfs_schema_release(&s);
+	tfs_free(dir);
+}
+
+void lb_write_labelled(struct tfs_vfs *vfs, const char *dir, uint32_t version)
+{
+	static const char *const names[] = {"j", "i", "h", "g", "f",
+					    "e", "d", "c", "b", "a"};
+	struct lb_array a;
+	struct tfs_schema s;
+	struct lb_frag f;
+	struct lb_written w;
+	int32_t v[10];
+	double lab[10];
+
+	for (int i = 0; i < 10; i++) {
+		v[i] = 100 + i;
+		lab[i] = 0.5 * i - 1;
+	}
+	lb_schema_init(&s, version, false, 10000);
+	lb_add_dim(&s, "i", TFS_INT32, 0, 9, 5);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	lb_add_label(&s, 0, "lab", "__labels/l0", true, 1, TFS_FLOAT64);
+	lb_add_label(&s, 0, "name", "__labels/l1", true, 2,
+		     TFS_STRING_ASCII);
+	lb_array_create(&a, vfs, dir, &s, 10);
+	memset(&f, 0, sizeof(f));
+	f.version = version;
+	f.t1 = 40;
+	f.lo[0] = 0;
+	f.hi[0] = 9;
+	f.attrs[0].data = v;
+	lb_write_fragment(&a, &f, &w);
+	lb_mkdir(&a, "__labels");
+	write_label_array(&a, "__labels/l0", version, TFS_FLOAT64, 1, lab,
+			  NULL);
+	write_label_array(&a, "__labels/l1", version, TFS_STRING_ASCII, 2,
+			  NULL, names);
+	lb_written_release(&w);
+	lb_array_release(&a);
+	tfs_schema_release(&s);
+}

@@ -139,6 +139,12 @@ char *lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
 			 uint32_t header_version, uint64_t t,
 			 const char *field, int32_t value);
 
+/* A dense 1-D array of `version` (18+): dimension i INT32 [0, 9], v =
+ * 100 + i, with two dimension labels on i stored as arrays of their own:
+ * "lab" (FLOAT64, increasing, `__labels/l0`, label 0.5 i − 1) and "name"
+ * (STRING_ASCII, decreasing, `__labels/l1`, "j" down to "a"). */
+void lb_write_labelled(struct tfs_vfs *vfs, const char *dir, uint32_t version);
+
 /* Writes data at the array-relative path rel. */
 void lb_put(struct lb_array *a, const char *rel, const void *data, size_t len);
 /* Encodes payload as a generic tile (GZIP level 1) with header version v. */

@@ -1619,3 +1619,149 @@ Test(future, corpus_experimental_array)
 			   "/legacy/experimental_array_vUINT32_MAX",
 			   UINT32_MAX, "corpus");
 }
+
+/* ---- dimension labels (v18+) ------------------------------------------------- */
+
+/* Labels are listed with their label array's folder, which opens and
+ * reads as an array of its own; the labelled array reads as without. */
+Test(labels, label_arrays_open_and_read)
+{
+	for (uint32_t v = 18; v <= TFS_FORMAT_VERSION_MAX; v++) {
+		struct tmp t;
+		struct tfs_array *a, *la;
+		struct tfs_label_info l;
+		struct rows got = {0};
+		char *dir, *want;
+		char what[16];
+
+		snprintf(what, sizeof(what), "v%u", v);
+		tmp_new(&t);
+		dir = path_of(&t, "A");
+		lb_write_labelled(t.vfs, dir, v);
+		a = open_at(dir, 0);
+		cr_assert_eq(tfs_array_label_count(a), 2, "%s", what);
+		cr_assert_eq(tfs_array_fragment_count(a), 1, "%s", what);
+
+		tfs_array_label(a, 0, &l);
+		cr_assert_str_eq(l.name, "lab");
+		cr_assert_eq(l.dim_index, 0);
+		cr_assert_str_eq(l.dim_name, "i");
+		cr_assert_str_eq(l.attr_name, "label");
+		cr_assert_eq(l.order, 1);
+		cr_assert_eq(l.type, TFS_FLOAT64);
+		cr_assert_eq(l.cell_val_num, 1);
+		cr_assert(l.uri_relative);
+		cr_assert_not(l.external);
+		cr_assert_str_eq(l.uri, "__labels/l0");
+		cr_assert_neq(asprintf(&want, "%s/__labels/l0", dir), -1);
+		cr_assert_str_eq(l.path, want);
+		free(want);
+		la = open_at(l.path, 0);
+		cr_assert_eq(tfs_array_schema(la)->attrs[0].order, 1, "%s", what);
+		query_rows(la, NULL, 0, &got);
+		cr_assert_eq(got.n, 10, "%s", what);
+		cr_assert_str_eq(got.v[0], "index=0;label=-1");
+		cr_assert_str_eq(got.v[9], "index=9;label=3.5");
+		rows_free(&got);
+		tfs_array_close(la);
+
+		tfs_array_label(a, 1, &l);
+		cr_assert_str_eq(l.name, "name");
+		cr_assert_eq(l.order, 2);
+		cr_assert_eq(l.type, TFS_STRING_ASCII);
+		cr_assert_eq(l.cell_val_num, TFS_VAR_NUM);
+		la = open_at(l.path, 0);
+		query_rows(la, NULL, 0, &got);
+		cr_assert_eq(got.n, 10, "%s", what);
+		cr_assert_str_eq(got.v[0], "index=0;label=\"j\"");
+		cr_assert_str_eq(got.v[9], "index=9;label=\"a\"");
+		rows_free(&got);
+		tfs_array_close(la);
+
+		query_rows(a, NULL, 0, &got);
+		cr_assert_eq(got.n, 10, "%s", what);
+		cr_assert_str_eq(got.v[3], "i=3;v=103");
+		rows_free(&got);
+		tfs_array_close(a);
+		free(dir);
+		tmp_free(&t);
+	}
+}
+
+/* External and odd label URIs: file:// and absolute paths as they are,
+ * other schemes and relative paths leaving the array have no path. */
+Test(labels, label_paths)
+{
+	static const struct {
+		const char *uri;
+		bool relative;
+		const char *path; /* "@" = the array folder */
+	} cases[] = {
+		{"__labels/l0", true, "@/__labels/l0"},
+		{"/__labels//l3/", true, "@/__labels//l3/"},
+		{"file:///data/labels/x", false, "/data/labels/x"},
+		{"/data/labels/y", false, "/data/labels/y"},
+		{"s3://bucket/labels/z", false, NULL},
+		{"relative/without/flag", false, NULL},
+		{"../elsewhere", true, NULL},
+		{"__labels/../../up", true, NULL},
+	};
+	size_t n = sizeof(cases) / sizeof(*cases);
+	struct tmp t;
+	struct tfs_schema s;
+	struct lb_array arr;
+	struct tfs_array *a;
+	char *dir;
+
+	tmp_new(&t);
+	dir = path_of(&t, "A");
+	lb_schema_init(&s, 18, false, 10000);
+	lb_add_dim(&s, "i", TFS_INT32, 0, 9, 5);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	for (size_t i = 0; i < n; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "l%zu", i);
+		lb_add_label(&s, 0, name, cases[i].uri, cases[i].relative, 1,
+			     TFS_INT64);
+		s.labels[i].is_external = !cases[i].relative;
+	}
+	lb_array_create(&arr, t.vfs, dir, &s, 10);
+	a = open_at(dir, 0);
+	cr_assert_eq(tfs_array_label_count(a), n);
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_label_info l;
+
+		tfs_array_label(a, i, &l);
+		cr_assert_str_eq(l.uri, cases[i].uri);
+		cr_assert_eq(l.external, !cases[i].relative);
+		if (!cases[i].path) {
+			cr_assert_null(l.path, "%s: %s", cases[i].uri, l.path);
+		} else if (cases[i].path[0] == '@') {
+			char *want;
+
+			cr_assert_neq(asprintf(&want, "%s%s", dir,
+					       cases[i].path + 1), -1);
+			cr_assert_not_null(l.path, "%s", cases[i].uri);
+			/* joined with one '/', the rest as stored */
+			cr_assert_str_eq(l.path, want);
+			free(want);
+		} else {
+			cr_assert_str_eq(l.path, cases[i].path);
+		}
+	}
+	tfs_array_close(a);
+	/* A v17 schema has no labels to store. */
+	lb_array_release(&arr);
+	free(dir);
+	dir = path_of(&t, "B");
+	s.version = 17;
+	lb_array_create(&arr, t.vfs, dir, &s, 10);
+	a = open_at(dir, 0);
+	cr_assert_eq(tfs_array_label_count(a), 0);
+	tfs_array_close(a);
+	lb_array_release(&arr);
+	tfs_schema_release(&s);
+	free(dir);
+	tmp_free(&t);
+}
