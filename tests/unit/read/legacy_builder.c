@@ -952,7 +952,12 @@ static char *frag_name(struct lb_array *a, uint32_t v, uint64_t t1, uint64_t t2)
 {
 	char *uuid = next_uuid(a), *name;
 
-	if (v <= 2)
+	/* v1–2: a consolidated fragment is __<uuid>_<tnow>_<t>, here t2 is
+	 * taken for tnow (layout.md §2). */
+	if (v <= 2 && t2 > t1)
+		name = lb_fmt("__%s_%llu_%llu", uuid, (unsigned long long)t2,
+			      (unsigned long long)t1);
+	else if (v <= 2)
 		name = lb_fmt("__%s_%llu", uuid, (unsigned long long)t1);
 	else if (v <= 4)
 		name = lb_fmt("__%llu_%llu_%s", (unsigned long long)t1,
@@ -1148,6 +1153,28 @@ void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 	free(prefix);
 	tfs_buf_release(&p);
 	tfs_buf_release(&file);
+}
+
+void lb_write_vac(struct lb_array *a, const struct lb_written *into,
+		  const struct lb_written *from, size_t n, bool absolute)
+{
+	struct tfs_buf text;
+	char *rel;
+
+	tfs_buf_init(&text, TFS_BUF_NO_MAX);
+	for (size_t i = 0; i < n; i++) {
+		char *line = absolute
+				     ? lb_fmt("file://%s/%s\n", a->dir, from[i].rel)
+				     : lb_fmt("%s\n", from[i].rel);
+
+		app(&text, line, strlen(line));
+		free(line);
+	}
+	rel = lb_fmt("%s%s.vac", into->version >= 12 ? "__commits/" : "",
+		     into->name);
+	lb_put(a, rel, text.data, text.len);
+	free(rel);
+	tfs_buf_release(&text);
 }
 
 char *lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,

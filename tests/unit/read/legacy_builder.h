@@ -96,7 +96,8 @@ struct lb_field {
 
 struct lb_frag {
 	uint32_t version;
-	uint64_t t1, t2;  /* t2 = 0: t1 */
+	uint64_t t1, t2;  /* t2 = 0: t1; v1–2: t2 > t1 names a consolidated
+			     fragment __<uuid>_<t2>_<t1> */
 	bool no_commit;   /* v5+: leave out the .ok / .wrt file */
 	bool sparse;      /* a sparse fragment (also in a dense array) */
 	/* Dense: the box written; the attribute values list its cells in
@@ -130,6 +131,12 @@ void lb_written_release(struct lb_written *w);
 void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 		   uint64_t t2, const struct lb_written *frags, size_t n,
 		   const char *uri_prefix);
+
+/* The vacuum file of consolidated fragment `into` (consolidated.md §4):
+ * one line per fragment of from, an absolute file:// URI (what TileDB
+ * wrote before v19) or the array-relative folder (v19+). */
+void lb_write_vac(struct lb_array *a, const struct lb_written *into,
+		  const struct lb_written *from, size_t n, bool absolute);
 
 /* A delete (.del) or update (.upd, with one update value a = value) commit
  * of `version` holding the condition `field < value` (int32), in

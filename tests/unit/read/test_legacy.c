@@ -1765,3 +1765,176 @@ Test(labels, label_paths)
 	free(dir);
 	tmp_free(&t);
 }
+
+/* ---- consolidation with vacuum files ----------------------------------------- */
+
+/* Two sparse fragments and the fragment they were consolidated into,
+ * named over both time ranges, with its vacuum file: absolute URIs
+ * before v19, array-relative folders from v19 (consolidated.md §4). The
+ * inputs are hidden, listed as to vacuum; reads see the consolidated
+ * cells. Before v15 a read at a time inside the consolidated range does
+ * not see it and sees the first input (layout.md §6). */
+Test(legacy, consolidated_fragment_and_vacuum_every_version)
+{
+	for (uint32_t v = 5; v <= TFS_FORMAT_VERSION_MAX; v++) {
+		struct scen sc = {.sv = v, .fv = v, .nm = &plain};
+		struct tmp t;
+		struct lb_array arr;
+		struct tfs_schema spec;
+		struct lb_written w[3];
+		struct fvals vals[3];
+		struct lb_frag f;
+		struct rows want = {0};
+		struct tfs_array *a;
+		struct tfs_fragment_info fi;
+		int64_t ux[16], uy[16];
+		size_t n = 0;
+		char *dir, what[16];
+
+		snprintf(what, sizeof(what), "v%u", v);
+		tmp_new(&t);
+		dir = path_of(&t, "A");
+		schema_for(&sc, true, &spec);
+		lb_array_create(&arr, t.vfs, dir, &spec, 500);
+		fvals_fill(&vals[0], 1, 11, sp1_x, sp1_y);
+		fvals_fill(&vals[1], 2, 5, sp2_x, sp2_y);
+		for (int k = 0; k < 2; k++) {
+			frag_of(&f, &vals[k], v, 1000 * (uint64_t)(k + 1), true);
+			lb_write_fragment(&arr, &f, &w[k]);
+		}
+		/* the union of both inputs' coordinates */
+		for (int k = 0; k < 2; k++)
+			for (uint64_t i = 0; i < vals[k].n; i++) {
+				size_t j;
+
+				for (j = 0; j < n; j++)
+					if (ux[j] == vals[k].x[i] &&
+					    uy[j] == vals[k].y[i])
+						break;
+				if (j == n) {
+					ux[n] = vals[k].x[i];
+					uy[n++] = vals[k].y[i];
+				}
+			}
+		fvals_fill(&vals[2], 3, n, ux, uy);
+		frag_of(&f, &vals[2], v, 1000, true);
+		f.t2 = 2000;
+		lb_write_fragment(&arr, &f, &w[2]);
+		lb_write_vac(&arr, &w[2], w, 2, v < 19);
+		{
+			struct cellref cells[16];
+
+			for (size_t i = 0; i < n; i++) {
+				cells[i].x = ux[i];
+				cells[i].y = uy[i];
+				cells[i].k = 3;
+			}
+			qsort(cells, n, sizeof(*cells), cellref_cmp);
+			for (size_t i = 0; i < n; i++)
+				rows_add(&want, model_row(&sc, &arr.schemas[0], 3,
+							  cells[i].x,
+							  cells[i].y));
+		}
+		check_read(dir, NULL, &want, what);
+		a = open_at(dir, 0);
+		cr_assert_eq(tfs_array_fragment_count(a), 1, "%s", what);
+		tfs_array_fragment(a, 0, &fi);
+		cr_assert_str_eq(fi.name, w[2].name, "%s", what);
+		cr_assert_eq(fi.t1, 1000);
+		cr_assert_eq(fi.t2, 2000);
+		cr_assert_eq(tfs_array_vacuum_count(a), 2, "%s", what);
+		cr_assert_str_eq(tfs_array_vacuum_name(a, 0), w[0].name);
+		cr_assert_str_eq(tfs_array_vacuum_name(a, 1), w[1].name);
+		tfs_array_close(a);
+		if (v < 15) {
+			struct rows got = {0};
+
+			a = open_at(dir, 1500);
+			query_rows(a, NULL, 0, &got);
+			cr_assert_eq(got.n, vals[0].n, "%s at 1500", what);
+			rows_free(&got);
+			tfs_array_close(a);
+		}
+		for (int k = 0; k < 3; k++) {
+			lb_written_release(&w[k]);
+			fvals_free(&vals[k]);
+		}
+		rows_free(&want);
+		lb_array_release(&arr);
+		tfs_schema_release(&spec);
+		free(dir);
+		tmp_free(&t);
+	}
+}
+
+/* Versions 1–2 name a consolidated fragment __<uuid>_<tnow>_<t>: its
+ * time is t, the last component (layout.md §2). */
+Test(legacy, v1_v2_consolidated_names)
+{
+	for (uint32_t v = 1; v <= 2; v++) {
+		struct scen sc = {.sv = v, .fv = v, .nm = &plain};
+		static const int64_t box[2][4] = {{1, 6, 1, 5}, {2, 3, 2, 4}};
+		struct tmp t;
+		struct lb_array arr;
+		struct tfs_schema spec;
+		struct lb_written w[2];
+		struct fvals vals[2];
+		struct lb_frag f;
+		struct rows want = {0};
+		struct tfs_array *a;
+		int owner[7][6] = {{0}};
+		int32_t lo[2] = {1, 1}, hi[2] = {6, 5};
+		struct tfs_range sub[2] = {
+			{(uint8_t *)&lo[0], (uint8_t *)&hi[0], 4, 4},
+			{(uint8_t *)&lo[1], (uint8_t *)&hi[1], 4, 4},
+		};
+		char *dir;
+
+		tmp_new(&t);
+		dir = path_of(&t, "A");
+		schema_for(&sc, false, &spec);
+		lb_array_create(&arr, t.vfs, dir, &spec, 0);
+		for (int k = 0; k < 2; k++) {
+			dense_box(&vals[k], k + 1, box[k][0], box[k][1],
+				  box[k][2], box[k][3]);
+			/* the consolidated one first, stamped later */
+			frag_of(&f, &vals[k], v, k ? 1000 : 2000, false);
+			f.t2 = k ? 0 : 9999999;
+			for (int d = 0; d < 2; d++) {
+				f.lo[d] = box[k][2 * d];
+				f.hi[d] = box[k][2 * d + 1];
+			}
+			lb_write_fragment(&arr, &f, &w[k]);
+			for (int64_t r = box[k][0]; r <= box[k][1]; r++)
+				for (int64_t c = box[k][2]; c <= box[k][3]; c++)
+					if (!k)
+						owner[r][c] = 1;
+		}
+		for (int64_t r = 1; r <= 6; r++)
+			for (int64_t c = 1; c <= 5; c++)
+				rows_add(&want, model_row(&sc, &arr.schemas[0],
+							  owner[r][c], r, c));
+		cr_assert(strstr(w[0].name, "_9999999_2000"), "%s", w[0].name);
+		check_read(dir, sub, &want, "v1-2 consolidated");
+		a = open_at(dir, 0);
+		{
+			struct tfs_fragment_info fi;
+
+			cr_assert_eq(tfs_array_fragment_count(a), 2);
+			tfs_array_fragment(a, 1, &fi);
+			cr_assert_str_eq(fi.name, w[0].name);
+			cr_assert_eq(fi.t1, 2000);
+			cr_assert_eq(fi.t2, 2000);
+		}
+		tfs_array_close(a);
+		for (int k = 0; k < 2; k++) {
+			lb_written_release(&w[k]);
+			fvals_free(&vals[k]);
+		}
+		rows_free(&want);
+		lb_array_release(&arr);
+		tfs_schema_release(&spec);
+		free(dir);
+		tmp_free(&t);
+	}
+}
