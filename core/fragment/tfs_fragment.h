@@ -11,9 +11,10 @@
  * holds during I/O), so concurrent first users wait for one load. A failed
  * load is not remembered: the next call tries again.
  *
- * Versions: 10–23 fully; 3–9 (root layout, .ok commits, fixed-size
- * footers) and 1–2 (one generic tile of legacy metadata) as far as the
- * format module parses them. */
+ * Versions 1–23: the root layout with .ok commits (v5–11) or none (v1–4),
+ * fixed-size footers (v3–9), the one-tile legacy metadata of v1–2, and the
+ * v12+ layout, also mixed in one upgraded array. Update commits are
+ * parsed and listed, never applied. */
 #ifndef TFS_FRAGMENT_H
 #define TFS_FRAGMENT_H
 

@@ -11,6 +11,7 @@
  * and full-range domains alike. */
 #include "tfs_read.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "tfs_alloc.h"
@@ -528,19 +529,30 @@ static enum tfs_err assemble_var(struct tfs_out_column *col,
 	return TFS_E_OK;
 }
 
-/* Keeps a sparse tile alive until the batch is emitted. */
+/* Makes room for n more kept tiles at once: pointers from keep_tile stay
+ * valid until the next reserve. */
+static bool reserve_tiles(struct batch *b, size_t n)
+{
+	size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap : 8;
+	struct tfs_tile *t;
+
+	if (b->sparse_tile_cap - b->sparse_tile_num >= n)
+		return true;
+	while (cap - b->sparse_tile_num < n)
+		cap *= 2;
+	t = tfs_reallocn(b->sparse_tiles, cap, sizeof(*t));
+	if (!t)
+		return false;
+	b->sparse_tiles = t;
+	b->sparse_tile_cap = cap;
+	return true;
+}
+
+/* Keeps a sparse tile alive until the batch is emitted, in room made by
+ * reserve_tiles. */
 static struct tfs_tile *keep_tile(struct batch *b)
 {
-	if (b->sparse_tile_num == b->sparse_tile_cap) {
-		size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap * 2 : 8;
-		struct tfs_tile *t = tfs_reallocn(b->sparse_tiles, cap,
-						  sizeof(*t));
-
-		if (!t)
-			return NULL;
-		b->sparse_tiles = t;
-		b->sparse_tile_cap = cap;
-	}
+	assert(b->sparse_tile_num < b->sparse_tile_cap);
 	memset(&b->sparse_tiles[b->sparse_tile_num], 0, sizeof(*b->sparse_tiles));
 	return &b->sparse_tiles[b->sparse_tile_num++];
 }
@@ -579,12 +591,13 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 	vals = tfs_callocn(q->field_num ? q->field_num : 1, sizeof(*vals));
 	if (!vals)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	/* coords[] points into the kept tiles: no move until we are done. */
+	if (!reserve_tiles(b, coord_tiles + q->field_num)) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_free;
+	}
 	for (uint32_t k = 0; k < coord_tiles; k++) {
 		coords[k] = keep_tile(b);
-		if (!coords[k]) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out_free;
-		}
 		e = tfs_tile_read_cached(q->dir, fb->f,
 					 tfs_fragment_dim_slot(fb->f, k), tile,
 					 coords[k], d);
@@ -597,10 +610,6 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 		if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
 			continue;
 		t = keep_tile(b);
-		if (!t) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out_free;
-		}
 		e = tfs_tile_read_cached(q->dir, fb->f, (uint32_t)fb->slot_of_field[fi],
 				  tile, t, d);
 		if (e)

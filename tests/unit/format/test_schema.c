@@ -612,7 +612,7 @@ Test(schema, dimension_label_bytes)
 	struct tfs_buf b;
 
 	memcpy(buf, example, EX_LABEL_NUM);
-	buf[EX_LABEL_NUM] = 1;
+	tfs_put_u32(buf + EX_LABEL_NUM, 1);
 	memcpy(buf + EX_LABEL_NUM + 4, label, sizeof(label));
 	memcpy(buf + EX_LABEL_NUM + 4 + sizeof(label), example + EX_LABEL_NUM + 4,
 	       sizeof(example) - EX_LABEL_NUM - 4);
