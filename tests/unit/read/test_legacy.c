@@ -1938,3 +1938,57 @@ Test(legacy, v1_v2_consolidated_names)
 		tmp_free(&t);
 	}
 }
+
+/* ---- allocation failures ------------------------------------------------------ */
+
+/* Opening fails cleanly (TFS_E_NOMEM, nothing leaked: LeakSanitizer in
+ * the ASan build) whichever allocation fails, also on the paths of update
+ * commits, label paths and legacy metadata. */
+static void open_sweep(const char *dir)
+{
+	long n;
+
+	for (n = 0; n < 100000; n++) {
+		struct tfs_open_opts o = {.threads = 1};
+		struct tfs_array *a;
+		struct tfs_diag d;
+		enum tfs_err e;
+
+		tfs_diag_init(&d);
+		tfs_alloc_fail_after(n);
+		e = tfs_array_open(dir, &o, &a, &d);
+		tfs_alloc_fail_after(-1);
+		if (e == TFS_E_OK) {
+			tfs_array_close(a);
+			break;
+		}
+		cr_assert_eq(e, TFS_E_NOMEM, "allocation %ld: %s", n,
+			     tfs_diag_msg(&d));
+		cr_assert_null(a);
+	}
+	cr_assert_gt(n, 10);
+}
+
+Test(faults, open_legacy_updates_labels)
+{
+	struct small sm;
+	struct tmp t;
+	char *upd, *dir;
+
+	small_new(&sm, 16, true);
+	upd = lb_write_condition(&sm.arr, "upd", 16, 16, 1500, "a", 100);
+	open_sweep(sm.dir);
+	free(upd);
+	small_free(&sm);
+
+	small_new(&sm, 1, false);
+	open_sweep(sm.dir);
+	small_free(&sm);
+
+	tmp_new(&t);
+	dir = path_of(&t, "A");
+	lb_write_labelled(t.vfs, dir, 18);
+	open_sweep(dir);
+	free(dir);
+	tmp_free(&t);
+}
