@@ -716,7 +716,7 @@ static enum tfs_err scan_commits(struct scan *s,
 			   !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1)) {
 			err = TFS_E_OK;
 		} else if ((err = check_version(s, rel, &ni, d))) {
-			/* refused below */
+			/* newer than we know: returned below */
 		} else if (is_upd) {
 			err = add_update(s, rel, &ni, d);
 		} else {
