@@ -169,6 +169,48 @@ void array_json_ranges(struct json_out *j, const struct tfs_schema *s,
 	json_out_end_array(j);
 }
 
+static const char *order_name(uint8_t order)
+{
+	switch (order) {
+	case 0: return "unordered";
+	case 1: return "increasing";
+	case 2: return "decreasing";
+	default: return "invalid";
+	}
+}
+
+static void put_label(struct json_out *j, const struct tfs_label_info *l)
+{
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, l->name);
+	json_out_key(j, "dimension");
+	json_out_cstr(j, l->dim_name);
+	json_out_key(j, "dimension_index");
+	json_out_u64(j, l->dim_index);
+	json_out_key(j, "attribute");
+	json_out_cstr(j, l->attr_name);
+	json_out_key(j, "order");
+	json_out_cstr(j, order_name(l->order));
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(l->type));
+	json_out_key(j, "cell_val_num");
+	put_cell_val_num(j, l->cell_val_num == TFS_VAR_NUM, l->cell_val_num);
+	json_out_key(j, "uri");
+	json_out_cstr(j, l->uri);
+	json_out_key(j, "uri_relative");
+	json_out_bool(j, l->uri_relative);
+	json_out_key(j, "external");
+	json_out_bool(j, l->external);
+	json_out_key(j, "path");
+	if (l->path)
+		json_out_cstr(j, l->path);
+	else
+		json_out_null(j);
+	json_out_end_object(j);
+}
+
 enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
@@ -232,6 +274,19 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 		array_json_ranges(j, s, s->current_domain);
 	else
 		json_out_null(j);
+	/* Only when there are labels: the corpus JSON has no such key. */
+	if (tfs_array_label_count(a)) {
+		json_out_space(j, "\n  ");
+		json_out_key(j, "dimension_labels");
+		json_out_begin_array(j);
+		for (size_t i = 0; i < tfs_array_label_count(a); i++) {
+			struct tfs_label_info l;
+
+			tfs_array_label(a, i, &l);
+			put_label(j, &l);
+		}
+		json_out_end_array(j);
+	}
 	json_out_space(j, "\n  ");
 	json_out_key(j, "timestamp_range");
 	json_out_begin_array(j);

@@ -224,3 +224,96 @@ enum tfs_err tfs_condition_serialize(struct tfs_buf *out,
 		out->len = start;
 	return e;
 }
+
+/* ---- update commits ------------------------------------------------------ */
+
+/* Smallest update value: name length and value length. */
+#define UPDATE_VALUE_MIN_BYTES 16u
+
+static enum tfs_err parse_update_values(struct tfs__rd *r, struct tfs_update *u)
+{
+	uint64_t n;
+	enum tfs_err e;
+
+	if ((e = tfs__u64(r, &n, "update value count")))
+		return e;
+	if (n > tfs_cur_left(&r->c) / UPDATE_VALUE_MIN_BYTES)
+		return tfs__bad(r, "update value count %llu does not fit",
+				(unsigned long long)n);
+	u->values = tfs_callocn((size_t)n, sizeof(*u->values));
+	if (!u->values)
+		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	for (uint64_t i = 0; i < n; i++) {
+		struct tfs_update_value *v = &u->values[i];
+		uint64_t name_len;
+		const uint8_t *p;
+
+		u->value_num++;
+		if ((e = tfs__u64(r, &name_len, "update field name length")) ||
+		    (e = tfs__str(r, name_len, &v->field, "update field name")) ||
+		    (e = tfs__u64(r, &v->value_len, "update value length")) ||
+		    (e = tfs__take(r, v->value_len, &p, "update value")))
+			return e;
+		v->value = tfs_memdup(p, (size_t)v->value_len);
+		if (!v->value)
+			return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	}
+	if (tfs_cur_left(&r->c))
+		return tfs__bad(r, "%zu trailing bytes", tfs_cur_left(&r->c));
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_update_parse(struct tfs_update *out, const uint8_t *buf,
+			      size_t len, struct tfs_diag *d)
+{
+	struct tfs__rd r;
+	size_t used;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	e = tfs_condition_parse(&out->cond, buf, len, &used, d);
+	if (e)
+		return e;
+	tfs__rd_init(&r, buf + used, len - used, "update values", d);
+	e = parse_update_values(&r, out);
+	if (e)
+		tfs_update_release(out);
+	return e;
+}
+
+enum tfs_err tfs_update_serialize(struct tfs_buf *out,
+				  const struct tfs_update *u)
+{
+	size_t start = out->len;
+	enum tfs_err e = tfs_condition_serialize(out, &u->cond);
+
+	if (!e)
+		e = tfs_buf_append_u64(out, u->value_num);
+	for (uint64_t i = 0; !e && i < u->value_num; i++) {
+		const struct tfs_update_value *v = &u->values[i];
+		uint64_t n = v->field ? strlen(v->field) : 0;
+
+		if ((e = tfs_buf_append_u64(out, n)) ||
+		    (n && (e = tfs_buf_append(out, v->field, (size_t)n))) ||
+		    (e = tfs_buf_append_u64(out, v->value_len)))
+			break;
+		if (v->value_len)
+			e = tfs_buf_append(out, v->value, (size_t)v->value_len);
+	}
+	if (e)
+		out->len = start;
+	return e;
+}
+
+void tfs_update_release(struct tfs_update *u)
+{
+	if (!u)
+		return;
+	tfs_condition_release(&u->cond);
+	for (uint64_t i = 0; u->values && i < u->value_num; i++) {
+		tfs_free(u->values[i].field);
+		tfs_free(u->values[i].value);
+	}
+	tfs_free(u->values);
+	memset(u, 0, sizeof(*u));
+}

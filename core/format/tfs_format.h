@@ -515,4 +515,26 @@ void tfs_condition_release(struct tfs_qc_node *n);
 enum tfs_err tfs_condition_serialize(struct tfs_buf *out,
 				     const struct tfs_qc_node *n) TFS_WUR;
 
+/* An update commit (.upd): the stored (negated) condition, then the values
+ * to write, `u64 n, n × (u64 name_len, name, u64 value_len, value)`.
+ * TileDB writes them but never applies them on read (experimental). */
+struct tfs_update_value {
+	char *field;
+	uint8_t *value;
+	uint64_t value_len;
+};
+
+struct tfs_update {
+	struct tfs_qc_node cond;
+	struct tfs_update_value *values;
+	uint64_t value_num;
+};
+
+/* Parses a whole .upd payload (nothing may follow the values). */
+enum tfs_err tfs_update_parse(struct tfs_update *out, const uint8_t *buf,
+			      size_t len, struct tfs_diag *d) TFS_WUR;
+enum tfs_err tfs_update_serialize(struct tfs_buf *out,
+				  const struct tfs_update *u) TFS_WUR;
+void tfs_update_release(struct tfs_update *u);
+
 #endif

@@ -572,6 +572,11 @@ void tfs_arraydir_close(struct tfs_arraydir *a)
 		tfs_condition_release(&a->deletes[i].cond);
 	}
 	tfs_free(a->deletes);
+	for (size_t i = 0; i < a->update_num; i++) {
+		tfs_free(a->updates[i].marker);
+		tfs_update_release(&a->updates[i].update);
+	}
+	tfs_free(a->updates);
 	tfs_metadata_release(&a->metadata);
 	for (size_t i = 0; i < a->enum_num; i++)
 		tfs_enumeration_release(&a->enums[i]);

@@ -11,9 +11,10 @@
  * holds during I/O), so concurrent first users wait for one load. A failed
  * load is not remembered: the next call tries again.
  *
- * Versions: 10–23 fully; 3–9 (root layout, .ok commits, fixed-size
- * footers) and 1–2 (one generic tile of legacy metadata) as far as the
- * format module parses them. */
+ * Versions 1–23: the root layout with .ok commits (v5–11) or none (v1–4),
+ * fixed-size footers (v3–9), the one-tile legacy metadata of v1–2, and the
+ * v12+ layout, also mixed in one upgraded array. Update commits are
+ * parsed and listed, never applied. */
 #ifndef TFS_FRAGMENT_H
 #define TFS_FRAGMENT_H
 
@@ -63,6 +64,18 @@ struct tfs_delete {
 	struct tfs_qc_node cond; /* the stored (negated) condition */
 };
 
+/* An update commit (.upd, v16+): recognised and listed, never applied
+ * (TileDB does not apply them on read either; consolidated.md §6). */
+struct tfs_update_commit {
+	char *marker; /* array-relative, "__commits/__t_t_uuid_v.upd" */
+	uint64_t t1, t2;
+	/* Parsed from its file; a .con lists an update by name only, and
+	 * when the file itself is gone nothing more is known (has_values
+	 * false, update empty). */
+	bool has_values;
+	struct tfs_update update;
+};
+
 struct tfs_metadata {
 	struct tfs_meta_kv *entries; /* merged, sorted by key bytes, no deletes */
 	size_t count;
@@ -99,7 +112,9 @@ struct tfs_arraydir {
 
 	struct tfs_delete *deletes; /* in the window, sorted by t1 */
 	size_t delete_num;
-	bool has_updates;           /* .upd files seen (never applied) */
+	bool has_updates;           /* update_num > 0 */
+	struct tfs_update_commit *updates; /* in the window, sorted by t1 */
+	size_t update_num;
 
 	struct tfs_metadata metadata; /* merged at the window */
 
@@ -126,8 +141,11 @@ enum tfs_err tfs_object_kind_of(struct tfs_vfs *vfs, const char *path,
 
 /* Opens the array at path (format/read.md §1). A missing folder is
  * TFS_E_NOT_FOUND, a folder that is no array TFS_E_NOT_ARRAY, a missing,
- * needless or wrong key TFS_E_KEY, a schema or fragment newer than format
- * version 23 TFS_E_UNSUPPORTED. Thread-safe; *out is NULL on failure. */
+ * needless or wrong key TFS_E_KEY. A schema, generic tile, fragment
+ * footer, fragment, commit, vacuum or consolidation file of a format
+ * version above TFS_FORMAT_VERSION_MAX (in its header or its name) is
+ * TFS_E_UNSUPPORTED, "unsupported format version N". Thread-safe; *out is
+ * NULL on failure. */
 enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
 			       const struct tfs_arraydir_opts *opts,
 			       struct tfs_arraydir **out,

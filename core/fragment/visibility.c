@@ -110,12 +110,38 @@ struct scan {
 	char **metas; /* array-relative .meta paths, listing order */
 	size_t meta_num, meta_cap;
 	size_t delete_cap;
+	size_t update_cap;
+	const struct tfs_dirlist *commits; /* sorted __commits listing */
 };
 
 static enum tfs_err nomem(const struct scan *s, struct tfs_diag *d)
 {
 	return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
 			s->a->path);
+}
+
+/* Objects named with a format version newer than we know (layout.md §2)
+ * are refused whole: their contents need not follow any layout we know. */
+static enum tfs_err check_version(const struct scan *s, const char *rel,
+				  const struct tfs_name_info *ni,
+				  struct tfs_diag *d)
+{
+	if (ni->version <= TFS_FORMAT_VERSION_MAX)
+		return TFS_E_OK;
+	return tfs_fail(d, TFS_E_UNSUPPORTED,
+			"'%s/%s': unsupported format version %" PRIu32,
+			s->a->path, rel, ni->version);
+}
+
+/* check_version for the timestamped name of rel, if it has one. */
+static enum tfs_err check_named_version(const struct scan *s, const char *rel,
+					struct tfs_diag *d)
+{
+	struct tfs_name_info ni;
+
+	if (tfs_name_parse(rel, &ni) != TFS_E_OK)
+		return TFS_E_OK;
+	return check_version(s, rel, &ni, d);
 }
 
 /* Makes room for one more element in the array *items_ptr (a pointer to
@@ -152,6 +178,7 @@ static enum tfs_err add_cand(struct scan *s, const char *prefix,
 			     struct tfs_diag *d)
 {
 	struct cand *c;
+	enum tfs_err err;
 
 	if (!grow(&s->cands, &s->cand_cap, s->cand_num,
 		  sizeof(*s->cands)))
@@ -161,6 +188,11 @@ static enum tfs_err add_cand(struct scan *s, const char *prefix,
 	c->rel = prefix ? tfs_path_join(prefix, name) : tfs_strdup(name);
 	if (!c->rel)
 		return nomem(s, d);
+	err = check_version(s, c->rel, ni, d);
+	if (err) {
+		tfs_free(c->rel);
+		return err;
+	}
 	c->ni = *ni;
 	s->cand_num++;
 	return TFS_E_OK;
@@ -171,11 +203,15 @@ static enum tfs_err add_vac(struct scan *s, const char *rel,
 {
 	struct tfs_name_info ni;
 	struct vac *v;
+	enum tfs_err err;
 
 	if (tfs_name_parse(rel, &ni) != TFS_E_OK)
 		return tfs_fail(d, TFS_E_CORRUPT,
 				"'%s/%s': vacuum file without a timestamped name",
 				s->a->path, rel);
+	err = check_version(s, rel, &ni, d);
+	if (err)
+		return err;
 	if (!grow(&s->vacs, &s->vac_cap, s->vac_num,
 		  sizeof(*s->vacs)))
 		return nomem(s, d);
@@ -191,6 +227,14 @@ static enum tfs_err add_vac(struct scan *s, const char *rel,
 static enum tfs_err add_meta(struct scan *s, const char *prefix,
 			     const char *name, struct tfs_diag *d)
 {
+	struct tfs_name_info ni;
+	enum tfs_err err;
+
+	if (tfs_name_parse(name, &ni) == TFS_E_OK) {
+		err = check_version(s, name, &ni, d);
+		if (err)
+			return err;
+	}
 	if (!grow(&s->metas, &s->meta_cap, s->meta_num,
 		  sizeof(*s->metas)))
 		return nomem(s, d);
@@ -298,6 +342,90 @@ static void sort_deletes(struct scan *s)
 	}
 }
 
+/* Whether __commits holds the file of marker "__commits/<name>". */
+static bool commit_file_exists(const struct scan *s, const char *marker)
+{
+	static const char prefix[] = "__commits/";
+	const char *name = marker + sizeof(prefix) - 1;
+
+	if (strncmp(marker, prefix, sizeof(prefix) - 1) || !s->commits ||
+	    !s->commits->count)
+		return false;
+	return bsearch(&name, s->commits->names, s->commits->count,
+		       sizeof(*s->commits->names), str_cmp) != NULL;
+}
+
+/* Records the update commit called marker: recognised and listed, never
+ * applied (consolidated.md §6). Its file, when there, is decoded and
+ * parsed like TileDB does, so a damaged or newer one is refused. */
+static enum tfs_err add_update(struct scan *s, const char *marker,
+			       const struct tfs_name_info *ni,
+			       struct tfs_diag *d)
+{
+	struct tfs_arraydir *a = s->a;
+	struct tfs_update_commit *u;
+	struct tfs_diag ld;
+	uint8_t *buf, *payload;
+	size_t len, plen;
+	char *where;
+	enum tfs_err err;
+
+	for (size_t i = 0; i < a->update_num; i++)
+		if (!strcmp(a->updates[i].marker, marker))
+			return TFS_E_OK; /* listed by two .con files */
+	if (!grow(&a->updates, &s->update_cap, a->update_num,
+		  sizeof(*a->updates)))
+		return nomem(s, d);
+	u = &a->updates[a->update_num];
+	memset(u, 0, sizeof(*u));
+	u->marker = tfs_strdup(marker);
+	if (!u->marker)
+		return nomem(s, d);
+	u->t1 = ni->t1;
+	u->t2 = ni->t2;
+	a->update_num++;
+	a->has_updates = true;
+	if (!commit_file_exists(s, marker))
+		return TFS_E_OK;
+	err = read_file(s, marker, &buf, &len, d);
+	if (err)
+		return err;
+	where = tfs__array_path(a, marker);
+	err = where ? tfs__decode_tile(a, where, buf, len, TFS__FILE_MAX,
+				       &payload, &plen, NULL, d)
+		    : nomem(s, d);
+	tfs_free(buf);
+	if (!err) {
+		tfs_diag_init(&ld);
+		err = tfs_update_parse(&u->update, payload, plen, &ld);
+		tfs_free(payload);
+		if (err)
+			tfs_fail(d, err, "'%s': update: %s", where,
+				 tfs_diag_msg(&ld));
+		else
+			u->has_values = true;
+	}
+	tfs_free(where);
+	return err;
+}
+
+/* Sorts the updates by t1, ties in the order they were found. */
+static void sort_updates(struct scan *s)
+{
+	struct tfs_arraydir *a = s->a;
+
+	for (size_t i = 1; i < a->update_num; i++) {
+		struct tfs_update_commit tmp = a->updates[i];
+		size_t j = i;
+
+		while (j > 0 && a->updates[j - 1].t1 > tmp.t1) {
+			a->updates[j] = a->updates[j - 1];
+			j--;
+		}
+		a->updates[j] = tmp;
+	}
+}
+
 /* ---- steps 1–2: ignore and consolidated commit files --------------------- */
 
 static enum tfs_err read_ignores(struct scan *s,
@@ -317,7 +445,9 @@ static enum tfs_err read_ignores(struct scan *s,
 		rel = tfs_path_join("__commits", name);
 		if (!rel)
 			return nomem(s, d);
-		err = read_file(s, rel, &buf, &len, d);
+		err = check_named_version(s, rel, d);
+		if (!err)
+			err = read_file(s, rel, &buf, &len, d);
 		tfs_free(rel);
 		if (err)
 			return err;
@@ -353,7 +483,9 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 	rel = tfs_path_join("__commits", name);
 	if (!rel)
 		return nomem(s, d);
-	err = read_file(s, rel, &buf, &len, d);
+	err = check_named_version(s, rel, d);
+	if (!err)
+		err = read_file(s, rel, &buf, &len, d);
 	if (err)
 		goto out_rel;
 	tfs_diag_init(&ld);
@@ -378,10 +510,11 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 		if (tfs_name_parse(e->marker, &ni) != TFS_E_OK ||
 		    !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1))
 			continue;
-		if (!is_del) {
-			a->has_updates = true;
+		err = check_version(s, e->marker, &ni, d);
+		if (!err && !is_del)
+			err = add_update(s, e->marker, &ni, d);
+		if (err || !is_del)
 			continue;
-		}
 		if (e->del_offset > len || e->del_size > len - e->del_offset) {
 			err = tfs_fail(d, TFS_E_CORRUPT,
 				       "'%s/%s': delete '%s' runs past the end of the file",
@@ -582,9 +715,10 @@ static enum tfs_err scan_commits(struct scan *s,
 		} else if (tfs_name_parse(name, &ni) != TFS_E_OK ||
 			   !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1)) {
 			err = TFS_E_OK;
+		} else if ((err = check_version(s, rel, &ni, d))) {
+			/* newer than we know: returned below */
 		} else if (is_upd) {
-			a->has_updates = true;
-			err = TFS_E_OK;
+			err = add_update(s, rel, &ni, d);
 		} else {
 			uint8_t *buf;
 			size_t len;
@@ -774,6 +908,7 @@ enum tfs_err tfs__load_fragments(struct tfs_arraydir *a, struct tfs_diag *d)
 	err = tfs__list(a, "", false, true, &root, d);
 	if (!err)
 		err = tfs__list(a, "__commits", true, true, &commits, d);
+	s.commits = &commits;
 	if (!err)
 		err = read_ignores(&s, &commits, d);
 	if (!err)
@@ -802,8 +937,10 @@ enum tfs_err tfs__load_fragments(struct tfs_arraydir *a, struct tfs_diag *d)
 		err = build_order(&s, true, &a->listed, &a->listed_num, d);
 	if (!err)
 		err = collect_to_vacuum(&s, d);
-	if (!err)
+	if (!err) {
 		sort_deletes(&s);
+		sort_updates(&s);
+	}
 out:
 	tfs_dirlist_release(&root);
 	tfs_dirlist_release(&commits);

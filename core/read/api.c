@@ -168,6 +168,58 @@ static enum tfs_err sort_enums(struct tfs_array *arr)
 	return TFS_E_OK;
 }
 
+/* The folder of a dimension label's array (schema.md §6) into *out: a
+ * relative URI names a folder inside the array's (TileDB writes
+ * `__labels/l<k>`), an absolute one is a file:// URI or a plain path.
+ * *out stays NULL for other schemes and for relative URIs that climb out
+ * of the array folder. */
+static enum tfs_err label_path(const char *array, const struct tfs_label *l,
+			       char **out)
+{
+	static const char file_scheme[] = "file://";
+	const char *uri = l->uri, *p;
+
+	*out = NULL;
+	if (!uri || !uri[0])
+		return TFS_E_OK;
+	if (!l->uri_relative) {
+		if (!strncmp(uri, file_scheme, sizeof(file_scheme) - 1))
+			uri += sizeof(file_scheme) - 1;
+		else if (strstr(uri, "://"))
+			return TFS_E_OK;
+		if (uri[0] != '/')
+			return TFS_E_OK;
+		*out = tfs_strdup(uri);
+		return *out ? TFS_E_OK : TFS_E_NOMEM;
+	}
+	for (p = uri; *p;) {
+		size_t n = strcspn(p, "/");
+
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return TFS_E_OK;
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	*out = tfs_path_join(array, uri);
+	return *out ? TFS_E_OK : TFS_E_NOMEM;
+}
+
+static enum tfs_err resolve_labels(struct tfs_array *arr)
+{
+	const struct tfs_schema *s = arr->dir->schema;
+	enum tfs_err e = TFS_E_OK;
+
+	arr->label_paths = tfs_callocn(s->label_num ? s->label_num : 1,
+				       sizeof(char *));
+	if (!arr->label_paths)
+		return TFS_E_NOMEM;
+	for (uint32_t i = 0; i < s->label_num && !e; i++)
+		e = label_path(arr->dir->path, &s->labels[i],
+			       &arr->label_paths[i]);
+	return e;
+}
+
 enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 			    struct tfs_array **out, struct tfs_diag *d)
 {
@@ -212,6 +264,8 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 	e = compute_ned(arr);
 	if (!e)
 		e = sort_enums(arr);
+	if (!e)
+		e = resolve_labels(arr);
 	if (e) {
 		tfs_fail(d, e, "out of memory");
 		goto out_fail;
@@ -227,6 +281,10 @@ void tfs_array_close(struct tfs_array *a)
 {
 	if (!a)
 		return;
+	for (uint32_t i = 0; a->label_paths && i < a->dir->schema->label_num;
+	     i++)
+		tfs_free(a->label_paths[i]);
+	tfs_free(a->label_paths);
 	if (a->own_pool)
 		tfs_pool_free(a->pool);
 	if (a->dir)
@@ -297,6 +355,46 @@ size_t tfs_array_vacuum_count(const struct tfs_array *a)
 const char *tfs_array_vacuum_name(const struct tfs_array *a, size_t i)
 {
 	return a->dir->to_vacuum[i];
+}
+
+size_t tfs_array_label_count(const struct tfs_array *a)
+{
+	return a->dir->schema->label_num;
+}
+
+void tfs_array_label(const struct tfs_array *a, size_t i,
+		     struct tfs_label_info *out)
+{
+	const struct tfs_schema *s = a->dir->schema;
+	const struct tfs_label *l = &s->labels[i];
+
+	out->name = l->name;
+	out->dim_index = l->dim_index;
+	out->dim_name = s->dims[l->dim_index].name;
+	out->attr_name = l->attr_name;
+	out->order = l->order;
+	out->type = l->type;
+	out->cell_val_num = l->cell_val_num;
+	out->external = l->is_external;
+	out->uri_relative = l->uri_relative;
+	out->uri = l->uri;
+	out->path = a->label_paths[i];
+}
+
+size_t tfs_array_update_count(const struct tfs_array *a)
+{
+	return a->dir->update_num;
+}
+
+void tfs_array_update(const struct tfs_array *a, size_t i,
+		      struct tfs_update_info *out)
+{
+	const struct tfs_update_commit *u = &a->dir->updates[i];
+
+	out->marker = u->marker;
+	out->t1 = u->t1;
+	out->t2 = u->t2;
+	out->update = u->has_values ? &u->update : NULL;
 }
 
 size_t tfs_array_metadata_count(const struct tfs_array *a)

@@ -11,6 +11,7 @@
  * and full-range domains alike. */
 #include "tfs_read.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "tfs_alloc.h"
@@ -528,19 +529,30 @@ static enum tfs_err assemble_var(struct tfs_out_column *col,
 	return TFS_E_OK;
 }
 
-/* Keeps a sparse tile alive until the batch is emitted. */
+/* Makes room for n more kept tiles at once: pointers from keep_tile stay
+ * valid until the next reserve. */
+static bool reserve_tiles(struct batch *b, size_t n)
+{
+	size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap : 8;
+	struct tfs_tile *t;
+
+	if (b->sparse_tile_cap - b->sparse_tile_num >= n)
+		return true;
+	while (cap - b->sparse_tile_num < n)
+		cap *= 2;
+	t = tfs_reallocn(b->sparse_tiles, cap, sizeof(*t));
+	if (!t)
+		return false;
+	b->sparse_tiles = t;
+	b->sparse_tile_cap = cap;
+	return true;
+}
+
+/* Keeps a sparse tile alive until the batch is emitted, in room made by
+ * reserve_tiles. */
 static struct tfs_tile *keep_tile(struct batch *b)
 {
-	if (b->sparse_tile_num == b->sparse_tile_cap) {
-		size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap * 2 : 8;
-		struct tfs_tile *t = tfs_reallocn(b->sparse_tiles, cap,
-						  sizeof(*t));
-
-		if (!t)
-			return NULL;
-		b->sparse_tiles = t;
-		b->sparse_tile_cap = cap;
-	}
+	assert(b->sparse_tile_num < b->sparse_tile_cap);
 	memset(&b->sparse_tiles[b->sparse_tile_num], 0, sizeof(*b->sparse_tiles));
 	return &b->sparse_tiles[b->sparse_tile_num++];
 }
@@ -565,24 +577,30 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 				      const struct frag_box *fb, uint64_t tile,
 				      struct tfs_diag *d)
 {
-	const struct tfs_schema *fs = fb->f->schema;
 	struct tfs_tile *coords[MAX_DIMS];
 	struct tfs_tile *vals;
 	uint64_t out_stride[MAX_DIMS];
 	uint32_t dims = r->dim_num;
+	size_t size = tfs_datatype_size(r->dtype);
+	/* Before v5 one `__coords` tile holds every dimension, cell by cell
+	 * once read (tile_read.c). */
+	bool zipped = fb->f->footer.version < 5;
+	uint32_t coord_tiles = zipped ? 1 : dims;
 	enum tfs_err e;
 
 	vals = tfs_callocn(q->field_num ? q->field_num : 1, sizeof(*vals));
 	if (!vals)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	for (uint32_t k = 0; k < dims; k++) {
+	/* coords[] points into the kept tiles: no move until we are done. */
+	if (!reserve_tiles(b, coord_tiles + q->field_num)) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_free;
+	}
+	for (uint32_t k = 0; k < coord_tiles; k++) {
 		coords[k] = keep_tile(b);
-		if (!coords[k]) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out_free;
-		}
-		e = tfs_tile_read_cached(q->dir, fb->f, fs->attr_num + 1 + k, tile,
-				  coords[k], d);
+		e = tfs_tile_read_cached(q->dir, fb->f,
+					 tfs_fragment_dim_slot(fb->f, k), tile,
+					 coords[k], d);
 		if (e)
 			goto out_free;
 	}
@@ -592,10 +610,6 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 		if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
 			continue;
 		t = keep_tile(b);
-		if (!t) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out_free;
-		}
 		e = tfs_tile_read_cached(q->dir, fb->f, (uint32_t)fb->slot_of_field[fi],
 				  tile, t, d);
 		if (e)
@@ -612,8 +626,10 @@ static enum tfs_err apply_sparse_tile(struct dense_reader *r,
 		size_t vi = 0;
 
 		for (uint32_t k = 0; k < dims && inside; k++) {
-			uint64_t x = rel_of(r, k, coords[k]->fixed +
-							  c * tfs_datatype_size(r->dtype));
+			uint64_t x = rel_of(r, k,
+					    zipped ? coords[0]->fixed +
+							     (c * dims + k) * size
+						   : coords[k]->fixed + c * size);
 			uint64_t qlo = k ? r->sub_lo[k] : b->row_lo;
 			uint64_t qhi = k ? r->sub_hi[k] : b->row_hi;
 
@@ -868,11 +884,6 @@ static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
 
 		if (f->footer.empty)
 			continue;
-		if (!f->footer.dense && f->footer.version < 5)
-			return tfs_fail(d, TFS_E_UNSUPPORTED,
-					"fragment '%s': sparse fragment of "
-					"version %u in a dense array",
-					f->name, f->footer.version);
 		fb->index = (uint32_t)i;
 		if (f->footer.dim_num != r->dim_num)
 			return tfs_fail(d, TFS_E_CORRUPT,

@@ -22,6 +22,7 @@ struct tfs_array {
 	struct tfs_range *ned;
 	uint8_t *ned_bytes;
 	size_t *enum_order; /* enumerations sorted by name */
+	char **label_paths; /* schema->label_num entries, each may be NULL */
 };
 
 /* ---- Decoded tiles --------------------------------------------------- */

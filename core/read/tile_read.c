@@ -127,6 +127,57 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
+/* The `__coords` tile of fragments before v5 is stored dimension by
+ * dimension, except in version 1 without a compressor, where it is stored
+ * cell by cell (tile.md §7; TileDB 1.5 "always split coordinate tiles"). */
+static bool coords_unzipped(const struct tfs_fragment *f)
+{
+	const struct tfs_pipeline *p = &f->schema->coords_filters;
+
+	if (f->footer.version > 1)
+		return true;
+	for (uint32_t i = 0; i < p->count; i++) {
+		switch (p->filters[i].type) {
+		case TFS_FILTER_GZIP:
+		case TFS_FILTER_ZSTD:
+		case TFS_FILTER_LZ4:
+		case TFS_FILTER_RLE:
+		case TFS_FILTER_BZIP2:
+		case TFS_FILTER_DOUBLE_DELTA:
+		case TFS_FILTER_DICTIONARY:
+		case TFS_FILTER_DELTA:
+			return true;
+		default:
+			break;
+		}
+	}
+	return false;
+}
+
+/* Rewrites an unzipped coordinates tile (all of dimension 0, then all of
+ * dimension 1, ...) cell by cell, the one layout the readers know. */
+static enum tfs_err zip_coords(const struct tfs_fragment *f,
+			       struct tfs_tile *t, struct tfs_diag *d)
+{
+	uint32_t dims = f->schema->dim_num;
+	size_t size = tfs_datatype_size(f->schema->dims[0].type);
+	uint64_t cells = t->cell_num;
+	uint8_t *zipped;
+
+	if (dims < 2)
+		return TFS_E_OK;
+	zipped = tfs_malloc((size_t)t->fixed_len);
+	if (!zipped)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint64_t c = 0; c < cells; c++)
+		for (uint32_t k = 0; k < dims; k++)
+			memcpy(zipped + (c * dims + k) * size,
+			       t->fixed + (k * cells + c) * size, size);
+	tfs_free(t->fixed);
+	t->fixed = zipped;
+	return TFS_E_OK;
+}
+
 static void tile_ctx(struct tfs_tile_ctx *ctx, const struct tfs_arraydir *a,
 		     const struct tfs_fragment *f, uint8_t type,
 		     uint64_t cell_size)
@@ -278,6 +329,9 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 				    (size_t)want, src, src_len, d);
 		tfs_free(src);
 		src = NULL;
+		if (!e && f->footer.version < 5 &&
+		    slot == f->schema->attr_num && coords_unzipped(f))
+			e = zip_coords(f, out, d);
 	}
 	if (e)
 		goto out_fail;

@@ -104,6 +104,48 @@ void tfs_array_fragment(const struct tfs_array *a, size_t i,
 size_t tfs_array_vacuum_count(const struct tfs_array *a);
 const char *tfs_array_vacuum_name(const struct tfs_array *a, size_t i);
 
+/* Dimension labels of the schema in force (format v18+, schema.md §6).
+ * A label is an ordinary array of its own, one dimension like the
+ * labelled one, whose attribute attr_name holds the label of each index:
+ * open `path` with tfs_array_open to read it. */
+struct tfs_label_info {
+	const char *name;
+	uint32_t dim_index;     /* the labelled dimension */
+	const char *dim_name;
+	const char *attr_name;  /* attribute of the label array */
+	uint8_t order;          /* 1 increasing, 2 decreasing (0 unordered) */
+	uint8_t type;           /* datatype of the labels */
+	uint32_t cell_val_num;  /* TFS_VAR_NUM for string labels */
+	bool external;          /* not created and owned by this array */
+	bool uri_relative;
+	const char *uri;        /* as stored, e.g. "__labels/l0" */
+	/* The label array's folder: a relative URI resolved against the
+	 * array folder, a file:// URI or an absolute path as is. NULL when
+	 * the URI is no local path (another scheme) or climbs out of the
+	 * array folder with "..". */
+	const char *path;
+};
+
+size_t tfs_array_label_count(const struct tfs_array *a);
+void tfs_array_label(const struct tfs_array *a, size_t i,
+		     struct tfs_label_info *out);
+
+/* Update commits (`.upd`, format v16+) in the opening window, oldest
+ * first. TileDB writes them but never applies them when reading, and
+ * neither does tilefs: they are recognised and listed, the cells read are
+ * those of the fragments alone (format/consolidated.md §6). */
+struct tfs_update_info {
+	const char *marker; /* array-relative: "__commits/__t1_t2_uuid_v.upd" */
+	uint64_t t1, t2;
+	/* The stored condition and values; NULL when a consolidated commit
+	 * file (.con) names the update and its own file is gone. */
+	const struct tfs_update *update;
+};
+
+size_t tfs_array_update_count(const struct tfs_array *a);
+void tfs_array_update(const struct tfs_array *a, size_t i,
+		      struct tfs_update_info *out);
+
 /* Array metadata at the opening time, sorted by key. */
 size_t tfs_array_metadata_count(const struct tfs_array *a);
 const struct tfs_meta_kv *tfs_array_metadata(const struct tfs_array *a,

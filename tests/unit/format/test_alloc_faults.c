@@ -210,6 +210,17 @@ static enum tfs_err condition(const void *ctx, struct tfs_diag *d)
 	return e;
 }
 
+static enum tfs_err update(const void *ctx, struct tfs_diag *d)
+{
+	const struct bytes *b = ctx;
+	struct tfs_update u;
+	enum tfs_err e = tfs_update_parse(&u, b->p, b->len, d);
+
+	if (!e)
+		tfs_update_release(&u);
+	return e;
+}
+
 static enum tfs_err enumeration(const void *ctx, struct tfs_diag *d)
 {
 	const struct bytes *b = ctx;
@@ -386,6 +397,24 @@ Test(alloc_faults, metadata_consolidation_conditions)
 		payload = decoded(rel, &plen);
 		b = (struct bytes){payload, plen, NULL, 0, NULL};
 		sweep(condition, &b, ".del");
+		{
+			/* The same tree as an update setting "a" and "bb". */
+			struct tfs_buf u;
+
+			tfs_buf_init(&u, TFS_BUF_NO_MAX);
+			cr_assert_eq(tfs_buf_append(&u, payload, plen), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&u, 2), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&u, 1), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append(&u, "a", 1), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&u, 1), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u8(&u, 9), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&u, 2), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append(&u, "bb", 2), TFS_E_OK);
+			cr_assert_eq(tfs_buf_append_u64(&u, 0), TFS_E_OK);
+			b = (struct bytes){u.data, u.len, NULL, 0, NULL};
+			sweep(update, &b, ".upd");
+			tfs_buf_release(&u);
+		}
 		tfs_free(payload);
 		free(rel);
 	}

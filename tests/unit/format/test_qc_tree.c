@@ -305,3 +305,61 @@ Test(condition, node_count_bomb)
 		     TFS_E_CORRUPT);
 	tfs_buf_release(&b);
 }
+
+/* Update commits: the tree, then `u64 n` and n (name, value) pairs
+ * (consolidated.md §6), exactly to the end. */
+Test(condition, update_values)
+{
+	struct tfs_update u, v;
+	struct tfs_update_value vals[2];
+	struct tfs_diag d;
+	struct tfs_buf b, c;
+	uint8_t seven[4] = {7, 0, 0, 0};
+
+	memset(&u, 0, sizeof(u));
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_condition_parse(&u.cond, example, sizeof(example), NULL,
+					 &d),
+		     TFS_E_OK);
+	vals[0].field = "a";
+	vals[0].value = seven;
+	vals[0].value_len = 4;
+	vals[1].field = "s";
+	vals[1].value = (uint8_t *)"";
+	vals[1].value_len = 0;
+	u.values = vals;
+	u.value_num = 2;
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	tfs_buf_init(&c, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_update_serialize(&b, &u), TFS_E_OK);
+	cr_assert_eq(b.len, sizeof(example) + 8 + (8 + 1 + 8 + 4) + (8 + 1 + 8));
+	cr_assert_eq(tfs_update_parse(&v, b.data, b.len, &d), TFS_E_OK, "%s",
+		     d.msg);
+	cr_expect_eq(v.cond.op, TFS_QC_GE);
+	cr_assert_eq(v.value_num, 2);
+	cr_expect_str_eq(v.values[0].field, "a");
+	cr_expect_eq(v.values[0].value_len, 4);
+	cr_expect_eq(tfs_get_u32(v.values[0].value), 7);
+	cr_expect_str_eq(v.values[1].field, "s");
+	cr_expect_eq(v.values[1].value_len, 0);
+	cr_assert_eq(tfs_update_serialize(&c, &v), TFS_E_OK);
+	cr_expect_eq(c.len, b.len);
+	cr_expect_arr_eq(c.data, b.data, b.len);
+	tfs_update_release(&v);
+	tfs_update_release(&v);
+	for (size_t k = 0; k < b.len; k++) {
+		tfs_diag_init(&d);
+		cr_expect_eq(tfs_update_parse(&v, b.data, k, &d), TFS_E_CORRUPT,
+			     "prefix %zu", k);
+	}
+	/* nothing may follow; a lying count is caught before allocating */
+	cr_assert_eq(tfs_buf_append_u8(&b, 0), TFS_E_OK);
+	cr_expect_eq(tfs_update_parse(&v, b.data, b.len, &d), TFS_E_CORRUPT);
+	tfs_put_u64(b.data + sizeof(example), UINT64_MAX / 2);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_update_parse(&v, b.data, b.len, &d), TFS_E_CORRUPT);
+	cr_expect(strstr(d.msg, "update value count"), "%s", d.msg);
+	tfs_condition_release(&u.cond);
+	tfs_buf_release(&b);
+	tfs_buf_release(&c);
+}

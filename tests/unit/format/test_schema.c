@@ -586,3 +586,58 @@ Test(schema, offsets_embedded_rule)
 	cr_expect_not(tfs_offsets_embedded(TFS_CHAR, &rle, 22));
 	cr_expect_not(tfs_offsets_embedded(TFS_INT32, &rle, 22));
 }
+
+/* A dimension label written byte by byte from schema.md §6 (not the
+ * public spec's layout) into the worked example's label list: parsed
+ * field by field, serialized back to the same bytes; every cut inside it
+ * is corrupt. */
+#define EX_LABEL_NUM 154
+Test(schema, dimension_label_bytes)
+{
+	static const uint8_t label[] = {
+		0x00, 0x00, 0x00, 0x00,                   /* dimension 0 */
+		0x03, 0x00, 0x00, 0x00, 'l', 'a', 'b',    /* name */
+		0x01,                                     /* relative URI */
+		0x0b, 0, 0, 0, 0, 0, 0, 0,                /* u64 URI length */
+		'_', '_', 'l', 'a', 'b', 'e', 'l', 's', '/', 'l', '0',
+		0x05, 0x00, 0x00, 0x00, 'l', 'a', 'b', 'e', 'l',
+		0x02,                                     /* decreasing */
+		0x0b,                                     /* STRING_ASCII */
+		0xff, 0xff, 0xff, 0xff,                   /* var-size */
+		0x00,                                     /* not external */
+	};
+	uint8_t buf[sizeof(example) + sizeof(label)];
+	struct tfs_schema s;
+	struct tfs_diag d;
+	struct tfs_buf b;
+
+	memcpy(buf, example, EX_LABEL_NUM);
+	tfs_put_u32(buf + EX_LABEL_NUM, 1);
+	memcpy(buf + EX_LABEL_NUM + 4, label, sizeof(label));
+	memcpy(buf + EX_LABEL_NUM + 4 + sizeof(label), example + EX_LABEL_NUM + 4,
+	       sizeof(example) - EX_LABEL_NUM - 4);
+	cr_assert_eq(parse(&s, buf, sizeof(buf), &d), TFS_E_OK, "%s", d.msg);
+	cr_assert_eq(s.label_num, 1);
+	cr_expect_eq(s.labels[0].dim_index, 0);
+	cr_expect_str_eq(s.labels[0].name, "lab");
+	cr_expect(s.labels[0].uri_relative);
+	cr_expect_str_eq(s.labels[0].uri, "__labels/l0");
+	cr_expect_str_eq(s.labels[0].attr_name, "label");
+	cr_expect_eq(s.labels[0].order, 2);
+	cr_expect_eq(s.labels[0].type, TFS_STRING_ASCII);
+	cr_expect_eq(s.labels[0].cell_val_num, TFS_VAR_NUM);
+	cr_expect_not(s.labels[0].is_external);
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_schema_serialize(&b, &s), TFS_E_OK);
+	cr_assert_eq(b.len, sizeof(buf));
+	cr_expect_arr_eq(b.data, buf, sizeof(buf));
+	tfs_buf_release(&b);
+	tfs_schema_release(&s);
+	for (size_t k = EX_LABEL_NUM; k < EX_LABEL_NUM + 4 + sizeof(label); k++)
+		cr_expect_eq(parse(&s, buf, k, &d), TFS_E_CORRUPT, "prefix %zu",
+			     k);
+	/* an order that is no DataOrder */
+	buf[EX_LABEL_NUM + 4 + 40] = 3;
+	cr_expect_eq(parse(&s, buf, sizeof(buf), &d), TFS_E_CORRUPT);
+	cr_expect(strstr(d.msg, "invalid order 3"), "%s", d.msg);
+}
