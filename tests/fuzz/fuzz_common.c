@@ -23,6 +23,32 @@ void fuzz_fail(const char *file, int line, const char *what)
 	abort();
 }
 
+static void dump(const char *label, const uint8_t *p, size_t len, size_t at)
+{
+	size_t from = at > 16 ? at - 16 : 0;
+
+	fprintf(stderr, "  %s (%zu bytes) at %zu:", label, len, from);
+	for (size_t i = from; i < len && i < at + 16; i++)
+		fprintf(stderr, i == at ? " [%02x]" : " %02x", p[i]);
+	fputc('\n', stderr);
+}
+
+void fuzz_check_same(const void *got, size_t got_len, const void *want,
+		     size_t want_len, const char *what)
+{
+	const uint8_t *g = got, *w = want;
+	size_t i = 0;
+
+	while (i < got_len && i < want_len && g[i] == w[i])
+		i++;
+	if (i == got_len && i == want_len)
+		return;
+	fprintf(stderr, "%s: differs at offset %zu\n", what, i);
+	dump("got", g, got_len, i);
+	dump("want", w, want_len, i);
+	fuzz_fail(__FILE__, __LINE__, what);
+}
+
 enum tfs_err fuzz_generic_decode(const uint8_t *buf, size_t len,
 				 uint8_t **payload, size_t *payload_len,
 				 size_t *consumed)

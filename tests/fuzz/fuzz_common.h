@@ -64,6 +64,10 @@ void fuzz_alloc_fault(enum tfs_err (*run)(void *arg), void *arg,
 struct tfs_buf;
 enum tfs_err fuzz_filter_spec_put(struct tfs_buf *b, const uint8_t *spec);
 
+/* Fails with where got and want first differ when they are not equal. */
+void fuzz_check_same(const void *got, size_t got_len, const void *want,
+		     size_t want_len, const char *what);
+
 /* Reads every byte of p[0..n) so ASan checks the whole buffer exists. */
 void fuzz_touch(const void *p, size_t n);
 

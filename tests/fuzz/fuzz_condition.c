@@ -56,7 +56,8 @@ static void check_roundtrip(const struct tfs_qc_node *n, const uint8_t *data,
 	FUZZ_CHECK(check_tree(n, 1) <= TFS_QC_MAX_NODES);
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	FUZZ_CHECK(tfs_condition_serialize(&b, n) == TFS_E_OK);
-	FUZZ_CHECK(b.len == used && memcmp(b.data, data, used) == 0);
+	fuzz_check_same(b.data, b.len, data, used,
+			"condition serialized back");
 	tfs_buf_release(&b);
 }
 

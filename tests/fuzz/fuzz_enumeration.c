@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		tfs_buf_init(&b, TFS_BUF_NO_MAX);
 		FUZZ_CHECK(tfs_enumeration_serialize(&b, &en) == TFS_E_OK);
-		FUZZ_CHECK(b.len == size && memcmp(b.data, data, size) == 0);
+		fuzz_check_same(b.data, b.len, data, size,
+				"enumeration serialized back");
 		tfs_buf_release(&b);
 		tfs_enumeration_release(&en);
 	}

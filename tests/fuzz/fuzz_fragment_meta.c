@@ -116,7 +116,8 @@ static void footer_roundtrip(const struct tfs_footer *f,
 	FUZZ_CHECK(back.size == b1.len);
 	FUZZ_CHECK(footer_eq(f, &back));
 	FUZZ_CHECK(tfs_footer_serialize(&b2, &back, s) == TFS_E_OK);
-	FUZZ_CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
+	fuzz_check_same(b2.data, b2.len, b1.data, b1.len,
+			"footer serialized twice");
 	tfs_footer_release(&back);
 	tfs_buf_release(&b1);
 	tfs_buf_release(&b2);
@@ -133,7 +134,7 @@ static void check_u64_list(const uint8_t *p, size_t len)
 		return;
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	FUZZ_CHECK(tfs_u64_list_serialize(&b, list, count) == TFS_E_OK);
-	FUZZ_CHECK(b.len == len && memcmp(b.data, p, len) == 0);
+	fuzz_check_same(b.data, b.len, p, len, "u64 list serialized back");
 	tfs_buf_release(&b);
 	tfs_free(list);
 }
@@ -158,7 +159,8 @@ static void check_rtree(const uint8_t *p, size_t len, uint32_t version,
 	for (uint64_t i = 0; i < t.leaf_num * t.dim_num; i++)
 		FUZZ_CHECK(range_eq(&t.leaves[i], &back.leaves[i]));
 	FUZZ_CHECK(tfs_rtree_serialize(&b2, &back, version, s) == TFS_E_OK);
-	FUZZ_CHECK(b1.len == b2.len && memcmp(b1.data, b2.data, b1.len) == 0);
+	fuzz_check_same(b2.data, b2.len, b1.data, b1.len,
+			"R-tree serialized twice");
 	tfs_rtree_release(&back);
 	tfs_rtree_release(&t);
 	tfs_buf_release(&b1);
@@ -176,7 +178,7 @@ static void check_strlist(const uint8_t *p, size_t len)
 		return;
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	FUZZ_CHECK(tfs_strlist_serialize(&b, &l) == TFS_E_OK);
-	FUZZ_CHECK(b.len == len && memcmp(b.data, p, len) == 0);
+	fuzz_check_same(b.data, b.len, p, len, "string list serialized back");
 	tfs_buf_release(&b);
 	tfs_strlist_release(&l);
 }

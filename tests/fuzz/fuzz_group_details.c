@@ -50,7 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		tfs_buf_init(&b, TFS_BUF_NO_MAX);
 		FUZZ_CHECK(tfs_group_details_serialize(&b, &g) == TFS_E_OK);
-		FUZZ_CHECK(b.len <= size && memcmp(b.data, data, b.len) == 0);
+		fuzz_check_same(b.data, b.len, data,
+				b.len <= size ? b.len : size,
+				"group details serialized back");
 		tfs_buf_release(&b);
 		tfs_group_details_release(&g);
 	}

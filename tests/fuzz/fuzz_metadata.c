@@ -51,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		tfs_buf_init(&b, TFS_BUF_NO_MAX);
 		FUZZ_CHECK(tfs_meta_file_serialize(&b, &m) == TFS_E_OK);
-		FUZZ_CHECK(b.len == size &&
-			   (size == 0 || memcmp(b.data, data, size) == 0));
+		fuzz_check_same(b.data, b.len, data, size,
+				"metadata serialized back");
 		tfs_buf_release(&b);
 		tfs_meta_file_release(&m);
 	}

@@ -591,10 +591,9 @@ static void filter_seeds(void)
 				ctx.cell_size = tfs_datatype_size(type);
 				ctx.fragment_version = 22;
 				ctx.key = key ? fuzz_corpus_key : NULL;
-				if (string_mode) {
-					/* The seed's data are strings already. */
-					continue;
-				}
+				/* String mode: the seed above is enough. */
+				if (string_mode)
+					goto next;
 				if (tfs_tile_encode(&tile, &p, &ctx, data, dl,
 						    NULL, 0, &d) == TFS_E_OK) {
 					buf[3] = (uint8_t)((key ? 2 : 0) | 8);

@@ -77,7 +77,8 @@ static void check_format_ned(const struct tfs_schema *s,
 	if (tfsd_sel_parse((const char *)b.data, b.len, s, ned, &sel, &d)) {
 		fprintf(stderr, "'%.*s': %s\n", (int)b.len, (char *)b.data,
 			d.msg);
-		FUZZ_CHECK(!"the non-empty domain's SEL parses");
+		fuzz_fail(__FILE__, __LINE__,
+			  "the non-empty domain's SEL parses");
 	}
 	FUZZ_CHECK(!sel->empty);
 	for (uint32_t k = 0; k < s->dim_num; k++) {
