@@ -23,10 +23,11 @@ dir=build-fuzz
 bash scripts/install-deps.sh || { echo "fuzz.sh: FAIL (installing dependencies)"; exit 1; }
 
 echo "=== fuzz: configure and build in $dir (clang, TFS_FUZZ=ON)"
+mkdir -p "$dir"
 # Warnings are the gcc builds' job (-Werror there); clang's own are shown.
 if ! CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTFS_FUZZ=ON -DTFS_WERROR=OFF >"$dir.configure.log" 2>&1; then
-  cat "$dir.configure.log"
+    -DTFS_FUZZ=ON -DTFS_WERROR=OFF >"$dir/configure.log" 2>&1; then
+  cat "$dir/configure.log"
   echo "fuzz.sh: FAIL (configure)"
   exit 1
 fi
