@@ -185,7 +185,9 @@ enum tfs_err tfs_schema_decode(struct tfs_schema *out, const uint8_t *file,
  * serializes back to its original bytes, except for filter options the
  * parser tolerates and TileDB never writes (filters.md §1): non-zero WebP
  * padding (written as zeros) and a delta / double-delta reinterpret byte
- * present or missing against the version rule (written by the rule).
+ * present or missing against the version rule (written by the rule),
+ * and an empty dimension filter list with max chunk size 0 (written with
+ * 65536, see tfs_dim.stored_max_chunk).
  * TFS_E_INVALID on an inconsistent struct; out unchanged on failure. */
 enum tfs_err tfs_schema_serialize(struct tfs_buf *out,
 				  const struct tfs_schema *s) TFS_WUR;

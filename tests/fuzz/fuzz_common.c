@@ -1,6 +1,7 @@
 /* Helpers shared by the fuzz targets (fuzz_common.h). */
 #include "fuzz_common.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -208,3 +209,18 @@ enum tfs_err fuzz_filter_spec_put(struct tfs_buf *b, const uint8_t *spec)
 	return TFS_E_OK;
 }
 
+
+void fuzz_note(const char *fmt, ...)
+{
+	static int verbose = -1;
+	va_list ap;
+
+	if (verbose < 0)
+		verbose = getenv("FUZZ_VERBOSE") != NULL;
+	if (!verbose)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}

@@ -71,6 +71,9 @@ void fuzz_check_same(const void *got, size_t got_len, const void *want,
 /* Reads every byte of p[0..n) so ASan checks the whole buffer exists. */
 void fuzz_touch(const void *p, size_t n);
 
+/* Prints a line to stderr when FUZZ_VERBOSE is set (seed checks). */
+void fuzz_note(const char *fmt, ...) TFS_PRINTF(1, 2);
+
 /* A small deterministic number from the input, for such choices. */
 uint32_t fuzz_hash(const uint8_t *data, size_t size);
 

@@ -58,9 +58,12 @@ static bool schema_lenient(const struct tfs_schema *s)
 		 pipeline_lenient(&s->offsets_filters, s->version) ||
 		 pipeline_lenient(&s->validity_filters, s->version);
 
+	/* An inherited (empty) dimension list stored with chunk size 0 is
+	 * written with 65536 (tfs_dim.stored_max_chunk). */
 	for (uint32_t i = 0; !l && i < s->dim_num; i++)
-		l = !s->dims[i].filters_inherited &&
-		    pipeline_lenient(&s->dims[i].filters, s->version);
+		l = s->dims[i].filters_inherited
+			    ? s->version >= 5 && s->dims[i].stored_max_chunk == 0
+			    : pipeline_lenient(&s->dims[i].filters, s->version);
 	for (uint32_t i = 0; !l && i < s->attr_num; i++)
 		l = pipeline_lenient(&s->attrs[i].filters, s->version);
 	return l;

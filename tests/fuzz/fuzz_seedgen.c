@@ -1,6 +1,7 @@
 /* Writes the seed inputs of the fuzz targets: usage
  *   fuzz_seedgen CORPUS OUTDIR
- * fills OUTDIR/<target>/ from the TileDB arrays under CORPUS (schemas,
+ * fills OUTDIR/<target>/ from the TileDB arrays under CORPUS (whole
+ * array folders, schemas,
  * fragment metadata with their schema, per-slot data tiles with their
  * pipeline, array and group metadata, enumerations, commits, delete
  * conditions, names) and from synthetic inputs (every filter with typical
@@ -299,6 +300,76 @@ static void fragment_tiles(struct tfs_arraydir *a, struct tfs_fragment *f,
 	}
 }
 
+/* Appends every file under dir as fuzz_array's entries (path relative
+ * to the array folder). False when the array is too big for a seed. */
+static bool pack_files(struct tfs_buf *b, const char *dir, const char *rel)
+{
+	struct dirent *de;
+	struct stat st;
+	bool ok = true;
+	DIR *dh = opendir(dir);
+
+	if (!dh)
+		return false;
+	while (ok && (de = readdir(dh))) {
+		char child[4096], crel[512];
+		uint8_t *buf;
+		size_t len;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		snprintf(child, sizeof(child), "%s/%s", dir, de->d_name);
+		snprintf(crel, sizeof(crel), "%s%s%s", rel, *rel ? "/" : "",
+			 de->d_name);
+		if (stat(child, &st))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			ok = pack_files(b, child, crel);
+			continue;
+		}
+		if (strlen(crel) > 255 || b->len + st.st_size > MAX_SEED)
+			ok = false;
+		buf = ok ? read_file(child, &len) : NULL;
+		if (buf && (tfs_buf_append_u8(b, (uint8_t)strlen(crel)) ||
+			    tfs_buf_append(b, crel, strlen(crel)) ||
+			    tfs_buf_append_u32(b, (uint32_t)len) ||
+			    tfs_buf_append(b, buf, len)))
+			ok = false;
+		free(buf);
+	}
+	closedir(dh);
+	return ok;
+}
+
+/* The whole folder as a fuzz_array seed, opened now and, when it has
+ * several fragments, at the time of its first one. */
+static void put_array(const char *path, const char *rel, bool key,
+		      uint64_t first_t)
+{
+	struct tfs_buf b;
+
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	if (tfs_buf_append_u8(&b, key ? 1 : 0) || !pack_files(&b, path, "")) {
+		tfs_buf_release(&b);
+		return;
+	}
+	put_seed("fuzz_array", rel, b.data, b.len, NULL, 0);
+	if (first_t) {
+		struct tfs_buf tb;
+		char id[4096];
+
+		tfs_buf_init(&tb, TFS_BUF_NO_MAX);
+		if (!tfs_buf_append_u8(&tb, (key ? 1 : 0) | 2) &&
+		    !tfs_buf_append_u64(&tb, first_t) &&
+		    !tfs_buf_append(&tb, b.data + 1, b.len - 1)) {
+			snprintf(id, sizeof(id), "%.4000s@t", rel);
+			put_seed("fuzz_array", id, tb.data, tb.len, NULL, 0);
+		}
+		tfs_buf_release(&tb);
+	}
+	tfs_buf_release(&b);
+}
+
 static void one_array(const char *path, const char *rel)
 {
 	struct tfs_arraydir_opts opts = {NULL, 0, UINT64_MAX};
@@ -368,6 +439,8 @@ next:
 	}
 	if (dh)
 		closedir(dh);
+	put_array(path, rel, opts.key != NULL,
+		  a->listed_num > 1 ? a->listed[0]->name_info.t2 : 0);
 	tfs_arraydir_close(a);
 	tfs_vfs_free(vfs);
 }
