@@ -756,13 +756,15 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 	}
 	for (uint64_t i = 0; limit != UINT64_MAX && i < count; i++) {
 		if (list[i] > limit || (i && list[i] < list[i - 1])) {
+			uint64_t at = list[i]; /* the message outlives list */
+
 			tfs_free(list);
 			return tfs_fail(d, TFS_E_CORRUPT,
 					"fragment '%s': slot %u %s: tile %" PRIu64
 					" starts at %" PRIu64
 					", out of order or past the end of the file (%" PRIu64
 					" bytes)",
-					f->name, slot, what, i, list[i], limit);
+					f->name, slot, what, i, at, limit);
 		}
 	}
 	*out = list;
