@@ -405,6 +405,15 @@ enum tfs_err tfsd_sel_parse(const char *text, size_t len,
 				break;
 			p++; /* ':' */
 			if (p >= end || *p == ',') {
+				/* "lo:hi:step:" has an empty fourth part:
+				 * there are only three to hold it. */
+				if (parts == 3) {
+					e = tfs_fail(d, TFS_E_INVALID,
+						     "range %u: more than "
+						     "lo:hi:step",
+						     k + 1);
+					break;
+				}
 				part_clear(&pt[parts++]);
 				break;
 			}

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test: installs the Debian packages, builds with warnings as
 # errors and runs the CTest suite (unit tests, the public corpus through
-# `tfs dump`, CLI checks), then builds again with AddressSanitizer +
-# UndefinedBehaviorSanitizer and runs the whole suite there too.
+# `tfs dump`, CLI checks, fuzz regressions), then builds again with
+# AddressSanitizer + UndefinedBehaviorSanitizer and runs the whole suite
+# there too, then runs every fuzz target briefly (scripts/fuzz.sh, clang).
 # Exits non-zero if anything fails; the last line is the summary.
-#   TFS_JOBS=N   parallel build and test jobs (default 2)
+#   TFS_JOBS=N          parallel build and test jobs (default 2)
+#   TFS_FUZZ_SECONDS=N  seconds per fuzz target (default 10; 0 skips)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +41,20 @@ status=0
 suite release build-release || status=1
 suite asan+ubsan build-asan -DTFS_SANITIZE=ON || status=1
 
-summary="release: ${result[release]}, asan+ubsan: ${result[asan+ubsan]}"
+# A short fuzzing run of every target (about 2 minutes on 2 CPUs); any
+# crash, leak or timeout fails it and leaves its reproducer in
+# tests/fuzz/regressions/.
+fuzz_secs=${TFS_FUZZ_SECONDS:-10}
+if [ "$fuzz_secs" -eq 0 ]; then
+  result[fuzz]="skipped"
+elif TFS_JOBS=$jobs bash scripts/fuzz.sh "$fuzz_secs"; then
+  result[fuzz]="ok"
+else
+  result[fuzz]="failed"
+  status=1
+fi
+
+summary="release: ${result[release]}, asan+ubsan: ${result[asan+ubsan]}, fuzz: ${result[fuzz]}"
 if [ "$status" -eq 0 ]; then
   echo "test.sh: PASS ($summary)"
 else

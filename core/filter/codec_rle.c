@@ -11,9 +11,14 @@
 enum tfs_err tfs__rle_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
 			     size_t src_len, size_t value_size)
 {
-	size_t run_size = value_size + 2, o = 0;
+	size_t run_size, o = 0;
 
-	if (value_size == 0 || src_len % run_size != 0)
+	/* value_size is a cell size from the file (a generic tile header's
+	 * is any u64): value_size + 2 must not wrap. */
+	if (value_size == 0 || value_size > SIZE_MAX - 2)
+		return TFS_E_CORRUPT;
+	run_size = value_size + 2;
+	if (src_len % run_size != 0)
 		return TFS_E_CORRUPT;
 	for (size_t pos = 0; pos < src_len; pos += run_size) {
 		const uint8_t *v = src + pos;

@@ -68,6 +68,29 @@ enum tfs_err tfs_generic_header_parse(struct tfs_generic_header *out,
 	return TFS_E_OK;
 }
 
+/* The bytes a filtered tile decodes to: the sum of its chunks' original
+ * lengths (tile.md §1). False when the chunk headers run past len. */
+static bool chunks_total(const uint8_t *p, size_t len, uint64_t *total)
+{
+	struct tfs_cursor c;
+	uint64_t n, sum = 0;
+
+	tfs_cur_init(&c, p, len);
+	if (!tfs_cur_u64(&c, &n) || n > tfs_cur_left(&c) / 12)
+		return false;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t orig, filtered, md_len;
+
+		if (!tfs_cur_u32(&c, &orig) || !tfs_cur_u32(&c, &filtered) ||
+		    !tfs_cur_u32(&c, &md_len) || !tfs_cur_skip(&c, md_len) ||
+		    !tfs_cur_skip(&c, filtered))
+			return false;
+		sum += orig; /* n < len / 12: cannot wrap */
+	}
+	*total = sum;
+	return true;
+}
+
 enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
 				     const uint8_t *key, size_t max_payload,
 				     uint8_t **payload, size_t *payload_len,
@@ -75,6 +98,7 @@ enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
 {
 	struct tfs_generic_header h;
 	struct tfs_tile_ctx ctx;
+	uint64_t total;
 	uint8_t *out;
 	enum tfs_err e;
 
@@ -98,6 +122,21 @@ enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
 				"generic tile: payload of %llu bytes exceeds "
 				"the limit of %zu",
 				(unsigned long long)h.tile_size, max_payload);
+	/* The chunks must add up to the header's size before we allocate
+	 * it: a lying header costs a failed parse, not up to max_payload
+	 * bytes of memory. */
+	if (!chunks_total(buf + h.header_size, (size_t)h.persisted_size,
+			  &total))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"generic tile: chunk headers run past the "
+				"%llu bytes of tile data",
+				(unsigned long long)h.persisted_size);
+	if (total != h.tile_size)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"generic tile: chunks decode to %llu bytes, "
+				"the header says %llu",
+				(unsigned long long)total,
+				(unsigned long long)h.tile_size);
 	out = tfs_malloc((size_t)h.tile_size);
 	if (!out)
 		return tfs_fail(d, TFS_E_NOMEM,

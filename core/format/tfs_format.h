@@ -182,8 +182,13 @@ enum tfs_err tfs_schema_decode(struct tfs_schema *out, const uint8_t *file,
 			       struct tfs_diag *d) TFS_WUR;
 /* Appends the payload for s->version (any of 1..23; below 5 every
  * dimension must be fixed-size and of one type). A parsed schema
- * serializes back to its original bytes. TFS_E_INVALID on an inconsistent
- * struct; out unchanged on failure. */
+ * serializes back to its original bytes, except for filter options the
+ * parser tolerates and TileDB never writes (filters.md §1): non-zero WebP
+ * padding (written as zeros) and a delta / double-delta reinterpret byte
+ * present or missing against the version rule (written by the rule),
+ * and an empty dimension filter list with max chunk size 0 (written with
+ * 65536, see tfs_dim.stored_max_chunk).
+ * TFS_E_INVALID on an inconsistent struct; out unchanged on failure. */
 enum tfs_err tfs_schema_serialize(struct tfs_buf *out,
 				  const struct tfs_schema *s) TFS_WUR;
 void tfs_schema_release(struct tfs_schema *s);

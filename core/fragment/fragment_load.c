@@ -756,13 +756,15 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 	}
 	for (uint64_t i = 0; limit != UINT64_MAX && i < count; i++) {
 		if (list[i] > limit || (i && list[i] < list[i - 1])) {
+			uint64_t at = list[i]; /* the message outlives list */
+
 			tfs_free(list);
 			return tfs_fail(d, TFS_E_CORRUPT,
 					"fragment '%s': slot %u %s: tile %" PRIu64
 					" starts at %" PRIu64
 					", out of order or past the end of the file (%" PRIu64
 					" bytes)",
-					f->name, slot, what, i, list[i], limit);
+					f->name, slot, what, i, at, limit);
 		}
 	}
 	*out = list;
@@ -791,6 +793,35 @@ static struct slot_kind slot_kind_of(const struct tfs_fragment *f,
 	return k;
 }
 
+/* Checks the footer's size of one data file of a slot against the file:
+ * tile reads allocate up to what the footer says, so a lying footer must
+ * not claim more than the file holds. A missing file is left to the
+ * reads to report. */
+static enum tfs_err check_data_file(const struct tfs_arraydir *a,
+				    const struct tfs_fragment *f, uint32_t slot,
+				    enum tfs_file_kind kind, uint64_t claimed,
+				    struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	char *path;
+	enum tfs_err err;
+
+	if (claimed == 0)
+		return TFS_E_OK;
+	path = tfs_fragment_file_path(f, slot, kind);
+	if (!path)
+		return tfs_fail(d, TFS_E_NOMEM, "fragment '%s': out of memory",
+				f->name);
+	err = tfs_vfs_stat(a->vfs, path, &st, d);
+	if (!err && st.exists && !st.is_dir && st.size < claimed)
+		err = tfs_fail(d, TFS_E_CORRUPT,
+			       "'%s': %" PRIu64 " bytes, its fragment's footer "
+			       "says %" PRIu64,
+			       path, st.size, claimed);
+	tfs_free(path);
+	return err;
+}
+
 static enum tfs_err load_slot(const struct tfs_arraydir *a,
 			      struct tfs_fragment *f, uint32_t slot,
 			      struct tfs_diag *d)
@@ -804,6 +835,16 @@ static enum tfs_err load_slot(const struct tfs_arraydir *a,
 
 	if (f->tile_num == 0)
 		return TFS_E_OK;
+	err = check_data_file(a, f, slot, TFS_FILE_FIXED,
+			      ft->file_sizes[slot], d);
+	if (!err && k.var)
+		err = check_data_file(a, f, slot, TFS_FILE_VAR,
+				      ft->file_var_sizes[slot], d);
+	if (!err && k.nullable && ft->version >= 7)
+		err = check_data_file(a, f, slot, TFS_FILE_VALIDITY,
+				      ft->file_validity_sizes[slot], d);
+	if (err)
+		return err;
 	err = meta_file_size(a, f, &path, &size, d);
 	if (err)
 		return err;

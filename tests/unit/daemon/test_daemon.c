@@ -240,6 +240,10 @@ Test(tree, bad_names, .init = setup, .fini = teardown)
 		"dense_2d_rowmajor/a/slice[5:1]",
 		"dense_2d_rowmajor/a/slice[0:500]",
 		"dense_2d_rowmajor/a/slice[1:5].offsets",
+		/* A fourth, empty part (found by fuzz_selection: it was
+		 * written past the three parts). */
+		"dense_2d_rowmajor/a/slice[1:5:2:]",
+		"dense_2d_rowmajor/a/slice[1:5::,1:2]",
 		"dense_2d_rowmajor/slice[1:5].txt",
 		"dense_2d_rowmajor/nothing",
 		"dense_2d_rowmajor/versions/versions",

@@ -448,6 +448,23 @@ Test(corrupt, filter_specific_headers)
 		cr_assert_eq(decode_one(&p, &ctx, 8, md, 16, runs, 5),
 			     TFS_E_CORRUPT);
 	}
+	/* RLE with the cell size of a lying generic tile header: the run
+	 * size must not wrap (found by fuzz_generic_tile). */
+	{
+		struct tfs_pipeline p = tu_pipe("RLE(level=-1)", NULL);
+		static const uint8_t runs[] = {1, 0, 0, 0, 0xff, 0xff};
+		struct tfs_tile_ctx huge = tu_ctx(TFS_CHAR, 0);
+
+		tfs_put_u32(md, 0);
+		tfs_put_u32(md + 4, 1);
+		tfs_put_u32(md + 8, 8);
+		tfs_put_u32(md + 12, 6);
+		for (uint64_t k = 0; k < 3; k++) {
+			huge.cell_size = UINT64_MAX - k;
+			cr_assert_eq(decode_one(&p, &huge, 8, md, 16, runs, 6),
+				     TFS_E_CORRUPT);
+		}
+	}
 	/* WebP garbage. */
 	{
 		struct tfs_pipeline p =

@@ -105,6 +105,27 @@ Test(generic_tile, every_prefix_fails)
 	}
 }
 
+/* A header claiming more than its chunks hold fails before the claimed
+ * size is allocated (found by fuzz_generic_tile: a 100-byte schema file
+ * could make every open allocate 1 GiB). */
+Test(generic_tile, size_must_match_chunks)
+{
+	uint8_t copy[sizeof(example)];
+	struct tfs_diag d;
+	uint8_t *payload;
+	size_t plen;
+
+	memcpy(copy, example, sizeof(copy));
+	copy[12 + 3] = 0x20; /* tile size += 512 MiB */
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_generic_tile_decode(copy, sizeof(copy), NULL,
+					     (size_t)1 << 30, &payload, &plen,
+					     NULL, &d),
+		     TFS_E_CORRUPT);
+	cr_expect_null(payload);
+	cr_expect(strstr(d.msg, "chunks decode to"), "%s", d.msg);
+}
+
 Test(generic_tile, newer_versions_unsupported)
 {
 	static const uint32_t versions[] = {24, 0x80000012u, 0xffffffffu};

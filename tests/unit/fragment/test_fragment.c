@@ -1104,6 +1104,67 @@ Test(errors, corrupt_footer_and_missing_schema)
 	tfs_vfs_free(m);
 }
 
+/* Rewrites the footer of fragment file `frag` with file_sizes[0] = size. */
+static void set_file_size0(struct tfs_vfs *m, const char *frag,
+			   const struct tfs_schema *s, uint64_t size)
+{
+	struct tfs_footer f;
+	struct tfs_diag d;
+	struct tfs_buf b;
+	uint8_t *buf;
+	size_t len, flen;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_read_all(m, frag, 1 << 20, &buf, &len, &d),
+		     TFS_E_OK);
+	flen = (size_t)tfs_get_u64(buf + len - 8);
+	cr_assert_eq(tfs_footer_parse(&f, buf + len - 8 - flen, flen, s, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	f.file_sizes[0] = size;
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_buf_append(&b, buf, len - 8 - flen), TFS_E_OK);
+	cr_assert_eq(tfs_footer_serialize(&b, &f, s), TFS_E_OK);
+	cr_assert_eq(tfs_buf_append_u64(&b, b.len - (len - 8 - flen)), TFS_E_OK);
+	put(m, frag, b.data, b.len);
+	tfs_buf_release(&b);
+	tfs_footer_release(&f);
+	tfs_free(buf);
+}
+
+/* Tile reads allocate what the footer says a data file holds: a footer
+ * claiming more than the file is corrupt before any read (found by
+ * fuzz_array); offsets past a smaller claim are reported without reading
+ * the freed list (a use after free fuzz_array found). */
+Test(errors, footer_file_sizes)
+{
+	static const char frag[] =
+		"/A/__fragments/__1700000001000_1700000001000_7ff31dc7f4886f42130bb0d7928b4a55_22/__fragment_metadata.tdb";
+	struct tfs_vfs *m = mem_copy("dense_1d");
+	const struct tfs_slot_tiles *st;
+	struct tfs_arraydir *a = must_open(m, "/A", NULL, UINT64_MAX);
+	struct tfs_diag d;
+
+	set_file_size0(m, frag, a->schema, UINT64_C(3) << 30);
+	tfs_arraydir_close(a);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a->fragment_num, 1);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_fragment_slot_tiles(a, a->fragments[0], 0, &st, &d),
+		     TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "footer says 3221225472"), "%s", d.msg);
+
+	set_file_size0(m, frag, a->schema, 1);
+	tfs_arraydir_close(a);
+	a = must_open(m, "/A", NULL, UINT64_MAX);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_fragment_slot_tiles(a, a->fragments[0], 0, &st, &d),
+		     TFS_E_CORRUPT);
+	cr_assert(strstr(d.msg, "past the end of the file (1 bytes)"), "%s",
+		  d.msg);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(m);
+}
+
 /* ---- fault and allocation-failure injection ------------------------------ */
 
 /* Fails the nth storage call of an open, for every n until the open makes
