@@ -206,5 +206,7 @@ enum tfs_err tfs_key_from_hex(uint8_t key[32], const char *hex) TFS_WUR;
 
 /* Groups: after everything above, which tfs_group.h uses. */
 #include "tfs_group.h"
+/* Writing: after everything above, which tfs_write.h uses. */
+#include "tfs_write.h"
 
 #endif
