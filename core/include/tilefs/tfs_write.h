@@ -183,8 +183,8 @@ enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
 
 enum tfs_consolidate_mode {
 	TFS_CONSOLIDATE_FRAGMENTS,     /* cells: one fragment over [t1, t2] */
-	TFS_CONSOLIDATE_FRAGMENT_META, /* __fragment_meta/*.meta */
-	TFS_CONSOLIDATE_COMMITS,       /* __commits/*.con */
+	TFS_CONSOLIDATE_FRAGMENT_META, /* __fragment_meta/ files (.meta) */
+	TFS_CONSOLIDATE_COMMITS,       /* __commits/ consolidated commits (.con) */
 	TFS_CONSOLIDATE_ARRAY_META,    /* __meta/ into one file + .vac */
 };
 
