@@ -307,6 +307,14 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 	const struct tfs_dim *dm = &w->s->dims[k];
 	char where[64];
 
+	if (!dm->var && tfs_value_cmp(dm->type, v, dm->domain[0]) >= 0 &&
+	    tfs_value_cmp(dm->type, v, dm->domain[1]) <= 0 &&
+	    !w->s->has_current_domain &&
+	    (tfs_datatype_class(dm->type) != TFS_CLASS_FLOAT ||
+	     !isnan(tfs_value_as_f64(dm->type, v))))
+		return TFS_E_OK; /* the common case, without formatting */
+	if (dm->var && !w->s->has_current_domain)
+		return TFS_E_OK;
 	if (what)
 		snprintf(where, sizeof(where), "%s", what);
 	else
@@ -655,11 +663,11 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 			goto out_rollback;
 		}
 	cells->cell_num += n;
-	if (w->order.hilbert) {
+	if (w->order.keyed) {
 		for (uint64_t i = 0; i < n; i++)
 			if ((e = tfs_buf_append_u64(
 				     &cells->keys,
-				     tfs__hilbert_key(&w->order, cells, base + i)))) {
+				     tfs__order_key(&w->order, cells, base + i)))) {
 				tfs_fail(d, e, "out of memory");
 				goto out_rollback;
 			}
@@ -825,7 +833,9 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 			goto out;
 		}
 		commit = c2;
-		memcpy(commit + n, w->version >= 12 ? ".wrt" : ".ok", 5);
+		const char *ext = w->version >= 12 ? ".wrt" : ".ok";
+
+		memcpy(commit + n, ext, strlen(ext) + 1);
 	}
 	if ((e = w->vfs->ops->mkdir(w->vfs, parent, d)) ||
 	    (e = w->vfs->ops->mkdir(w->vfs, cdir, d)))
