@@ -376,6 +376,54 @@ static void count_fragments(struct tfs_vfs *vfs, const char *path, size_t *frags
 	tfs_dirlist_release(&l);
 }
 
+/* Dense 1-D [0,999] (extent 16), attribute v: a box write of [0,39]
+ * streams. */
+static void make_dense(struct env *e, const char *path)
+{
+	struct tfs_schema s;
+
+	lb_schema_init(&s, 22, false, 4);
+	lb_add_dim(&s, "x", TFS_INT32, 0, 999, 16);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	cr_assert_eq(tfs_array_create(path, &s, &e->wo, &e->d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&e->d));
+	tfs_schema_release(&s);
+}
+
+static enum tfs_err write_box(struct env *e, const char *path, const int32_t *v,
+			      struct tfs_write_result *res)
+{
+	int32_t lo = 0, hi = 39;
+	struct tfs_range box = { (const uint8_t *)&lo, (const uint8_t *)&hi, 4, 4 };
+	struct tfs_column col;
+	struct tfs_batch b = { .cell_num = 20, .column_num = 1, .columns = &col };
+	struct tfs_writer *w;
+	enum tfs_err err;
+
+	tfs_diag_init(&e->d);
+	err = tfs_writer_open(path, &e->wo, TFS_WRITE_DENSE_BOX, &box, &w, &e->d);
+	if (err)
+		return err;
+	/* Two batches of 20. */
+	col_i32(&col, "v", v, 20);
+	err = tfs_writer_append(w, &b, NULL, &e->d);
+	col_i32(&col, "v", v + 20, 20);
+	if (!err)
+		err = tfs_writer_append(w, &b, NULL, &e->d);
+	if (!err)
+		err = tfs_writer_commit(w, res, &e->d);
+	tfs_writer_free(w);
+	return err;
+}
+
+static enum tfs_err write_either(struct env *e, bool dense, const char *path,
+				 const int32_t *x, const int32_t *y,
+				 const int32_t *v, struct tfs_write_result *res)
+{
+	return dense ? write_box(e, path, v, res)
+		     : write3(e, path, x, y, v, 40, NULL, res);
+}
+
 static void fault_kind(enum tfs_fault_kind kind, bool dense)
 {
 	struct env e;
@@ -384,12 +432,14 @@ static void fault_kind(enum tfs_fault_kind kind, bool dense)
 	struct tfs_write_result res;
 	struct wt_dump before, after, now;
 	unsigned long calls, start;
-	(void)dense;
 
 	env_init(&e);
 	mem = e.vfs;
 	cr_assert_eq(tfs_vfs_faulty_new(mem, &faulty), TFS_E_OK);
-	make_sparse(&e, "/s", false);
+	if (dense)
+		make_dense(&e, "/s");
+	else
+		make_sparse(&e, "/s", false);
 	for (int i = 0; i < 40; i++) {
 		x[i] = i;
 		y[i] = 2 * i;
@@ -398,16 +448,19 @@ static void fault_kind(enum tfs_fault_kind kind, bool dense)
 		y2[i] = 2 * (39 - i);
 		v2[i] = 1000 + i;
 	}
-	cr_assert_eq(write3(&e, "/s", x, y, v, 40, NULL, &res), TFS_E_OK);
+	cr_assert_eq(write_either(&e, dense, "/s", x, y, v, &res), TFS_E_OK);
 	read_xyv(&e, "/s", &before);
 	/* How many calls a successful second write makes, on a copy... the
 	 * memory backend is cheap: measure on this array, then undo by
 	 * cleanup is not possible (committed), so measure on a twin. */
-	make_sparse(&e, "/t", false);
-	cr_assert_eq(write3(&e, "/t", x, y, v, 40, NULL, &res), TFS_E_OK);
+	if (dense)
+		make_dense(&e, "/t");
+	else
+		make_sparse(&e, "/t", false);
+	cr_assert_eq(write_either(&e, dense, "/t", x, y, v, &res), TFS_E_OK);
 	e.wo.vfs = faulty;
 	start = tfs_vfs_faulty_calls(faulty);
-	cr_assert_eq(write3(&e, "/t", x2, y2, v2, 40, NULL, &res), TFS_E_OK);
+	cr_assert_eq(write_either(&e, dense, "/t", x2, y2, v2, &res), TFS_E_OK);
 	calls = tfs_vfs_faulty_calls(faulty) - start;
 	read_xyv(&e, "/t", &after);
 	cr_assert_gt(calls, 10);
@@ -416,7 +469,7 @@ static void fault_kind(enum tfs_fault_kind kind, bool dense)
 		enum tfs_err err;
 
 		tfs_vfs_faulty_arm(faulty, kind, n, false);
-		err = write3(&e, "/s", x2, y2, v2, 40, NULL, &res);
+		err = write_either(&e, dense, "/s", x2, y2, v2, &res);
 		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
 		cr_assert_neq(err, TFS_E_OK, "fault at call %lu not reported", n);
 		cr_expect_neq(e.d.msg[0], '\0');
@@ -452,6 +505,8 @@ static void fault_kind(enum tfs_fault_kind kind, bool dense)
 Test(faults, eio) { fault_kind(TFS_FAULT_EIO, false); }
 Test(faults, short_transfers) { fault_kind(TFS_FAULT_SHORT, false); }
 Test(faults, nospc) { fault_kind(TFS_FAULT_NOSPC, false); }
+Test(faults, streaming_box_eio) { fault_kind(TFS_FAULT_EIO, true); }
+Test(faults, streaming_box_short) { fault_kind(TFS_FAULT_SHORT, true); }
 
 /* ---- Cleanup ------------------------------------------------------------------ */
 
