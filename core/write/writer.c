@@ -334,6 +334,16 @@ static const char *tag_word(const struct tfs_writer *w)
 	return w->o.tag_word ? w->o.tag_word : "cell";
 }
 
+static void fmt_value(char *buf, size_t cap, uint8_t type, const uint8_t *v)
+{
+	if (tfs_datatype_class(type) == TFS_CLASS_FLOAT)
+		snprintf(buf, cap, "%.17g", tfs_value_as_f64(type, v));
+	else if (tfs_datatype_class(type) == TFS_CLASS_SIGNED)
+		snprintf(buf, cap, "%" PRId64, tfs_value_as_i64(type, v));
+	else
+		snprintf(buf, cap, "%" PRIu64, tfs_value_as_u64(type, v));
+}
+
 static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 				   const uint8_t *v, uint64_t len,
 				   const char *what, uint64_t tag,
@@ -377,15 +387,7 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 	    tfs_value_cmp(dm->type, v, dm->domain[1]) > 0) {
 		char buf[64];
 
-		if (tfs_datatype_class(dm->type) == TFS_CLASS_FLOAT)
-			snprintf(buf, sizeof(buf), "%.17g",
-				 tfs_value_as_f64(dm->type, v));
-		else if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-			snprintf(buf, sizeof(buf), "%" PRId64,
-				 tfs_value_as_i64(dm->type, v));
-		else
-			snprintf(buf, sizeof(buf), "%" PRIu64,
-				 tfs_value_as_u64(dm->type, v));
+		fmt_value(buf, sizeof(buf), dm->type, v);
 		return tfs_fail(d, TFS_E_INVALID,
 				"%s: dimension '%s': %s outside the domain",
 				where, dm->name, buf);
@@ -395,11 +397,17 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 
 		if (r->lo && r->hi &&
 		    (tfs_value_cmp(dm->type, v, r->lo) < 0 ||
-		     tfs_value_cmp(dm->type, v, r->hi) > 0))
+		     tfs_value_cmp(dm->type, v, r->hi) > 0)) {
+			char buf[64], lo[64], hi[64];
+
+			fmt_value(buf, sizeof(buf), dm->type, v);
+			fmt_value(lo, sizeof(lo), dm->type, r->lo);
+			fmt_value(hi, sizeof(hi), dm->type, r->hi);
 			return tfs_fail(d, TFS_E_INVALID,
-					"%s: dimension '%s': value outside the "
-					"current domain",
-					where, dm->name);
+					"%s: dimension '%s': %s outside the "
+					"current domain [%s, %s]",
+					where, dm->name, buf, lo, hi);
+		}
 	}
 	return TFS_E_OK;
 }

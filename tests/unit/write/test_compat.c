@@ -665,3 +665,42 @@ Test(compat, encrypted)
 	compat("encrypted",
 	       "7075626c69632d6b65792d303132333435363738396162636465666768696a21");
 }
+
+/* A current domain narrower than the domain bounds writes too. */
+Test(compat_refuse, outside_current_domain)
+{
+	char src[512];
+	struct tfs_vfs *posix, *mem;
+	struct tfs_write_opts wo;
+	struct tfs_writer *w;
+	struct tfs_diag d;
+	int64_t x[2] = { 5, 60 }, y[2] = { 5, 60 };
+	double a[2] = { 1, 2 };
+	struct tfs_column cols[3] = {
+		{ .name = "x", .type = TFS_INT64, .cell_val_num = 1,
+		  .data = (const uint8_t *)x, .data_len = 16 },
+		{ .name = "y", .type = TFS_INT64, .cell_val_num = 1,
+		  .data = (const uint8_t *)y, .data_len = 16 },
+		{ .name = "a", .type = TFS_FLOAT64, .cell_val_num = 1,
+		  .data = (const uint8_t *)a, .data_len = 16 },
+	};
+	struct tfs_batch b = { .cell_num = 2, .column_num = 3, .columns = cols };
+	uint64_t tags[2] = { 3, 4 };
+
+	tfs_diag_init(&d);
+	snprintf(src, sizeof(src), "%s/current_domain", CORPUS);
+	cr_assert_eq(tfs_vfs_posix_new(&posix), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mem_new(&mem), TFS_E_OK);
+	copy_tree(posix, src, mem, ARR, "1e1a6766120b262ed1c0f96ed6214bc3");
+	memset(&wo, 0, sizeof(wo));
+	wo.vfs = mem;
+	wo.tag_word = "line";
+	cr_assert_eq(tfs_writer_open(ARR, &wo, TFS_WRITE_UNORDERED, NULL, &w, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, tags, &d), TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&d),
+			 "line 4: dimension 'y': 60 outside the current domain [0, 49]");
+	tfs_writer_free(w);
+	tfs_vfs_free(mem);
+	tfs_vfs_free(posix);
+}

@@ -673,14 +673,14 @@ static void version_case(uint32_t version, bool sparse)
 	tfs_vfs_free(e.vfs);
 }
 
-Test(versions, sparse_5_to_22)
+Test(versions, sparse_5_to_23)
 {
-	for (uint32_t v = 5; v <= 22; v++)
+	for (uint32_t v = 5; v <= 23; v++)
 		version_case(v, true);
 }
 
-Test(versions, dense_array_unordered_5_to_22)
+Test(versions, dense_array_unordered_5_to_23)
 {
-	for (uint32_t v = 5; v <= 22; v++)
+	for (uint32_t v = 5; v <= 23; v++)
 		version_case(v, false);
 }
