@@ -684,3 +684,79 @@ Test(versions, dense_array_unordered_5_to_23)
 	for (uint32_t v = 5; v <= 23; v++)
 		version_case(v, false);
 }
+
+/* ---- Failing allocations ------------------------------------------------------ */
+
+/* Every allocation of a write fails in turn: the write reports it (or
+ * succeeds when the failure falls after its last allocation), never
+ * crashes or leaks, and the array shows either nothing new or the whole
+ * new fragment. */
+static void alloc_case(bool dense)
+{
+	struct env e;
+	int32_t x[40], y[40], v[40];
+	struct tfs_write_result res;
+	struct wt_dump before, now;
+	bool done = false;
+
+	env_init(&e);
+	if (dense)
+		make_dense(&e, "/s");
+	else
+		make_sparse(&e, "/s", false);
+	for (int i = 0; i < 40; i++) {
+		x[i] = 39 - i;
+		y[i] = i % 7;
+		v[i] = i;
+	}
+	cr_assert_eq(write_either(&e, dense, "/s", x, y, v, &res), TFS_E_OK);
+	read_xyv(&e, "/s", &before);
+	/* How many allocations a write makes: the smallest budget that
+	 * succeeds (found on a twin array, so /s stays as it was). */
+	long hi = 1024, step;
+
+	if (dense)
+		make_dense(&e, "/t");
+	else
+		make_sparse(&e, "/t", false);
+	for (;;) {
+		enum tfs_err err;
+
+		tfs_alloc_fail_after(hi);
+		err = write_either(&e, dense, "/t", x, y, v, &res);
+		tfs_alloc_fail_after(-1);
+		if (err == TFS_E_OK)
+			break;
+		hi *= 2;
+		cr_assert_lt(hi, 1L << 24);
+	}
+	step = hi / 400 + 1;
+	for (long n = 0; n <= hi; n += step) {
+		enum tfs_err err;
+
+		for (int i = 0; i < 40; i++)
+			v[i] = (int32_t)(1000 + n);
+		tfs_alloc_fail_after(n);
+		err = write_either(&e, dense, "/s", x, y, v, &res);
+		tfs_alloc_fail_after(-1);
+		if (err == TFS_E_OK) {
+			done = true;
+			break;
+		}
+		cr_expect_neq(e.d.msg[0], '\0', "allocation %ld: no message", n);
+		read_xyv(&e, "/s", &now);
+		wt_expect_dump_eq(&now, &before);
+		wt_dump_release(&now);
+	}
+	if (!done) {
+		/* The last budget succeeded on the twin; here too. */
+		cr_assert_eq(write_either(&e, dense, "/s", x, y, v, &res), TFS_E_OK);
+		done = true;
+	}
+	cr_expect(done, "the write never succeeded");
+	wt_dump_release(&before);
+	tfs_vfs_free(e.vfs);
+}
+
+Test(alloc, sparse_write) { alloc_case(false); }
+Test(alloc, streaming_box_write) { alloc_case(true); }
