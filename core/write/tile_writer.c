@@ -631,12 +631,13 @@ void tfs__tw_free(struct tfs__tw *t)
 {
 	if (!t)
 		return;
+	/* Tiles still in flight (after a failure) finish first. */
+	for (unsigned i = 0; t->ring && i < t->inflight; i++)
+		tfs_job_wait(t->o.pool,
+			     &t->ring[(t->head + i) % t->ring_cap].job);
 	for (unsigned r = 0; t->ring && r < t->ring_cap; r++) {
 		struct job *j = &t->ring[r];
 
-		if (j->job.state == TFS_JOB_QUEUED ||
-		    j->job.state == TFS_JOB_RUNNING)
-			tfs_job_wait(t->o.pool, &j->job);
 		tfs__cells_release(&j->cells);
 		tfs_buf_release(&j->real);
 		for (uint32_t f = 0; j->out && f < t->o.field_num; f++)

@@ -862,3 +862,82 @@ Test(filters, encrypted_needs_the_key)
 	gcol_free(&g[1]);
 	env_free(&e);
 }
+
+/* Overlapping dense boxes: the later write wins where they overlap; cells
+ * nobody wrote read as the fill value. */
+Test(dense, newest_wins)
+{
+	struct env e;
+	struct tfs_schema s;
+	int32_t v1[12], v2[6];
+	int32_t r1[2] = { 1, 3 }, c1[2] = { 1, 4 }, r2[2] = { 3, 4 }, c2[2] = { 3, 5 };
+	struct tfs_range box[2];
+	struct tfs_column col = { .name = "a", .type = TFS_INT32, .cell_val_num = 1 };
+	struct tfs_batch b = { .column_num = 1, .columns = &col };
+	struct tfs_write_result res;
+	struct tfs_array *a;
+	struct wt_dump got;
+	int32_t all[2] = { 1, 5 };
+
+	env_init(&e);
+	lb_schema_init(&s, 22, false, 100);
+	lb_add_dim(&s, "r", TFS_INT32, 1, 10, 3);
+	lb_add_dim(&s, "c", TFS_INT32, 1, 12, 5);
+	lb_add_attr(&s, "a", TFS_INT32, 1, false);
+	create(&e, "/d", &s);
+	for (int i = 0; i < 12; i++)
+		v1[i] = 100 + i;
+	for (int i = 0; i < 6; i++)
+		v2[i] = 200 + i;
+	box_of(box, r1, c1);
+	col.data = (const uint8_t *)v1;
+	col.data_len = sizeof(v1);
+	b.cell_num = 12;
+	cr_assert_eq(write_batch(&e, "/d", TFS_WRITE_DENSE_BOX, box, &b, NULL, &res),
+		     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+	box_of(box, r2, c2);
+	col.data = (const uint8_t *)v2;
+	col.data_len = sizeof(v2);
+	b.cell_num = 6;
+	cr_assert_eq(write_batch(&e, "/d", TFS_WRITE_DENSE_BOX, box, &b, NULL, &res),
+		     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+	a = open_array(&e, "/d");
+	box_of(box, all, all);
+	{
+		struct tfs_query_opts qo = { .subarray = box };
+		const char *f[] = { "a" };
+		struct tfs_query *q;
+		const struct tfs_batch *rb;
+		int32_t want[25];
+
+		qo.fields = f;
+		qo.field_num = 1;
+		for (int r = 1; r <= 5; r++)
+			for (int c = 1; c <= 5; c++) {
+				int32_t v = INT32_MIN;
+
+				if (r <= 3 && c <= 4)
+					v = 100 + (r - 1) * 4 + (c - 1);
+				if (r >= 3 && r <= 4 && c >= 3)
+					v = 200 + (r - 3) * 3 + (c - 3);
+				want[(r - 1) * 5 + (c - 1)] = v;
+			}
+		memset(&got, 0, sizeof(got));
+		cr_assert_eq(tfs_query_open(a, &qo, &q, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		uint64_t at = 0;
+		while (!tfs_query_next(q, &rb, &e.d) && rb) {
+			for (uint64_t i = 0; i < rb->cell_num; i++, at++) {
+				int32_t v;
+
+				memcpy(&v, rb->columns[0].data + 4 * i, 4);
+				cr_expect_eq(v, want[at], "cell %" PRIu64 ": %d, want %d",
+					     at, v, want[at]);
+			}
+		}
+		cr_expect_eq(at, 25);
+		tfs_query_close(q);
+	}
+	tfs_array_close(a);
+	env_free(&e);
+}
