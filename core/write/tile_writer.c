@@ -283,6 +283,82 @@ static void sum_add_raw(struct sum *s, const uint8_t *p)
 
 /* ---- Encoding one tile (on the pool) ------------------------------------- */
 
+/* Min, max and sum of a fixed numeric field with one value per cell, in
+ * one typed pass (the common case, kept free of per-value dispatch).
+ * Skips cells that are null or outside a dense write. Min starts at the
+ * type's maximum and max at its lowest value, as TileDB's scan does. */
+#define DEF_STATS(NAME, T, TMAX, TLOW, ADD)                                   \
+	static void NAME(const uint8_t *data, const uint8_t *valid,           \
+			 const uint8_t *real, uint64_t n, bool want_sum,      \
+			 struct sum *s, uint8_t *mn_out, uint8_t *mx_out)     \
+	{                                                                     \
+		T mn = TMAX, mx = TLOW;                                       \
+                                                                              \
+		for (uint64_t i = 0; i < n; i++) {                            \
+			T v;                                                  \
+                                                                              \
+			if ((real && !real[i]) || (valid && !valid[i]))       \
+				continue;                                     \
+			memcpy(&v, data + i * sizeof(T), sizeof(T));          \
+			if (want_sum)                                         \
+				ADD(s, v);                                    \
+			if (v < mn)                                           \
+				mn = v;                                       \
+			if (v > mx)                                           \
+				mx = v;                                       \
+		}                                                             \
+		memcpy(mn_out, &mn, sizeof(T));                               \
+		memcpy(mx_out, &mx, sizeof(T));                               \
+	}
+
+#define ADD_I(s, v) sum_add_i((s), (int64_t)(v))
+#define ADD_U(s, v) sum_add_u((s), (uint64_t)(v))
+#define ADD_F(s, v) sum_add_f((s), (double)(v))
+
+DEF_STATS(stats_i8, int8_t, INT8_MAX, INT8_MIN, ADD_I)
+DEF_STATS(stats_u8, uint8_t, UINT8_MAX, 0, ADD_U)
+DEF_STATS(stats_i16, int16_t, INT16_MAX, INT16_MIN, ADD_I)
+DEF_STATS(stats_u16, uint16_t, UINT16_MAX, 0, ADD_U)
+DEF_STATS(stats_i32, int32_t, INT32_MAX, INT32_MIN, ADD_I)
+DEF_STATS(stats_u32, uint32_t, UINT32_MAX, 0, ADD_U)
+DEF_STATS(stats_i64, int64_t, INT64_MAX, INT64_MIN, ADD_I)
+DEF_STATS(stats_u64, uint64_t, UINT64_MAX, 0, ADD_U)
+DEF_STATS(stats_f32, float, FLT_MAX, -FLT_MAX, ADD_F)
+DEF_STATS(stats_f64, double, DBL_MAX, -DBL_MAX, ADD_F)
+
+/* True (and the stats filled) when the typed pass applies. */
+static bool fast_stats(const struct job *j, uint32_t f,
+		       const struct tfs__field *fd, bool want_sum, struct sum *s,
+		       uint8_t *mn, uint8_t *mx)
+{
+	const struct tfs__col *col = &j->cells.cols[f];
+	const uint8_t *valid = fd->nullable ? col->valid.data : NULL;
+	const uint8_t *real = j->real.len ? j->real.data : NULL;
+	uint64_t n = j->cells.cell_num;
+	const uint8_t *p = col->data.data;
+	uint8_t t = fd->type;
+
+	if (fd->var || fd->cell_val_num != 1)
+		return false;
+	if (tfs_datatype_is_datetime(t))
+		t = TFS_INT64;
+	switch (t) {
+	case TFS_INT8: stats_i8(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT8: stats_u8(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT16: stats_i16(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT16: stats_u16(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT32: stats_i32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT32: stats_u32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT64: stats_i64(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT64: stats_u64(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_FLOAT32: stats_f32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_FLOAT64: stats_f64(p, valid, real, n, want_sum, s, mn, mx); break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static bool cell_counts(const struct job *j, uint64_t i)
 {
 	return !j->real.len || j->real.data[i];
@@ -302,6 +378,37 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 		for (uint64_t i = 0; i < c->cell_num; i++)
 			if (cell_counts(j, i) && !col->valid.data[i])
 				o->nulls++;
+	if (!(fd->is_dim && dense) && (fd->is_dim || has_minmax(fd)) &&
+	    c->cell_num) {
+		struct sum s;
+		uint8_t mn[8], mx[8];
+		bool want_sum = has_sum(fd, dense);
+
+		sum_init(&s, fd->type);
+		if (fast_stats(j, f, fd, want_sum, &s, mn, mx)) {
+			size_t cs = (size_t)fd->cell_size;
+
+			if (want_sum)
+				sum_put(&s, o->sum);
+			if (!fd->is_dim) {
+				o->min.len = o->max.len = 0;
+				if ((e = tfs_buf_append(&o->min, mn, cs)) ||
+				    (e = tfs_buf_append(&o->max, mx, cs)))
+					return e;
+				return TFS_E_OK;
+			}
+			o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
+			if ((e = tfs_buf_append(&o->lo, mn, cs)) ||
+			    (e = tfs_buf_append(&o->hi, mx, cs)) ||
+			    (e = tfs_buf_append(&o->first, col->data.data, cs)) ||
+			    (e = tfs_buf_append(&o->last,
+						col->data.data +
+							(c->cell_num - 1) * cs,
+						cs)))
+				return e;
+			return TFS_E_OK;
+		}
+	}
 	if (has_sum(fd, dense)) {
 		struct sum s;
 

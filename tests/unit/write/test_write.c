@@ -941,3 +941,41 @@ Test(dense, newest_wins)
 	tfs_array_close(a);
 	env_free(&e);
 }
+
+Test(refuse, nan_coordinate)
+{
+	struct env e;
+	struct tfs_schema s;
+	struct tfs_dim *d;
+	double lo = -10, hi = 10, ext = 5, xs[3] = { 1, 0.0 / 0.0, 2 };
+	int32_t v[3] = { 1, 2, 3 };
+	struct tfs_column cols[2] = {
+		{ .name = "x", .type = TFS_FLOAT64, .cell_val_num = 1,
+		  .data = (const uint8_t *)xs, .data_len = sizeof(xs) },
+		{ .name = "v", .type = TFS_INT32, .cell_val_num = 1,
+		  .data = (const uint8_t *)v, .data_len = sizeof(v) },
+	};
+	struct tfs_batch b = { .cell_num = 3, .column_num = 2, .columns = cols };
+	uint64_t tags[3] = { 10, 11, 12 };
+	struct tfs_write_result res;
+
+	env_init(&e);
+	lb_schema_init(&s, 22, true, 8);
+	d = lb_add_dim(&s, "x", TFS_FLOAT64, 0, 0, 0);
+	memcpy(d->domain[0], &lo, 8);
+	memcpy(d->domain[1], &hi, 8);
+	memcpy(d->extent, &ext, 8);
+	d->has_extent = true;
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	create(&e, "/f", &s);
+	e.wo.tag_word = "row";
+	cr_assert_eq(write_batch(&e, "/f", TFS_WRITE_UNORDERED, NULL, &b, tags, &res),
+		     TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d), "row 11: dimension 'x': NaN");
+	xs[1] = 10.5;
+	cr_assert_eq(write_batch(&e, "/f", TFS_WRITE_UNORDERED, NULL, &b, tags, &res),
+		     TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d),
+			 "row 11: dimension 'x': 10.5 outside the domain");
+	env_free(&e);
+}
