@@ -11,7 +11,16 @@
  * files compare equal. Encrypted arrays cannot compare equal: every AES-GCM
  * tile carries a fresh random IV (and so different ciphertext and tag), so
  * there every data tile and every generic tile is compared after
- * decryption (see compare_encrypted). */
+ * decryption (compare_tiles, explain_meta).
+ *
+ * Corpus arrays left out: those with no fragment (empty_*, group, legacy)
+ * or several (consolidated_commits, consolidated_fragment_meta,
+ * consolidated_fragments, delete_condition, dense_fill_values,
+ * dense_fragments_overlap, many_fragments, schema_evolution, sparse_dups,
+ * sparse_timetravel), and consolidated_vacuumed, whose one fragment is a
+ * consolidation: its dense padding holds fill values and its statistics
+ * count the padding (fragment.md §6, tile.md §6), which a write does not
+ * reproduce. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
