@@ -269,7 +269,9 @@ struct aspec {
 	bool nullable;
 };
 
-static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity)
+/* threads: encoding threads of the write (1 = all on the caller's). */
+static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity,
+			unsigned threads)
 {
 	struct env e;
 	struct tfs_schema s;
@@ -280,6 +282,7 @@ static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity)
 	uint64_t n = 300;
 
 	env_init(&e);
+	e.wo.threads = threads;
 	lb_schema_init(&s, 22, true, capacity);
 	lb_add_dim(&s, "d", TFS_INT64, -1000, 1000, 64);
 	for (size_t i = 0; i < an; i++)
@@ -305,7 +308,7 @@ Test(roundtrip, integers)
 		{ "i32", TFS_INT32, 1, true },	{ "u32", TFS_UINT32, 1, false },
 		{ "i64", TFS_INT64, 1, false }, { "u64", TFS_UINT64, 1, true },
 	};
-	dtypes_case(as, 8, 16);
+	dtypes_case(as, 8, 16, 2);
 }
 
 Test(roundtrip, floats_bool_time)
@@ -320,7 +323,7 @@ Test(roundtrip, floats_bool_time)
 		{ "ch", TFS_CHAR, 1, false },
 		{ "any", TFS_ANY, TFS_VAR_NUM, false },
 	};
-	dtypes_case(as, 8, 7);
+	dtypes_case(as, 8, 7, 1);
 }
 
 Test(roundtrip, strings_and_blobs)
@@ -335,7 +338,7 @@ Test(roundtrip, strings_and_blobs)
 		{ "i64v", TFS_INT64, TFS_VAR_NUM, true },
 		{ "f32v", TFS_FLOAT32, TFS_VAR_NUM, false },
 	};
-	dtypes_case(as, 8, 10);
+	dtypes_case(as, 8, 10, 3);
 }
 
 Test(roundtrip, multi_value)
@@ -347,7 +350,7 @@ Test(roundtrip, multi_value)
 		{ "b2", TFS_BOOL, 2, true },
 		{ "blob8", TFS_BLOB, 8, false },
 	};
-	dtypes_case(as, 5, 1000);
+	dtypes_case(as, 5, 1000, 1);
 }
 
 /* ---- Sparse orders and dimensions ------------------------------------------- */
