@@ -851,6 +851,9 @@ out_fail:
 
 /* ---- Commit ---------------------------------------------------------------- */
 
+/* Cells handed from the sorter to the tile writer at a time. */
+#define IDX_BATCH 4096
+
 static void tw_opts(struct tfs_writer *w, struct tfs__tw_opts *to, bool dense,
 		    const struct tfs_range *box)
 {
@@ -875,22 +878,26 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	struct tfs__tw_opts to;
 	struct tfs__tw *tw = NULL;
 	const struct tfs__cells *c;
-	uint64_t i;
+	uint64_t *idx;
 	enum tfs_err e;
 
 	tw_opts(w, &to, dense, box);
-	if ((e = tfs__sorter_rewind(w->sorter, d)))
-		return e;
-	if ((e = w->vfs->ops->mkdir(w->vfs, w->dir, d)))
-		return e;
-	if ((e = tfs__tw_new(&to, &tw, d)))
-		return e;
+	idx = tfs_mallocn(IDX_BATCH, sizeof(*idx));
+	if (!idx)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if ((e = tfs__sorter_rewind(w->sorter, d)) ||
+	    (e = w->vfs->ops->mkdir(w->vfs, w->dir, d)) ||
+	    (e = tfs__tw_new(&to, &tw, d)))
+		goto out;
 	for (;;) {
-		if ((e = tfs__sorter_next(w->sorter, &c, &i, d)))
+		uint64_t n;
+
+		if ((e = tfs__sorter_next_many(w->sorter, &c, idx, IDX_BATCH, &n,
+					       d)))
 			goto out;
-		if (!c)
+		if (!n)
 			break;
-		if ((e = tfs__tw_add(tw, c, i, d)))
+		if ((e = tfs__tw_add_many(tw, c, idx, n, d)))
 			goto out;
 	}
 	if (dense && tfs__sorter_dropped(w->sorter)) {
@@ -902,6 +909,7 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	e = tfs__tw_finish(tw, &res->bytes, &res->cell_num, d);
 out:
 	tfs__tw_free(tw);
+	tfs_free(idx);
 	return e;
 }
 
