@@ -629,6 +629,41 @@ Test(metadata, write_and_delete)
 	tfs_vfs_free(e.vfs);
 }
 
+Test(create, layout_and_version)
+{
+	struct env e;
+	struct tfs_dirlist l;
+	struct tfs_array *a;
+	static const char *const want[] = { "__commits", "__fragment_meta",
+					    "__fragments", "__labels", "__meta",
+					    "__schema" };
+
+	env_init(&e);
+	make_sparse(&e, "/s", false);
+	cr_assert_eq(tfs_vfs_list(e.vfs, "/s", &l, &e.d), TFS_E_OK);
+	cr_assert_eq(l.count, 6);
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_str_eq(l.names[i], want[i]);
+	tfs_dirlist_release(&l);
+	cr_assert_eq(tfs_vfs_list(e.vfs, "/s/__schema", &l, &e.d), TFS_E_OK);
+	cr_assert_eq(l.count, 2);
+	cr_expect_str_eq(l.names[1], "__enumerations");
+	{
+		struct tfs_name_info ni;
+
+		cr_assert_eq(tfs_name_parse(l.names[0], &ni), TFS_E_OK);
+		cr_expect_eq(ni.t1, ni.t2);
+		cr_expect_eq(strlen(ni.uuid), 32);
+		cr_expect_eq(strlen(l.names[0]), 2 + 13 + 1 + 13 + 1 + 32);
+	}
+	tfs_dirlist_release(&l);
+	cr_assert_eq(tfs_array_open("/s", &e.oo, &a, &e.d), TFS_E_OK);
+	cr_expect_eq(tfs_array_schema(a)->version, TFS_FORMAT_VERSION_WRITE);
+	cr_expect_eq(tfs_array_schema(a)->version, 22);
+	tfs_array_close(a);
+	tfs_vfs_free(e.vfs);
+}
+
 Test(create, refuses_non_empty_folders)
 {
 	struct env e;
