@@ -956,3 +956,78 @@ Test(garbage, random_batches)
 	}
 	tfs_vfs_free(e.vfs);
 }
+
+/* A fault at any one call of tfs_array_create: refused, and no folder left
+ * (a folder that existed empty stays, empty). */
+Test(faults, array_create)
+{
+	struct env e;
+	struct tfs_vfs *faulty;
+	unsigned long start, calls;
+	struct tfs_schema s;
+
+	env_init(&e);
+	cr_assert_eq(tfs_vfs_faulty_new(e.vfs, &faulty), TFS_E_OK);
+	lb_schema_init(&s, 22, true, 4);
+	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	e.wo.vfs = faulty;
+	start = tfs_vfs_faulty_calls(faulty);
+	cr_assert_eq(tfs_array_create("/ok", &s, &e.wo, &e.d), TFS_E_OK);
+	calls = tfs_vfs_faulty_calls(faulty) - start;
+	for (unsigned long n = 0; n < calls; n++) {
+		char path[32];
+		struct tfs_stat st;
+
+		snprintf(path, sizeof(path), "/c%lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_EIO, n, true);
+		tfs_diag_init(&e.d);
+		cr_expect_neq(tfs_array_create(path, &s, &e.wo, &e.d), TFS_E_OK,
+			      "fault at call %lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
+		cr_assert_eq(tfs_vfs_stat(e.vfs, path, &st, &e.d), TFS_E_OK);
+		cr_expect_not(st.exists, "fault at call %lu left '%s'", n, path);
+	}
+	tfs_schema_release(&s);
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(e.vfs);
+}
+
+/* A fault at any one call of a metadata write: refused, and the array's
+ * metadata unchanged. */
+Test(faults, metadata_write)
+{
+	struct env e;
+	struct tfs_vfs *mem, *faulty;
+	unsigned long start, calls;
+	int32_t one = 1;
+	char key[] = "k";
+	struct tfs_meta_kv kv = { .key = key, .key_len = 1, .type = TFS_INT32,
+				  .value_num = 1, .value = (uint8_t *)&one };
+	struct tfs_array *a;
+
+	env_init(&e);
+	mem = e.vfs;
+	cr_assert_eq(tfs_vfs_faulty_new(mem, &faulty), TFS_E_OK);
+	make_sparse(&e, "/s", false);
+	e.wo.vfs = faulty;
+	start = tfs_vfs_faulty_calls(faulty);
+	cr_assert_eq(tfs_array_metadata_write("/s", &kv, 1, &e.wo, &e.d), TFS_E_OK);
+	calls = tfs_vfs_faulty_calls(faulty) - start;
+	one = 2;
+	for (unsigned long n = 0; n < calls; n++) {
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_EIO, n, true);
+		tfs_diag_init(&e.d);
+		cr_expect_neq(tfs_array_metadata_write("/s", &kv, 1, &e.wo, &e.d),
+			      TFS_E_OK, "fault at call %lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
+		cr_assert_eq(tfs_array_open("/s", &e.oo, &a, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		cr_assert_eq(tfs_array_metadata_count(a), 1);
+		cr_expect_eq(*(const int32_t *)tfs_array_metadata(a, 0)->value, 1,
+			     "fault at call %lu", n);
+		tfs_array_close(a);
+	}
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(mem);
+}
