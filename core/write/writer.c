@@ -452,8 +452,14 @@ static enum tfs_err map_columns(struct tfs_writer *w, const struct tfs_batch *b,
 					fd->name);
 		}
 		col = &b->columns[w->colmap[f]];
-		if (col->type != fd->type || col->var != fd->var ||
-		    (!fd->var && col->cell_val_num != fd->cell_val_num))
+		if (col->type == fd->type && !col->var && !fd->var &&
+		    col->cell_val_num != fd->cell_val_num)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': %" PRIu32 " values a cell, "
+					"field has %" PRIu32,
+					col->name, col->cell_val_num,
+					fd->cell_val_num);
+		if (col->type != fd->type || col->var != fd->var)
 			return tfs_fail(d, TFS_E_INVALID,
 					"column '%s': type %s%s, field is %s%s",
 					col->name, tfs_datatype_name(col->type),

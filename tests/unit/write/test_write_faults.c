@@ -224,6 +224,17 @@ Test(refuse, outside_domain_and_missing_fields)
 	cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_INVALID);
 	cr_expect_str_eq(tfs_diag_msg(&e.d), "column 'zz': no such field");
 	tfs_writer_free(w);
+	/* Two values a cell for a one-value field. */
+	col_i32(&cols[1], "v", y, 2);
+	cols[1].cell_val_num = 2;
+	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &e.d),
+		     TFS_E_OK);
+	tfs_diag_init(&e.d);
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d),
+			 "column 'v': 2 values a cell, field has 1");
+	tfs_writer_free(w);
 	/* A box write into a sparse array. */
 	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_DENSE_BOX, NULL, &w,
 				     &e.d),
