@@ -225,13 +225,18 @@ Test(refuse, outside_domain_and_missing_fields)
 	cr_expect_str_eq(tfs_diag_msg(&e.d), "column 'zz': no such field");
 	tfs_writer_free(w);
 	/* Two values a cell for a one-value field. */
-	col_i32(&cols[1], "v", y, 2);
-	cols[1].cell_val_num = 2;
+	struct tfs_column c3[3];
+	struct tfs_batch b3 = { .cell_num = 2, .column_num = 3, .columns = c3 };
+
+	col_i32(&c3[0], "x", x, 2);
+	col_i32(&c3[1], "y", y, 2);
+	col_i32(&c3[2], "v", v, 2);
+	c3[2].cell_val_num = 2;
 	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_UNORDERED, NULL, &w,
 				     &e.d),
 		     TFS_E_OK);
 	tfs_diag_init(&e.d);
-	cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_INVALID);
+	cr_assert_eq(tfs_writer_append(w, &b3, NULL, &e.d), TFS_E_INVALID);
 	cr_expect_str_eq(tfs_diag_msg(&e.d),
 			 "column 'v': 2 values a cell, field has 1");
 	tfs_writer_free(w);
