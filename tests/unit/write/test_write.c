@@ -535,9 +535,34 @@ static void dense_box_case(uint8_t tile_order, uint8_t cell_order)
 	gen_col(&g[1], "s", TFS_STRING_UTF8, TFS_VAR_NUM, true, n, false);
 	gen_col(&g[2], "p", TFS_FLOAT64, 2, true, n, false);
 	batch_of(&b, cols, g, 3, n);
-	cr_assert_eq(write_batch(&e, "/d", TFS_WRITE_DENSE_BOX, box, &b, NULL,
-				 &res),
-		     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+	{
+		/* Appended 7 cells at a time, rows of tiles split anywhere. */
+		struct tfs_writer *w;
+
+		cr_assert_eq(tfs_writer_open("/d", &e.wo, TFS_WRITE_DENSE_BOX, box,
+					     &w, &e.d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+		for (uint64_t at = 0; at < n; at += 7) {
+			uint64_t m = n - at < 7 ? n - at : 7;
+			struct tfs_column sub[3];
+			struct tfs_batch sb = { .cell_num = m, .column_num = 3,
+						.columns = sub };
+
+			memcpy(sub, cols, sizeof(sub));
+			sub[0].data = cols[0].data + 4 * at;
+			sub[0].data_len = 4 * m;
+			sub[1].offsets = cols[1].offsets + at;
+			sub[1].validity = cols[1].validity + at;
+			sub[2].data = cols[2].data + 16 * at;
+			sub[2].data_len = 16 * m;
+			sub[2].validity = cols[2].validity + at;
+			cr_assert_eq(tfs_writer_append(w, &sb, NULL, &e.d), TFS_E_OK,
+				     "%s", tfs_diag_msg(&e.d));
+		}
+		cr_assert_eq(tfs_writer_commit(w, &res, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		tfs_writer_free(w);
+	}
 	cr_assert(res.dense);
 	cr_assert_eq(res.cell_num, n);
 	a = open_array(&e, "/d");
