@@ -1007,3 +1007,36 @@ Test(refuse, nan_coordinate)
 			 "row 11: dimension 'x': 10.5 outside the domain");
 	env_free(&e);
 }
+
+/* Every datatype of the format as an attribute: fixed (one value a cell)
+ * for numbers, dates and times, var-size for strings, blobs, geometries
+ * and ANY; every other one nullable. */
+Test(roundtrip, every_datatype)
+{
+	static const char *const names[] = { "a0", "a1", "a2", "a3",
+					     "a4", "a5", "a6", "a7" };
+	struct aspec as[8];
+	size_t an = 0, total = 0;
+
+	for (unsigned t = 0; t <= TFS_DATATYPE_MAX; t++) {
+		enum tfs_type_class cl;
+
+		if (!tfs_datatype_valid(t))
+			continue;
+		cl = tfs_datatype_class(t);
+		as[an].name = names[an];
+		as[an].type = (uint8_t)t;
+		as[an].cvn = (cl == TFS_CLASS_STRING && t != TFS_CHAR) ||
+					     cl == TFS_CLASS_BYTES
+				     ? TFS_VAR_NUM
+				     : 1;
+		as[an].nullable = t % 2 == 1;
+		an++;
+		total++;
+		if (an == 8 || t == TFS_DATATYPE_MAX) {
+			dtypes_case(as, an, 33, 2);
+			an = 0;
+		}
+	}
+	cr_expect_eq(total, 44);
+}
