@@ -370,6 +370,7 @@ Test(spill, runs_merge_in_global_order)
 	cr_assert_eq(write3_batches(&e, "/s", x, y, v, N, 97, &res), TFS_E_OK, "%s",
 		     tfs_diag_msg(&e.d));
 	cr_expect_eq(res.cell_num, 10000);
+	wt_check_order_2d_i32(e.vfs, "/s");
 	read_xyv(&e, "/s", &got);
 	cr_assert_eq(got.n, 10000);
 	{
