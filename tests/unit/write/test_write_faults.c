@@ -1122,3 +1122,59 @@ Test(versions, offsets_embedded_by_schema_version)
 		tfs_vfs_free(e.vfs);
 	}
 }
+
+/* Dense array, unordered cells as many as their bounding box holds but
+ * with one duplicate (dropped by dedup): not a full box after all, so the
+ * write becomes a sparse fragment of the 39 distinct cells. */
+Test(refuse, dedup_leaves_box_short)
+{
+	struct env e;
+	struct tfs_schema s;
+	int32_t x[40], y[40], v[40];
+	struct tfs_write_result res;
+	int n = 0;
+
+	env_init(&e);
+	lb_schema_init(&s, 22, false, 16);
+	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+	lb_add_dim(&s, "y", TFS_INT32, 0, 99, 10);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	cr_assert_eq(tfs_array_create("/d", &s, &e.wo, &e.d), TFS_E_OK);
+	tfs_schema_release(&s);
+	/* Box [2,6] x [3,10] = 40 cells; (4, 5) missing, (2, 3) twice. */
+	for (int32_t i = 2; i <= 6; i++)
+		for (int32_t j = 3; j <= 10; j++)
+			if (i != 4 || j != 5) {
+				x[n] = i;
+				y[n] = j;
+				v[n] = n;
+				n++;
+			}
+	x[n] = 2;
+	y[n] = 3;
+	v[n] = 777;
+	n++;
+	cr_assert_eq(n, 40);
+	e.wo.dedup = true;
+	cr_assert_eq(write3(&e, "/d", x, y, v, 40, NULL, &res), TFS_E_OK, "%s",
+		     tfs_diag_msg(&e.d));
+	cr_expect_not(res.dense);
+	cr_expect_eq(res.cell_num, 39);
+	{
+		struct tfs_array *a;
+		int32_t lo[2] = { 2, 3 }, hi[2] = { 2, 3 };
+		struct tfs_range sub[2] = {
+			{ (const uint8_t *)&lo[0], (const uint8_t *)&hi[0], 4, 4 },
+			{ (const uint8_t *)&lo[1], (const uint8_t *)&hi[1], 4, 4 },
+		};
+		struct wt_dump got;
+
+		cr_assert_eq(tfs_array_open("/d", &e.oo, &a, &e.d), TFS_E_OK);
+		wt_read(a, sub, &got);
+		cr_assert_eq(got.n, 1);
+		cr_expect_str_eq(got.lines[0], "02000000|03000000|09030000");
+		wt_dump_release(&got);
+		tfs_array_close(a);
+	}
+	tfs_vfs_free(e.vfs);
+}
