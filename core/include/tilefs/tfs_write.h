@@ -70,7 +70,9 @@ enum tfs_write_layout {
  * in force now. box (DENSE_BOX only) holds dim_num inclusive ranges inside
  * the domain (and the current domain). Refuses arrays whose schema needs a
  * filter without an encoder (TFS_E_UNSUPPORTED, naming it), encrypted
- * arrays without a key (TFS_E_KEY). */
+ * arrays without a key or with a wrong one (TFS_E_KEY), and arrays of
+ * format versions 1-4 (TFS_E_UNSUPPORTED). The fragment's format version
+ * is the schema's from 7 on, else 23 (format/write.md §1). */
 enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts,
 			     enum tfs_write_layout layout,
 			     const struct tfs_range *box,
