@@ -1178,3 +1178,27 @@ Test(refuse, dedup_leaves_box_short)
 	}
 	tfs_vfs_free(e.vfs);
 }
+
+Test(versions, refuses_1_to_4)
+{
+	for (uint32_t ver = 1; ver <= 4; ver++) {
+		struct env e;
+		struct tfs_schema s;
+		struct lb_array la;
+		struct tfs_writer *w;
+
+		env_init(&e);
+		lb_schema_init(&s, ver, true, 4);
+		lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+		lb_add_dim(&s, "y", TFS_INT32, 0, 99, 10);
+		lb_add_attr(&s, "v", TFS_INT32, 1, false);
+		lb_array_create(&la, e.vfs, "/v", &s, 1000);
+		tfs_schema_release(&s);
+		cr_expect_eq(tfs_writer_open("/v", &e.wo, TFS_WRITE_UNORDERED, NULL,
+					     &w, &e.d),
+			     TFS_E_UNSUPPORTED, "version %u", ver);
+		cr_expect_null(w);
+		lb_array_release(&la);
+		tfs_vfs_free(e.vfs);
+	}
+}
