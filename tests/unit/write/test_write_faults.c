@@ -760,15 +760,15 @@ static void version_case(uint32_t version, bool sparse)
 	tfs_vfs_free(e.vfs);
 }
 
-Test(versions, sparse_5_to_23)
+Test(versions, sparse_1_to_23)
 {
-	for (uint32_t v = 5; v <= 23; v++)
+	for (uint32_t v = 1; v <= 23; v++)
 		version_case(v, true);
 }
 
-Test(versions, dense_array_unordered_5_to_23)
+Test(versions, dense_array_unordered_1_to_23)
 {
-	for (uint32_t v = 5; v <= 23; v++)
+	for (uint32_t v = 1; v <= 23; v++)
 		version_case(v, false);
 }
 
@@ -1177,28 +1177,4 @@ Test(refuse, dedup_leaves_box_short)
 		tfs_array_close(a);
 	}
 	tfs_vfs_free(e.vfs);
-}
-
-Test(versions, refuses_1_to_4)
-{
-	for (uint32_t ver = 1; ver <= 4; ver++) {
-		struct env e;
-		struct tfs_schema s;
-		struct lb_array la;
-		struct tfs_writer *w;
-
-		env_init(&e);
-		lb_schema_init(&s, ver, true, 4);
-		lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
-		lb_add_dim(&s, "y", TFS_INT32, 0, 99, 10);
-		lb_add_attr(&s, "v", TFS_INT32, 1, false);
-		lb_array_create(&la, e.vfs, "/v", &s, 1000);
-		tfs_schema_release(&s);
-		cr_expect_eq(tfs_writer_open("/v", &e.wo, TFS_WRITE_UNORDERED, NULL,
-					     &w, &e.d),
-			     TFS_E_UNSUPPORTED, "version %u", ver);
-		cr_expect_null(w);
-		lb_array_release(&la);
-		tfs_vfs_free(e.vfs);
-	}
 }
