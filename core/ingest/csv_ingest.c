@@ -21,6 +21,9 @@
 
 #define DEFAULT_BATCH_ROWS 65536
 
+/* Integer cells are stored as the low bytes of a 64-bit pattern. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian hosts only");
+
 struct col {
 	const char *name;
 	bool is_dim;
@@ -32,6 +35,13 @@ struct col {
 	size_t csv_col;   /* 1-based field index, 0 = not in the file */
 	size_t cell_size; /* fixed-size cells */
 	bool fast;        /* one fixed-size number per cell */
+	/* Fast columns of integer types: parsed by tfs__int_parse with these
+	 * limits; dimensions also check their domain as integers. */
+	bool is_int, is_signed;
+	uint64_t max_mag;
+	bool dom_int;              /* domain checked below (integer dims) */
+	int64_t dom_lo, dom_hi;    /* signed types */
+	uint64_t udom_lo, udom_hi; /* unsigned types */
 	/* Per batch set (see struct ingest). */
 	struct tfs_buf data[2], offsets[2], validity[2];
 };
@@ -168,6 +178,23 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 		c->fast = !c->var && c->cell_val_num == 1 &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
+		if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
+		    !tfs_datatype_is_datetime(c->type)) {
+			size_t bits = 8 * c->cell_size;
+
+			c->is_int = true;
+			c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
+			c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+				     : bits == 64 ? UINT64_MAX
+						  : (UINT64_C(1) << bits) - 1;
+			if (c->is_dim && c->dim->has_domain) {
+				c->dom_int = true;
+				c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
+				c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
+				c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
+				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
+			}
+		}
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
 			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
@@ -291,6 +318,22 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 			if (tfs_buf_append(&c->data[k], c->attr->fill, c->cell_size))
 				return nomem(in, d);
 			continue;
+		} else if (c->is_int) {
+			uint64_t v;
+			uint8_t *dst = c->data[k].data + row * c->cell_size;
+
+			if (f->len == 0) {
+				why = "empty value";
+				e = TFS_E_INVALID;
+			} else if (!(e = tfs__int_parse(f->p, f->len, c->is_signed,
+							c->max_mag, &v, &why))) {
+				/* Little-endian: the low bytes of the pattern. */
+				memcpy(dst, &v, c->cell_size);
+				if (c->dom_int &&
+				    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
+						  : v < c->udom_lo || v > c->udom_hi))
+					e = check_domain(in, c, dst, f->line, d);
+			}
 		} else if (c->fast) {
 			if (f->len == 0) {
 				why = "empty value";
