@@ -514,11 +514,17 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 {
 	struct ingest in = {.run = run, .s = run->schema};
 	bool empty, got;
-	enum tfs_err e, e2;
+	enum tfs_err e = TFS_E_OK, e2;
 
 	run->rows = 0;
 	in.batch_rows = run->batch_rows ? run->batch_rows : DEFAULT_BATCH_ROWS;
-	if ((e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d)))
+	if (run->csv_path)
+		e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d);
+	else
+		tfs__csv_open_mem(&in.lx, run->csv_mem, run->csv_mem_len,
+				  run->display_name ? run->display_name : "(memory)",
+				  run->block);
+	if (e)
 		return e;
 	if ((e = read_header(&in, &empty, d)) || empty)
 		goto out;

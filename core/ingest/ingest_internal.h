@@ -126,6 +126,9 @@ struct tfs_ingest_progress;
 struct tfs__ingest_run {
 	const struct tfs_schema *schema;
 	const char *csv_path;
+	/* Or the CSV bytes in memory (borrowed), when csv_path is NULL. */
+	const void *csv_mem;
+	size_t csv_mem_len;
 	const char *display_name;
 	size_t block;          /* tokenizer block, 0 = default */
 	uint64_t batch_rows;   /* rows per batch, 0 = default */
