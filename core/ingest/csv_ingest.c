@@ -20,6 +20,9 @@
 #include "tilefs/tilefs.h"
 
 #define DEFAULT_BATCH_ROWS 65536
+/* A batch also ends once its variable-size and multi-value cells hold
+ * this many bytes, so long strings cannot make a batch large. */
+#define BATCH_BYTES ((size_t)32 << 20)
 
 /* Integer cells are stored as the low bytes of a 64-bit pattern. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian hosts only");
@@ -75,6 +78,8 @@ struct ingest {
 	struct tfs_batch batch[2];
 	uint64_t *tags[2];
 	uint64_t batch_rows, rows_in_batch;
+	bool has_slow;   /* a column appends its cells (not fast) */
+	bool batch_full; /* BATCH_BYTES reached */
 	struct handoff ho;
 };
 
@@ -195,6 +200,7 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
 			}
 		}
+		in->has_slow |= !c->fast;
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
 			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
@@ -358,6 +364,14 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 	}
 	in->tags[k][row] = lx->record_line;
 	in->rows_in_batch++;
+	if (in->has_slow) {
+		size_t bytes = 0;
+
+		for (size_t i = 0; i < in->col_num; i++)
+			if (!in->cols[i].fast)
+				bytes += in->cols[i].data[k].len;
+		in->batch_full = bytes >= BATCH_BYTES;
+	}
 	return TFS_E_OK;
 }
 
@@ -476,6 +490,7 @@ static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
 					  .columns = in->batch_cols[k]};
 	in->run->rows += n;
 	in->rows_in_batch = 0;
+	in->batch_full = false;
 	pthread_mutex_lock(&ho->lock);
 	ho->full[k] = true;
 	pthread_cond_broadcast(&ho->cond);
@@ -539,7 +554,7 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 			break;
 		if ((e = parse_row(&in, d)))
 			break;
-		if (in.rows_in_batch == in.batch_rows) {
+		if (in.rows_in_batch == in.batch_rows || in.batch_full) {
 			if ((e = flush(&in, d)))
 				break;
 			report(&in);
