@@ -442,3 +442,68 @@ Test(e2e, new_array_removed_when_the_ingest_fails)
 	free(arr);
 	free(csv);
 }
+
+/* A storage failure at every call of tfs_ingest_csv_new in turn: it
+ * either succeeds with the whole array or leaves no folder behind. */
+Test(e2e, new_array_removed_at_every_storage_failure)
+{
+	char *csv = write_csv("f.csv", "a,b\n1,x\n2,y\n3,\n");
+	struct tfs_vfs *posix, *faulty;
+	unsigned long total;
+	unsigned failed = 0, ok = 0;
+
+	cr_assert_eq(tfs_vfs_posix_new(&posix), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_faulty_new(posix, &faulty), TFS_E_OK);
+	{
+		char *arr = path_in_tmp("probe");
+		struct tfs_ingest_opts o = {.write.vfs = faulty, .write.threads = 1};
+		struct tfs_ingest_result r;
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_ingest_csv_new(arr, csv, &o, &r, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		total = tfs_vfs_faulty_calls(faulty);
+		free(arr);
+	}
+	cr_assert_gt(total, 5);
+	for (unsigned long n = 0; n < total; n++) {
+		char name[32];
+		char *arr;
+		struct tfs_vfs *fv;
+		struct tfs_ingest_opts o = {.write.threads = 1};
+		struct tfs_ingest_result r;
+		struct tfs_diag d;
+		enum tfs_err e;
+
+		snprintf(name, sizeof(name), "n%lu", n);
+		arr = path_in_tmp(name);
+		cr_assert_eq(tfs_vfs_faulty_new(posix, &fv), TFS_E_OK);
+		tfs_vfs_faulty_arm(fv, TFS_FAULT_EIO, n, true);
+		o.write.vfs = fv;
+		tfs_diag_init(&d);
+		e = tfs_ingest_csv_new(arr, csv, &o, &r, &d);
+		if (e) {
+			cr_assert_neq(access(arr, F_OK), 0, "call %lu: %s left behind (%s)", n,
+				      arr, tfs_diag_msg(&d));
+			cr_assert(!r.created);
+			failed++;
+		} else {
+			struct tfs_buf all;
+
+			read_all(arr, &all, NULL);
+			cr_assert_str_eq((const char *)all.data,
+					 "row=0000000000000000 a=0100000000000000 b=78;"
+					 "row=0100000000000000 a=0200000000000000 b=79;"
+					 "row=0200000000000000 a=0300000000000000 b=NULL;");
+			tfs_buf_release(&all);
+			ok++;
+		}
+		tfs_vfs_free(fv);
+		free(arr);
+	}
+	cr_assert_gt(failed, 0);
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(posix);
+	free(csv);
+}
