@@ -111,10 +111,15 @@ const char *tfs__msg_text(char *out, size_t cap, const void *p, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const uint8_t *b = p;
-	size_t w = 0;
+	size_t w = 0, i;
 
-	for (size_t i = 0; i < len && w + 5 < cap; i++) {
-		if (b[i] >= 0x20 && b[i] != 0x7f && b[i] != '\\') {
+	for (i = 0; i < len; i++) {
+		bool plain = b[i] >= 0x20 && b[i] != 0x7f && b[i] != '\\';
+
+		/* Room for this byte's text, "..." and the NUL. */
+		if (w + (plain ? 1 : 4) + 4 > cap)
+			break;
+		if (plain) {
 			out[w++] = (char)b[i];
 		} else {
 			out[w++] = '\\';
@@ -122,11 +127,10 @@ const char *tfs__msg_text(char *out, size_t cap, const void *p, size_t len)
 			out[w++] = hex[b[i] >> 4];
 			out[w++] = hex[b[i] & 15];
 		}
-		if (i + 1 < len && w + 5 >= cap) {
-			out[w++] = '.';
-			out[w++] = '.';
-			out[w++] = '.';
-		}
+	}
+	if (i < len) {
+		memcpy(out + w, "...", 3);
+		w += 3;
 	}
 	out[w] = '\0';
 	return out;
