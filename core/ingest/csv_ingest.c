@@ -528,6 +528,8 @@ static void report(struct ingest *in)
 			.bytes_done = tfs__csv_offset(&in->lx),
 			.bytes_total = in->lx.size,
 			.rows = run->rows,
+			.pass = run->pass ? run->pass : 1,
+			.passes = run->passes ? run->passes : 1,
 		};
 
 		run->progress(&p, run->progress_arg);
