@@ -15,33 +15,69 @@
 
 #define MAX_DIMS 128
 
+/* A dimension's domain as integers, so coordinates compare without the
+ * generic value functions. */
+struct dim_int {
+	bool is_signed, plain; /* plain: an integer type, not a date/time */
+	uint64_t max_mag;      /* of the type (tfs__int_parse) */
+	int64_t lo, hi;        /* signed types */
+	uint64_t ulo, uhi;     /* unsigned types */
+};
+
 struct detect {
 	uint32_t dim_num;
 	size_t col[MAX_DIMS];      /* 0-based field of each dimension */
+	struct dim_int di[MAX_DIMS];
 	uint64_t lo[MAX_DIMS], hi[MAX_DIMS]; /* offsets from the domain's low end */
 	bool hi_known[MAX_DIMS];
 	uint64_t prev[MAX_DIMS], cur[MAX_DIMS];
 };
 
+static void dim_int_init(struct dim_int *di, const struct tfs_dim *dim)
+{
+	size_t bits = 8 * tfs_datatype_size(dim->type);
+
+	di->is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
+	di->plain = !tfs_datatype_is_datetime(dim->type);
+	di->max_mag = di->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+		      : bits == 64 ? UINT64_MAX
+				   : (UINT64_C(1) << bits) - 1;
+	di->lo = tfs_value_as_i64(dim->type, dim->domain[0]);
+	di->hi = tfs_value_as_i64(dim->type, dim->domain[1]);
+	di->ulo = tfs_value_as_u64(dim->type, dim->domain[0]);
+	di->uhi = tfs_value_as_u64(dim->type, dim->domain[1]);
+}
+
 /* A coordinate's offset from its domain's low end; false when it is no
  * value of the type or outside the domain. */
-static bool coord_offset(const struct tfs_dim *dim, const struct tfs__csv_field *f,
-			 uint64_t *out)
+static bool coord_offset(const struct tfs_dim *dim, const struct dim_int *di,
+			 const struct tfs__csv_field *f, uint64_t *out)
 {
-	uint8_t v[8] = {0};
+	uint64_t v;
 	const char *why;
 
-	if (f->len == 0 || tfs__value_parse(dim->type, f->p, f->len, v, &why))
+	if (f->len == 0)
 		return false;
-	if (tfs_value_cmp(dim->type, v, dim->domain[0]) < 0 ||
-	    tfs_value_cmp(dim->type, v, dim->domain[1]) > 0)
-		return false;
-	if (tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED)
-		*out = (uint64_t)tfs_value_as_i64(dim->type, v) -
-		       (uint64_t)tfs_value_as_i64(dim->type, dim->domain[0]);
-	else
-		*out = tfs_value_as_u64(dim->type, v) -
-		       tfs_value_as_u64(dim->type, dim->domain[0]);
+	if (di->plain) {
+		if (tfs__int_parse(f->p, f->len, di->is_signed, di->max_mag, &v, &why))
+			return false;
+	} else {
+		int64_t x;
+
+		/* Date/time types are int64. */
+		if (tfs__value_parse(dim->type, f->p, f->len, &x, &why))
+			return false;
+		v = (uint64_t)x;
+	}
+	if (di->is_signed) {
+		if ((int64_t)v < di->lo || (int64_t)v > di->hi)
+			return false;
+		*out = v - (uint64_t)di->lo;
+	} else {
+		if (v < di->ulo || v > di->uhi)
+			return false;
+		*out = v - di->ulo;
+	}
 	return true;
 }
 
@@ -89,6 +125,8 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 	if (!(t = tfs_callocn(1, sizeof(*t))))
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	t->dim_num = s->dim_num;
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		dim_int_init(&t->di[k], &s->dims[k]);
 	if ((e = tfs__csv_open(&lx, csv_path, display_name, block, d)))
 		goto out_free;
 	if ((e = tfs__csv_next(&lx, &got, d)) || !got) {
@@ -122,7 +160,8 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 			break;
 		}
 		for (uint32_t k = 0; k < s->dim_num && ok; k++)
-			ok = coord_offset(&s->dims[k], &lx.fields[t->col[k]], &t->cur[k]);
+			ok = coord_offset(&s->dims[k], &t->di[k], &lx.fields[t->col[k]],
+					  &t->cur[k]);
 		if (!ok)
 			break;
 		if (rows == 0)
