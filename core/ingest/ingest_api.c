@@ -1,0 +1,273 @@
+/* The public CSV entry points (tfs_write.h): the rows-to-batches engine
+ * (csv_ingest.c) feeding a fragment writer, which commits only after the
+ * last row, so a bad row anywhere leaves the array as it was; and arrays
+ * made from a CSV with an inferred schema, undone on failure. */
+#include "ingest_internal.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tfs_alloc.h"
+#include "tilefs/tilefs.h"
+
+struct writer_sink {
+	struct tfs_writer *w;
+	const char *name;
+};
+
+/* The writer names the field and the line; the file name is added. */
+static enum tfs_err writer_append(void *ctx, const struct tfs_batch *b,
+				  const uint64_t *tags, struct tfs_diag *d)
+{
+	struct writer_sink *ws = ctx;
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	e = tfs_writer_append(ws->w, b, tags, &wd);
+	if (e)
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+static enum tfs_err writer_commit(struct writer_sink *ws,
+				  struct tfs_write_result *r, struct tfs_diag *d)
+{
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	e = tfs_writer_commit(ws->w, r, &wd);
+	if (e)
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+static void write_opts(struct tfs_write_opts *wo, const struct tfs_ingest_opts *opts)
+{
+	memset(wo, 0, sizeof(*wo));
+	if (opts)
+		*wo = opts->write;
+	if (!wo->tag_word)
+		wo->tag_word = "line";
+}
+
+/* True when the file exists and holds no bytes (SPEC §6: commits
+ * nothing, not an error). */
+static bool empty_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+static enum tfs_err open_writer(struct writer_sink *ws, const char *array_path,
+				const struct tfs_write_opts *wo,
+				enum tfs_write_layout layout,
+				const struct tfs_range *box, struct tfs_diag *d)
+{
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	if ((e = tfs_writer_open(array_path, wo, layout, box, &ws->w, &wd)))
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+/* inferred: the array was made from this file (tfs_ingest_csv_new): a
+ * box of all its rows, no dimension columns. Otherwise a dense array
+ * whose file holds exactly one box in row-major order, with row-major
+ * tiles, is written as that box (streamed by the writer); anything else
+ * as unordered cells. */
+static enum tfs_err ingest(const char *array_path, const char *csv_path,
+			   const struct tfs_ingest_opts *opts, bool inferred,
+			   const struct tfs_range *inferred_box,
+			   struct tfs_ingest_result *result, struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct writer_sink ws = {.name = opts && opts->display_name ? opts->display_name
+								   : csv_path};
+	struct tfs__ingest_run run = {
+		.csv_path = csv_path,
+		.display_name = ws.name,
+		.no_dims = inferred,
+		.pass = inferred ? 2 : 1,
+		.passes = inferred ? 2 : 1,
+		.progress = opts ? opts->progress : NULL,
+		.progress_arg = opts ? opts->progress_arg : NULL,
+	};
+	struct tfs__ingest_sink sink = {.append = writer_append, .ctx = &ws};
+	enum tfs_err e;
+
+	write_opts(&wo, opts);
+	if (inferred) {
+		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX,
+				     inferred_box, d)))
+			return e;
+	} else {
+		const struct tfs_schema *s;
+		uint8_t (*bytes)[128][8] = NULL;
+		struct tfs_range box[128];
+		bool is_box = false;
+
+		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_UNORDERED, NULL, d)))
+			return e;
+		s = tfs_writer_schema(ws.w);
+		if (s->array_type == TFS_DENSE && s->tile_order == TFS_ROW_MAJOR) {
+			if (!(bytes = tfs_callocn(2, sizeof(*bytes)))) {
+				e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
+				goto out;
+			}
+			if ((e = tfs__box_detect(s, csv_path, ws.name, 0, &is_box, bytes, d))) {
+				tfs_free(bytes);
+				goto out;
+			}
+		}
+		if (is_box) {
+			uint32_t dim_num = s->dim_num;
+
+			for (uint32_t k = 0; k < dim_num; k++)
+				box[k] = (struct tfs_range){
+					.lo = bytes[0][k], .hi = bytes[1][k],
+					.lo_len = tfs_datatype_size(s->dims[k].type),
+					.hi_len = tfs_datatype_size(s->dims[k].type)};
+			tfs_writer_free(ws.w);
+			ws.w = NULL;
+			e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX, box, d);
+			run.skip_dims = true;
+		}
+		tfs_free(bytes);
+		if (e)
+			goto out;
+	}
+	run.schema = tfs_writer_schema(ws.w);
+	if ((e = tfs__ingest_run(&run, &sink, d)))
+		goto out;
+	if ((e = writer_commit(&ws, &result->write, d)))
+		goto out;
+	result->rows = run.rows;
+out:
+	tfs_writer_free(ws.w);
+	return e;
+}
+
+enum tfs_err tfs_ingest_csv(const char *array_path, const char *csv_path,
+			    const struct tfs_ingest_opts *opts,
+			    struct tfs_ingest_result *result,
+			    struct tfs_diag *d)
+{
+	memset(result, 0, sizeof(*result));
+	if (empty_file(csv_path))
+		return TFS_E_OK;
+	return ingest(array_path, csv_path, opts, false, NULL, result, d);
+}
+
+/* Removes what tfs_ingest_csv_new made after a failure: the folder's
+ * contents, and the folder itself unless it was there before. */
+static void remove_tree(struct tfs_vfs *v, const char *path, bool keep_top)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_stat st;
+
+	if (v->ops->stat(v, path, &st, NULL) || !st.exists)
+		return;
+	if (st.is_dir && !tfs_vfs_list(v, path, &l, NULL)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *child = tfs_path_join(path, l.names[i]);
+
+			if (child)
+				remove_tree(v, child, false);
+			tfs_free(child);
+		}
+		tfs_dirlist_release(&l);
+	}
+	if (!keep_top)
+		(void)v->ops->remove(v, path, NULL);
+}
+
+static void undo_create(const struct tfs_write_opts *wo, const char *path,
+			bool existed)
+{
+	struct tfs_vfs *posix = NULL, *v = wo->vfs;
+
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v)
+		remove_tree(v, path, existed);
+	tfs_vfs_free(posix);
+}
+
+static bool empty_folder(const struct tfs_write_opts *wo, const char *path)
+{
+	struct tfs_vfs *posix = NULL, *v = wo->vfs;
+	struct tfs_dirlist l = {0};
+	bool empty = false;
+
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v && !tfs_vfs_list(v, path, &l, NULL)) {
+		empty = l.count == 0;
+		tfs_dirlist_release(&l);
+	}
+	tfs_vfs_free(posix);
+	return empty;
+}
+
+enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
+				const struct tfs_ingest_opts *opts,
+				struct tfs_ingest_result *result,
+				struct tfs_diag *d)
+{
+	const char *name = opts && opts->display_name ? opts->display_name : csv_path;
+	struct tfs_write_opts wo;
+	struct tfs_schema s;
+	struct tfs_diag wd;
+	struct stat st;
+	uint64_t rows, lo = 0, hi;
+	bool existed;
+	enum tfs_err e;
+
+	memset(result, 0, sizeof(*result));
+	write_opts(&wo, opts);
+	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0,
+				   opts ? opts->progress : NULL,
+				   opts ? opts->progress_arg : NULL, d)))
+		return e;
+	/* An empty folder may be made the array; anything else there makes
+	 * tfs_array_create refuse. Only what this call made is undone. */
+	if (wo.vfs) {
+		struct tfs_stat vst;
+
+		existed = !tfs_vfs_stat(wo.vfs, array_path, &vst, NULL) && vst.exists;
+	} else {
+		existed = stat(array_path, &st) == 0;
+	}
+	/* Something already there that is not an empty folder is never
+	 * touched, whatever fails. */
+	if (existed && !empty_folder(&wo, array_path)) {
+		tfs_schema_release(&s);
+		return tfs_fail(d, TFS_E_EXISTS, "%s: '%s' exists and is not an empty folder",
+				name, array_path);
+	}
+	tfs_diag_init(&wd);
+	e = tfs_array_create(array_path, &s, &wo, &wd);
+	tfs_schema_release(&s);
+	if (e) {
+		undo_create(&wo, array_path, existed);
+		return tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&wd));
+	}
+	result->created = true;
+	if (rows == 0)
+		return TFS_E_OK;
+	hi = rows - 1;
+	struct tfs_range box = {.lo = (const uint8_t *)&lo, .hi = (const uint8_t *)&hi,
+				.lo_len = 8, .hi_len = 8};
+
+	e = ingest(array_path, csv_path, opts, true, &box, result, d);
+	if (!e)
+		return TFS_E_OK;
+	undo_create(&wo, array_path, existed);
+	result->created = false;
+	return e;
+}
