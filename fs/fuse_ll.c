@@ -496,7 +496,8 @@ static int staged_commit(struct tfsd_staged *sf, bool invalidate,
 			      sf->target.name, true,
 			      d.code ? tfs_diag_msg(&d) : tfs_strerror(e));
 		err = tfsd_write_errno(e);
-	} else {
+	} else if (res.wrote) {
+		/* An empty file (touch) wrote nothing: nothing to record. */
 		tfsd_ilog_add(tfs_daemon.ilog, sf->target.log_dir,
 			      sf->target.name, false, res.what);
 		commit_scope(&sf->target, scope, sizeof(scope), &entry);
@@ -1408,7 +1409,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	e = tfsd_write_classify(&tfs_daemon, vpath, &t, &d);
 	if (!e) {
 		e = tfsd_write_meta_delete(&tfs_daemon, &t, &d);
-		snprintf(what, sizeof(what), "metadata '%.100s' deleted", t.name);
+		snprintf(what, sizeof(what), "deleted");
 		tfsd_ilog_add(tfs_daemon.ilog, t.log_dir, t.name, e != TFS_E_OK,
 			      e ? tfs_diag_msg(&d) : what);
 		if (!e) {

@@ -210,9 +210,14 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 		array_vpath = parent_of(dir_vpath);
 		tfs_buf_init(&key, TFS_BUF_NO_MAX);
 		e = array_vpath ? TFS_E_OK : TFS_E_NOMEM;
-		if (!e)
-			e = target_init(fs, out, TFSD_W_META, dir.rel, name,
-					array_vpath, d);
+		if (!e) {
+			char *shown = join("metadata", name);
+
+			e = shown ? target_init(fs, out, TFSD_W_META, dir.rel,
+						shown, array_vpath, d)
+				  : TFS_E_NOMEM;
+			tfs_free(shown);
+		}
 		if (!e && (tfsd_meta_name_decode(&key, name) ||
 			   tfs_buf_append_u8(&key, 0)))
 			e = TFS_E_NOMEM;
@@ -248,10 +253,16 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				     name);
 			break;
 		}
-		array_vpath = parent_of(dir_vpath);
-		e = array_vpath ? target_init(fs, out, TFSD_W_SLICE, dir.rel,
-					      name, array_vpath, d)
-				: tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		{
+			char *shown = join(f.name, name);
+
+			array_vpath = parent_of(dir_vpath);
+			e = array_vpath && shown
+				    ? target_init(fs, out, TFSD_W_SLICE, dir.rel,
+						  shown, array_vpath, d)
+				    : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			tfs_free(shown);
+		}
 		if (e)
 			break;
 		out->field = tfs_strdup(f.name);
@@ -558,8 +569,8 @@ static enum tfs_err commit_meta(struct tfsd *fs, const struct tfsd_wtarget *t,
 	e = tfs_array_metadata_write(t->path, &kv, 1, &wo, d);
 	if (!e) {
 		res->wrote = true;
-		snprintf(res->what, sizeof(res->what), "metadata '%.64s' set, %u %s",
-			 t->name, kv.value_num,
+		snprintf(res->what, sizeof(res->what), "set, %u %s",
+			 kv.value_num,
 			 tfs_datatype_class(kv.type) == TFS_CLASS_STRING
 				 ? "bytes of text"
 				 : "values");
