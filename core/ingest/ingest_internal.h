@@ -94,6 +94,9 @@ enum tfs_err tfs__value_parse(uint8_t type, const uint8_t *p, size_t len,
 enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
 			     const uint8_t *p, size_t len, struct tfs_buf *out,
 			     const char **why) TFS_WUR;
+/* Well-formed UTF-8 (no overlong forms, surrogates or values past
+ * U+10FFFF). */
+bool tfs__utf8_valid(const uint8_t *p, size_t len);
 /* Date/time helpers, exposed for schema inference. Days from 1970-01-01
  * of a proleptic Gregorian date. */
 int64_t tfs__days_from_civil(int64_t y, unsigned m, unsigned d);

@@ -575,7 +575,7 @@ enum tfs_err tfs__value_parse(uint8_t type, const uint8_t *p, size_t len,
 	}
 }
 
-static bool valid_utf8(const uint8_t *p, size_t len)
+bool tfs__utf8_valid(const uint8_t *p, size_t len)
 {
 	size_t i = 0;
 
@@ -642,7 +642,7 @@ enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
 					return TFS_E_INVALID;
 				}
 			}
-		} else if (type == TFS_STRING_UTF8 && !valid_utf8(p, len)) {
+		} else if (type == TFS_STRING_UTF8 && !tfs__utf8_valid(p, len)) {
 			*why = "not valid UTF-8";
 			return TFS_E_INVALID;
 		}
