@@ -484,8 +484,9 @@ static int staged_commit(struct tfsd_staged *sf, bool invalidate,
 		scope_out[0] = '\0';
 	pthread_mutex_lock(&sf->lock);
 	if (!sf->dirty || !tfsd_wtarget_commits(&sf->target)) {
+		err = tfsd_wtarget_commits(&sf->target) ? sf->error : 0;
 		pthread_mutex_unlock(&sf->lock);
-		return 0;
+		return err;
 	}
 	sf->dirty = false;
 	sf->committed = true;
@@ -506,6 +507,7 @@ static int staged_commit(struct tfsd_staged *sf, bool invalidate,
 		if (scope_entry)
 			*scope_entry = entry;
 	}
+	sf->error = err;
 	pthread_mutex_unlock(&sf->lock);
 	if (!e && invalidate && res.wrote)
 		invalidate_under(scope, entry);

@@ -124,6 +124,10 @@ struct tfsd_staged {
 	struct tfsd_wtarget target; /* protected by lock */
 	bool dirty;     /* written since the last commit; protected by lock */
 	bool committed; /* a commit ran (ok or refused); protected by lock */
+	/* errno of the last commit's refusal, 0 after a success: every
+	 * later close of the file reports it too (a tool that closes a
+	 * dup'ed descriptor first still sees it on its own close). */
+	int error; /* protected by lock */
 	int refs;       /* protected by the table's lock */
 	int opens;      /* protected by the table's lock */
 	bool listed;    /* in the table under vpath; the table's lock */

@@ -185,8 +185,8 @@ mkdir "$m/dense_1d/x" 2>/dev/null && fail "mkdir inside an array"
 echo "schema.json in a new folder: array made, then written"
 
 # ---- writes that mean nothing are refused -------------------------------------------------
-echo x >"$m/dense_1d/schema.json" 2>/dev/null && fail "wrote an array's schema.json"
-echo x >"$m/dense_1d/fragments/new" 2>/dev/null && fail "wrote into fragments/"
+echo x 2>/dev/null >"$m/dense_1d/schema.json" && fail "wrote an array's schema.json"
+echo x 2>/dev/null >"$m/dense_1d/fragments/new" && fail "wrote into fragments/"
 t=$(ls "$m/dense_1d/versions" | head -1)
 cp "$WORK/in1.csv" "$m/dense_1d/versions/$t/" 2>"$WORK/cp.err" && fail "wrote into a version"
 grep -q 'Read-only file system' "$WORK/cp.err" || fail "version write: $(cat "$WORK/cp.err")"
