@@ -108,7 +108,11 @@ static void *cleaner_main(void *arg)
 		struct timespec until;
 		bool stop;
 
-		tfsd_cleanup_sweep(c->fs, TFSD_CLEANUP_GRACE_MS, NULL, NULL);
+		tfsd_cleanup_sweep(c->fs,
+				   c->fs->cfg.cleanup_grace_set
+					   ? c->fs->cfg.cleanup_grace_ms
+					   : TFSD_CLEANUP_GRACE_MS,
+				   NULL, NULL);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += TFSD_CLEANUP_PERIOD_S;
 		pthread_mutex_lock(&c->lock);

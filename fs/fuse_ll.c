@@ -1630,6 +1630,7 @@ struct cli {
 	char *timestamp;
 	char *whole_max;
 	char *staging;
+	char *cleanup_grace;
 	int read_only;
 	int show_help;
 	int show_version;
@@ -1644,6 +1645,7 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("timestamp=%s", timestamp),
 	CLI_OPT("whole_max=%s", whole_max),
 	CLI_OPT("staging=%s", staging),
+	CLI_OPT("cleanup_grace=%s", cleanup_grace),
 	FUSE_OPT_END,
 };
 
@@ -1682,6 +1684,9 @@ static void usage(const char *prog)
 	       "                           larger ones stream with size 0 (default 65536)\n"
 	       "    -o staging=DIR         folder for files being written until their\n"
 	       "                           commit (default: a new folder in $TMPDIR)\n"
+	       "    -o cleanup_grace=S     uncommitted fragment folders older than S\n"
+	       "                           seconds are removed as crashed writes, at\n"
+	       "                           mount time and every 10 minutes (default 900)\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"
@@ -1785,6 +1790,22 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 	}
 	if (c->staging && !(cfg->staging = tfs_strdup(c->staging)))
 		return 1;
+	if (c->cleanup_grace) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(c->cleanup_grace, &end, 10);
+		if (errno || end == c->cleanup_grace || *end ||
+		    v > UINT64_MAX / 1000) {
+			fprintf(stderr, "tilefs: cleanup_grace='%s': not a number "
+					"of seconds\n",
+				c->cleanup_grace);
+			return 2;
+		}
+		cfg->cleanup_grace_ms = (uint64_t)v * 1000;
+		cfg->cleanup_grace_set = true;
+	}
 	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
 		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 2;
@@ -1954,6 +1975,7 @@ out_args:
 	free(c.timestamp);
 	free(c.whole_max);
 	free(c.staging);
+	free(c.cleanup_grace);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -6,8 +6,10 @@
  * and renamed like an ordinary one. */
 #include "tfsd_write.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,30 @@ struct tfsd_staging {
 	uint64_t next_id;  /* protected by lock */
 };
 
+/* Staged files of daemons that died (killed mid-write) in a staging=
+ * folder: their bytes were never committed and nobody will. */
+static void remove_orphans(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+
+	while (dp && (de = readdir(dp)) != NULL) {
+		long pid;
+		char *end;
+
+		if (strncmp(de->d_name, "tilefs.", 7) != 0)
+			continue;
+		pid = strtol(de->d_name + 7, &end, 10);
+		if (end == de->d_name + 7 || *end != '.' || pid <= 0 ||
+		    pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			unlinkat(dirfd(dp), de->d_name, 0);
+	}
+	if (dp)
+		closedir(dp);
+}
+
 enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
 			      struct tfs_diag *d)
 {
@@ -52,6 +78,7 @@ enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
 					"staging folder '%s': not a folder", dir);
 		}
 		st->dir = tfs_strdup(dir);
+		remove_orphans(dir);
 	} else {
 		const char *tmp = getenv("TMPDIR");
 
@@ -147,8 +174,8 @@ enum tfs_err tfsd_staged_create(struct tfsd_staging *st, const char *vpath,
 	pthread_mutex_unlock(&st->lock);
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	if (!sf->vpath ||
-	    tfs_buf_printf(&b, "%s/%llu%c", st->dir, (unsigned long long)id,
-			   '\0')) {
+	    tfs_buf_printf(&b, "%s/tilefs.%ld.%llu%c", st->dir, (long)getpid(),
+			   (unsigned long long)id, '\0')) {
 		tfs_buf_release(&b);
 		tfs_free(n);
 		staged_free(sf);

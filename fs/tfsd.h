@@ -44,6 +44,10 @@ struct tfsd_config {
 	struct tfsd_key *keys; /* from keyfile=, sorted by path */
 	size_t key_num;
 	char *staging; /* staging=: folder of files being written, or NULL */
+	/* cleanup_grace=: age (ms) of an uncommitted fragment folder
+	 * before it counts as a crashed write's; 0 = the default. */
+	uint64_t cleanup_grace_ms;
+	bool cleanup_grace_set;
 };
 
 void tfsd_config_release(struct tfsd_config *c);
