@@ -1780,6 +1780,9 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 			c->timestamp);
 		return 2;
 	}
+	/* A mount of the past cannot take writes. */
+	if (cfg->timestamp)
+		cfg->read_only = true;
 	if (c->key) {
 		if (tfs_key_from_hex(cfg->default_key, c->key)) {
 			fprintf(stderr, "tilefs: key must be 64 hex digits\n");

@@ -419,11 +419,34 @@ enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 
 /* ---- Commits ------------------------------------------------------------------ */
 
+/* The key a write uses. A key the keyfile gives this array (or the new
+ * array's path) is used as is; a default key (key=, '*') only for arrays
+ * that are encrypted, which is what a key-less opening tells: a key
+ * handed to the writer encrypts what it writes, and an unencrypted array
+ * must stay readable without one. New arrays get no default key. */
+static const uint8_t *write_key(struct tfsd *fs, const struct tfsd_wtarget *t)
+{
+	const uint8_t *key = tfsd_config_key(&fs->cfg, t->rel);
+	struct tfs_open_opts oo = {.threads = 1, .pool = fs->pool};
+	struct tfs_array *a = NULL;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	if (!key || tfsd_config_has_own_key(&fs->cfg, t->rel))
+		return key;
+	if (t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_SCHEMA)
+		return NULL;
+	tfs_diag_init(&d);
+	e = tfs_array_open(t->path, &oo, &a, &d);
+	tfs_array_close(a);
+	return e == TFS_E_KEY ? key : NULL;
+}
+
 static void write_opts_init(struct tfsd *fs, const struct tfsd_wtarget *t,
 			    struct tfs_write_opts *wo)
 {
 	memset(wo, 0, sizeof(*wo));
-	wo->key = tfsd_config_key(&fs->cfg, t->rel);
+	wo->key = write_key(fs, t);
 	wo->threads = fs->cfg.threads;
 	wo->pool = fs->pool;
 	wo->spill_dir = fs->staging ? tfsd_staging_dir(fs->staging) : NULL;

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib/common.sh"
 
 SRC=$WORK/src
-copy_corpus "$SRC" dense_2d_rowmajor dense_1d metadata
+copy_corpus "$SRC" dense_2d_rowmajor dense_1d metadata encrypted
 chmod -R u+w "$SRC"
 mount_tilefs "$SRC" "$WORK/mnt"
 m=$WORK/mnt
@@ -112,4 +112,23 @@ ls "$M/metadata" | grep -qx note && fail "note still listed after rm"
 grep -q '"note"' "$M/metadata.json" && fail "note still in metadata.json"
 grep -q 'metadata/note  ok: deleted' "$M/ingest.log" || fail "ingest.log: $(cat "$M/ingest.log")"
 echo "metadata: set (typed), string, delete"
+
+# ---- a mount key: encrypted arrays are written encrypted, others not ----------
+fusermount3 -u "$m"
+KEY=7075626c69632d6b65792d303132333435363738396162636465666768696a21
+mount_tilefs "$SRC" "$WORK/mkey" -o key=$KEY
+printf 'x,y,a,s\n32,32,4242,secret row\n' >"$WORK/enc.csv"
+cp "$WORK/enc.csv" "$WORK/mkey/encrypted/" || fail "cp into the encrypted array"
+grep -q '^32,32,4242,secret row$' "$WORK/mkey/encrypted/data.csv" || fail "encrypted read back"
+echo 31 >"$WORK/mkey/encrypted/metadata/n" || fail "encrypted metadata"
+[ "$(cat "$WORK/mkey/encrypted/metadata/n")" = 31 ] || fail "encrypted metadata read back"
+printf 'd,a,b\n99,9999,9.5\n' >"$WORK/plain.csv"
+cp "$WORK/plain.csv" "$WORK/mkey/dense_1d/" || fail "cp into dense_1d with a key mounted"
+fusermount3 -u "$WORK/mkey"
+grep -rqa 'secret row' "$SRC/encrypted" && fail "the encrypted array holds plain text"
+mount_tilefs "$SRC" "$WORK/nokey" -o ro
+grep -q '^99,9999,9.5$' "$WORK/nokey/dense_1d/data.csv" ||
+  fail "dense_1d written with the mount's key: unreadable without it"
+cat "$WORK/nokey/encrypted/data.csv" >/dev/null 2>&1 && fail "the encrypted array reads without its key"
+echo "key=: encrypted arrays stay encrypted, others plain"
 pass
