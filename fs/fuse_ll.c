@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -169,6 +170,36 @@ static void inode_move(const char *from, const char *vpath)
 	tfs_free(old);
 }
 
+/* The kernel forgets the name vpath (positive or negative) in its
+ * folder, when it knows the folder. */
+static void inval_entry_path(const char *vpath)
+{
+	const char *slash = strrchr(vpath, '/');
+	const char *base = slash ? slash + 1 : vpath;
+	char *dir = slash ? tfs_strndup(vpath, (size_t)(slash - vpath))
+			  : tfs_strdup("");
+	fuse_ino_t pino = 0;
+
+	if (!tfs_session || !dir || !*base) {
+		tfs_free(dir);
+		return;
+	}
+	if (!*dir) {
+		pino = FUSE_ROOT_ID;
+	} else {
+		pthread_mutex_lock(&itab.lock);
+		for (struct inode *pin = itab.buckets[path_hash(dir)]; pin;
+		     pin = pin->next)
+			if (pin->version == 0 && strcmp(pin->vpath, dir) == 0)
+				pino = ino_of(pin);
+		pthread_mutex_unlock(&itab.lock);
+	}
+	if (pino)
+		fuse_lowlevel_notify_inval_entry(tfs_session, pino, base,
+						 strlen(base));
+	tfs_free(dir);
+}
+
 /* After a commit: the kernel forgets what it cached of every path at or
  * under prefix (attributes, pages, names), so that the next look shows
  * the new version; with entry, also the name prefix itself (a new array
@@ -246,28 +277,8 @@ out_unlock:
 							 base, strlen(base));
 		tfs_free(dir);
 	}
-	if (entry && plen) {
-		const char *slash = strrchr(prefix, '/');
-		const char *base = slash ? slash + 1 : prefix;
-		char *dir = slash ? tfs_strndup(prefix, (size_t)(slash - prefix))
-				  : tfs_strdup("");
-		fuse_ino_t pino = 0;
-
-		if (dir && !*dir) {
-			pino = FUSE_ROOT_ID;
-		} else if (dir) {
-			pthread_mutex_lock(&itab.lock);
-			for (struct inode *pin = itab.buckets[path_hash(dir)]; pin;
-			     pin = pin->next)
-				if (pin->version == 0 && strcmp(pin->vpath, dir) == 0)
-					pino = ino_of(pin);
-			pthread_mutex_unlock(&itab.lock);
-		}
-		if (pino)
-			fuse_lowlevel_notify_inval_entry(tfs_session, pino, base,
-							 strlen(base));
-		tfs_free(dir);
-	}
+	if (entry && plen)
+		inval_entry_path(prefix);
 	tfs_free(parents);
 	tfs_free(inos);
 	tfs_buf_release(&names);
@@ -361,15 +372,22 @@ static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 
 /* An open file: a view file being read, a staged file being written (or
  * read back), or a rendered ingest.log. */
+#define FH_MAGIC 0x74667368u
+
 struct fhandle {
+	uint32_t magic; /* FH_MAGIC: not a folder's listing */
 	struct tfsd_file *rf;
 	struct tfsd_staged *sf;
 	struct tfs_buf doc;
 };
 
+/* The open file of fi; NULL when fi is none or a folder's (the kernel
+ * passes handles with getattr and setattr of open files). */
 static struct fhandle *fh_of(const struct fuse_file_info *fi)
 {
-	return (struct fhandle *)(uintptr_t)fi->fh;
+	struct fhandle *h = fi ? (struct fhandle *)(uintptr_t)fi->fh : NULL;
+
+	return h && h->magic == FH_MAGIC ? h : NULL;
 }
 
 static void fh_free(struct fhandle *h)
@@ -675,15 +693,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	enum tfs_err e;
 
-	struct tfsd_staged *sf = fi && fh_of(fi) && fh_of(fi)->sf
-					 ? fh_of(fi)->sf
-					 : NULL;
+	struct tfsd_staged *sf = fh_of(fi) ? fh_of(fi)->sf : NULL;
 	char *dir;
 
 	tfs_diag_init(&d);
 	if (sf || (sf = staged_at(in->vpath)) != NULL) {
 		staged_stat(sf, ino, &st);
-		if (!(fi && fh_of(fi) && fh_of(fi)->sf == sf))
+		if (!(fh_of(fi) && fh_of(fi)->sf == sf))
 			tfsd_staged_put(tfs_daemon.staging, sf);
 		fuse_reply_attr(req, &st, 0);
 		return;
@@ -706,6 +722,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* A directory listing taken at opendir, served by offset. */
 struct dirlist {
+	uint32_t magic;       /* 0: tells it from a struct fhandle */
 	struct tfs_buf names; /* NUL-separated */
 	struct tfs_buf kinds; /* one byte per name: 1 = folder */
 	size_t count;
@@ -913,6 +930,7 @@ static void open_staged(fuse_req_t req, struct tfsd_staged *sf,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	h->magic = FH_MAGIC;
 	if (!opened)
 		tfsd_staged_opened(tfs_daemon.staging, sf);
 	if (fi->flags & O_TRUNC) {
@@ -968,8 +986,31 @@ static enum tfs_err stage_new(const char *vpath, bool seed,
 	return TFS_E_OK;
 }
 
-/* The staged file of a request left behind: unlisted when its name does
- * not keep it, and its references dropped. */
+/* Ends an open file. The last close of a staged file commits what a
+ * flush did not (writes through mmap; only the logs can tell), and a
+ * committing name is gone then; a temporary stays until it is renamed or
+ * removed. */
+static void fh_close(struct fhandle *h)
+{
+	struct tfsd_staged *sf = h ? h->sf : NULL;
+
+	if (sf && tfsd_staged_closed(tfs_daemon.staging, sf)) {
+		bool commits;
+
+		staged_commit(sf, true, NULL, 0, NULL);
+		pthread_mutex_lock(&sf->lock);
+		commits = tfsd_wtarget_commits(&sf->target);
+		pthread_mutex_unlock(&sf->lock);
+		if (commits)
+			tfsd_staged_unlist(tfs_daemon.staging, sf);
+	}
+	if (sf)
+		tfsd_staged_put(tfs_daemon.staging, sf);
+	fh_free(h);
+}
+
+/* A staged file just made for a request that failed: unlisted, its
+ * references dropped. */
 static void stage_abandon(struct tfsd_staged *sf)
 {
 	tfsd_staged_closed(tfs_daemon.staging, sf);
@@ -1020,6 +1061,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	h->magic = FH_MAGIC;
 	tfs_buf_init(&h->doc, TFS_BUF_NO_MAX);
 	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
 	if (e == TFS_E_NOT_FOUND && ilog_dir(in->vpath, &dir)) {
@@ -1060,13 +1102,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->keep_cache = !fi->direct_io && node_version(&n) == in->version;
 	tfsd_node_release(&tfs_daemon, &n);
 out_reply:
-	if (fuse_reply_open(req, fi) == -ENOENT) {
-		/* interrupted open */
-		h = fh_of(fi);
-		if (h->sf)
-			stage_abandon(h->sf);
-		fh_free(h);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		fh_close(fh_of(fi)); /* interrupted open */
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -1078,6 +1115,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t got = 0;
 	enum tfs_err e = TFS_E_OK;
 
+	if (!h) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	if (size > MAX_READ * 4)
 		size = MAX_READ * 4;
 	buf = tfs_malloc(size ? size : 1);
@@ -1117,7 +1158,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	ssize_t r;
 
 	(void)ino;
-	if (!h->sf) {
+	if (!h || !h->sf) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
@@ -1138,8 +1179,9 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fhandle *h = fh_of(fi);
 
 	(void)ino;
-	fuse_reply_err(req, h->sf ? staged_commit(h->sf, true, NULL, 0, NULL)
-				  : 0);
+	fuse_reply_err(req, h && h->sf
+				    ? staged_commit(h->sf, true, NULL, 0, NULL)
+				    : 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -1151,24 +1193,8 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fhandle *h = fh_of(fi);
-	struct tfsd_staged *sf = h->sf;
-
 	(void)ino;
-	if (sf && tfsd_staged_closed(tfs_daemon.staging, sf)) {
-		/* Written through mmap or a flush that never came: commit
-		 * now; only the logs can tell. */
-		staged_commit(sf, true, NULL, 0, NULL);
-		/* A committing name is gone once written; a temporary
-		 * stays until it is renamed or removed. */
-		pthread_mutex_lock(&sf->lock);
-		if (tfsd_wtarget_commits(&sf->target))
-			tfsd_staged_unlist(tfs_daemon.staging, sf);
-		pthread_mutex_unlock(&sf->lock);
-	}
-	if (sf)
-		tfsd_staged_put(tfs_daemon.staging, sf);
-	fh_free(h);
+	fh_close(fh_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -1180,6 +1206,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tfs_diag d;
 	struct inode *in;
 	enum tfs_err e;
+	bool fresh = false;
 	char *vpath = child_path(inode_of(parent), name);
 
 	tfs_diag_init(&d);
@@ -1191,6 +1218,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EROFS);
 		goto out_free;
 	}
+	tfsd_staging_expire(tfs_daemon.staging, TFSD_TEMP_KEEP_MS);
 	sf = staged_at(vpath);
 	if (sf && (fi->flags & O_EXCL)) {
 		tfsd_staged_put(tfs_daemon.staging, sf);
@@ -1205,12 +1233,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			reply_fail(req, vpath, e, &d);
 			goto out_free;
 		}
+		fresh = true;
 	}
 	if (fchmod(sf->fd, mode & 07777) != 0)
 		tfs_log(TFS_LOG_DEBUG, "'/%s': chmod of staged file failed", vpath);
 	in = inode_ref(vpath, 0);
 	if (!in) {
-		stage_abandon(sf);
+		if (fresh) {
+			stage_abandon(sf);
+		} else {
+			tfsd_staged_closed(tfs_daemon.staging, sf);
+			tfsd_staged_put(tfs_daemon.staging, sf);
+		}
 		fuse_reply_err(req, ENOMEM);
 		goto out_free;
 	}
@@ -1222,12 +1256,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		inode_unref(in, 1);
 		goto out_free;
 	}
-	if (fuse_reply_create(req, &ep, fi) == -ENOENT) {
-		struct fhandle *h = fh_of(fi);
-
-		stage_abandon(h->sf);
-		fh_free(h);
-	}
+	if (fuse_reply_create(req, &ep, fi) == -ENOENT)
+		fh_close(fh_of(fi));
 out_free:
 	tfs_free(vpath);
 }
@@ -1238,7 +1268,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
 	struct inode *in = inode_of(ino);
-	struct tfsd_staged *sf = fi && fh_of(fi) ? fh_of(fi)->sf : NULL;
+	struct tfsd_staged *sf = fh_of(fi) ? fh_of(fi)->sf : NULL;
 	bool own = false;
 	struct stat st;
 
@@ -1356,9 +1386,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 out:
 	fuse_reply_err(req, err);
-	/* After the reply: the kernel holds the folders' locks until it. */
-	if (!err && scope[0] != '\0' && sf)
+	/* After the reply: the kernel holds the folders' locks until it.
+	 * The renamed file took the new name in the kernel's view: gone. */
+	if (!err && scope[0] != '\0' && sf) {
 		invalidate_under(scope, entry);
+		inval_entry_path(to);
+	}
 out_noreply:
 	tfsd_staged_put(tfs_daemon.staging, sf);
 	tfs_free(from);
@@ -1528,6 +1561,19 @@ out_free:
 	tfs_free(vpath);
 }
 
+/* df and tools that check for room see SOURCE's file system. */
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	(void)ino;
+	if (statvfs(tfs_daemon.cfg.source, &sv) != 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fuse_reply_statfs(req, &sv);
+}
+
 /* Replies to getxattr/listxattr with val (the size alone when size is 0,
  * as the protocol asks) and releases it. */
 static void reply_xattr(fuse_req_t req, enum tfs_err e, struct tfs_buf *val,
@@ -1615,6 +1661,7 @@ static const struct fuse_lowlevel_ops tfsd_ops = {
 	.unlink = op_unlink,
 	.mkdir = op_mkdir,
 	.rmdir = op_rmdir,
+	.statfs = op_statfs,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,
 };

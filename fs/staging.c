@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tfs_alloc.h"
@@ -239,14 +240,60 @@ void tfsd_staged_opened(struct tfsd_staging *st, struct tfsd_staged *sf)
 	pthread_mutex_unlock(&st->lock);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 bool tfsd_staged_closed(struct tfsd_staging *st, struct tfsd_staged *sf)
 {
+	uint64_t now = now_ms();
 	bool last;
 
 	pthread_mutex_lock(&st->lock);
 	last = --sf->opens == 0;
+	if (last)
+		sf->closed_ms = now;
 	pthread_mutex_unlock(&st->lock);
 	return last;
+}
+
+unsigned tfsd_staging_expire(struct tfsd_staging *st, uint64_t max_ms)
+{
+	uint64_t now = now_ms();
+	struct node *gone = NULL, **pp;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&st->lock);
+	for (pp = &st->list; *pp;) {
+		struct node *nd = *pp;
+
+		if (nd->sf->opens == 0 && now - nd->sf->closed_ms > max_ms) {
+			*pp = nd->next;
+			nd->sf->listed = false;
+			nd->next = gone;
+			gone = nd;
+			n++;
+		} else {
+			pp = &nd->next;
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	while (gone) {
+		struct node *nd = gone;
+
+		gone = nd->next;
+		tfs_log(TFS_LOG_INFO, "'/%s': dropped, closed %llu s ago and "
+				      "never renamed",
+			nd->sf->vpath,
+			(unsigned long long)((now - nd->sf->closed_ms) / 1000));
+		tfsd_staged_put(st, nd->sf);
+		tfs_free(nd);
+	}
+	return n;
 }
 
 void tfsd_staged_put(struct tfsd_staging *st, struct tfsd_staged *sf)

@@ -130,6 +130,7 @@ struct tfsd_staged {
 	int error; /* protected by lock */
 	int refs;       /* protected by the table's lock */
 	int opens;      /* protected by the table's lock */
+	uint64_t closed_ms; /* last close (monotonic); the table's lock */
 	bool listed;    /* in the table under vpath; the table's lock */
 	char *vpath;    /* the table's lock */
 };
@@ -167,6 +168,12 @@ enum tfs_err tfsd_staged_rename(struct tfsd_staging *st,
 /* Calls fn for each staged file directly in folder dir (a vpath). */
 void tfsd_staging_list(struct tfsd_staging *st, const char *dir,
 		       tfsd_list_fn fn, void *ctx);
+/* Unlists staged files closed for longer than max_ms (temporaries never
+ * renamed: an editor's or a tool's that died); returns how many. */
+unsigned tfsd_staging_expire(struct tfsd_staging *st, uint64_t max_ms);
+/* Temporaries wait this long after their last close for their rename. */
+#define TFSD_TEMP_KEEP_MS ((uint64_t)10 * 60 * 1000)
+
 /* Whether any staged file is listed under vpath (vpath or inside it). */
 bool tfsd_staging_busy(struct tfsd_staging *st, const char *vpath);
 

@@ -392,6 +392,28 @@ Test(staging, table, .init = setup, .fini = teardown)
 	cr_expect(!tfsd_staging_busy(fs.staging, "dense_1d"));
 }
 
+Test(staging, closed_temporaries_expire, .init = setup, .fini = teardown)
+{
+	struct tfsd_staged *open_one, *closed_one, *found;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_staging_new(NULL, &fs.staging, &d), TFS_E_OK);
+	open_one = stage("plain/.a.tmp");
+	closed_one = stage("plain/.b.tmp");
+	cr_expect(tfsd_staged_closed(fs.staging, closed_one));
+	tfsd_staged_put(fs.staging, closed_one);
+	cr_expect_eq(tfsd_staging_expire(fs.staging, TFSD_TEMP_KEEP_MS), 0);
+	usleep(20000);
+	cr_expect_eq(tfsd_staging_expire(fs.staging, 10), 1);
+	cr_expect_null(tfsd_staged_find(fs.staging, "plain/.b.tmp"));
+	found = tfsd_staged_find(fs.staging, "plain/.a.tmp");
+	cr_expect_eq(found, open_one, "an open file expired");
+	tfsd_staged_put(fs.staging, found);
+	tfsd_staged_closed(fs.staging, open_one);
+	tfsd_staged_put(fs.staging, open_one);
+}
+
 /* ---- Commits refused before the core is called --------------------------------- */
 
 static enum tfs_err commit_bytes(const char *vpath, const void *bytes,
