@@ -316,6 +316,30 @@ static double node_timeout(const struct tfsd_node *n)
 						    : TIMEOUT_CURRENT;
 }
 
+/* Whether writing into this folder (or to this file) means something
+ * (SPEC §6), so that file managers offer it: plain folders, arrays,
+ * metadata/ and its values, attribute folders and their raw slices. */
+static bool node_takes_writes(const struct tfsd_node *n)
+{
+	if (tfs_daemon.cfg.read_only || n->version_view)
+		return false;
+	switch (n->kind) {
+	case TFSD_N_FOLDER:
+	case TFSD_N_ARRAY:
+	case TFSD_N_META_DIR:
+		return true;
+	case TFSD_N_FIELD:
+		return n->arr && n->field >= (int)n->arr->schema->dim_num;
+	case TFSD_N_FILE:
+		return n->file == TFSD_F_META_VALUE ||
+		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
+			n->field >= (int)n->arr->schema->dim_num &&
+			(n->fmt == TFSD_FMT_RAW || n->fmt == TFSD_FMT_NPY));
+	default:
+		return false;
+	}
+}
+
 /* Attributes of a resolved node. */
 static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 			      fuse_ino_t ino, struct stat *st,
@@ -350,11 +374,11 @@ static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 	if (tfsd_node_is_dir(n)) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | (node_takes_writes(n) ? 0755 : 0555);
 		st->st_nlink = 2;
 		return TFS_E_OK;
 	}
-	st->st_mode = S_IFREG | 0444;
+	st->st_mode = S_IFREG | (node_takes_writes(n) ? 0644 : 0444);
 	st->st_nlink = 1;
 	{
 		struct tfsd_size sz;
