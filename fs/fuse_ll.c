@@ -491,21 +491,18 @@ static void ilog_stat(const char *dir, fuse_ino_t ino, struct stat *st)
 	tfs_buf_release(&b);
 }
 
-/* The path at which a commit's effect shows, and whether that name is
- * new (a created array). */
-static const char *commit_scope(const struct tfsd_wtarget *t, char *buf,
-				size_t cap, bool *entry)
+/* Writes into buf the path at which a commit's effect shows; *entry:
+ * that name is new (a created array). */
+static void commit_scope(const struct tfsd_wtarget *t, char *buf, size_t cap,
+			 bool *entry)
 {
-	*entry = false;
-	if (t->kind == TFSD_W_CSV_NEW) {
-		const char *stem_end = t->name + strlen(t->name) - 4;
-
-		snprintf(buf, cap, "%s%s%.*s", t->log_dir, *t->log_dir ? "/" : "",
-			 (int)(stem_end - t->name), t->name);
-		*entry = true;
-		return buf;
-	}
-	return t->log_dir;
+	*entry = t->kind == TFSD_W_CSV_NEW;
+	if (*entry)
+		snprintf(buf, cap, "%s%s%.*s", t->log_dir,
+			 *t->log_dir ? "/" : "", (int)(strlen(t->name) - 4),
+			 t->name);
+	else
+		snprintf(buf, cap, "%s", t->log_dir);
 }
 
 /* Commits a staged file if it has uncommitted bytes and a committing
@@ -518,7 +515,7 @@ static int staged_commit(struct tfsd_staged *sf, bool invalidate,
 	struct tfsd_wresult res;
 	struct tfs_diag d;
 	enum tfs_err e;
-	char scope[4096];
+	char scope[4096] = "";
 	bool entry = false;
 	int err = 0;
 
