@@ -12,11 +12,11 @@ copy_corpus "$SRC" sparse_2d_int
 chmod -R u+w "$SRC"
 mkdir -p "$WORK/staging"
 
-# k.csv sets every one of the 100 x 100 cells to a = k.
+# kK.csv sets every one of the 100 x 100 cells to a = k.
 "$PY" - "$WORK" "$ITER" <<'PYEOF'
 import sys
 work, n = sys.argv[1], int(sys.argv[2])
-for k in range(1, n + 1):
+for k in range(1, n + 2):
     with open(f"{work}/k{k}.csv", "w") as out:
         out.write("x,y,a,s\n")
         for x in range(100):
@@ -41,16 +41,23 @@ PYEOF
 }
 
 m=$WORK/mnt
-last=old
+# One clean write first, timed: the kills fall within 1.5 times it, so
+# that some land before the commit and some after, on any machine.
+mount_tilefs "$SRC" "$m" -o staging="$WORK/staging"
+t0=$(date +%s%N)
+cp "$WORK/k1.csv" "$m/sparse_2d_int/" || fail "timed write"
+window=$(( ($(date +%s%N) - t0) / 1000000 * 3 / 2 + 20 ))
+fusermount3 -u "$m" || fail "unmount"
+last=1
 landed=0
-for i in $(seq 1 "$ITER"); do
+for i in $(seq 2 "$ITER"); do
   mount_tilefs "$SRC" "$m" -o staging="$WORK/staging"
   pid=${PIDS[-1]}
   cp "$WORK/k$i.csv" "$m/sparse_2d_int/" 2>/dev/null &
   cpid=$!
-  # A random moment before, during or after the copy and its commit
-  # (which take about 250 ms).
-  sleep "$(printf '0.%03d' $(( RANDOM % 400 )))"
+  # A random moment before, during or after the copy and its commit.
+  ms=$(( RANDOM % window ))
+  sleep "$(printf '%d.%03d' $(( ms / 1000 )) $(( ms % 1000 )))"
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   wait "$cpid" 2>/dev/null || true
@@ -64,7 +71,7 @@ for i in $(seq 1 "$ITER"); do
     *) fail "iteration $i: array shows '$now', want '$last' or '$i'" ;;
   esac
 done
-echo "$ITER crashes: array always old or old + whole fragment ($landed writes landed)"
+echo "$((ITER - 1)) crashes within ${window} ms: array always old or old + whole fragment ($landed writes landed)"
 
 # Uncommitted fragment folders: each fragment folder without its commit.
 uncommitted() {
@@ -86,7 +93,8 @@ for _ in $(seq 1 100); do
 done
 [ "$(uncommitted "$SRC/sparse_2d_int")" -eq 0 ] || fail "leftovers not cleaned up"
 [ "$left" -eq 0 ] || grep -q 'leftover' "$LOG" || fail "cleanup not logged"
-cp "$WORK/k1.csv" "$m/sparse_2d_int/" || fail "write after the crashes"
-[ "$(state "$m/sparse_2d_int/data.csv")" = 1 ] || fail "write after the crashes not seen"
+fin=$((ITER + 1))
+cp "$WORK/k$fin.csv" "$m/sparse_2d_int/" || fail "write after the crashes"
+[ "$(state "$m/sparse_2d_int/data.csv")" = "$fin" ] || fail "write after the crashes not seen"
 [ -z "$(ls -A "$WORK/staging")" ] || fail "orphaned staged files kept: $(ls -A "$WORK/staging")"
 pass
