@@ -521,6 +521,10 @@ static int staged_commit(struct tfsd_staged *sf, bool invalidate,
 
 	if (scope_out && scope_cap)
 		scope_out[0] = '\0';
+	/* A file removed while open (rm of a file being written) is
+	 * gone with its bytes, as on any file system. */
+	if (!tfsd_staged_listed(tfs_daemon.staging, sf))
+		return 0;
 	pthread_mutex_lock(&sf->lock);
 	if (!sf->dirty || !tfsd_wtarget_commits(&sf->target)) {
 		err = tfsd_wtarget_commits(&sf->target) ? sf->error : 0;

@@ -325,6 +325,16 @@ static bool unlist_locked(struct tfsd_staging *st, struct tfsd_staged *sf)
 	return false;
 }
 
+bool tfsd_staged_listed(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	bool listed;
+
+	pthread_mutex_lock(&st->lock);
+	listed = sf->listed;
+	pthread_mutex_unlock(&st->lock);
+	return listed;
+}
+
 void tfsd_staged_unlist(struct tfsd_staging *st, struct tfsd_staged *sf)
 {
 	bool was;

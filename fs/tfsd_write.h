@@ -161,6 +161,8 @@ bool tfsd_staged_closed(struct tfsd_staging *st, struct tfsd_staged *sf);
 void tfsd_staged_put(struct tfsd_staging *st, struct tfsd_staged *sf);
 /* Removes it from the listing (its bytes live on while referenced). */
 void tfsd_staged_unlist(struct tfsd_staging *st, struct tfsd_staged *sf);
+/* Whether it is still listed (not removed, renamed over or expired). */
+bool tfsd_staged_listed(struct tfsd_staging *st, struct tfsd_staged *sf);
 /* Lists it under new_vpath instead (replacing a staged file there). */
 enum tfs_err tfsd_staged_rename(struct tfsd_staging *st,
 				struct tfsd_staged *sf, const char *new_vpath,

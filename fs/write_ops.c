@@ -185,6 +185,8 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				"read-only");
 	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return tfs_fail(d, TFS_E_PERM, "bad name");
+	if (strcmp(name, "ingest.log") == 0)
+		return tfs_fail(d, TFS_E_PERM, "ingest.log is kept by tilefs");
 	dir_vpath = slash ? tfs_strndup(vpath, (size_t)(slash - vpath))
 			  : tfs_strdup("");
 	if (!dir_vpath)

@@ -180,7 +180,24 @@ for k in ("dimensions", "attributes"):
 PYEOF
 cp "$WORK/in1.csv" "$m/plain/fromschema/" || fail "cp into the new array"
 grep -q '^5,32,1.25$' "$m/plain/fromschema/data.csv" || fail "new array read back"
+mkdir "$m/plain/badschema" || fail "mkdir badschema"
+printf '{"dimensions": [{"name": "d", "type": "NOPE"}]}' >"$WORK/bad_schema.json"
+cp "$WORK/bad_schema.json" "$m/plain/badschema/schema.json" 2>/dev/null && fail "a bad schema.json made an array"
+grep -q 'schema.json  refused: ' "$m/plain/badschema/ingest.log" 2>/dev/null ||
+  grep -q "write '/plain/badschema/schema.json': refused: " "$LOG" || fail "bad schema.json: no refusal logged"
+[ -z "$(ls -A "$SRC/plain/badschema")" ] || fail "a bad schema.json left files"
 mkdir "$m/plain/gone" && rmdir "$m/plain/gone" || fail "rmdir of an empty folder"
+# A file removed while being written is gone with its bytes.
+"$PY" - "$m/dense_1d" "$SRC/dense_1d" <<'PYEOF' || fail "rm of a file being written"
+import os, sys
+a, src = sys.argv[1:]
+n = len(os.listdir(os.path.join(src, "__fragments")))
+with open(os.path.join(a, "doomed.csv"), "w") as f:
+    f.write("d,a,b\n77,1,1\n")
+    f.flush()
+    os.unlink(os.path.join(a, "doomed.csv"))
+assert len(os.listdir(os.path.join(src, "__fragments"))) == n
+PYEOF
 mkdir "$m/dense_1d/x" 2>/dev/null && fail "mkdir inside an array"
 echo "schema.json in a new folder: array made, then written"
 

@@ -113,6 +113,8 @@ Test(classify, paths, .init = setup, .fini = teardown)
 		 NULL, NULL},
 		{"nowhere/x.csv", TFS_E_NOT_FOUND, 0, NULL, NULL},
 		{"dense_1d/schema.json/x", TFS_E_PERM, 0, NULL, NULL},
+		{"dense_1d/ingest.log", TFS_E_PERM, 0, NULL, NULL},
+		{"plain/ingest.log", TFS_E_PERM, 0, NULL, NULL},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
