@@ -1268,8 +1268,9 @@ static enum tfs_err write_metadata(struct tfs__tw *t, struct tfs_diag *d)
 	if (e)
 		goto out;
 	if (W >= 11) {
-		/* The __coords slot gets zeros sized for dimension 0. */
-		uint64_t csz = tfs_datatype_size(s->dims[0].type);
+		/* The __coords slot gets zeros, a cell being all D
+		 * coordinates of dimension 0's type. */
+		uint64_t csz = D * tfs_datatype_size(s->dims[0].type);
 		struct tfs_buf zeros;
 
 		tfs_buf_init(&zeros, TFS_BUF_NO_MAX);
