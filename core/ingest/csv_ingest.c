@@ -4,10 +4,13 @@
  * column buffers, and every batch_rows rows the batch goes to a sink with
  * each cell tagged by its line number. Any bad field stops the whole file
  * with "FILE: line L, column C ('NAME'): why". Memory is the tokenizer's
- * block plus one batch, whatever the file's size. */
+ * block plus two batches, whatever the file's size: one is parsed into
+ * while a second thread hands the other to the sink (the writer), so
+ * parsing and writing overlap. */
 #include "ingest_internal.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +20,12 @@
 #include "tilefs/tilefs.h"
 
 #define DEFAULT_BATCH_ROWS 65536
+/* A batch also ends once its variable-size and multi-value cells hold
+ * this many bytes, so long strings cannot make a batch large. */
+#define BATCH_BYTES ((size_t)32 << 20)
+
+/* Integer cells are stored as the low bytes of a 64-bit pattern. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian hosts only");
 
 struct col {
 	const char *name;
@@ -29,7 +38,29 @@ struct col {
 	size_t csv_col;   /* 1-based field index, 0 = not in the file */
 	size_t cell_size; /* fixed-size cells */
 	bool fast;        /* one fixed-size number per cell */
-	struct tfs_buf data, offsets, validity;
+	/* Fast columns of integer types: parsed by tfs__int_parse with these
+	 * limits; dimensions also check their domain as integers. */
+	bool is_int, is_signed;
+	uint64_t max_mag;
+	bool dom_int;              /* domain checked below (integer dims) */
+	int64_t dom_lo, dom_hi;    /* signed types */
+	uint64_t udom_lo, udom_hi; /* unsigned types */
+	/* Per batch set (see struct ingest). */
+	struct tfs_buf data[2], offsets[2], validity[2];
+};
+
+/* The thread that hands full batch sets to the sink, in order. */
+struct handoff {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool full[2];           /* protected by lock */
+	bool done;              /* protected by lock: no more sets */
+	enum tfs_err err;       /* protected by lock: the sink's first failure */
+	struct tfs_diag diag;   /* written by the thread before err is set */
+	const struct tfs__ingest_sink *sink;
+	struct ingest *in;
 };
 
 struct ingest {
@@ -40,24 +71,35 @@ struct ingest {
 	size_t header_num;
 	struct col *cols;      /* schema fields present in the batch */
 	size_t col_num;
-	struct tfs_column *batch_cols;
-	uint64_t *tags;
+	/* Two batch sets: cur is parsed into, the other may be with the
+	 * sink. */
+	unsigned cur;
+	struct tfs_column *batch_cols[2];
+	struct tfs_batch batch[2];
+	uint64_t *tags[2];
 	uint64_t batch_rows, rows_in_batch;
+	bool has_slow;   /* a column appends its cells (not fast) */
+	bool batch_full; /* BATCH_BYTES reached */
+	struct handoff ho;
 };
 
 static void ingest_release(struct ingest *in)
 {
 	for (size_t i = 0; i < in->col_num; i++) {
-		tfs_buf_release(&in->cols[i].data);
-		tfs_buf_release(&in->cols[i].offsets);
-		tfs_buf_release(&in->cols[i].validity);
+		for (unsigned k = 0; k < 2; k++) {
+			tfs_buf_release(&in->cols[i].data[k]);
+			tfs_buf_release(&in->cols[i].offsets[k]);
+			tfs_buf_release(&in->cols[i].validity[k]);
+		}
 	}
 	for (size_t i = 0; i < in->header_num; i++)
 		tfs_free(in->header[i]);
 	tfs_free(in->header);
 	tfs_free(in->cols);
-	tfs_free(in->batch_cols);
-	tfs_free(in->tags);
+	for (unsigned k = 0; k < 2; k++) {
+		tfs_free(in->batch_cols[k]);
+		tfs_free(in->tags[k]);
+	}
 	tfs__csv_close(&in->lx);
 }
 
@@ -141,9 +183,29 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 		c->fast = !c->var && c->cell_val_num == 1 &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
-		tfs_buf_init(&c->data, TFS_BUF_NO_MAX);
-		tfs_buf_init(&c->offsets, TFS_BUF_NO_MAX);
-		tfs_buf_init(&c->validity, TFS_BUF_NO_MAX);
+		if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
+		    !tfs_datatype_is_datetime(c->type)) {
+			size_t bits = 8 * c->cell_size;
+
+			c->is_int = true;
+			c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
+			c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+				     : bits == 64 ? UINT64_MAX
+						  : (UINT64_C(1) << bits) - 1;
+			if (c->is_dim && c->dim->has_domain) {
+				c->dom_int = true;
+				c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
+				c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
+				c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
+				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
+			}
+		}
+		in->has_slow |= !c->fast;
+		for (unsigned k = 0; k < 2; k++) {
+			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
+			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
+			tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
+		}
 		in->col_num++;
 	}
 	/* Names that are no field, or a field twice. */
@@ -162,19 +224,22 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 					     "no dimension or attribute of that name");
 		}
 	}
-	in->batch_cols = tfs_callocn(in->col_num ? in->col_num : 1,
-				     sizeof(*in->batch_cols));
-	in->tags = tfs_callocn(in->batch_rows, sizeof(*in->tags));
-	if (!in->batch_cols || !in->tags)
-		return nomem(in, d);
-	for (size_t i = 0; i < in->col_num; i++) {
-		struct col *c = &in->cols[i];
-
-		if ((c->fast && tfs_buf_reserve(&c->data, in->batch_rows * c->cell_size)) ||
-		    (c->nullable && tfs_buf_reserve(&c->validity, in->batch_rows)) ||
-		    (c->var && tfs_buf_reserve(&c->offsets,
-					       (in->batch_rows + 1) * sizeof(uint64_t))))
+	for (unsigned k = 0; k < 2; k++) {
+		in->batch_cols[k] = tfs_callocn(in->col_num ? in->col_num : 1,
+						sizeof(*in->batch_cols[k]));
+		in->tags[k] = tfs_callocn(in->batch_rows, sizeof(*in->tags[k]));
+		if (!in->batch_cols[k] || !in->tags[k])
 			return nomem(in, d);
+		for (size_t i = 0; i < in->col_num; i++) {
+			struct col *c = &in->cols[i];
+
+			if ((c->fast && tfs_buf_setlen(&c->data[k],
+						       in->batch_rows * c->cell_size)) ||
+			    (c->nullable && tfs_buf_setlen(&c->validity[k], in->batch_rows)) ||
+			    (c->var && tfs_buf_setlen(&c->offsets[k], (in->batch_rows + 1) *
+									 sizeof(uint64_t))))
+				return nomem(in, d);
+		}
 	}
 	return TFS_E_OK;
 }
@@ -224,6 +289,7 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 {
 	struct tfs__csv_lexer *lx = &in->lx;
 	uint64_t row = in->rows_in_batch;
+	unsigned k = in->cur;
 	enum tfs_err e;
 
 	if (lx->field_num != in->header_num) {
@@ -241,37 +307,53 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 		bool null = c->nullable && !f->quoted && f->len == 0;
 
 		if (c->nullable)
-			in->cols[i].validity.data[row] = !null;
+			c->validity[k].data[row] = !null;
 		if (c->var) {
-			uint64_t off = c->data.len;
+			uint64_t off = c->data[k].len;
 
-			memcpy(c->offsets.data + row * sizeof(uint64_t), &off, sizeof(off));
+			memcpy(c->offsets[k].data + row * sizeof(uint64_t), &off, sizeof(off));
 			if (null)
 				continue;
-			e = tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data, &why);
+			e = tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], &why);
 		} else if (null) {
 			if (c->fast) {
-				memcpy(c->data.data + row * c->cell_size, c->attr->fill,
+				memcpy(c->data[k].data + row * c->cell_size, c->attr->fill,
 				       c->cell_size);
 				continue;
 			}
-			if (tfs_buf_append(&c->data, c->attr->fill, c->cell_size))
+			if (tfs_buf_append(&c->data[k], c->attr->fill, c->cell_size))
 				return nomem(in, d);
 			continue;
+		} else if (c->is_int) {
+			uint64_t v;
+			uint8_t *dst = c->data[k].data + row * c->cell_size;
+
+			if (f->len == 0) {
+				why = "empty value";
+				e = TFS_E_INVALID;
+			} else if (!(e = tfs__int_parse(f->p, f->len, c->is_signed,
+							c->max_mag, &v, &why))) {
+				/* Little-endian: the low bytes of the pattern. */
+				memcpy(dst, &v, c->cell_size);
+				if (c->dom_int &&
+				    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
+						  : v < c->udom_lo || v > c->udom_hi))
+					e = check_domain(in, c, dst, f->line, d);
+			}
 		} else if (c->fast) {
 			if (f->len == 0) {
 				why = "empty value";
 				e = TFS_E_INVALID;
 			} else {
 				e = tfs__value_parse(c->type, f->p, f->len,
-						     c->data.data + row * c->cell_size, &why);
+						     c->data[k].data + row * c->cell_size, &why);
 			}
 			if (!e && c->is_dim)
-				e = check_domain(in, c, c->data.data + row * c->cell_size,
+				e = check_domain(in, c, c->data[k].data + row * c->cell_size,
 						 f->line, d);
 		} else {
 			e = tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len,
-					    &c->data, &why);
+					    &c->data[k], &why);
 		}
 		if (e == TFS_E_NOMEM)
 			return nomem(in, d);
@@ -280,29 +362,115 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 		if (e)
 			return e;
 	}
-	in->tags[row] = lx->record_line;
+	in->tags[k][row] = lx->record_line;
 	in->rows_in_batch++;
+	if (in->has_slow) {
+		size_t bytes = 0;
+
+		for (size_t i = 0; i < in->col_num; i++)
+			if (!in->cols[i].fast)
+				bytes += in->cols[i].data[k].len;
+		in->batch_full = bytes >= BATCH_BYTES;
+	}
 	return TFS_E_OK;
 }
 
-static enum tfs_err flush(struct ingest *in, const struct tfs__ingest_sink *sink,
-			  struct tfs_diag *d)
+/* Hands full sets to the sink until told there are no more; after a
+ * failure it only frees the sets, so the parser never waits forever. */
+static void *handoff_main(void *arg)
 {
+	struct handoff *ho = arg;
+	struct ingest *in = ho->in;
+	unsigned k = 0;
+	enum tfs_err e = TFS_E_OK;
+
+	tfs_diag_init(&ho->diag);
+	for (;;) {
+		pthread_mutex_lock(&ho->lock);
+		while (!ho->full[k] && !ho->done)
+			pthread_cond_wait(&ho->cond, &ho->lock);
+		if (!ho->full[k]) {
+			pthread_mutex_unlock(&ho->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&ho->lock);
+		if (!e)
+			e = ho->sink->append(ho->sink->ctx, &in->batch[k], in->tags[k],
+					     &ho->diag);
+		pthread_mutex_lock(&ho->lock);
+		if (e && !ho->err)
+			ho->err = e;
+		ho->full[k] = false;
+		pthread_cond_broadcast(&ho->cond);
+		pthread_mutex_unlock(&ho->lock);
+		k ^= 1;
+	}
+}
+
+static enum tfs_err handoff_start(struct ingest *in,
+				  const struct tfs__ingest_sink *sink)
+{
+	struct handoff *ho = &in->ho;
+
+	ho->sink = sink;
+	ho->in = in;
+	if (pthread_mutex_init(&ho->lock, NULL))
+		return TFS_E_NOMEM;
+	if (pthread_cond_init(&ho->cond, NULL)) {
+		pthread_mutex_destroy(&ho->lock);
+		return TFS_E_NOMEM;
+	}
+	if (pthread_create(&ho->thread, NULL, handoff_main, ho)) {
+		pthread_cond_destroy(&ho->cond);
+		pthread_mutex_destroy(&ho->lock);
+		return TFS_E_NOMEM;
+	}
+	ho->started = true;
+	return TFS_E_OK;
+}
+
+/* Waits for the sink to finish every set and stops the thread; returns
+ * the sink's failure, if any, with its message. */
+static enum tfs_err handoff_stop(struct ingest *in, struct tfs_diag *d)
+{
+	struct handoff *ho = &in->ho;
+	enum tfs_err e;
+
+	if (!ho->started)
+		return TFS_E_OK;
+	pthread_mutex_lock(&ho->lock);
+	ho->done = true;
+	pthread_cond_broadcast(&ho->cond);
+	pthread_mutex_unlock(&ho->lock);
+	pthread_join(ho->thread, NULL);
+	pthread_cond_destroy(&ho->cond);
+	pthread_mutex_destroy(&ho->lock);
+	ho->started = false;
+	e = ho->err;
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&ho->diag));
+	return TFS_E_OK;
+}
+
+/* Gives the current set to the sink thread and continues in the other
+ * once the sink is done with it. */
+static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
+{
+	struct handoff *ho = &in->ho;
 	uint64_t n = in->rows_in_batch;
-	struct tfs_batch b = {.cell_num = n, .column_num = in->col_num,
-			      .columns = in->batch_cols};
+	unsigned k = in->cur;
 	enum tfs_err e;
 
 	if (n == 0)
 		return TFS_E_OK;
 	for (size_t i = 0; i < in->col_num; i++) {
 		struct col *c = &in->cols[i];
-		struct tfs_column *bc = &in->batch_cols[i];
+		struct tfs_column *bc = &in->batch_cols[k][i];
 
 		if (c->var) {
-			uint64_t end = c->data.len;
+			uint64_t end = c->data[k].len;
 
-			memcpy(c->offsets.data + n * sizeof(uint64_t), &end, sizeof(end));
+			memcpy(c->offsets[k].data + n * sizeof(uint64_t), &end, sizeof(end));
 		}
 		*bc = (struct tfs_column){
 			.name = c->name,
@@ -311,20 +479,33 @@ static enum tfs_err flush(struct ingest *in, const struct tfs__ingest_sink *sink
 			.var = c->var,
 			.nullable = c->nullable,
 			.is_dim = c->is_dim,
-			.data = c->data.data,
-			.data_len = c->fast ? n * c->cell_size : c->data.len,
-			.offsets = c->var ? (const uint64_t *)(const void *)c->offsets.data
+			.data = c->data[k].data,
+			.data_len = c->fast ? n * c->cell_size : c->data[k].len,
+			.offsets = c->var ? (const uint64_t *)(const void *)c->offsets[k].data
 					  : NULL,
-			.validity = c->nullable ? c->validity.data : NULL,
+			.validity = c->nullable ? c->validity[k].data : NULL,
 		};
 	}
-	e = sink->append(sink->ctx, &b, in->tags, d);
-	for (size_t i = 0; i < in->col_num; i++)
-		if (!in->cols[i].fast)
-			in->cols[i].data.len = 0;
+	in->batch[k] = (struct tfs_batch){.cell_num = n, .column_num = in->col_num,
+					  .columns = in->batch_cols[k]};
 	in->run->rows += n;
 	in->rows_in_batch = 0;
-	return e;
+	in->batch_full = false;
+	pthread_mutex_lock(&ho->lock);
+	ho->full[k] = true;
+	pthread_cond_broadcast(&ho->cond);
+	k ^= 1;
+	while (ho->full[k])
+		pthread_cond_wait(&ho->cond, &ho->lock);
+	e = ho->err;
+	pthread_mutex_unlock(&ho->lock);
+	if (e)
+		return handoff_stop(in, d);
+	in->cur = k;
+	for (size_t i = 0; i < in->col_num; i++)
+		if (!in->cols[i].fast)
+			in->cols[i].data[k].len = 0;
+	return TFS_E_OK;
 }
 
 static void report(struct ingest *in)
@@ -348,34 +529,46 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 {
 	struct ingest in = {.run = run, .s = run->schema};
 	bool empty, got;
-	enum tfs_err e;
+	enum tfs_err e = TFS_E_OK, e2;
 
 	run->rows = 0;
 	in.batch_rows = run->batch_rows ? run->batch_rows : DEFAULT_BATCH_ROWS;
-	if ((e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d)))
+	if (run->csv_path)
+		e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d);
+	else
+		tfs__csv_open_mem(&in.lx, run->csv_mem, run->csv_mem_len,
+				  run->display_name ? run->display_name : "(memory)",
+				  run->block);
+	if (e)
 		return e;
 	if ((e = read_header(&in, &empty, d)) || empty)
 		goto out;
-	/* The fast columns' buffers hold batch_rows cells from here on. */
-	for (size_t i = 0; i < in.col_num; i++)
-		if (in.cols[i].fast)
-			in.cols[i].data.len = in.batch_rows * in.cols[i].cell_size;
+	if ((e = handoff_start(&in, sink))) {
+		e = nomem(&in, d);
+		goto out;
+	}
 	for (;;) {
 		if ((e = tfs__csv_next(&in.lx, &got, d)))
-			goto out;
+			break;
 		if (!got)
 			break;
 		if ((e = parse_row(&in, d)))
-			goto out;
-		if (in.rows_in_batch == in.batch_rows) {
-			if ((e = flush(&in, sink, d)))
-				goto out;
+			break;
+		if (in.rows_in_batch == in.batch_rows || in.batch_full) {
+			if ((e = flush(&in, d)))
+				break;
 			report(&in);
 		}
 	}
-	if ((e = flush(&in, sink, d)))
-		goto out;
-	report(&in);
+	if (!e)
+		e = flush(&in, d);
+	/* After a parse failure the sink's own failure (if any) is not
+	 * reported: the first problem of the file is. */
+	e2 = handoff_stop(&in, e ? NULL : d);
+	if (!e)
+		e = e2;
+	if (!e)
+		report(&in);
 out:
 	ingest_release(&in);
 	return e;

@@ -23,6 +23,38 @@ static const bool stop_unquoted[256] = {
 	[','] = true, ['\n'] = true, ['\r'] = true, ['"'] = true,
 };
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Bytes of x equal to c get their high bit set (exactly: no false
+ * positives, as in the classic zero-byte test with the carry masked). */
+static inline uint64_t eq_bytes(uint64_t x, uint8_t c)
+{
+	uint64_t y = x ^ (ONES * c);
+
+	return ~(((y & ~HIGHS) + ~HIGHS) | y) & HIGHS;
+}
+
+/* Index of the first byte in [i, end) that ends an unquoted field, or
+ * end: eight bytes at a time, since fields of numbers are short and this
+ * loop is most of the tokenizer's time. */
+static size_t scan_unquoted(const uint8_t *buf, size_t i, size_t end)
+{
+	while (end - i >= 8) {
+		uint64_t x, m;
+
+		memcpy(&x, buf + i, 8);
+		m = eq_bytes(x, ',') | eq_bytes(x, '\n') | eq_bytes(x, '\r') |
+		    eq_bytes(x, '"');
+		if (m)
+			return i + (size_t)(__builtin_ctzll(m) >> 3);
+		i += 8;
+	}
+	while (i < end && !stop_unquoted[buf[i]])
+		i++;
+	return i;
+}
+
 static void lexer_init(struct tfs__csv_lexer *lx, const char *name,
 		       size_t block)
 {
@@ -253,8 +285,7 @@ static enum scan scan_record(struct tfs__csv_lexer *lx, enum tfs_err *err,
 		} else {
 			size_t start = i;
 
-			while (i < end && !stop_unquoted[buf[i]])
-				i++;
+			i = scan_unquoted(buf, i, end);
 			if (i < end && buf[i] == '"') {
 				*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
 						     "quote inside an unquoted field (quote the whole field and double the quote)");
