@@ -138,36 +138,55 @@ static void inode_unref(struct inode *in, uint64_t n)
 	}
 }
 
+/* Paths inodes had before a rename; protected by itab.lock. */
+static struct {
+	char **v;
+	size_t n, cap;
+} retired;
+
 /* Lists an inode under another path (a staged file renamed to another
  * temporary name), so that requests on it find the file there. */
 static void inode_move(const char *from, const char *vpath)
 {
-	char *copy = tfs_strdup(vpath), *old;
-	struct inode **pp, *in = NULL;
+	char *copy = tfs_strdup(vpath);
+	struct inode **pp;
 
 	if (!copy || !*from) {
 		tfs_free(copy);
 		return;
 	}
 	pthread_mutex_lock(&itab.lock);
-	for (pp = &itab.buckets[path_hash(from)]; *pp; pp = &(*pp)->next) {
-		if ((*pp)->version == 0 && strcmp((*pp)->vpath, from) == 0) {
-			in = *pp;
-			*pp = in->next;
-			break;
+	if (retired.n == retired.cap) {
+		size_t ncap = retired.cap ? retired.cap * 2 : 16;
+		char **nv = tfs_reallocn(retired.v, ncap, sizeof(*nv));
+
+		if (!nv) {
+			/* No room to keep the old path: the inode keeps it. */
+			pthread_mutex_unlock(&itab.lock);
+			tfs_free(copy);
+			return;
 		}
+		retired.v = nv;
+		retired.cap = ncap;
 	}
-	if (!in) {
-		pthread_mutex_unlock(&itab.lock);
-		tfs_free(copy);
-		return;
+	for (pp = &itab.buckets[path_hash(from)]; *pp; pp = &(*pp)->next) {
+		struct inode *in = *pp;
+
+		if (in->version != 0 || strcmp(in->vpath, from) != 0)
+			continue;
+		*pp = in->next;
+		/* Handlers read in->vpath without the lock: the old string
+		 * stays valid until exit (renames between temporaries are
+		 * rare). */
+		retired.v[retired.n++] = in->vpath;
+		in->vpath = copy;
+		copy = NULL;
+		in->next = itab.buckets[path_hash(in->vpath)];
+		itab.buckets[path_hash(in->vpath)] = in;
+		break;
 	}
-	old = in->vpath;
-	in->vpath = copy;
-	in->next = itab.buckets[path_hash(copy)];
-	itab.buckets[path_hash(copy)] = in;
 	pthread_mutex_unlock(&itab.lock);
-	tfs_free(old);
+	tfs_free(copy);
 }
 
 /* The kernel forgets the name vpath (positive or negative) in its
@@ -2030,6 +2049,9 @@ out_session:
 	tfs_session = NULL;
 	fuse_session_destroy(se);
 out_fs:
+	for (size_t i = 0; i < retired.n; i++)
+		tfs_free(retired.v[i]);
+	tfs_free(retired.v);
 	tfsd_staging_free(fs->staging);
 	tfsd_ilog_free(fs->ilog);
 	tfs_free(fs->cfg.staging);

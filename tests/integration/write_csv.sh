@@ -115,13 +115,25 @@ os.rename(tmp, os.path.join(a, "edit.csv"))
 assert len(os.listdir(os.path.join(src, "__fragments"))) == n + 1
 names = os.listdir(a)
 assert "edit.csv" not in names and ".edit.csv.swp" not in names, names
+# a temporary renamed to another temporary keeps its bytes and metadata
+t1, t2 = os.path.join(a, ".t1.tmp"), os.path.join(a, ".t2.tmp")
+with open(t1, "w") as f:
+    f.write("d,a,b\n33,3300,0.25\n")
+os.chmod(t1, 0o640)
+os.rename(t1, t2)
+assert ".t1.tmp" not in os.listdir(a) and ".t2.tmp" in os.listdir(a)
+st = os.stat(t2)
+assert st.st_mode & 0o777 == 0o640 and st.st_size == 19, st
+os.rename(t2, os.path.join(a, "t.csv"))
+assert len(os.listdir(os.path.join(src, "__fragments"))) == n + 2
 # removing a staged temporary commits nothing
 with open(os.path.join(a, ".gone.tmp"), "w") as f:
     f.write("d,a,b\n31,1,1\n")
 os.unlink(os.path.join(a, ".gone.tmp"))
-assert len(os.listdir(os.path.join(src, "__fragments"))) == n + 1
+assert len(os.listdir(os.path.join(src, "__fragments"))) == n + 2
 PYEOF
 grep -q '^30,3000,0.5$' "$m/dense_1d/data.csv" || fail "edit.csv not committed"
+grep -q '^33,3300,0.25$' "$m/dense_1d/data.csv" || fail "t.csv not committed"
 echo "editor save (temporary, chmod, utime, rename): committed on the rename"
 
 # ---- rsync ----------------------------------------------------------------------------
