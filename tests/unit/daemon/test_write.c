@@ -570,3 +570,186 @@ Test(ilog, lines_per_folder_bounded)
 	tfs_buf_release(&b);
 	tfsd_ilog_free(l);
 }
+
+/* ---- Commits through the core ------------------------------------------------------ */
+
+static uint64_t fragments_of(const char *rel)
+{
+	struct tfsd_arr *arr;
+	struct tfs_diag d;
+	uint64_t n;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_arrays_get(fs.arrays, rel, 0, &arr, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	n = tfs_array_fragment_count(arr->a);
+	tfsd_arr_put(fs.arrays, arr);
+	return n;
+}
+
+/* Reads attribute attr of dense_1d over [lo, hi] into out. */
+static void read_1d(const char *attr, int32_t lo, int32_t hi, void *out,
+		    size_t cell)
+{
+	const char *fields[] = {attr};
+	struct tfs_range r = {.lo = (const uint8_t *)&lo,
+			      .hi = (const uint8_t *)&hi,
+			      .lo_len = 4,
+			      .hi_len = 4};
+	struct tfs_query_opts qo = {.subarray = &r, .fields = fields,
+				    .field_num = 1};
+	const struct tfs_batch *b;
+	struct tfs_query *q;
+	struct tfsd_arr *arr;
+	struct tfs_diag d;
+	size_t at = 0;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_arrays_get(fs.arrays, "dense_1d", 0, &arr, &d),
+		     TFS_E_OK);
+	cr_assert_eq(tfs_query_open(arr->a, &qo, &q, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	while (tfs_query_next(q, &b, &d) == TFS_E_OK && b) {
+		memcpy((uint8_t *)out + at, b->columns[0].data,
+		       (size_t)b->cell_num * cell);
+		at += (size_t)b->cell_num * cell;
+	}
+	cr_expect_eq(at, (size_t)(hi - lo + 1) * cell);
+	tfs_query_close(q);
+	tfsd_arr_put(fs.arrays, arr);
+}
+
+Test(commit, csv_then_reopened, .init = setup, .fini = teardown)
+{
+	static const char csv[] = "d,a,b\n3,33,0.5\n4,44,1.5\n";
+	struct tfsd_wresult res;
+	struct tfs_diag d;
+	int32_t a[2];
+	uint64_t before;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_staging_new(NULL, &fs.staging, &d), TFS_E_OK);
+	before = fragments_of("dense_1d");
+	cr_assert_eq(commit_bytes("dense_1d/x.csv", csv, sizeof(csv) - 1, &res,
+				  &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_expect(res.wrote);
+	cr_expect(strstr(res.what, "2 rows"), "%s", res.what);
+	/* The cache reopens the array at once, not after its recheck. */
+	cr_expect_eq(fragments_of("dense_1d"), before + 1);
+	read_1d("a", 3, 4, a, 4);
+	cr_expect(a[0] == 33 && a[1] == 44, "%d %d", a[0], a[1]);
+}
+
+Test(commit, slice_carries_the_other_attributes,
+     .init = setup, .fini = teardown)
+{
+	int32_t vals[4] = {-1, -2, -3, -4}, a[6];
+	double b_before[6], b_after[6];
+	struct tfsd_wresult res;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_staging_new(NULL, &fs.staging, &d), TFS_E_OK);
+	read_1d("b", 9, 14, b_before, 8);
+	read_1d("a", 9, 14, a, 4);
+	cr_assert_eq(commit_bytes("dense_1d/a/slice[10:14]", vals, sizeof(vals),
+				  &res, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_expect(strstr(res.what, "4 cells"), "%s", res.what);
+	read_1d("b", 9, 14, b_after, 8);
+	cr_expect_eq(memcmp(b_before, b_after, sizeof(b_after)), 0,
+		     "b changed where only a was written");
+	{
+		int32_t now[6];
+
+		read_1d("a", 9, 14, now, 4);
+		cr_expect_eq(now[0], a[0], "cell 9 outside the slice changed");
+		cr_expect(now[1] == -1 && now[2] == -2 && now[3] == -3 &&
+			  now[4] == -4);
+		cr_expect_eq(now[5], a[5], "cell 14 outside the slice changed");
+	}
+}
+
+Test(commit, metadata_set_and_delete, .init = setup, .fini = teardown)
+{
+	struct tfsd_wresult res;
+	struct tfsd_wtarget t;
+	struct tfsd_arr *arr;
+	struct tfs_diag d;
+	bool found = false;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_staging_new(NULL, &fs.staging, &d), TFS_E_OK);
+	cr_assert_eq(commit_bytes("dense_1d/metadata/unit", "metres\n", 7, &res,
+				  &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfsd_arrays_get(fs.arrays, "dense_1d", 0, &arr, &d),
+		     TFS_E_OK);
+	for (size_t i = 0; i < tfs_array_metadata_count(arr->a); i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(arr->a, i);
+
+		if (kv->key_len == 4 && !memcmp(kv->key, "unit", 4) &&
+		    !kv->deleted) {
+			found = true;
+			cr_expect_eq(kv->value_num, 6);
+			cr_expect_eq(memcmp(kv->value, "metres", 6), 0);
+		}
+	}
+	tfsd_arr_put(fs.arrays, arr);
+	cr_expect(found, "metadata key not written");
+
+	cr_assert_eq(tfsd_write_classify(&fs, "dense_1d/metadata/unit", &t, &d),
+		     TFS_E_OK);
+	cr_assert_eq(tfsd_write_meta_delete(&fs, &t, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfsd_arrays_invalidate(fs.arrays, t.rel);
+	tfsd_wtarget_release(&t);
+	cr_assert_eq(tfsd_arrays_get(fs.arrays, "dense_1d", 0, &arr, &d),
+		     TFS_E_OK);
+	for (size_t i = 0; i < tfs_array_metadata_count(arr->a); i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(arr->a, i);
+
+		cr_expect(!(kv->key_len == 4 && !memcmp(kv->key, "unit", 4) &&
+			    !kv->deleted),
+			  "deleted key still there");
+	}
+	tfsd_arr_put(fs.arrays, arr);
+}
+
+Test(commit, csv_in_a_folder_and_schema, .init = setup, .fini = teardown)
+{
+	static const char csv[] = "name,n\nx,1\ny,2\n";
+	struct tfsd_wresult res;
+	struct tfs_diag d;
+	struct tfs_buf json;
+	struct tfsd_node n;
+	char p[256];
+	struct stat st;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_staging_new(NULL, &fs.staging, &d), TFS_E_OK);
+	cr_assert_eq(commit_bytes("plain/made.csv", csv, sizeof(csv) - 1, &res,
+				  &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	snprintf(p, sizeof(p), "%s/plain/made/__schema", root);
+	cr_expect_eq(stat(p, &st), 0, "no array made");
+	cr_expect_eq(fragments_of("plain/made"), 1);
+
+	/* The schema.json the view shows makes an equal array. */
+	tfs_buf_init(&json, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfsd_resolve(&fs, "plain/made/schema.json", &n, &d),
+		     TFS_E_OK);
+	cr_assert_eq(tfsd_doc_render(&fs, &n, &json, &d), TFS_E_OK);
+	tfsd_node_release(&fs, &n);
+	cr_assert_eq(commit_bytes("plain/empty/schema.json", json.data,
+				  json.len, &res, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	tfs_buf_release(&json);
+	cr_expect_eq(fragments_of("plain/empty"), 0);
+	/* The new array has the inferred `row` dimension. */
+	cr_expect_eq(commit_bytes("plain/empty/x.csv", "row,name,n\n1,z,3\n", 17,
+				  &res, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_expect_eq(fragments_of("plain/empty"), 1);
+}
