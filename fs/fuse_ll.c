@@ -987,15 +987,66 @@ static void open_staged(fuse_req_t req, struct tfsd_staged *sf,
 	h->sf = sf;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	/* Written bytes go straight to the staged file; reads come back
-	 * from it: no page cache to keep coherent. */
+	 * from it: no page cache to keep coherent (and no shared writable
+	 * mmap: it needs one). */
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fi->nonseekable = 0;
 }
 
+/* Slices larger than this are not copied into a staged file opened
+ * without O_TRUNC: it starts empty (a rewrite must then be whole). */
+#define SEED_MAX ((uint64_t)256 << 20)
+
+/* Copies the current bytes of the view file at vpath (a metadata value,
+ * a raw or .npy slice) into a staged file, so that a partial rewrite
+ * (dd conv=notrunc seek=, numpy's memmap r+, >>) changes only what it
+ * writes. Failures leave it empty: a later commit then checks sizes. */
+static void stage_seed(const char *vpath, struct tfsd_staged *sf)
+{
+	struct tfsd_file *f = NULL;
+	struct tfsd_size sz;
+	struct tfsd_node n;
+	struct tfs_diag d;
+	uint8_t *buf = NULL;
+	uint64_t off = 0;
+
+	tfs_diag_init(&d);
+	if (tfsd_resolve(&tfs_daemon, vpath, &n, &d) != TFS_E_OK)
+		return;
+	if (n.kind != TFSD_N_FILE ||
+	    tfsd_file_size(&tfs_daemon, &n, vpath, &sz, &d) != TFS_E_OK ||
+	    sz.size > SEED_MAX ||
+	    tfsd_file_open(&tfs_daemon, &n, vpath, &f, &d) != TFS_E_OK)
+		goto out;
+	buf = tfs_malloc(MAX_READ);
+	while (buf) {
+		size_t got = 0;
+
+		if (tfsd_file_read(&tfs_daemon, f, off, buf, MAX_READ, &got, &d) ||
+		    got == 0)
+			break;
+		if (pwrite(sf->fd, buf, got, (off_t)off) != (ssize_t)got ||
+		    off + got > SEED_MAX) {
+			if (ftruncate(sf->fd, 0) != 0)
+				tfs_log(TFS_LOG_ERROR, "'/%s': staged file: %s",
+					vpath, strerror(errno));
+			break;
+		}
+		off += got;
+	}
+out:
+	if (d.code)
+		tfs_log(TFS_LOG_INFO, "'/%s': opened for writing empty: %s",
+			vpath, tfs_diag_msg(&d));
+	tfs_free(buf);
+	if (f)
+		tfsd_file_close(&tfs_daemon, f);
+	tfsd_node_release(&tfs_daemon, &n);
+}
+
 /* A new staged file for vpath (open for writing of an existing view file,
- * or create). seed: start with the current bytes of that view file (a
- * metadata value opened without O_TRUNC, so appends work). */
+ * or create). seed: start with the current bytes of that view file. */
 static enum tfs_err stage_new(const char *vpath, bool seed,
 			      struct tfsd_staged **out, struct tfs_diag *d)
 {
@@ -1012,28 +1063,15 @@ static enum tfs_err stage_new(const char *vpath, bool seed,
 	tfsd_wtarget_release(&t);
 	if (e)
 		return e;
-	if (seed && (*out)->target.kind == TFSD_W_META) {
-		struct tfsd_node n;
-		struct tfs_buf b;
-
-		tfs_buf_init(&b, TFS_BUF_NO_MAX);
-		if (tfsd_resolve(&tfs_daemon, vpath, &n, d) == TFS_E_OK) {
-			if (tfsd_doc_render(&tfs_daemon, &n, &b, d) == TFS_E_OK &&
-			    pwrite((*out)->fd, b.data, b.len, 0) != (ssize_t)b.len)
-				tfs_log(TFS_LOG_ERROR, "'/%s': staged file: %s",
-					vpath, strerror(errno));
-			tfsd_node_release(&tfs_daemon, &n);
-		}
-		tfs_diag_init(d);
-		tfs_buf_release(&b);
-	}
+	if (seed && ((*out)->target.kind == TFSD_W_META ||
+		     (*out)->target.kind == TFSD_W_SLICE))
+		stage_seed(vpath, *out);
 	return TFS_E_OK;
 }
 
 /* Ends an open file. The last close of a staged file commits what a
- * flush did not (writes through mmap; only the logs can tell), and a
- * committing name is gone then; a temporary stays until it is renamed or
- * removed. */
+ * flush did not (none came: only the logs can tell), and a committing
+ * name is gone then; a temporary stays until it is renamed or removed. */
 static void fh_close(struct fhandle *h)
 {
 	struct tfsd_staged *sf = h ? h->sf : NULL;

@@ -885,13 +885,14 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		if (e)
 			goto out;
 	}
-	if (__builtin_mul_overflow(cells, j.cell_size, &expect) ||
+	if (data_off > size || __builtin_mul_overflow(cells, j.cell_size, &expect) ||
 	    size - data_off != expect) {
 		e = tfs_fail(d, TFS_E_INVALID,
 			     "'%s': %" PRIu64 " bytes of values, the selection "
 			     "needs %" PRIu64 " (%" PRIu64 " cells of %" PRIu64
 			     " bytes)",
-			     t->name, size - data_off, cells * j.cell_size,
+			     t->name, size - (data_off < size ? data_off : size),
+			     cells * j.cell_size,
 			     cells, j.cell_size);
 		goto out;
 	}

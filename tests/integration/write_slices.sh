@@ -74,6 +74,23 @@ import numpy as np
 v = np.fromfile(sys.argv[1] + "/a/slice[11:15]", dtype="<i4")
 assert list(v) == [7, 8, 9, 10], v
 PYEOF
+# A partial rewrite in place changes only the bytes written.
+"$PY" -c "
+import numpy as np
+np.array([99], dtype='<i4').tofile('$WORK/one.bin')"
+dd if="$WORK/one.bin" of="$m/dense_1d/a/slice[11:15]" bs=4 seek=1 conv=notrunc status=none ||
+  fail "dd conv=notrunc"
+"$PY" - "$m/dense_1d" <<'PYEOF' || fail "partial rewrite read back"
+import sys
+import numpy as np
+v = np.fromfile(sys.argv[1] + "/a/slice[11:15]", dtype="<i4")
+assert list(v) == [7, 99, 9, 10], v
+with open(sys.argv[1] + "/a/slice[11:15].npy", "r+b") as f:
+    f.seek(-4, 2)
+    f.write(np.array([-10], dtype="<i4").tobytes())
+v = np.load(sys.argv[1] + "/a/slice[11:15].npy")
+assert list(v) == [7, 99, 9, -10], v
+PYEOF
 before=$(snap "$SRC/dense_1d")
 dd if="$WORK/four.bin" of="$m/dense_1d/a/slice[11:16]" bs=16 status=none 2>/dev/null &&
   fail "dd of 16 bytes into 5 cells succeeded"
@@ -107,6 +124,8 @@ import json, sys
 v = json.load(open(sys.argv[1]))['added_later']
 assert v['type'].startswith('STRING') and v['values'] == ['12.5'], v" "$M/metadata.json" ||
   fail "a non-integer did not become a string"
+echo "second line" >>"$M/metadata/note" || fail "append to note"
+[ "$(cat "$M/metadata/note")" = "$(printf 'a note\nsecond line')" ] || fail "note after >>: $(cat "$M/metadata/note")"
 rm "$M/metadata/note" || fail "rm note"
 ls "$M/metadata" | grep -qx note && fail "note still listed after rm"
 grep -q '"note"' "$M/metadata.json" && fail "note still in metadata.json"
