@@ -451,127 +451,38 @@ static struct tfsd_staged *staged_at(const char *vpath)
 
 static void staged_stat(struct tfsd_staged *sf, fuse_ino_t ino, struct stat *st)
 {
-	struct stat real;
-
-	memset(st, 0, sizeof(*st));
-	if (fstat(sf->fd, &real) == 0)
-		*st = real;
+	tfsd_staged_stat(sf, st);
 	st->st_ino = ino;
-	st->st_mode = S_IFREG | (real.st_mode & 07777);
-	st->st_nlink = 1;
-	st->st_blksize = 1 << 20;
 }
 
-/* The folder whose ingest.log vpath is, when it is one: an array view
- * (not a version) or a folder this mount created arrays in. */
 static bool ilog_dir(const char *vpath, char **dir)
 {
-	const char *slash = strrchr(vpath, '/');
-	const char *base = slash ? slash + 1 : vpath;
-	struct tfsd_node n;
-	struct tfs_diag d;
-	bool yes = false;
-
-	*dir = NULL;
-	if (!tfs_daemon.ilog || strcmp(base, "ingest.log") != 0)
-		return false;
-	*dir = slash ? tfs_strndup(vpath, (size_t)(slash - vpath)) : tfs_strdup("");
-	if (!*dir)
-		return false;
-	tfs_diag_init(&d);
-	if (tfsd_resolve(&tfs_daemon, *dir, &n, &d) == TFS_E_OK) {
-		yes = (n.kind == TFSD_N_ARRAY && !n.version_view) ||
-		      (n.kind == TFSD_N_FOLDER &&
-		       tfsd_ilog_has(tfs_daemon.ilog, *dir));
-		tfsd_node_release(&tfs_daemon, &n);
-	}
-	if (!yes) {
-		tfs_free(*dir);
-		*dir = NULL;
-	}
-	return yes;
+	return tfsd_ilog_dir(&tfs_daemon, vpath, dir);
 }
 
 static void ilog_stat(const char *dir, fuse_ino_t ino, struct stat *st)
 {
-	struct tfs_buf b;
-
-	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	if (tfsd_ilog_render(tfs_daemon.ilog, dir, &b))
-		b.len = 0;
-	memset(st, 0, sizeof(*st));
+	tfsd_ilog_stat(&tfs_daemon, dir, st);
 	st->st_ino = ino;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
-	st->st_mode = S_IFREG | 0444;
-	st->st_nlink = 1;
-	st->st_size = (off_t)b.len;
-	st->st_blksize = 1 << 20;
-	tfs_buf_release(&b);
 }
 
-/* Writes into buf the path at which a commit's effect shows; *entry:
- * that name is new (a created array). */
-static void commit_scope(const struct tfsd_wtarget *t, char *buf, size_t cap,
-			 bool *entry)
-{
-	*entry = t->kind == TFSD_W_CSV_NEW;
-	if (*entry)
-		snprintf(buf, cap, "%s%s%.*s", t->log_dir,
-			 *t->log_dir ? "/" : "", (int)(strlen(t->name) - 4),
-			 t->name);
-	else
-		snprintf(buf, cap, "%s", t->log_dir);
-}
-
-/* Commits a staged file if it has uncommitted bytes and a committing
- * name; records the outcome in ingest.log and the log. Returns the errno
- * for close(). invalidate: tell the kernel now (flush, fsync, release;
- * not from a handler the kernel runs under a folder's lock). */
+/* Commits a staged file (tfsd_staged_commit) and returns the errno for
+ * close(). invalidate: tell the kernel now (flush, fsync, release; not
+ * from a handler the kernel runs under a folder's lock, which passes
+ * scope instead and tells it after its reply). */
 static int staged_commit(struct tfsd_staged *sf, bool invalidate,
 			 char *scope_out, size_t scope_cap, bool *scope_entry)
 {
-	struct tfsd_wresult res;
-	struct tfs_diag d;
-	enum tfs_err e;
-	char scope[4096] = "";
+	char scope[4096];
 	bool entry = false;
-	int err = 0;
+	int err;
 
+	err = tfsd_staged_commit(&tfs_daemon, sf, scope, sizeof(scope), &entry);
 	if (scope_out && scope_cap)
-		scope_out[0] = '\0';
-	/* A file removed while open (rm of a file being written) is
-	 * gone with its bytes, as on any file system. */
-	if (!tfsd_staged_listed(tfs_daemon.staging, sf))
-		return 0;
-	pthread_mutex_lock(&sf->lock);
-	if (!sf->dirty || !tfsd_wtarget_commits(&sf->target)) {
-		err = tfsd_wtarget_commits(&sf->target) ? sf->error : 0;
-		pthread_mutex_unlock(&sf->lock);
-		return err;
-	}
-	sf->dirty = false;
-	sf->committed = true;
-	tfs_diag_init(&d);
-	e = tfsd_write_commit(&tfs_daemon, &sf->target, sf->tmp, &res, &d);
-	if (e) {
-		tfsd_ilog_add(tfs_daemon.ilog, sf->target.log_dir,
-			      sf->target.name, true,
-			      d.code ? tfs_diag_msg(&d) : tfs_strerror(e));
-		err = tfsd_write_errno(e);
-	} else if (res.wrote) {
-		/* An empty file (touch) wrote nothing: nothing to record. */
-		tfsd_ilog_add(tfs_daemon.ilog, sf->target.log_dir,
-			      sf->target.name, false, res.what);
-		commit_scope(&sf->target, scope, sizeof(scope), &entry);
-		if (scope_out)
-			snprintf(scope_out, scope_cap, "%s", scope);
-		if (scope_entry)
-			*scope_entry = entry;
-	}
-	sf->error = err;
-	pthread_mutex_unlock(&sf->lock);
-	if (!e && invalidate && res.wrote)
+		snprintf(scope_out, scope_cap, "%s", scope);
+	if (scope_entry)
+		*scope_entry = entry;
+	if (invalidate && scope[0] != '\0')
 		invalidate_under(scope, entry);
 	return err;
 }
@@ -994,81 +905,6 @@ static void open_staged(fuse_req_t req, struct tfsd_staged *sf,
 	fi->nonseekable = 0;
 }
 
-/* Slices larger than this are not copied into a staged file opened
- * without O_TRUNC: it starts empty (a rewrite must then be whole). */
-#define SEED_MAX ((uint64_t)256 << 20)
-
-/* Copies the current bytes of the view file at vpath (a metadata value,
- * a raw or .npy slice) into a staged file, so that a partial rewrite
- * (dd conv=notrunc seek=, numpy's memmap r+, >>) changes only what it
- * writes. Failures leave it empty: a later commit then checks sizes. */
-static void stage_seed(const char *vpath, struct tfsd_staged *sf)
-{
-	struct tfsd_file *f = NULL;
-	struct tfsd_size sz;
-	struct tfsd_node n;
-	struct tfs_diag d;
-	uint8_t *buf = NULL;
-	uint64_t off = 0;
-
-	tfs_diag_init(&d);
-	if (tfsd_resolve(&tfs_daemon, vpath, &n, &d) != TFS_E_OK)
-		return;
-	if (n.kind != TFSD_N_FILE ||
-	    tfsd_file_size(&tfs_daemon, &n, vpath, &sz, &d) != TFS_E_OK ||
-	    sz.size > SEED_MAX ||
-	    tfsd_file_open(&tfs_daemon, &n, vpath, &f, &d) != TFS_E_OK)
-		goto out;
-	buf = tfs_malloc(MAX_READ);
-	while (buf) {
-		size_t got = 0;
-
-		if (tfsd_file_read(&tfs_daemon, f, off, buf, MAX_READ, &got, &d) ||
-		    got == 0)
-			break;
-		if (pwrite(sf->fd, buf, got, (off_t)off) != (ssize_t)got ||
-		    off + got > SEED_MAX) {
-			if (ftruncate(sf->fd, 0) != 0)
-				tfs_log(TFS_LOG_ERROR, "'/%s': staged file: %s",
-					vpath, strerror(errno));
-			break;
-		}
-		off += got;
-	}
-out:
-	if (d.code)
-		tfs_log(TFS_LOG_INFO, "'/%s': opened for writing empty: %s",
-			vpath, tfs_diag_msg(&d));
-	tfs_free(buf);
-	if (f)
-		tfsd_file_close(&tfs_daemon, f);
-	tfsd_node_release(&tfs_daemon, &n);
-}
-
-/* A new staged file for vpath (open for writing of an existing view file,
- * or create). seed: start with the current bytes of that view file. */
-static enum tfs_err stage_new(const char *vpath, bool seed,
-			      struct tfsd_staged **out, struct tfs_diag *d)
-{
-	struct tfsd_wtarget t;
-	enum tfs_err e;
-
-	*out = NULL;
-	if (!tfs_daemon.staging)
-		return tfs_fail(d, TFS_E_READONLY, "read-only mount");
-	e = tfsd_write_classify(&tfs_daemon, vpath, &t, d);
-	if (e)
-		return e;
-	e = tfsd_staged_create(tfs_daemon.staging, vpath, &t, out, d);
-	tfsd_wtarget_release(&t);
-	if (e)
-		return e;
-	if (seed && ((*out)->target.kind == TFSD_W_META ||
-		     (*out)->target.kind == TFSD_W_SLICE))
-		stage_seed(vpath, *out);
-	return TFS_E_OK;
-}
-
 /* Ends an open file. The last close of a staged file commits what a
  * flush did not (none came: only the logs can tell), and a committing
  * name is gone then; a temporary stays until it is renamed or removed. */
@@ -1077,14 +913,13 @@ static void fh_close(struct fhandle *h)
 	struct tfsd_staged *sf = h ? h->sf : NULL;
 
 	if (sf && tfsd_staged_closed(tfs_daemon.staging, sf)) {
-		bool commits;
+		char scope[4096];
+		bool entry;
 
-		staged_commit(sf, true, NULL, 0, NULL);
-		pthread_mutex_lock(&sf->lock);
-		commits = tfsd_wtarget_commits(&sf->target);
-		pthread_mutex_unlock(&sf->lock);
-		if (commits)
-			tfsd_staged_unlist(tfs_daemon.staging, sf);
+		tfsd_staged_last_close(&tfs_daemon, sf, scope, sizeof(scope),
+				       &entry);
+		if (scope[0] != '\0')
+			invalidate_under(scope, entry);
 	}
 	if (sf)
 		tfsd_staged_put(tfs_daemon.staging, sf);
@@ -1124,7 +959,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		goto out_reply;
 	}
 	if (writing) {
-		e = stage_new(in->vpath, !(fi->flags & O_TRUNC), &sf, &d);
+		e = tfsd_stage_new(&tfs_daemon, in->vpath,
+				   !(fi->flags & O_TRUNC), &sf, &d);
 		if (!e && !tfsd_wtarget_commits(&sf->target)) {
 			/* An existing file of the view that no write means
 			 * anything for (schema.json of an array, info.json). */
@@ -1310,7 +1146,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (sf) {
 		tfsd_staged_opened(tfs_daemon.staging, sf);
 	} else {
-		e = stage_new(vpath, false, &sf, &d);
+		e = tfsd_stage_new(&tfs_daemon, vpath, false, &sf, &d);
 		if (e) {
 			reply_fail(req, vpath, e, &d);
 			goto out_free;

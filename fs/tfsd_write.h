@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "tfsd.h"
@@ -178,6 +179,41 @@ unsigned tfsd_staging_expire(struct tfsd_staging *st, uint64_t max_ms);
 
 /* Whether any staged file is listed under vpath (vpath or inside it). */
 bool tfsd_staging_busy(struct tfsd_staging *st, const char *vpath);
+
+/* ---- File operations of writing (write_fs.c) ----------------------------- */
+
+/* What stat shows of a staged file (st_ino left 0). */
+void tfsd_staged_stat(struct tfsd_staged *sf, struct stat *st);
+/* Whether vpath is an ingest.log: of an array view (not a version), or
+ * of a folder this mount recorded writes in; *dir (tfs_free) receives
+ * that folder. */
+bool tfsd_ilog_dir(struct tfsd *fs, const char *vpath, char **dir);
+/* What stat shows of the ingest.log of dir (st_ino left 0). */
+void tfsd_ilog_stat(struct tfsd *fs, const char *dir, struct stat *st);
+
+/* A new staged file for vpath (tfsd_write_classify decides what it
+ * means), opened once. seed: it starts with the current bytes of the
+ * view file at vpath (a metadata value, a slice up to 256 MiB), so that
+ * opening without O_TRUNC and rewriting part of it works. */
+enum tfs_err tfsd_stage_new(struct tfsd *fs, const char *vpath, bool seed,
+			    struct tfsd_staged **out,
+			    struct tfs_diag *d) TFS_WUR;
+
+/* Commits a staged file that has bytes not yet committed and a
+ * committing name, and records the outcome in ingest.log and the log.
+ * Returns the errno for close() (0, or the refusal, which every later
+ * close repeats until new bytes commit). scope (scope_cap bytes)
+ * receives the path of the mount whose view changed ("" when none) and
+ * *entry whether that name is new: the kernel must forget what it
+ * cached there. A file no longer listed (removed while open) commits
+ * nothing. */
+int tfsd_staged_commit(struct tfsd *fs, struct tfsd_staged *sf, char *scope,
+		       size_t scope_cap, bool *entry);
+/* The last close of a staged file: commits as above what no flush did,
+ * and a committing name is gone then (a temporary stays until renamed or
+ * removed). */
+int tfsd_staged_last_close(struct tfsd *fs, struct tfsd_staged *sf,
+			   char *scope, size_t scope_cap, bool *entry);
 
 /* ---- Leftovers of crashed writes (cleaner.c) ----------------------------- */
 
