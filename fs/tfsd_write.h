@@ -172,7 +172,8 @@ enum tfs_err tfsd_staged_rename(struct tfsd_staging *st,
 void tfsd_staging_list(struct tfsd_staging *st, const char *dir,
 		       tfsd_list_fn fn, void *ctx);
 /* Unlists staged files closed for longer than max_ms (temporaries never
- * renamed: an editor's or a tool's that died); returns how many. */
+ * renamed, empty files never written: an editor's or a tool's that died,
+ * touch); returns how many. */
 unsigned tfsd_staging_expire(struct tfsd_staging *st, uint64_t max_ms);
 /* Temporaries wait this long after their last close for their rename. */
 #define TFSD_TEMP_KEEP_MS ((uint64_t)10 * 60 * 1000)
@@ -210,8 +211,8 @@ enum tfs_err tfsd_stage_new(struct tfsd *fs, const char *vpath, bool seed,
 int tfsd_staged_commit(struct tfsd *fs, struct tfsd_staged *sf, char *scope,
 		       size_t scope_cap, bool *entry);
 /* The last close of a staged file: commits as above what no flush did,
- * and a committing name is gone then (a temporary stays until renamed or
- * removed). */
+ * and a committing name with bytes is gone then; a temporary or an empty
+ * file stays until renamed, removed or expired (tfsd_staging_expire). */
 int tfsd_staged_last_close(struct tfsd *fs, struct tfsd_staged *sf,
 			   char *scope, size_t scope_cap, bool *entry);
 

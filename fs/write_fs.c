@@ -139,12 +139,16 @@ int tfsd_staged_last_close(struct tfsd *fs, struct tfsd_staged *sf,
 {
 	bool commits;
 	int err;
+	struct stat st;
 
 	err = tfsd_staged_commit(fs, sf, scope, scope_cap, entry);
 	pthread_mutex_lock(&sf->lock);
 	commits = tfsd_wtarget_commits(&sf->target);
 	pthread_mutex_unlock(&sf->lock);
-	if (commits)
+	/* An empty file stays, like a temporary: tools create a file,
+	 * close it and open it again to write (numpy.savetxt), and touch
+	 * makes a file that ls shows. */
+	if (commits && fstat(sf->fd, &st) == 0 && st.st_size > 0)
 		tfsd_staged_unlist(fs->staging, sf);
 	return err;
 }

@@ -90,9 +90,22 @@ echo "bad CSV files: cp fails, reason logged, array files identical"
 
 # ---- touch: nothing committed, no error ---------------------------------------------
 touch "$m/dense_1d/empty.csv" || fail "touch empty.csv"
-ls "$m/dense_1d" | grep -qx 'empty.csv' && fail "empty.csv listed after touch"
 [ "$(snap "$SRC/dense_1d")" = "$before" ] || fail "touch changed dense_1d"
-echo "touch x.csv: nothing written"
+# The empty file stays (for a while) as an empty file: tools that create,
+# close and reopen to write (numpy.savetxt) work.
+[ -f "$m/dense_1d/empty.csv" ] && [ ! -s "$m/dense_1d/empty.csv" ] || fail "empty.csv after touch"
+"$PY" - "$m/dense_1d/empty.csv" <<'PYEOF' || fail "numpy.savetxt"
+import sys
+import numpy as np
+np.savetxt(sys.argv[1], np.array([[50, 5000, 0.125]]), delimiter=",",
+           header="d,a,b", comments="", fmt=["%d", "%d", "%g"])
+PYEOF
+ls "$m/dense_1d" | grep -qx 'empty.csv' && fail "empty.csv listed after it was written"
+grep -q '^50,5000,0.125$' "$m/dense_1d/data.csv" || fail "numpy.savetxt's file not committed"
+touch "$m/dense_1d/gone.csv" && rm "$m/dense_1d/gone.csv" || fail "rm of an empty file"
+ls "$m/dense_1d" | grep -qx 'gone.csv' && fail "gone.csv listed after rm"
+before=$(snap "$SRC/dense_1d")
+echo "touch x.csv: nothing written; numpy.savetxt (create, close, reopen) works"
 
 # ---- a file being written is visible; rename into place commits ---------------
 "$PY" - "$m/dense_1d" "$SRC/dense_1d" <<'PYEOF' || fail "staged file / editor save"
