@@ -108,6 +108,8 @@ static void *cleaner_main(void *arg)
 		struct timespec until;
 		bool stop;
 
+		if (c->fs->staging)
+			tfsd_staging_expire(c->fs->staging, TFSD_TEMP_KEEP_MS);
 		tfsd_cleanup_sweep(c->fs,
 				   c->fs->cfg.cleanup_grace_set
 					   ? c->fs->cfg.cleanup_grace_ms

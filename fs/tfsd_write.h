@@ -231,7 +231,8 @@ int tfsd_staged_last_close(struct tfsd *fs, struct tfsd_staged *sf,
 void tfsd_cleanup_sweep(struct tfsd *fs, uint64_t grace_ms, unsigned *arrays,
 			unsigned *removed);
 
-/* A thread that sweeps at start and then every TFSD_CLEANUP_PERIOD_S. */
+/* A thread that sweeps at start and then every TFSD_CLEANUP_PERIOD_S,
+ * and drops staged files closed for longer than TFSD_TEMP_KEEP_MS. */
 struct tfsd_cleaner;
 enum tfs_err tfsd_cleaner_start(struct tfsd *fs,
 				struct tfsd_cleaner **out) TFS_WUR;
