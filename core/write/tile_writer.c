@@ -17,6 +17,7 @@
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 #include "tfs_datatype.h"
+#include "tfs_fragment.h"
 
 /* One field's share of an encoded tile. */
 struct fout {
@@ -56,6 +57,7 @@ struct tfs__tw {
 	struct slotacc *dimb; /* min_* = lo (MBR) / first, max_* = hi / last */
 	struct slotacc *gob;
 	uint64_t tile_num, cell_num, last_tile_cells;
+	uint64_t capacity; /* cells per sparse tile */
 	uint64_t bytes;
 	struct tfs_buf tilebuf;
 	/* Tiles in flight, oldest at head. */
@@ -281,6 +283,82 @@ static void sum_add_raw(struct sum *s, const uint8_t *p)
 
 /* ---- Encoding one tile (on the pool) ------------------------------------- */
 
+/* Min, max and sum of a fixed numeric field with one value per cell, in
+ * one typed pass (the common case, kept free of per-value dispatch).
+ * Skips cells that are null or outside a dense write. Min starts at the
+ * type's maximum and max at its lowest value, as TileDB's scan does. */
+#define DEF_STATS(NAME, T, TMAX, TLOW, ADD)                                   \
+	static void NAME(const uint8_t *data, const uint8_t *valid,           \
+			 const uint8_t *real, uint64_t n, bool want_sum,      \
+			 struct sum *s, uint8_t *mn_out, uint8_t *mx_out)     \
+	{                                                                     \
+		T mn = TMAX, mx = TLOW;                                       \
+                                                                              \
+		for (uint64_t i = 0; i < n; i++) {                            \
+			T v;                                                  \
+                                                                              \
+			if ((real && !real[i]) || (valid && !valid[i]))       \
+				continue;                                     \
+			memcpy(&v, data + i * sizeof(T), sizeof(T));          \
+			if (want_sum)                                         \
+				ADD(s, v);                                    \
+			if (v < mn)                                           \
+				mn = v;                                       \
+			if (v > mx)                                           \
+				mx = v;                                       \
+		}                                                             \
+		memcpy(mn_out, &mn, sizeof(T));                               \
+		memcpy(mx_out, &mx, sizeof(T));                               \
+	}
+
+#define ADD_I(s, v) sum_add_i((s), (int64_t)(v))
+#define ADD_U(s, v) sum_add_u((s), (uint64_t)(v))
+#define ADD_F(s, v) sum_add_f((s), (double)(v))
+
+DEF_STATS(stats_i8, int8_t, INT8_MAX, INT8_MIN, ADD_I)
+DEF_STATS(stats_u8, uint8_t, UINT8_MAX, 0, ADD_U)
+DEF_STATS(stats_i16, int16_t, INT16_MAX, INT16_MIN, ADD_I)
+DEF_STATS(stats_u16, uint16_t, UINT16_MAX, 0, ADD_U)
+DEF_STATS(stats_i32, int32_t, INT32_MAX, INT32_MIN, ADD_I)
+DEF_STATS(stats_u32, uint32_t, UINT32_MAX, 0, ADD_U)
+DEF_STATS(stats_i64, int64_t, INT64_MAX, INT64_MIN, ADD_I)
+DEF_STATS(stats_u64, uint64_t, UINT64_MAX, 0, ADD_U)
+DEF_STATS(stats_f32, float, FLT_MAX, -FLT_MAX, ADD_F)
+DEF_STATS(stats_f64, double, DBL_MAX, -DBL_MAX, ADD_F)
+
+/* True (and the stats filled) when the typed pass applies. */
+static bool fast_stats(const struct job *j, uint32_t f,
+		       const struct tfs__field *fd, bool want_sum, struct sum *s,
+		       uint8_t *mn, uint8_t *mx)
+{
+	const struct tfs__col *col = &j->cells.cols[f];
+	const uint8_t *valid = fd->nullable ? col->valid.data : NULL;
+	const uint8_t *real = j->real.len ? j->real.data : NULL;
+	uint64_t n = j->cells.cell_num;
+	const uint8_t *p = col->data.data;
+	uint8_t t = fd->type;
+
+	if (fd->var || fd->cell_val_num != 1)
+		return false;
+	if (tfs_datatype_is_datetime(t))
+		t = TFS_INT64;
+	switch (t) {
+	case TFS_INT8: stats_i8(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT8: stats_u8(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT16: stats_i16(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT16: stats_u16(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT32: stats_i32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT32: stats_u32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT64: stats_i64(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT64: stats_u64(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_FLOAT32: stats_f32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_FLOAT64: stats_f64(p, valid, real, n, want_sum, s, mn, mx); break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static bool cell_counts(const struct job *j, uint64_t i)
 {
 	return !j->real.len || j->real.data[i];
@@ -300,6 +378,37 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 		for (uint64_t i = 0; i < c->cell_num; i++)
 			if (cell_counts(j, i) && !col->valid.data[i])
 				o->nulls++;
+	if (!(fd->is_dim && dense) && (fd->is_dim || has_minmax(fd)) &&
+	    c->cell_num) {
+		struct sum s;
+		uint8_t mn[8], mx[8];
+		bool want_sum = has_sum(fd, dense);
+
+		sum_init(&s, fd->type);
+		if (fast_stats(j, f, fd, want_sum, &s, mn, mx)) {
+			size_t cs = (size_t)fd->cell_size;
+
+			if (want_sum)
+				sum_put(&s, o->sum);
+			if (!fd->is_dim) {
+				o->min.len = o->max.len = 0;
+				if ((e = tfs_buf_append(&o->min, mn, cs)) ||
+				    (e = tfs_buf_append(&o->max, mx, cs)))
+					return e;
+				return TFS_E_OK;
+			}
+			o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
+			if ((e = tfs_buf_append(&o->lo, mn, cs)) ||
+			    (e = tfs_buf_append(&o->hi, mx, cs)) ||
+			    (e = tfs_buf_append(&o->first, col->data.data, cs)) ||
+			    (e = tfs_buf_append(&o->last,
+						col->data.data +
+							(c->cell_num - 1) * cs,
+						cs)))
+				return e;
+			return TFS_E_OK;
+		}
+	}
 	if (has_sum(fd, dense)) {
 		struct sum s;
 
@@ -629,12 +738,13 @@ void tfs__tw_free(struct tfs__tw *t)
 {
 	if (!t)
 		return;
+	/* Tiles still in flight (after a failure) finish first. */
+	for (unsigned i = 0; t->ring && i < t->inflight; i++)
+		tfs_job_wait(t->o.pool,
+			     &t->ring[(t->head + i) % t->ring_cap].job);
 	for (unsigned r = 0; t->ring && r < t->ring_cap; r++) {
 		struct job *j = &t->ring[r];
 
-		if (j->job.state == TFS_JOB_QUEUED ||
-		    j->job.state == TFS_JOB_RUNNING)
-			tfs_job_wait(t->o.pool, &j->job);
 		tfs__cells_release(&j->cells);
 		tfs_buf_release(&j->real);
 		for (uint32_t f = 0; j->out && f < t->o.field_num; f++)
@@ -683,6 +793,7 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 	t->A = s->attr_num;
 	t->D = s->dim_num;
 	t->slot_num = tfs_slot_count(o->version, t->A, t->D, false, false);
+	t->capacity = s->capacity ? s->capacity : 10000;
 	tfs_buf_init(&t->tilebuf, TFS_BUF_NO_MAX);
 	t->slots = tfs_callocn(t->slot_num, sizeof(*t->slots));
 	t->dimb = tfs_callocn(t->D, sizeof(*t->dimb));
@@ -718,6 +829,14 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 				      file_path(t, &o->fields[f], k)))
 				goto out_fail;
 	if (o->dense) {
+		uint64_t cpt = tfs_schema_tile_cells(s);
+
+		if (cpt == 0 || cpt > ((uint64_t)1 << 40)) {
+			tfs__tw_free(t);
+			return tfs_fail(d, TFS_E_UNSUPPORTED,
+					"dense tiles of this schema are too "
+					"large to write");
+		}
 		t->cpt = 1;
 		t->tiles_total = 1;
 		for (uint32_t k = 0; k < t->D; k++) {
@@ -938,7 +1057,7 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 			return e;
 		if ((e = tfs__cells_copy(&t->cur->cells, t->o.fields, c, i)))
 			return tfs_fail(d, e, "out of memory");
-		if (t->cur->cells.cell_num == t->o.s->capacity)
+		if (t->cur->cells.cell_num == t->capacity)
 			submit_tile(t);
 		t->cell_num++;
 		return TFS_E_OK;
@@ -1104,7 +1223,7 @@ static enum tfs_err put_summary(struct tfs__tw *t, struct tfs_buf *p)
 				const uint8_t *v1, *v2;
 
 				cells = t->o.dense ? t->cpt
-				      : k + 1 < tiles ? t->o.s->capacity
+				      : k + 1 < tiles ? t->capacity
 						      : t->last_tile_cells;
 				if (fd->nullable &&
 				    tfs_get_u64(a->null_counts.data + 8 * k) ==

@@ -334,6 +334,16 @@ static const char *tag_word(const struct tfs_writer *w)
 	return w->o.tag_word ? w->o.tag_word : "cell";
 }
 
+static void fmt_value(char *buf, size_t cap, uint8_t type, const uint8_t *v)
+{
+	if (tfs_datatype_class(type) == TFS_CLASS_FLOAT)
+		snprintf(buf, cap, "%.17g", tfs_value_as_f64(type, v));
+	else if (tfs_datatype_class(type) == TFS_CLASS_SIGNED)
+		snprintf(buf, cap, "%" PRId64, tfs_value_as_i64(type, v));
+	else
+		snprintf(buf, cap, "%" PRIu64, tfs_value_as_u64(type, v));
+}
+
 static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 				   const uint8_t *v, uint64_t len,
 				   const char *what, uint64_t tag,
@@ -377,15 +387,7 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 	    tfs_value_cmp(dm->type, v, dm->domain[1]) > 0) {
 		char buf[64];
 
-		if (tfs_datatype_class(dm->type) == TFS_CLASS_FLOAT)
-			snprintf(buf, sizeof(buf), "%.17g",
-				 tfs_value_as_f64(dm->type, v));
-		else if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-			snprintf(buf, sizeof(buf), "%" PRId64,
-				 tfs_value_as_i64(dm->type, v));
-		else
-			snprintf(buf, sizeof(buf), "%" PRIu64,
-				 tfs_value_as_u64(dm->type, v));
+		fmt_value(buf, sizeof(buf), dm->type, v);
 		return tfs_fail(d, TFS_E_INVALID,
 				"%s: dimension '%s': %s outside the domain",
 				where, dm->name, buf);
@@ -395,11 +397,17 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 
 		if (r->lo && r->hi &&
 		    (tfs_value_cmp(dm->type, v, r->lo) < 0 ||
-		     tfs_value_cmp(dm->type, v, r->hi) > 0))
+		     tfs_value_cmp(dm->type, v, r->hi) > 0)) {
+			char buf[64], lo[64], hi[64];
+
+			fmt_value(buf, sizeof(buf), dm->type, v);
+			fmt_value(lo, sizeof(lo), dm->type, r->lo);
+			fmt_value(hi, sizeof(hi), dm->type, r->hi);
 			return tfs_fail(d, TFS_E_INVALID,
-					"%s: dimension '%s': value outside the "
-					"current domain",
-					where, dm->name);
+					"%s: dimension '%s': %s outside the "
+					"current domain [%s, %s]",
+					where, dm->name, buf, lo, hi);
+		}
 	}
 	return TFS_E_OK;
 }
@@ -463,6 +471,80 @@ static enum tfs_err map_columns(struct tfs_writer *w, const struct tfs_batch *b,
 					col->name, col->data_len, b->cell_num);
 	}
 	return TFS_E_OK;
+}
+
+/* The domain check of fixed-size dimension values in one typed pass:
+ * *bad = index of the first value outside [lo, hi] (or NaN), n if none;
+ * *imin / *imax = indexes of the smallest / largest value. False for
+ * types it does not handle. */
+#define DEF_DOMAIN(NAME, T)                                                   \
+	static void NAME(const uint8_t *p, uint64_t n, const uint8_t *lop,    \
+			 const uint8_t *hip, uint64_t *bad, uint64_t *imin,   \
+			 uint64_t *imax)                                      \
+	{                                                                     \
+		T lo, hi, mn, mx;                                             \
+                                                                              \
+		memcpy(&lo, lop, sizeof(T));                                  \
+		memcpy(&hi, hip, sizeof(T));                                  \
+		memcpy(&mn, p, sizeof(T));                                    \
+		mx = mn;                                                      \
+		*bad = n;                                                     \
+		*imin = *imax = 0;                                            \
+		for (uint64_t i = 0; i < n; i++) {                            \
+			T v;                                                  \
+                                                                              \
+			memcpy(&v, p + i * sizeof(T), sizeof(T));             \
+			if (!(v >= lo && v <= hi)) {                          \
+				*bad = i;                                     \
+				return;                                       \
+			}                                                     \
+			if (v < mn) {                                         \
+				mn = v;                                       \
+				*imin = i;                                    \
+			}                                                     \
+			if (v > mx) {                                         \
+				mx = v;                                       \
+				*imax = i;                                    \
+			}                                                     \
+		}                                                             \
+	}
+
+DEF_DOMAIN(domain_i8, int8_t)
+DEF_DOMAIN(domain_u8, uint8_t)
+DEF_DOMAIN(domain_i16, int16_t)
+DEF_DOMAIN(domain_u16, uint16_t)
+DEF_DOMAIN(domain_i32, int32_t)
+DEF_DOMAIN(domain_u32, uint32_t)
+DEF_DOMAIN(domain_i64, int64_t)
+DEF_DOMAIN(domain_u64, uint64_t)
+DEF_DOMAIN(domain_f32, float)
+DEF_DOMAIN(domain_f64, double)
+
+static bool fast_domain(const struct tfs_dim *dm, const uint8_t *p, uint64_t n,
+			uint64_t *bad, uint64_t *imin, uint64_t *imax)
+{
+	uint8_t t = dm->type;
+	const uint8_t *lo = dm->domain[0], *hi = dm->domain[1];
+
+	if (n == 0 || !dm->has_domain)
+		return false;
+	if (tfs_datatype_is_datetime(t))
+		t = TFS_INT64;
+	switch (t) {
+	case TFS_INT8: domain_i8(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT8: domain_u8(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_INT16: domain_i16(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT16: domain_u16(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_INT32: domain_i32(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT32: domain_u32(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_INT64: domain_i64(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT64: domain_u64(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_FLOAT32: domain_f32(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_FLOAT64: domain_f64(p, n, lo, hi, bad, imin, imax); break;
+	default:
+		return false;
+	}
+	return true;
 }
 
 static uint64_t cell_tag(const struct tfs_writer *w, const uint64_t *tags,
@@ -656,6 +738,47 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 		}
 		if ((e = append_column(w, k, b, tags, d)))
 			goto out_rollback;
+		/* Fixed-size dimensions without a current domain: one typed
+		 * pass finds the first cell outside the domain (or NaN) and
+		 * the extremes; only a bad cell gets the full check. */
+		uint64_t first_bad, imin, imax;
+
+		if (!fd->var && !w->s->has_current_domain &&
+		    fast_domain(&w->s->dims[k], dst->data.data + base * fd->cell_size,
+				n, &first_bad, &imin, &imax)) {
+			if (first_bad < n) {
+				e = check_value_in(w, k,
+						   dst->data.data +
+							   (base + first_bad) *
+								   fd->cell_size,
+						   fd->cell_size, NULL,
+						   cell_tag(w, tags, first_bad), d);
+				if (!e)
+					e = tfs_fail(d, TFS_E_INTERNAL,
+						     "domain check disagrees");
+				goto out_rollback;
+			}
+			if (w->s->array_type == TFS_DENSE) {
+				const uint8_t *vmin = dst->data.data +
+						      (base + imin) * fd->cell_size;
+				const uint8_t *vmax = dst->data.data +
+						      (base + imax) * fd->cell_size;
+				uint64_t omin = dim_off(&w->s->dims[k], vmin);
+				uint64_t omax = dim_off(&w->s->dims[k], vmax);
+				bool first = w->appended == 0;
+				size_t sz = (size_t)fd->cell_size;
+
+				if (first || omin < w->boxlo[k]) {
+					w->boxlo[k] = omin;
+					memcpy(w->boxbytes[0][k], vmin, sz);
+				}
+				if (first || omax > w->boxhi[k]) {
+					w->boxhi[k] = omax;
+					memcpy(w->boxbytes[1][k], vmax, sz);
+				}
+			}
+			continue;
+		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t len = fd->cell_size;
 			const uint8_t *v;

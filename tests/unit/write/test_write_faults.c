@@ -86,6 +86,40 @@ static enum tfs_err write3(struct env *e, const char *path, const int32_t *x,
 	return err;
 }
 
+/* The same in batches of `per` cells (tags: the cell index + 1). */
+static enum tfs_err write3_batches(struct env *e, const char *path,
+				   const int32_t *x, const int32_t *y,
+				   const int32_t *v, uint64_t n, uint64_t per,
+				   struct tfs_write_result *res)
+{
+	struct tfs_column cols[3];
+	struct tfs_batch b = { .column_num = 3, .columns = cols };
+	struct tfs_writer *w;
+	enum tfs_err err;
+
+	tfs_diag_init(&e->d);
+	err = tfs_writer_open(path, &e->wo, TFS_WRITE_UNORDERED, NULL, &w, &e->d);
+	if (err)
+		return err;
+	for (uint64_t at = 0; at < n && !err; at += per) {
+		uint64_t m = n - at < per ? n - at : per;
+		uint64_t *tags = malloc(m * sizeof(uint64_t));
+
+		for (uint64_t i = 0; i < m; i++)
+			tags[i] = at + i + 1;
+		col_i32(&cols[0], "x", x + at, m);
+		col_i32(&cols[1], "y", y + at, m);
+		col_i32(&cols[2], "v", v + at, m);
+		b.cell_num = m;
+		err = tfs_writer_append(w, &b, tags, &e->d);
+		free(tags);
+	}
+	if (!err)
+		err = tfs_writer_commit(w, res, &e->d);
+	tfs_writer_free(w);
+	return err;
+}
+
 /* "x,y=v" lines of a sparse read, sorted. */
 static void read_xyv(struct env *e, const char *path, struct wt_dump *out)
 {
@@ -309,14 +343,15 @@ Test(spill, runs_merge_in_global_order)
 		t = y[i]; y[i] = y[j]; y[j] = t;
 		t = v[i]; v[i] = v[j]; v[j] = t;
 	}
-	e.wo.memory = 4096;
+	/* Runs of about 300 cells, merged two at a time. */
+	e.wo.memory = 16384;
 	e.wo.spill_dir = spill;
 	/* 10000 distinct cells appear twice: refused... */
-	cr_assert_eq(write3(&e, "/s", x, y, v, N, NULL, &res), TFS_E_INVALID);
+	cr_assert_eq(write3_batches(&e, "/s", x, y, v, N, 97, &res), TFS_E_INVALID);
 	cr_expect(strstr(tfs_diag_msg(&e.d), "duplicate coordinates") != NULL);
 	/* ...or deduplicated across runs, the later cell kept. */
 	e.wo.dedup = true;
-	cr_assert_eq(write3(&e, "/s", x, y, v, N, NULL, &res), TFS_E_OK, "%s",
+	cr_assert_eq(write3_batches(&e, "/s", x, y, v, N, 97, &res), TFS_E_OK, "%s",
 		     tfs_diag_msg(&e.d));
 	cr_expect_eq(res.cell_num, 10000);
 	read_xyv(&e, "/s", &got);
@@ -673,14 +708,90 @@ static void version_case(uint32_t version, bool sparse)
 	tfs_vfs_free(e.vfs);
 }
 
-Test(versions, sparse_5_to_22)
+Test(versions, sparse_5_to_23)
 {
-	for (uint32_t v = 5; v <= 22; v++)
+	for (uint32_t v = 5; v <= 23; v++)
 		version_case(v, true);
 }
 
-Test(versions, dense_array_unordered_5_to_22)
+Test(versions, dense_array_unordered_5_to_23)
 {
-	for (uint32_t v = 5; v <= 22; v++)
+	for (uint32_t v = 5; v <= 23; v++)
 		version_case(v, false);
 }
+
+/* ---- Failing allocations ------------------------------------------------------ */
+
+/* Every allocation of a write fails in turn: the write reports it (or
+ * succeeds when the failure falls after its last allocation), never
+ * crashes or leaks, and the array shows either nothing new or the whole
+ * new fragment. */
+static void alloc_case(bool dense)
+{
+	struct env e;
+	int32_t x[40], y[40], v[40];
+	struct tfs_write_result res;
+	struct wt_dump before, now;
+	bool done = false;
+
+	env_init(&e);
+	if (dense)
+		make_dense(&e, "/s");
+	else
+		make_sparse(&e, "/s", false);
+	for (int i = 0; i < 40; i++) {
+		x[i] = 39 - i;
+		y[i] = i % 7;
+		v[i] = i;
+	}
+	cr_assert_eq(write_either(&e, dense, "/s", x, y, v, &res), TFS_E_OK);
+	read_xyv(&e, "/s", &before);
+	/* How many allocations a write makes: the smallest budget that
+	 * succeeds (found on a twin array, so /s stays as it was). */
+	long hi = 1024, step;
+
+	if (dense)
+		make_dense(&e, "/t");
+	else
+		make_sparse(&e, "/t", false);
+	for (;;) {
+		enum tfs_err err;
+
+		tfs_alloc_fail_after(hi);
+		err = write_either(&e, dense, "/t", x, y, v, &res);
+		tfs_alloc_fail_after(-1);
+		if (err == TFS_E_OK)
+			break;
+		hi *= 2;
+		cr_assert_lt(hi, 1L << 24);
+	}
+	step = hi / 400 + 1;
+	for (long n = 0; n <= hi; n += step) {
+		enum tfs_err err;
+
+		for (int i = 0; i < 40; i++)
+			v[i] = (int32_t)(1000 + n);
+		tfs_alloc_fail_after(n);
+		err = write_either(&e, dense, "/s", x, y, v, &res);
+		tfs_alloc_fail_after(-1);
+		if (err == TFS_E_OK) {
+			done = true;
+			break;
+		}
+		cr_expect_neq(e.d.msg[0], '\0', "allocation %ld: no message", n);
+		read_xyv(&e, "/s", &now);
+		wt_expect_dump_eq(&now, &before);
+		wt_dump_release(&now);
+	}
+	if (!done) {
+		/* The last budget succeeded on the twin; here too. */
+		cr_assert_eq(write_either(&e, dense, "/s", x, y, v, &res), TFS_E_OK);
+		done = true;
+	}
+	cr_expect(done, "the write never succeeded");
+	wt_dump_release(&before);
+	tfs_vfs_free(e.vfs);
+}
+
+Test(alloc, sparse_write) { alloc_case(false); }
+Test(alloc, streaming_box_write) { alloc_case(true); }
