@@ -107,6 +107,35 @@ uint64_t tfs__csv_offset(const struct tfs__csv_lexer *lx)
 	return lx->buf_offset + lx->pos;
 }
 
+const char *tfs__msg_text(char *out, size_t cap, const void *p, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *b = p;
+	size_t w = 0, i;
+
+	for (i = 0; i < len; i++) {
+		bool plain = b[i] >= 0x20 && b[i] != 0x7f && b[i] != '\\';
+
+		/* Room for this byte's text, "..." and the NUL. */
+		if (w + (plain ? 1 : 4) + 4 > cap)
+			break;
+		if (plain) {
+			out[w++] = (char)b[i];
+		} else {
+			out[w++] = '\\';
+			out[w++] = 'x';
+			out[w++] = hex[b[i] >> 4];
+			out[w++] = hex[b[i] & 15];
+		}
+	}
+	if (i < len) {
+		memcpy(out + w, "...", 3);
+		w += 3;
+	}
+	out[w] = '\0';
+	return out;
+}
+
 enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
 			   struct tfs_diag *d, enum tfs_err code,
 			   uint64_t line, size_t col, const char *fmt, ...)
@@ -120,9 +149,15 @@ enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
 	if (col == 0)
 		return tfs_fail(d, code, "%s: line %" PRIu64 ": %s", lx->name,
 				line, why);
-	if (col <= lx->col_num && lx->col_names)
+	if (col <= lx->col_num && lx->col_names) {
+		char name[64];
+
+		/* Header names are data: no line breaks into the log. */
+		tfs__msg_text(name, sizeof(name), lx->col_names[col - 1],
+			      strlen(lx->col_names[col - 1]));
 		return tfs_fail(d, code, "%s: line %" PRIu64 ", column %zu ('%s'): %s",
-				lx->name, line, col, lx->col_names[col - 1], why);
+				lx->name, line, col, name, why);
+	}
 	return tfs_fail(d, code, "%s: line %" PRIu64 ", column %zu: %s", lx->name,
 			line, col, why);
 }

@@ -1,11 +1,9 @@
 /* The public CSV entry points (tfs_write.h): the rows-to-batches engine
- * feeding a fragment writer, which commits only after the last row, so a
- * bad row anywhere leaves the array as it was. Batches are handed to the
- * writer on a second thread while the next batch is parsed. */
+ * (csv_ingest.c) feeding a fragment writer, which commits only after the
+ * last row, so a bad row anywhere leaves the array as it was; and arrays
+ * made from a CSV with an inferred schema, undone on failure. */
 #include "ingest_internal.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 

@@ -71,6 +71,9 @@ enum tfs_err tfs__csv_next(struct tfs__csv_lexer *lx, bool *got,
 			   struct tfs_diag *d) TFS_WUR;
 /* Bytes of the file tokenized so far. */
 uint64_t tfs__csv_offset(const struct tfs__csv_lexer *lx);
+/* Text of untrusted bytes for a one-line message into out (cap >= 8):
+ * control bytes and backslashes as \xHH, cut short with "..." to fit. */
+const char *tfs__msg_text(char *out, size_t cap, const void *p, size_t len);
 /* Records a failure "NAME: line L, column C ('COL'): why" (column 0: no
  * column part; the name part only when lx->col_names has it). */
 enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,

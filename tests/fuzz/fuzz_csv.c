@@ -14,16 +14,16 @@
 #include "tilefs/tilefs.h"
 
 static const char *const schemas[] = {
-	"{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"x\",\"type\":\"INT32\",\"domain\":[-100,100],\"tile\":10},"
+	("{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"x\",\"type\":\"INT32\",\"domain\":[-100,100],\"tile\":10},"
 	"{\"name\":\"y\",\"type\":\"FLOAT64\",\"domain\":[-1e9,1e9],\"tile\":1000}],\"attrs\":["
 	"{\"name\":\"a\",\"type\":\"UINT8\"},{\"name\":\"s\",\"type\":\"STRING_UTF8\",\"cell_val_num\":\"var\",\"nullable\":true},"
-	"{\"name\":\"v\",\"type\":\"FLOAT32\",\"cell_val_num\":3},{\"name\":\"w\",\"type\":\"INT64\",\"cell_val_num\":\"var\"}]}",
-	"{\"array_type\":\"dense\",\"dims\":[{\"name\":\"d\",\"type\":\"UINT64\",\"domain\":[0,1000],\"tile\":100}],\"attrs\":["
+	"{\"name\":\"v\",\"type\":\"FLOAT32\",\"cell_val_num\":3},{\"name\":\"w\",\"type\":\"INT64\",\"cell_val_num\":\"var\"}]}"),
+	("{\"array_type\":\"dense\",\"dims\":[{\"name\":\"d\",\"type\":\"UINT64\",\"domain\":[0,1000],\"tile\":100}],\"attrs\":["
 	"{\"name\":\"t\",\"type\":\"DATETIME_MS\"},{\"name\":\"h\",\"type\":\"TIME_NS\",\"nullable\":true},"
 	"{\"name\":\"b\",\"type\":\"BLOB\",\"cell_val_num\":\"var\"},{\"name\":\"c\",\"type\":\"CHAR\",\"cell_val_num\":2},"
-	"{\"name\":\"f\",\"type\":\"BOOL\",\"nullable\":true},{\"name\":\"e\",\"type\":\"DATETIME_WEEK\"}]}",
-	"{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"k\",\"type\":\"STRING_ASCII\",\"var\":true}],\"attrs\":["
-	"{\"name\":\"a\",\"type\":\"STRING_ASCII\",\"cell_val_num\":\"var\"},{\"name\":\"n\",\"type\":\"INT16\",\"nullable\":true}]}",
+	"{\"name\":\"f\",\"type\":\"BOOL\",\"nullable\":true},{\"name\":\"e\",\"type\":\"DATETIME_WEEK\"}]}"),
+	("{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"k\",\"type\":\"STRING_ASCII\",\"var\":true}],\"attrs\":["
+	"{\"name\":\"a\",\"type\":\"STRING_ASCII\",\"cell_val_num\":\"var\"},{\"name\":\"n\",\"type\":\"INT16\",\"nullable\":true}]}"),
 };
 #define SCHEMA_NUM (sizeof(schemas) / sizeof(schemas[0]))
 

@@ -239,3 +239,19 @@ Test(lexer, random_round_trip)
 		tfs_buf_release(&want);
 	}
 }
+
+Test(lexer, message_text_escapes_and_cuts)
+{
+	char out[16];
+
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "ab", 2), "ab");
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "a\nb\\", 4), "a\\x0ab\\x5c");
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "0123456789abcdefgh", 18),
+			 "0123456789ab...");
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "\n\n\n\n", 4), "\\x0a\\x0a\\x0a...");
+	cr_assert_str_eq(tfs__msg_text(out, 8, "\n\n", 2), "\\x0a...");
+	for (size_t cap = 8; cap <= sizeof(out); cap++) {
+		tfs__msg_text(out, cap, "\x01\x02\x03\x04\x05xyzxyz", 11);
+		cr_assert_lt(strlen(out), cap);
+	}
+}
