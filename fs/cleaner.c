@@ -26,6 +26,37 @@ struct sweep {
 	unsigned arrays, removed, folders;
 };
 
+/* Only arrays that open are cleaned: a format this build does not know
+ * (an experimental version, a layout from before commits) may commit
+ * its fragments in a way cleanup would not see, and its files are not
+ * ours to judge. */
+static bool array_opens(struct tfsd *fs, const char *path)
+{
+	size_t src_len = strlen(fs->cfg.source);
+	const char *rel = strncmp(path, fs->cfg.source, src_len) == 0
+				  ? path + src_len + (path[src_len] == '/')
+				  : path;
+	struct tfs_open_opts oo = {.threads = 1,
+				   .pool = fs->pool,
+				   .key = tfsd_config_key(&fs->cfg, rel)};
+	struct tfs_array *a = NULL;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	e = tfs_array_open(path, &oo, &a, &d);
+	if (e == TFS_E_KEY && oo.key && !tfsd_config_has_own_key(&fs->cfg, rel)) {
+		oo.key = NULL;
+		tfs_diag_init(&d);
+		e = tfs_array_open(path, &oo, &a, &d);
+	}
+	tfs_array_close(a);
+	if (e)
+		tfs_log(TFS_LOG_DEBUG, "cleanup of '%s' skipped: %s", path,
+			tfs_diag_msg(&d));
+	return e == TFS_E_OK;
+}
+
 static void sweep_dir(struct sweep *sw, const char *path, int depth)
 {
 	enum tfs_object kind;
@@ -44,7 +75,8 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 		unsigned removed = 0;
 
 		sw->arrays++;
-		if (stat(path, &st) != 0 || !(st.st_mode & 0222))
+		if (stat(path, &st) != 0 || !(st.st_mode & 0222) ||
+		    !array_opens(sw->fs, path))
 			return;
 		if (tfs_array_cleanup(path, &wo, sw->grace_ms, &removed, &d))
 			tfs_log(TFS_LOG_ERROR, "cleanup of '%s': %s", path,
@@ -86,6 +118,9 @@ void tfsd_cleanup_sweep(struct tfsd *fs, uint64_t grace_ms, unsigned *arrays,
 	struct sweep sw = {.fs = fs, .grace_ms = grace_ms};
 
 	sweep_dir(&sw, fs->cfg.source, 0);
+	tfs_log(TFS_LOG_INFO, "cleanup: %u array(s) checked, %u leftover(s) of "
+			      "crashed writes removed",
+		sw.arrays, sw.removed);
 	if (arrays)
 		*arrays = sw.arrays;
 	if (removed)

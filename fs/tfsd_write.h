@@ -227,7 +227,8 @@ int tfsd_staged_last_close(struct tfsd *fs, struct tfsd_staged *sf,
 /* Removes the leftovers (tfs_array_cleanup) of every array under SOURCE,
  * walking plain folders and groups; *arrays counts the arrays visited.
  * Arrays whose folder has no write permission bits are left alone: they
- * are not this mount's to change (read-only copies, reference data). */
+ * are not this mount's to change (read-only copies, reference data); so
+ * are arrays that do not open (formats this build does not know). */
 void tfsd_cleanup_sweep(struct tfsd *fs, uint64_t grace_ms, unsigned *arrays,
 			unsigned *removed);
 
