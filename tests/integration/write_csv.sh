@@ -120,6 +120,13 @@ with open(tmp, "w") as f:
 # closed: a temporary name is kept until renamed
 assert ".edit.csv.swp" in os.listdir(a)
 os.chmod(tmp, 0o600)
+os.chown(tmp, 0, 0)
+os.utime(tmp, (1700000000, 1700000000))
+# truncate applies to the staged bytes: cut the row, then write it again
+os.truncate(tmp, 6)
+assert os.stat(tmp).st_size == 6
+with open(tmp, "a") as f:
+    f.write("30,3000,0.5\n")
 os.utime(tmp, (1700000000, 1700000000))
 st = os.stat(tmp)
 assert st.st_mode & 0o777 == 0o600 and int(st.st_mtime) == 1700000000, st
