@@ -59,6 +59,19 @@ for k in range(1, 13):
             out.write(f"{d},{k},{k}.5\n")
 PYEOF
 cp "$WORK/k1.csv" "$m/dense_1d/" || fail "first uniform write"
+# A file open before a write keeps reading the version it opened.
+"$PY" - "$m/dense_1d" "$WORK/k2.csv" <<'PYEOF' || fail "an open file changed version"
+import shutil, sys
+a, k2 = sys.argv[1:]
+with open(a + "/data.csv") as f:
+    head = f.read(10)
+    shutil.copyfile(k2, a + "/k2.csv")
+    rest = f.read()
+text = head + rest
+assert "1,1,1.5" in text and "1,2,2.5" not in text, text[:200]
+with open(a + "/data.csv") as f:
+    assert "1,2,2.5" in f.read(), "the new version is not visible"
+PYEOF
 touch "$WORK/writing"
 for r in 1 2 3; do
   ( n=0

@@ -156,6 +156,37 @@ grep -q '^30,3000,0.5$' "$m/dense_1d/data.csv" || fail "edit.csv not committed"
 grep -q '^33,3300,0.25$' "$m/dense_1d/data.csv" || fail "t.csv not committed"
 echo "editor save (temporary, chmod, utime, rename): committed on the rename"
 
+# ---- fsync commits, and reports a refusal ----------------------------------------
+"$PY" - "$m/dense_1d" "$SRC/dense_1d" <<'PYEOF' || fail "fsync"
+import errno, os, sys
+a, src = sys.argv[1:]
+frags = lambda: len(os.listdir(os.path.join(src, "__fragments")))
+n = frags()
+fd = os.open(os.path.join(a, "synced.csv"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b"d,a,b\n60,6000,6.5\n")
+os.fsync(fd)
+assert frags() == n + 1, "fsync did not commit"
+os.close(fd)
+assert frags() == n + 1, "close committed again"
+fd = os.open(os.path.join(a, "badsync.csv"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+os.write(fd, b"d,a,b\n60,x,6.5\n")
+try:
+    os.fsync(fd)
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+else:
+    raise AssertionError("fsync of a bad CSV succeeded")
+try:
+    os.close(fd)
+except OSError as e:
+    assert e.errno == errno.EINVAL, e
+else:
+    raise AssertionError("close after a refused fsync succeeded")
+assert frags() == n + 1
+PYEOF
+grep -q '^60,6000,6.5$' "$m/dense_1d/data.csv" || fail "synced.csv not visible"
+echo "fsync: commits, refusals reported by fsync and close"
+
 # ---- rsync ----------------------------------------------------------------------------
 printf 'd,a,b\n40,4000,4.5\n41,4100,4.25\n' >"$WORK/rs.csv"
 if command -v rsync >/dev/null; then
