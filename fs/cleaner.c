@@ -5,6 +5,7 @@
 #include "tfsd_write.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@ struct sweep {
 	struct tfsd *fs;
 	uint64_t grace_ms;
 	unsigned arrays, removed, folders;
+	const atomic_bool *stop; /* NULL: never asked to stop */
 };
 
 /* Only arrays that open are cleaned: a format this build does not know
@@ -65,7 +67,8 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 	DIR *dp;
 	struct dirent *de;
 
-	if (depth > SWEEP_DEPTH || ++sw->folders > SWEEP_FOLDERS)
+	if (depth > SWEEP_DEPTH || ++sw->folders > SWEEP_FOLDERS ||
+	    (sw->stop && atomic_load(sw->stop)))
 		return;
 	tfs_diag_init(&d);
 	if (tfs_object_type(NULL, path, &kind, &d) != TFS_E_OK)
@@ -112,10 +115,11 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 	closedir(dp);
 }
 
-void tfsd_cleanup_sweep(struct tfsd *fs, uint64_t grace_ms, unsigned *arrays,
-			unsigned *removed)
+static void sweep_run(struct tfsd *fs, uint64_t grace_ms,
+		      const atomic_bool *stop, unsigned *arrays,
+		      unsigned *removed)
 {
-	struct sweep sw = {.fs = fs, .grace_ms = grace_ms};
+	struct sweep sw = {.fs = fs, .grace_ms = grace_ms, .stop = stop};
 
 	sweep_dir(&sw, fs->cfg.source, 0);
 	tfs_log(TFS_LOG_INFO, "cleanup: %u array(s) checked, %u leftover(s) of "
@@ -127,12 +131,20 @@ void tfsd_cleanup_sweep(struct tfsd *fs, uint64_t grace_ms, unsigned *arrays,
 		*removed = sw.removed;
 }
 
+void tfsd_cleanup_sweep(struct tfsd *fs, uint64_t grace_ms, unsigned *arrays,
+			unsigned *removed)
+{
+	sweep_run(fs, grace_ms, NULL, arrays, removed);
+}
+
 struct tfsd_cleaner {
 	struct tfsd *fs;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	bool stop; /* protected by lock */
+	/* Set under lock (for the wait) and read by a sweep in progress,
+	 * which stops early so that unmounting never waits for it. */
+	atomic_bool stop;
 };
 
 static void *cleaner_main(void *arg)
@@ -145,18 +157,17 @@ static void *cleaner_main(void *arg)
 
 		if (c->fs->staging)
 			tfsd_staging_expire(c->fs->staging, TFSD_TEMP_KEEP_MS);
-		tfsd_cleanup_sweep(c->fs,
-				   c->fs->cfg.cleanup_grace_set
-					   ? c->fs->cfg.cleanup_grace_ms
-					   : TFSD_CLEANUP_GRACE_MS,
-				   NULL, NULL);
+		sweep_run(c->fs,
+			  c->fs->cfg.cleanup_grace_set ? c->fs->cfg.cleanup_grace_ms
+						       : TFSD_CLEANUP_GRACE_MS,
+			  &c->stop, NULL, NULL);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += TFSD_CLEANUP_PERIOD_S;
 		pthread_mutex_lock(&c->lock);
-		while (!c->stop &&
+		while (!atomic_load(&c->stop) &&
 		       pthread_cond_timedwait(&c->wake, &c->lock, &until) == 0)
 			;
-		stop = c->stop;
+		stop = atomic_load(&c->stop);
 		pthread_mutex_unlock(&c->lock);
 		if (stop)
 			break;
@@ -172,6 +183,7 @@ enum tfs_err tfsd_cleaner_start(struct tfsd *fs, struct tfsd_cleaner **out)
 	if (!c)
 		return TFS_E_NOMEM;
 	c->fs = fs;
+	atomic_init(&c->stop, false);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
 	if (pthread_create(&c->thread, NULL, cleaner_main, c) != 0) {
@@ -189,7 +201,7 @@ void tfsd_cleaner_stop(struct tfsd_cleaner *c)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->lock);
-	c->stop = true;
+	atomic_store(&c->stop, true);
 	pthread_cond_signal(&c->wake);
 	pthread_mutex_unlock(&c->lock);
 	pthread_join(c->thread, NULL);
