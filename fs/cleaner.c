@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
@@ -120,6 +121,17 @@ static void sweep_run(struct tfsd *fs, uint64_t grace_ms,
 		      unsigned *removed)
 {
 	struct sweep sw = {.fs = fs, .grace_ms = grace_ms, .stop = stop};
+	struct statvfs sv;
+
+	/* Nothing to remove on a read-only file system (and every removal
+	 * would fail with a log line). */
+	if (statvfs(fs->cfg.source, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		if (arrays)
+			*arrays = 0;
+		if (removed)
+			*removed = 0;
+		return;
+	}
 
 	sweep_dir(&sw, fs->cfg.source, 0);
 	tfs_log(TFS_LOG_INFO, "cleanup: %u array(s) checked, %u leftover(s) of "
