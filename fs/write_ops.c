@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -174,6 +175,7 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	const char *name = slash ? slash + 1 : vpath;
 	char *dir_vpath = NULL, *array_vpath = NULL;
 	struct tfsd_node dir;
+	struct statvfs sv;
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
@@ -183,6 +185,9 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 		return tfs_fail(d, TFS_E_READONLY,
 				"mounted at a fixed time (timestamp=): "
 				"read-only");
+	if (statvfs(fs->cfg.source, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+		return tfs_fail(d, TFS_E_READONLY,
+				"SOURCE is on a read-only file system");
 	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return tfs_fail(d, TFS_E_PERM, "bad name");
 	if (strcmp(name, "ingest.log") == 0)
