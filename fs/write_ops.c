@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -54,11 +55,12 @@ static char *join(const char *a, const char *b)
 	return (char *)tfs_buf_detach(&buf, NULL);
 }
 
+/* Whether s ends with suffix, in any case (x.CSV from other systems). */
 static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 
-	return n > m && strcmp(s + n - m, suffix) == 0;
+	return n > m && strcasecmp(s + n - m, suffix) == 0;
 }
 
 static int hexval(char c)
