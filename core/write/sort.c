@@ -644,3 +644,43 @@ enum tfs_err tfs__sorter_next(struct tfs__sorter *s,
 	}
 	return TFS_E_OK;
 }
+
+enum tfs_err tfs__sorter_next_many(struct tfs__sorter *s,
+				   const struct tfs__cells **cells,
+				   uint64_t *idx, uint64_t max, uint64_t *n,
+				   struct tfs_diag *d)
+{
+	const struct tfs__cells *c = &s->cells;
+	enum tfs_err e;
+	uint64_t i;
+
+	*n = 0;
+	*cells = NULL;
+	if (s->run_num) {
+		/* Merged runs: one cell at a time (their blocks change). */
+		if ((e = tfs__sorter_next(s, cells, &i, d)))
+			return e;
+		if (*cells) {
+			idx[0] = i;
+			*n = 1;
+		}
+		return TFS_E_OK;
+	}
+	while (*n < max && s->pos < c->cell_num) {
+		const struct ent *ex = &s->ents[s->pos++];
+		const struct ent *ey = ex + 1;
+
+		if (s->o.check_dups && s->pos < c->cell_num &&
+		    ex->k1 == ey->k1 && ex->k2 == ey->k2 &&
+		    tfs__coords_equal(s->o.order, c, ex->idx, c, ey->idx)) {
+			if (!s->o.dedup)
+				return dup_fail(s, c, ex->idx, c, ey->idx, d);
+			s->dropped++;
+			continue;
+		}
+		idx[(*n)++] = ex->idx;
+	}
+	if (*n)
+		*cells = c;
+	return TFS_E_OK;
+}

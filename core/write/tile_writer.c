@@ -1107,6 +1107,114 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 	return TFS_E_OK;
 }
 
+/* Gathers cells idx[0..n) of src into the current tile, one column at a
+ * time (the indexes are random for unordered input: a tight loop per
+ * column keeps many loads in flight). */
+static enum tfs_err gather(struct tfs__tw *t, const struct tfs__cells *src,
+			   const uint64_t *idx, uint64_t n)
+{
+	struct tfs__cells *dst = &t->cur->cells;
+	enum tfs_err e;
+
+	for (uint32_t f = 0; f < src->field_num; f++) {
+		const struct tfs__field *fd = &t->o.fields[f];
+		const struct tfs__col *sc = &src->cols[f];
+		struct tfs__col *dc = &dst->cols[f];
+
+		if (fd->var) {
+			uint64_t total = 0;
+			uint8_t *op;
+
+			for (uint64_t k = 0; k < n; k++) {
+				uint64_t len;
+
+				(void)tfs__var_cell(src, f, idx[k], &len);
+				total += len;
+			}
+			if ((e = tfs_buf_reserve(&dc->data, (size_t)total)) ||
+			    (e = tfs_buf_reserve(&dc->offs, (size_t)(8 * n))))
+				return e;
+			op = dc->offs.data + dc->offs.len;
+			for (uint64_t k = 0; k < n; k++) {
+				uint64_t len;
+				const uint8_t *p = tfs__var_cell(src, f, idx[k], &len);
+
+				tfs_put_u64(op + 8 * k, dc->data.len);
+				memcpy(dc->data.data + dc->data.len, p, (size_t)len);
+				dc->data.len += (size_t)len;
+			}
+			dc->offs.len += (size_t)(8 * n);
+		} else {
+			size_t cs = (size_t)fd->cell_size;
+			uint8_t *out;
+
+			if ((e = tfs_buf_reserve(&dc->data, cs * n)))
+				return e;
+			out = dc->data.data + dc->data.len;
+			switch (cs) {
+			case 4:
+				for (uint64_t k = 0; k < n; k++)
+					memcpy(out + 4 * k, sc->data.data + 4 * idx[k], 4);
+				break;
+			case 8:
+				for (uint64_t k = 0; k < n; k++)
+					memcpy(out + 8 * k, sc->data.data + 8 * idx[k], 8);
+				break;
+			default:
+				for (uint64_t k = 0; k < n; k++)
+					memcpy(out + cs * k, sc->data.data + cs * idx[k], cs);
+				break;
+			}
+			dc->data.len += cs * n;
+		}
+		if (fd->nullable) {
+			if ((e = tfs_buf_reserve(&dc->valid, (size_t)n)))
+				return e;
+			for (uint64_t k = 0; k < n; k++)
+				dc->valid.data[dc->valid.len + k] = sc->valid.data[idx[k]];
+			dc->valid.len += (size_t)n;
+		}
+	}
+	if ((e = tfs_buf_reserve(&dst->tags, (size_t)(8 * n))))
+		return e;
+	for (uint64_t k = 0; k < n; k++)
+		memcpy(dst->tags.data + dst->tags.len + 8 * k,
+		       src->tags.data + 8 * idx[k], 8);
+	dst->tags.len += (size_t)(8 * n);
+	dst->cell_num += n;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__tw_add_many(struct tfs__tw *t, const struct tfs__cells *c,
+			      const uint64_t *idx, uint64_t n,
+			      struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (t->o.dense) {
+		for (uint64_t k = 0; k < n; k++)
+			if ((e = tfs__tw_add(t, c, idx[k], d)))
+				return e;
+		return TFS_E_OK;
+	}
+	while (n) {
+		uint64_t room, m;
+
+		if (!t->cur && (e = start_tile(t, d)))
+			return e;
+		room = t->capacity - t->cur->cells.cell_num;
+		m = n < room ? n : room;
+		if ((e = gather(t, c, idx, m)))
+			return tfs_fail(d, e, "out of memory");
+		t->cell_num += m;
+		idx += m;
+		n -= m;
+		if (t->cur->cells.cell_num == t->capacity)
+			submit_tile(t);
+	}
+	return TFS_E_OK;
+}
+
 /* ---- The fragment metadata file ------------------------------------------ */
 
 static enum tfs_err put_tile(struct tfs__tw *t, struct tfs_buf *file,

@@ -53,6 +53,10 @@ struct tfs_writer {
 	struct tfs__cells scratch;
 	struct tfs__tw *tw;
 	struct tfs_range stream_box[128];
+	/* Streaming by rows of tiles (dense_box.c): box rows already
+	 * written, cells of one box row. */
+	bool tilerow;
+	uint64_t rows_done, row_cells;
 };
 
 static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
@@ -282,6 +286,13 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 			    w->boxlo[k] / ext != w->boxhi[k] / ext)
 				w->stream = false;
 		}
+		/* Otherwise, with row-major tile order, a row of tiles at a
+		 * time (dense_box.c). */
+		if (!w->stream && s->tile_order == TFS_ROW_MAJOR) {
+			w->stream = w->tilerow = true;
+			w->row_cells = w->box_cells /
+				       (w->boxhi[0] - w->boxlo[0] + 1);
+		}
 	} else if (layout != TFS_WRITE_UNORDERED) {
 		e = tfs_fail(d, TFS_E_INVALID, "unknown write layout");
 		goto out_fail;
@@ -452,8 +463,14 @@ static enum tfs_err map_columns(struct tfs_writer *w, const struct tfs_batch *b,
 					fd->name);
 		}
 		col = &b->columns[w->colmap[f]];
-		if (col->type != fd->type || col->var != fd->var ||
-		    (!fd->var && col->cell_val_num != fd->cell_val_num))
+		if (col->type == fd->type && !col->var && !fd->var &&
+		    col->cell_val_num != fd->cell_val_num)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': %" PRIu32 " values a cell, "
+					"field has %" PRIu32,
+					col->name, col->cell_val_num,
+					fd->cell_val_num);
+		if (col->type != fd->type || col->var != fd->var)
 			return tfs_fail(d, TFS_E_INVALID,
 					"column '%s': type %s%s, field is %s%s",
 					col->name, tfs_datatype_name(col->type),
@@ -851,6 +868,9 @@ out_fail:
 
 /* ---- Commit ---------------------------------------------------------------- */
 
+/* Cells handed from the sorter to the tile writer at a time. */
+#define IDX_BATCH 4096
+
 static void tw_opts(struct tfs_writer *w, struct tfs__tw_opts *to, bool dense,
 		    const struct tfs_range *box)
 {
@@ -875,22 +895,26 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	struct tfs__tw_opts to;
 	struct tfs__tw *tw = NULL;
 	const struct tfs__cells *c;
-	uint64_t i;
+	uint64_t *idx;
 	enum tfs_err e;
 
 	tw_opts(w, &to, dense, box);
-	if ((e = tfs__sorter_rewind(w->sorter, d)))
-		return e;
-	if ((e = w->vfs->ops->mkdir(w->vfs, w->dir, d)))
-		return e;
-	if ((e = tfs__tw_new(&to, &tw, d)))
-		return e;
+	idx = tfs_mallocn(IDX_BATCH, sizeof(*idx));
+	if (!idx)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if ((e = tfs__sorter_rewind(w->sorter, d)) ||
+	    (e = w->vfs->ops->mkdir(w->vfs, w->dir, d)) ||
+	    (e = tfs__tw_new(&to, &tw, d)))
+		goto out;
 	for (;;) {
-		if ((e = tfs__sorter_next(w->sorter, &c, &i, d)))
+		uint64_t n;
+
+		if ((e = tfs__sorter_next_many(w->sorter, &c, idx, IDX_BATCH, &n,
+					       d)))
 			goto out;
-		if (!c)
+		if (!n)
 			break;
-		if ((e = tfs__tw_add(tw, c, i, d)))
+		if ((e = tfs__tw_add_many(tw, c, idx, n, d)))
 			goto out;
 	}
 	if (dense && tfs__sorter_dropped(w->sorter)) {
@@ -902,6 +926,7 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	e = tfs__tw_finish(tw, &res->bytes, &res->cell_num, d);
 out:
 	tfs__tw_free(tw);
+	tfs_free(idx);
 	return e;
 }
 
@@ -997,10 +1022,39 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 	return tfs__tw_new(&to, &w->tw, d);
 }
 
+/* Writes every row of tiles whose cells are all in. */
+static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
+{
+	uint64_t ext0 = tfs_value_as_u64(w->s->dims[0].type,
+					 w->s->dims[0].extent);
+	enum tfs_err e;
+
+	for (;;) {
+		uint64_t row = w->boxlo[0] + w->rows_done, end, nrows;
+
+		if (row > w->boxhi[0])
+			return TFS_E_OK;
+		end = (row / ext0 + 1) * ext0 - 1;
+		if (end > w->boxhi[0])
+			end = w->boxhi[0];
+		nrows = end - row + 1;
+		if (w->scratch.cell_num < nrows * w->row_cells)
+			return TFS_E_OK;
+		if ((e = tfs__box_emit(w->tw, &w->scratch, w->s, w->boxlo,
+				       w->boxhi, row, nrows, d)))
+			return e;
+		tfs__cells_drop_front(&w->scratch, w->fields,
+				      nrows * w->row_cells);
+		w->rows_done += nrows;
+	}
+}
+
 static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d)
 {
 	enum tfs_err e;
 
+	if (w->tilerow)
+		return stream_rows(w, d);
 	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
 		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
 			return e;
@@ -1060,6 +1114,9 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 		dense = dense && vol == total;
 	}
 	if (w->stream) {
+		if (w->scratch.cell_num)
+			return tfs_fail(d, TFS_E_INTERNAL,
+					"box cells left unwritten");
 		if ((e = tfs__tw_finish(w->tw, &w->res.bytes, &w->res.cell_num,
 					d)))
 			return e;

@@ -58,11 +58,11 @@ enum tfs_write_layout {
 	 * box become a dense fragment, anything else a sparse fragment. */
 	TFS_WRITE_UNORDERED,
 	/* Dense arrays: the cells of one box (tfs_writer_open's box), row-major
-	 * over the box as a dense read returns them, attributes only. When
-	 * every dimension but the first stays inside one space tile (any
-	 * 1-D box) and the orders are row-major, cells go to the files as
-	 * they are appended (memory: the tiles in flight); otherwise they
-	 * are sorted like UNORDERED cells. */
+	 * over the box as a dense read returns them, attributes only. With
+	 * row-major tile order cells go to the files as they are appended,
+	 * a row of space tiles at a time (memory: that row and the tiles in
+	 * flight; for any 1-D box just the tiles); with column-major tile
+	 * order they are sorted like UNORDERED cells. */
 	TFS_WRITE_DENSE_BOX,
 };
 

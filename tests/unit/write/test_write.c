@@ -535,9 +535,34 @@ static void dense_box_case(uint8_t tile_order, uint8_t cell_order)
 	gen_col(&g[1], "s", TFS_STRING_UTF8, TFS_VAR_NUM, true, n, false);
 	gen_col(&g[2], "p", TFS_FLOAT64, 2, true, n, false);
 	batch_of(&b, cols, g, 3, n);
-	cr_assert_eq(write_batch(&e, "/d", TFS_WRITE_DENSE_BOX, box, &b, NULL,
-				 &res),
-		     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+	{
+		/* Appended 7 cells at a time, rows of tiles split anywhere. */
+		struct tfs_writer *w;
+
+		cr_assert_eq(tfs_writer_open("/d", &e.wo, TFS_WRITE_DENSE_BOX, box,
+					     &w, &e.d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+		for (uint64_t at = 0; at < n; at += 7) {
+			uint64_t m = n - at < 7 ? n - at : 7;
+			struct tfs_column sub[3];
+			struct tfs_batch sb = { .cell_num = m, .column_num = 3,
+						.columns = sub };
+
+			memcpy(sub, cols, sizeof(sub));
+			sub[0].data = cols[0].data + 4 * at;
+			sub[0].data_len = 4 * m;
+			sub[1].offsets = cols[1].offsets + at;
+			sub[1].validity = cols[1].validity + at;
+			sub[2].data = cols[2].data + 16 * at;
+			sub[2].data_len = 16 * m;
+			sub[2].validity = cols[2].validity + at;
+			cr_assert_eq(tfs_writer_append(w, &sb, NULL, &e.d), TFS_E_OK,
+				     "%s", tfs_diag_msg(&e.d));
+		}
+		cr_assert_eq(tfs_writer_commit(w, &res, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		tfs_writer_free(w);
+	}
 	cr_assert(res.dense);
 	cr_assert_eq(res.cell_num, n);
 	a = open_array(&e, "/d");
@@ -981,4 +1006,37 @@ Test(refuse, nan_coordinate)
 	cr_expect_str_eq(tfs_diag_msg(&e.d),
 			 "row 11: dimension 'x': 10.5 outside the domain");
 	env_free(&e);
+}
+
+/* Every datatype of the format as an attribute: fixed (one value a cell)
+ * for numbers, dates and times, var-size for strings, blobs, geometries
+ * and ANY; every other one nullable. */
+Test(roundtrip, every_datatype)
+{
+	static const char *const names[] = { "a0", "a1", "a2", "a3",
+					     "a4", "a5", "a6", "a7" };
+	struct aspec as[8];
+	size_t an = 0, total = 0;
+
+	for (unsigned t = 0; t <= TFS_DATATYPE_MAX; t++) {
+		enum tfs_type_class cl;
+
+		if (!tfs_datatype_valid(t))
+			continue;
+		cl = tfs_datatype_class(t);
+		as[an].name = names[an];
+		as[an].type = (uint8_t)t;
+		as[an].cvn = (cl == TFS_CLASS_STRING && t != TFS_CHAR) ||
+					     cl == TFS_CLASS_BYTES
+				     ? TFS_VAR_NUM
+				     : 1;
+		as[an].nullable = t % 2 == 1;
+		an++;
+		total++;
+		if (an == 8 || t == TFS_DATATYPE_MAX) {
+			dtypes_case(as, an, 33, 2);
+			an = 0;
+		}
+	}
+	cr_expect_eq(total, 44);
 }

@@ -224,6 +224,22 @@ Test(refuse, outside_domain_and_missing_fields)
 	cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_INVALID);
 	cr_expect_str_eq(tfs_diag_msg(&e.d), "column 'zz': no such field");
 	tfs_writer_free(w);
+	/* Two values a cell for a one-value field. */
+	struct tfs_column c3[3];
+	struct tfs_batch b3 = { .cell_num = 2, .column_num = 3, .columns = c3 };
+
+	col_i32(&c3[0], "x", x, 2);
+	col_i32(&c3[1], "y", y, 2);
+	col_i32(&c3[2], "v", v, 2);
+	c3[2].cell_val_num = 2;
+	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &e.d),
+		     TFS_E_OK);
+	tfs_diag_init(&e.d);
+	cr_assert_eq(tfs_writer_append(w, &b3, NULL, &e.d), TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d),
+			 "column 'v': 2 values a cell, field has 1");
+	tfs_writer_free(w);
 	/* A box write into a sparse array. */
 	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_DENSE_BOX, NULL, &w,
 				     &e.d),
@@ -629,6 +645,41 @@ Test(metadata, write_and_delete)
 	tfs_vfs_free(e.vfs);
 }
 
+Test(create, layout_and_version)
+{
+	struct env e;
+	struct tfs_dirlist l;
+	struct tfs_array *a;
+	static const char *const want[] = { "__commits", "__fragment_meta",
+					    "__fragments", "__labels", "__meta",
+					    "__schema" };
+
+	env_init(&e);
+	make_sparse(&e, "/s", false);
+	cr_assert_eq(tfs_vfs_list(e.vfs, "/s", &l, &e.d), TFS_E_OK);
+	cr_assert_eq(l.count, 6);
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_str_eq(l.names[i], want[i]);
+	tfs_dirlist_release(&l);
+	cr_assert_eq(tfs_vfs_list(e.vfs, "/s/__schema", &l, &e.d), TFS_E_OK);
+	cr_assert_eq(l.count, 2);
+	cr_expect_str_eq(l.names[1], "__enumerations");
+	{
+		struct tfs_name_info ni;
+
+		cr_assert_eq(tfs_name_parse(l.names[0], &ni), TFS_E_OK);
+		cr_expect_eq(ni.t1, ni.t2);
+		cr_expect_eq(strlen(ni.uuid), 32);
+		cr_expect_eq(strlen(l.names[0]), 2 + 13 + 1 + 13 + 1 + 32);
+	}
+	tfs_dirlist_release(&l);
+	cr_assert_eq(tfs_array_open("/s", &e.oo, &a, &e.d), TFS_E_OK);
+	cr_expect_eq(tfs_array_schema(a)->version, TFS_FORMAT_VERSION_WRITE);
+	cr_expect_eq(tfs_array_schema(a)->version, 22);
+	tfs_array_close(a);
+	tfs_vfs_free(e.vfs);
+}
+
 Test(create, refuses_non_empty_folders)
 {
 	struct env e;
@@ -795,3 +846,278 @@ static void alloc_case(bool dense)
 
 Test(alloc, sparse_write) { alloc_case(false); }
 Test(alloc, streaming_box_write) { alloc_case(true); }
+
+/* ---- Garbage in ------------------------------------------------------------- */
+
+static uint32_t lcg(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(*seed >> 33);
+}
+
+/* Batches with random names, types, sizes, offsets and validity: every
+ * append either succeeds or is refused with a message; nothing crashes
+ * (the ASan build checks every access), and a refused batch leaves the
+ * writer failed. */
+Test(garbage, random_batches)
+{
+	struct env e;
+	uint64_t seed = 99;
+	static const char *const names[] = { "x", "y", "v", "zz", "" };
+	static const uint8_t types[] = { TFS_INT32, TFS_INT64, TFS_FLOAT64,
+					 TFS_STRING_ASCII, TFS_UINT8 };
+
+	unsigned accepted = 0, refused = 0;
+
+	env_init(&e);
+	make_sparse(&e, "/s", false);
+	for (int round = 0; round < 300; round++) {
+		struct tfs_column cols[4];
+		uint8_t data[4][256];
+		uint64_t offs[4][17];
+		uint8_t valid[4][16];
+		struct tfs_batch b;
+		struct tfs_writer *w;
+		struct tfs_write_result res;
+		enum tfs_err err;
+		size_t ncol;
+
+#define RND() lcg(&seed)
+		/* Mostly a valid batch (x, y, v as int32 in the domain), each
+		 * property spoiled now and then. */
+		ncol = RND() % 8 ? 3 : RND() % 5;
+		memset(&b, 0, sizeof(b));
+		b.cell_num = RND() % 17;
+		b.column_num = ncol;
+		b.columns = cols;
+		for (size_t c = 0; c < ncol; c++) {
+			bool spoil = RND() % 6 == 0;
+			unsigned what = RND() % 7;
+
+			memset(&cols[c], 0, sizeof(cols[c]));
+			for (size_t k = 0; k < 64; k++) {
+				int32_t v = (int32_t)(RND() % 100);
+
+				memcpy(data[c] + 4 * k, &v, 4);
+			}
+			cols[c].name = names[c < 3 ? c : 3];
+			cols[c].type = TFS_INT32;
+			cols[c].cell_val_num = 1;
+			cols[c].data = data[c];
+			cols[c].data_len = 4 * b.cell_num;
+			if (!spoil)
+				continue;
+			switch (what) {
+			case 0:
+				cols[c].name = names[RND() % 5];
+				break;
+			case 1:
+				cols[c].type = types[RND() % 5];
+				break;
+			case 2:
+				cols[c].var = true;
+				cols[c].cell_val_num = TFS_VAR_NUM;
+				offs[c][0] = RND() % 3;
+				for (int i = 1; i < 17; i++)
+					offs[c][i] = offs[c][i - 1] + RND() % 24 -
+						     (RND() % 8 == 0 ? 30 : 0);
+				cols[c].offsets = offs[c];
+				cols[c].data_len = RND() % 257;
+				break;
+			case 3:
+				for (int i = 0; i < 16; i++)
+					valid[c][i] = (uint8_t)(RND() % 2);
+				cols[c].validity = valid[c];
+				break;
+			case 4:
+				cols[c].data = RND() % 2 ? NULL : data[c];
+				cols[c].data_len = RND() % 257;
+				break;
+			case 5:
+				for (size_t k = 0; k < 256; k++)
+					data[c][k] = (uint8_t)RND();
+				break;
+			default:
+				cols[c].cell_val_num = 2;
+				break;
+			}
+		}
+		tfs_diag_init(&e.d);
+		cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_UNORDERED, NULL,
+					     &w, &e.d),
+			     TFS_E_OK);
+		err = tfs_writer_append(w, &b, NULL, &e.d);
+		if (err) {
+			cr_expect_neq(e.d.msg[0], '\0');
+			cr_expect_eq(tfs_writer_commit(w, &res, &e.d), TFS_E_INVALID);
+			refused++;
+		} else {
+			err = tfs_writer_commit(w, &res, &e.d);
+			cr_expect(err == TFS_E_OK || err == TFS_E_INVALID, "%s",
+				  tfs_diag_msg(&e.d));
+			accepted += err == TFS_E_OK && res.cell_num > 0;
+		}
+		tfs_writer_free(w);
+#undef RND
+	}
+	cr_expect_gt(accepted, 0);
+	cr_expect_gt(refused, 0);
+	cr_log_info("%u batches written, %u refused", accepted, refused);
+	{
+		/* Whatever was accepted reads back. */
+		struct wt_dump got;
+
+		read_xyv(&e, "/s", &got);
+		wt_dump_release(&got);
+	}
+	tfs_vfs_free(e.vfs);
+}
+
+/* A fault at any one call of tfs_array_create: refused, and no folder left
+ * (a folder that existed empty stays, empty). */
+Test(faults, array_create)
+{
+	struct env e;
+	struct tfs_vfs *faulty;
+	unsigned long start, calls;
+	struct tfs_schema s;
+
+	env_init(&e);
+	cr_assert_eq(tfs_vfs_faulty_new(e.vfs, &faulty), TFS_E_OK);
+	lb_schema_init(&s, 22, true, 4);
+	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	e.wo.vfs = faulty;
+	start = tfs_vfs_faulty_calls(faulty);
+	cr_assert_eq(tfs_array_create("/ok", &s, &e.wo, &e.d), TFS_E_OK);
+	calls = tfs_vfs_faulty_calls(faulty) - start;
+	for (unsigned long n = 0; n < calls; n++) {
+		char path[32];
+		struct tfs_stat st;
+
+		snprintf(path, sizeof(path), "/c%lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_EIO, n, true);
+		tfs_diag_init(&e.d);
+		cr_expect_neq(tfs_array_create(path, &s, &e.wo, &e.d), TFS_E_OK,
+			      "fault at call %lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
+		cr_assert_eq(tfs_vfs_stat(e.vfs, path, &st, &e.d), TFS_E_OK);
+		cr_expect_not(st.exists, "fault at call %lu left '%s'", n, path);
+	}
+	tfs_schema_release(&s);
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(e.vfs);
+}
+
+/* A fault at any one call of a metadata write: refused, and the array's
+ * metadata unchanged. */
+Test(faults, metadata_write)
+{
+	struct env e;
+	struct tfs_vfs *mem, *faulty;
+	unsigned long start, calls;
+	int32_t one = 1;
+	char key[] = "k";
+	struct tfs_meta_kv kv = { .key = key, .key_len = 1, .type = TFS_INT32,
+				  .value_num = 1, .value = (uint8_t *)&one };
+	struct tfs_array *a;
+
+	env_init(&e);
+	mem = e.vfs;
+	cr_assert_eq(tfs_vfs_faulty_new(mem, &faulty), TFS_E_OK);
+	make_sparse(&e, "/s", false);
+	e.wo.vfs = faulty;
+	start = tfs_vfs_faulty_calls(faulty);
+	cr_assert_eq(tfs_array_metadata_write("/s", &kv, 1, &e.wo, &e.d), TFS_E_OK);
+	calls = tfs_vfs_faulty_calls(faulty) - start;
+	one = 2;
+	for (unsigned long n = 0; n < calls; n++) {
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_EIO, n, true);
+		tfs_diag_init(&e.d);
+		cr_expect_neq(tfs_array_metadata_write("/s", &kv, 1, &e.wo, &e.d),
+			      TFS_E_OK, "fault at call %lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
+		cr_assert_eq(tfs_array_open("/s", &e.oo, &a, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		cr_assert_eq(tfs_array_metadata_count(a), 1);
+		cr_expect_eq(*(const int32_t *)tfs_array_metadata(a, 0)->value, 1,
+			     "fault at call %lu", n);
+		tfs_array_close(a);
+	}
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(mem);
+}
+
+/* Whether var-size offsets are stored follows the schema's version
+ * (write.md §1, tile.md §4): ASCII + RLE embeds them from v12, UTF-8 +
+ * RLE from v17. An embedded offsets tile is 8 bytes (no chunks). */
+Test(versions, offsets_embedded_by_schema_version)
+{
+	static const uint32_t versions[] = { 11, 12, 16, 17, 22 };
+
+	for (size_t vi = 0; vi < sizeof(versions) / sizeof(*versions); vi++) {
+		uint32_t ver = versions[vi];
+		struct env e;
+		struct tfs_schema s;
+		struct lb_array la;
+		struct tfs_attr *at;
+		struct tfs_column cols[3];
+		struct tfs_batch b = { .cell_num = 3, .column_num = 3, .columns = cols };
+		int32_t x[3] = { 1, 2, 3 };
+		uint64_t offs[4] = { 0, 2, 5, 6 };
+		struct tfs_write_result res;
+		struct tfs_writer *w;
+		char p[512];
+
+		env_init(&e);
+		lb_schema_init(&s, ver, true, 100);
+		lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+		at = lb_add_attr(&s, "asc", TFS_STRING_ASCII, TFS_VAR_NUM, false);
+		lb_add_filter(&at->filters, TFS_FILTER_RLE);
+		at = lb_add_attr(&s, "utf", TFS_STRING_UTF8, TFS_VAR_NUM, false);
+		lb_add_filter(&at->filters, TFS_FILTER_RLE);
+		lb_array_create(&la, e.vfs, "/v", &s, 1000);
+		tfs_schema_release(&s);
+		col_i32(&cols[0], "x", x, 3);
+		for (int c = 1; c < 3; c++) {
+			memset(&cols[c], 0, sizeof(cols[c]));
+			cols[c].name = c == 1 ? "asc" : "utf";
+			cols[c].type = c == 1 ? TFS_STRING_ASCII : TFS_STRING_UTF8;
+			cols[c].cell_val_num = TFS_VAR_NUM;
+			cols[c].var = true;
+			cols[c].data = (const uint8_t *)"aabbbc";
+			cols[c].data_len = 6;
+			cols[c].offsets = offs;
+		}
+		cr_assert_eq(tfs_writer_open("/v", &e.wo, TFS_WRITE_UNORDERED, NULL,
+					     &w, &e.d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+		cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_OK);
+		cr_assert_eq(tfs_writer_commit(w, &res, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		tfs_writer_free(w);
+		for (int a = 0; a < 2; a++) {
+			struct tfs_stat st;
+			bool embedded = a == 0 ? ver >= 12 : ver >= 17;
+
+			snprintf(p, sizeof(p), "/v/%s%s/a%d.tdb",
+				 ver >= 12 ? "__fragments/" : "", res.name, a);
+			cr_assert_eq(tfs_vfs_stat(e.vfs, p, &st, &e.d), TFS_E_OK);
+			cr_assert(st.exists, "%s", p);
+			cr_expect_eq(st.size == 8, embedded,
+				     "v%u attribute %d: offsets file of %" PRIu64
+				     " bytes", ver, a, st.size);
+		}
+		{
+			/* And it reads back. */
+			struct wt_dump got;
+
+			read_xyv(&e, "/v", &got);
+			cr_expect_eq(got.n, 3);
+			cr_expect_str_eq(got.lines[1], "02000000|626262|626262");
+			wt_dump_release(&got);
+		}
+		lb_array_release(&la);
+		tfs_vfs_free(e.vfs);
+	}
+}
