@@ -61,9 +61,28 @@ static bool empty_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
+static enum tfs_err open_writer(struct writer_sink *ws, const char *array_path,
+				const struct tfs_write_opts *wo,
+				enum tfs_write_layout layout,
+				const struct tfs_range *box, struct tfs_diag *d)
+{
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	if ((e = tfs_writer_open(array_path, wo, layout, box, &ws->w, &wd)))
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+/* inferred: the array was made from this file (tfs_ingest_csv_new): a
+ * box of all its rows, no dimension columns. Otherwise a dense array
+ * whose file holds exactly one box in row-major order, with row-major
+ * tiles, is written as that box (streamed by the writer); anything else
+ * as unordered cells. */
 static enum tfs_err ingest(const char *array_path, const char *csv_path,
-			   const struct tfs_ingest_opts *opts, bool no_dims,
-			   enum tfs_write_layout layout, const struct tfs_range *box,
+			   const struct tfs_ingest_opts *opts, bool inferred,
+			   const struct tfs_range *inferred_box,
 			   struct tfs_ingest_result *result, struct tfs_diag *d)
 {
 	struct tfs_write_opts wo;
@@ -72,18 +91,56 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 	struct tfs__ingest_run run = {
 		.csv_path = csv_path,
 		.display_name = ws.name,
-		.no_dims = no_dims,
+		.no_dims = inferred,
+		.pass = inferred ? 2 : 1,
+		.passes = inferred ? 2 : 1,
 		.progress = opts ? opts->progress : NULL,
 		.progress_arg = opts ? opts->progress_arg : NULL,
 	};
 	struct tfs__ingest_sink sink = {.append = writer_append, .ctx = &ws};
-	struct tfs_diag wd;
 	enum tfs_err e;
 
 	write_opts(&wo, opts);
-	tfs_diag_init(&wd);
-	if ((e = tfs_writer_open(array_path, &wo, layout, box, &ws.w, &wd)))
-		return tfs_fail(d, e, "%s: %s", ws.name, tfs_diag_msg(&wd));
+	if (inferred) {
+		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX,
+				     inferred_box, d)))
+			return e;
+	} else {
+		const struct tfs_schema *s;
+		uint8_t (*bytes)[128][8] = NULL;
+		struct tfs_range box[128];
+		bool is_box = false;
+
+		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_UNORDERED, NULL, d)))
+			return e;
+		s = tfs_writer_schema(ws.w);
+		if (s->array_type == TFS_DENSE && s->tile_order == TFS_ROW_MAJOR) {
+			if (!(bytes = tfs_callocn(2, sizeof(*bytes)))) {
+				e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
+				goto out;
+			}
+			if ((e = tfs__box_detect(s, csv_path, ws.name, 0, &is_box, bytes, d))) {
+				tfs_free(bytes);
+				goto out;
+			}
+		}
+		if (is_box) {
+			uint32_t dim_num = s->dim_num;
+
+			for (uint32_t k = 0; k < dim_num; k++)
+				box[k] = (struct tfs_range){
+					.lo = bytes[0][k], .hi = bytes[1][k],
+					.lo_len = tfs_datatype_size(s->dims[k].type),
+					.hi_len = tfs_datatype_size(s->dims[k].type)};
+			tfs_writer_free(ws.w);
+			ws.w = NULL;
+			e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX, box, d);
+			run.skip_dims = true;
+		}
+		tfs_free(bytes);
+		if (e)
+			goto out;
+	}
 	run.schema = tfs_writer_schema(ws.w);
 	if ((e = tfs__ingest_run(&run, &sink, d)))
 		goto out;
@@ -103,8 +160,7 @@ enum tfs_err tfs_ingest_csv(const char *array_path, const char *csv_path,
 	memset(result, 0, sizeof(*result));
 	if (empty_file(csv_path))
 		return TFS_E_OK;
-	return ingest(array_path, csv_path, opts, false, TFS_WRITE_UNORDERED, NULL,
-		      result, d);
+	return ingest(array_path, csv_path, opts, false, NULL, result, d);
 }
 
 /* Removes what tfs_ingest_csv_new made after a failure: the folder's
@@ -142,6 +198,22 @@ static void undo_create(const struct tfs_write_opts *wo, const char *path,
 	tfs_vfs_free(posix);
 }
 
+static bool empty_folder(const struct tfs_write_opts *wo, const char *path)
+{
+	struct tfs_vfs *posix = NULL, *v = wo->vfs;
+	struct tfs_dirlist l = {0};
+	bool empty = false;
+
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v && !tfs_vfs_list(v, path, &l, NULL)) {
+		empty = l.count == 0;
+		tfs_dirlist_release(&l);
+	}
+	tfs_vfs_free(posix);
+	return empty;
+}
+
 enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 				const struct tfs_ingest_opts *opts,
 				struct tfs_ingest_result *result,
@@ -158,7 +230,9 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 
 	memset(result, 0, sizeof(*result));
 	write_opts(&wo, opts);
-	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0, d)))
+	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0,
+				   opts ? opts->progress : NULL,
+				   opts ? opts->progress_arg : NULL, d)))
 		return e;
 	/* An empty folder may be made the array; anything else there makes
 	 * tfs_array_create refuse. Only what this call made is undone. */
@@ -169,12 +243,18 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	} else {
 		existed = stat(array_path, &st) == 0;
 	}
+	/* Something already there that is not an empty folder is never
+	 * touched, whatever fails. */
+	if (existed && !empty_folder(&wo, array_path)) {
+		tfs_schema_release(&s);
+		return tfs_fail(d, TFS_E_EXISTS, "%s: '%s' exists and is not an empty folder",
+				name, array_path);
+	}
 	tfs_diag_init(&wd);
 	e = tfs_array_create(array_path, &s, &wo, &wd);
 	tfs_schema_release(&s);
 	if (e) {
-		if (e != TFS_E_EXISTS && e != TFS_E_INVALID)
-			undo_create(&wo, array_path, existed);
+		undo_create(&wo, array_path, existed);
 		return tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&wd));
 	}
 	result->created = true;
@@ -184,7 +264,7 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	struct tfs_range box = {.lo = (const uint8_t *)&lo, .hi = (const uint8_t *)&hi,
 				.lo_len = 8, .hi_len = 8};
 
-	e = ingest(array_path, csv_path, opts, true, TFS_WRITE_DENSE_BOX, &box, result, d);
+	e = ingest(array_path, csv_path, opts, true, &box, result, d);
 	if (!e)
 		return TFS_E_OK;
 	undo_create(&wo, array_path, existed);

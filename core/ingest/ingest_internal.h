@@ -138,8 +138,12 @@ struct tfs__ingest_run {
 	/* Attributes only, dims generated (inferred schemas): no dimension
 	 * column is expected. */
 	bool no_dims;
+	/* Dimension columns are expected but not parsed nor passed on (a
+	 * box write: tfs__box_detect has read them). */
+	bool skip_dims;
 	void (*progress)(const struct tfs_ingest_progress *p, void *arg);
 	void *progress_arg;
+	unsigned pass, passes; /* reported as is; 0 = 1 of 1 */
 	/* Out: data rows parsed. */
 	uint64_t rows;
 };
@@ -151,12 +155,26 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 			     const struct tfs__ingest_sink *sink,
 			     struct tfs_diag *d) TFS_WUR;
 
+/* ---- Box detection (box_detect.c) --------------------------------------- */
+
+/* *is_box = whether the CSV's rows are exactly the cells of one box of the
+ * dense array in row-major order; box receives its lo and hi per
+ * dimension (values of the dimension type). Only I/O and memory failures
+ * are errors. */
+enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
+			     const char *display_name, size_t block, bool *is_box,
+			     uint8_t box[2][128][8], struct tfs_diag *d) TFS_WUR;
+
 /* ---- Schema inference (schema_infer.c) ---------------------------------- */
 
 /* Reads the whole CSV once (bounded memory) and builds the schema SPEC §6
- * gives a CSV dropped into a plain folder; *rows = data rows. */
+ * gives a CSV dropped into a plain folder; *rows = data rows. progress
+ * (may be NULL) hears of it as pass 1 of 2. */
 enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
 			       const char *csv_path, const char *display_name,
-			       size_t block, struct tfs_diag *d) TFS_WUR;
+			       size_t block,
+			       void (*progress)(const struct tfs_ingest_progress *p,
+						void *arg),
+			       void *progress_arg, struct tfs_diag *d) TFS_WUR;
 
 #endif

@@ -140,8 +140,11 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 /* ---- CSV ingest and schema JSON (core/ingest) --------------------------- */
 
 struct tfs_ingest_progress {
-	uint64_t bytes_done, bytes_total; /* of the CSV file */
-	uint64_t rows;
+	uint64_t bytes_done, bytes_total; /* of the CSV file, in this pass */
+	uint64_t rows;                    /* rows read in this pass */
+	/* Pass 1 of 2 of tfs_ingest_csv_new reads the file to infer the
+	 * schema; the last pass (1 of 1 for tfs_ingest_csv) writes. */
+	unsigned pass, passes;
 };
 
 struct tfs_ingest_opts {
@@ -164,8 +167,9 @@ struct tfs_ingest_result {
  * of the array at array_path (format/write.md; SPEC §6). The header names
  * the columns: every dimension and every attribute except nullable ones,
  * in any order. Values in the text forms of SPEC §4 (ISO-8601 dates and
- * times at the type's unit, blobs as hex, several values of a cell
- * separated by one space); an unquoted empty field is null in a nullable
+ * times at the type's unit, or a count of the unit where the text is no
+ * ISO-8601 form; blobs as hex; several values of a cell separated by one
+ * space); an unquoted empty field is null in a nullable
  * attribute, "" is an empty string. Blank lines are skipped; lines are
  * counted from 1 (the header). Any bad row refuses the whole file with
  * TFS_E_INVALID (or TFS_E_RANGE) and a message "FILE: line L, column C

@@ -295,7 +295,7 @@ Test(infer, column_types)
 	};
 
 	tfs_diag_init(&d);
-	cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 5, &d), TFS_E_OK, "%s",
+	cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 5, NULL, NULL, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 	cr_assert_eq(rows, 3);
 	cr_assert_eq(s.array_type, TFS_DENSE);
@@ -349,7 +349,7 @@ Test(infer, refusals)
 		uint64_t rows;
 
 		tfs_diag_init(&d);
-		cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 0, &d),
+		cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 0, NULL, NULL, &d),
 			     TFS_E_INVALID);
 		cr_assert_str_eq(d.msg, t[i].msg);
 		unlink(path);
@@ -404,7 +404,7 @@ Test(infer, every_allocation_failing)
 
 		tfs_diag_init(&d);
 		tfs_alloc_fail_after(n);
-		e = tfs__schema_infer(&s, &rows, path, "t.csv", 2, &d);
+		e = tfs__schema_infer(&s, &rows, path, "t.csv", 2, NULL, NULL, &d);
 		tfs_alloc_fail_after(-1);
 		if (e == TFS_E_OK) {
 			cr_assert_eq(rows, 2);
