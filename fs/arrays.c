@@ -192,6 +192,20 @@ static struct entry *find(struct tfsd_arrays *c, const char *rel,
 	return NULL;
 }
 
+void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel)
+{
+	struct entry *en;
+
+	pthread_mutex_lock(&c->lock);
+	en = find(c, rel, 0);
+	if (en) {
+		/* A zero stamp never equals a folder's: the next get reopens. */
+		memset(en->stamp, 0, sizeof(en->stamp));
+		en->checked_ms = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 /* Makes room for one entry by dropping the least recently used one. */
 static struct entry *slot_for_new(struct tfsd_arrays *c,
 				  struct tfsd_arr **drop)

@@ -16,10 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "tfsd.h"
+#include "tfsd_write.h"
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
@@ -51,6 +53,8 @@ static struct {
 } itab = {.lock = PTHREAD_MUTEX_INITIALIZER, .root = {.vpath = (char *)""}};
 
 static struct tfsd tfs_daemon;
+/* The session, for notifications to the kernel after a write. */
+static struct fuse_session *tfs_session;
 
 static size_t path_hash(const char *s)
 {
@@ -134,6 +138,171 @@ static void inode_unref(struct inode *in, uint64_t n)
 	}
 }
 
+/* Paths inodes had before a rename; protected by itab.lock. */
+static struct {
+	char **v;
+	size_t n, cap;
+} retired;
+
+/* Lists an inode under another path (a staged file renamed to another
+ * temporary name), so that requests on it find the file there. */
+static void inode_move(const char *from, const char *vpath)
+{
+	char *copy = tfs_strdup(vpath);
+	struct inode **pp;
+
+	if (!copy || !*from) {
+		tfs_free(copy);
+		return;
+	}
+	pthread_mutex_lock(&itab.lock);
+	if (retired.n == retired.cap) {
+		size_t ncap = retired.cap ? retired.cap * 2 : 16;
+		char **nv = tfs_reallocn(retired.v, ncap, sizeof(*nv));
+
+		if (!nv) {
+			/* No room to keep the old path: the inode keeps it. */
+			pthread_mutex_unlock(&itab.lock);
+			tfs_free(copy);
+			return;
+		}
+		retired.v = nv;
+		retired.cap = ncap;
+	}
+	for (pp = &itab.buckets[path_hash(from)]; *pp; pp = &(*pp)->next) {
+		struct inode *in = *pp;
+
+		if (in->version != 0 || strcmp(in->vpath, from) != 0)
+			continue;
+		*pp = in->next;
+		/* Handlers read in->vpath without the lock: the old string
+		 * stays valid until exit (renames between temporaries are
+		 * rare). */
+		retired.v[retired.n++] = in->vpath;
+		in->vpath = copy;
+		copy = NULL;
+		in->next = itab.buckets[path_hash(in->vpath)];
+		itab.buckets[path_hash(in->vpath)] = in;
+		break;
+	}
+	pthread_mutex_unlock(&itab.lock);
+	tfs_free(copy);
+}
+
+/* The kernel forgets the name vpath (positive or negative) in its
+ * folder, when it knows the folder. */
+static void inval_entry_path(const char *vpath)
+{
+	const char *slash = strrchr(vpath, '/');
+	const char *base = slash ? slash + 1 : vpath;
+	char *dir = slash ? tfs_strndup(vpath, (size_t)(slash - vpath))
+			  : tfs_strdup("");
+	fuse_ino_t pino = 0;
+
+	if (!tfs_session || !dir || !*base) {
+		tfs_free(dir);
+		return;
+	}
+	if (!*dir) {
+		pino = FUSE_ROOT_ID;
+	} else {
+		pthread_mutex_lock(&itab.lock);
+		for (struct inode *pin = itab.buckets[path_hash(dir)]; pin;
+		     pin = pin->next)
+			if (pin->version == 0 && strcmp(pin->vpath, dir) == 0)
+				pino = ino_of(pin);
+		pthread_mutex_unlock(&itab.lock);
+	}
+	if (pino)
+		fuse_lowlevel_notify_inval_entry(tfs_session, pino, base,
+						 strlen(base));
+	tfs_free(dir);
+}
+
+/* After a commit: the kernel forgets what it cached of every path at or
+ * under prefix (attributes, pages, names), so that the next look shows
+ * the new version; with entry, also the name prefix itself (a new array
+ * where a lookup had found nothing). Inode numbers are collected under
+ * the lock and notified outside it: a notification may wait for the
+ * kernel, which may be sending us a forget. Callers must not hold a
+ * request the kernel serves under the folder's lock (rename, unlink,
+ * mkdir: reply first). */
+static void invalidate_under(const char *prefix, bool entry)
+{
+	size_t plen = strlen(prefix), n = 0, cap = 0;
+	struct tfs_buf names;
+	fuse_ino_t *inos = NULL, *parents = NULL;
+	size_t pos = 0;
+
+	if (!tfs_session)
+		return;
+	tfs_buf_init(&names, TFS_BUF_NO_MAX);
+	pthread_mutex_lock(&itab.lock);
+	for (size_t h = 0; h < INODE_BUCKETS; h++) {
+		for (struct inode *in = itab.buckets[h]; in; in = in->next) {
+			const char *vp = in->vpath;
+
+			if (plen && (strncmp(vp, prefix, plen) != 0 ||
+				     (vp[plen] != '\0' && vp[plen] != '/')))
+				continue;
+			if (n == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				fuse_ino_t *ni = tfs_reallocn(inos, ncap, sizeof(*ni));
+
+				if (!ni)
+					goto out_unlock;
+				inos = ni;
+				cap = ncap;
+			}
+			if (tfs_buf_append(&names, vp, strlen(vp) + 1))
+				goto out_unlock;
+			inos[n++] = ino_of(in);
+		}
+	}
+out_unlock:
+	pthread_mutex_unlock(&itab.lock);
+	if (plen == 0)
+		fuse_lowlevel_notify_inval_inode(tfs_session, FUSE_ROOT_ID, 0, 0);
+	parents = n ? tfs_callocn(n, sizeof(*parents)) : NULL;
+	for (size_t i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(tfs_session, inos[i], 0, 0);
+	/* Names: each inode's entry in its parent folder (the parent found
+	 * by path; folders have version 0). */
+	for (size_t i = 0; parents && i < n; i++) {
+		const char *vp = (const char *)names.data + pos;
+		const char *slash = strrchr(vp, '/');
+		const char *base = slash ? slash + 1 : vp;
+		char *dir = slash ? tfs_strndup(vp, (size_t)(slash - vp))
+				  : tfs_strdup("");
+		struct inode *pin = NULL;
+
+		pos += strlen(vp) + 1;
+		if (!dir)
+			continue;
+		if (!*dir) {
+			pin = &itab.root;
+		} else {
+			pthread_mutex_lock(&itab.lock);
+			for (pin = itab.buckets[path_hash(dir)]; pin; pin = pin->next)
+				if (pin->version == 0 && strcmp(pin->vpath, dir) == 0)
+					break;
+			parents[i] = pin ? ino_of(pin) : 0;
+			pthread_mutex_unlock(&itab.lock);
+		}
+		if (pin == &itab.root)
+			parents[i] = FUSE_ROOT_ID;
+		if (parents[i] && *base && (*vp != '\0'))
+			fuse_lowlevel_notify_inval_entry(tfs_session, parents[i],
+							 base, strlen(base));
+		tfs_free(dir);
+	}
+	if (entry && plen)
+		inval_entry_path(prefix);
+	tfs_free(parents);
+	tfs_free(inos);
+	tfs_buf_release(&names);
+}
+
 /* ---- Helpers ------------------------------------------------------------- */
 
 /* Replies with the errno of e; logs the diagnostic when it says why. */
@@ -164,6 +333,30 @@ static double node_timeout(const struct tfsd_node *n)
 {
 	return tfsd_node_immutable(&tfs_daemon, n) ? TIMEOUT_IMMUTABLE
 						    : TIMEOUT_CURRENT;
+}
+
+/* Whether writing into this folder (or to this file) means something
+ * (SPEC §6), so that file managers offer it: plain folders, arrays,
+ * metadata/ and its values, attribute folders and their raw slices. */
+static bool node_takes_writes(const struct tfsd_node *n)
+{
+	if (tfs_daemon.cfg.read_only || n->version_view)
+		return false;
+	switch (n->kind) {
+	case TFSD_N_FOLDER:
+	case TFSD_N_ARRAY:
+	case TFSD_N_META_DIR:
+		return true;
+	case TFSD_N_FIELD:
+		return n->arr && n->field >= (int)n->arr->schema->dim_num;
+	case TFSD_N_FILE:
+		return n->file == TFSD_F_META_VALUE ||
+		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
+			n->field >= (int)n->arr->schema->dim_num &&
+			(n->fmt == TFSD_FMT_RAW || n->fmt == TFSD_FMT_NPY));
+	default:
+		return false;
+	}
 }
 
 /* Attributes of a resolved node. */
@@ -200,11 +393,11 @@ static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 	if (tfsd_node_is_dir(n)) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | (node_takes_writes(n) ? 0755 : 0555);
 		st->st_nlink = 2;
 		return TFS_E_OK;
 	}
-	st->st_mode = S_IFREG | 0444;
+	st->st_mode = S_IFREG | (node_takes_writes(n) ? 0644 : 0444);
 	st->st_nlink = 1;
 	{
 		struct tfsd_size sz;
@@ -218,6 +411,82 @@ static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 	return TFS_E_OK;
 }
 
+/* ---- Writing: staged files and ingest logs -------------------------------- */
+
+/* An open file: a view file being read, a staged file being written (or
+ * read back), or a rendered ingest.log. */
+#define FH_MAGIC 0x74667368u
+
+struct fhandle {
+	uint32_t magic; /* FH_MAGIC: not a folder's listing */
+	struct tfsd_file *rf;
+	struct tfsd_staged *sf;
+	struct tfs_buf doc;
+};
+
+/* The open file of fi; NULL when fi is none or a folder's (the kernel
+ * passes handles with getattr and setattr of open files). */
+static struct fhandle *fh_of(const struct fuse_file_info *fi)
+{
+	struct fhandle *h = fi ? (struct fhandle *)(uintptr_t)fi->fh : NULL;
+
+	return h && h->magic == FH_MAGIC ? h : NULL;
+}
+
+static void fh_free(struct fhandle *h)
+{
+	if (!h)
+		return;
+	if (h->rf)
+		tfsd_file_close(&tfs_daemon, h->rf);
+	tfs_buf_release(&h->doc);
+	tfs_free(h);
+}
+
+static struct tfsd_staged *staged_at(const char *vpath)
+{
+	return tfs_daemon.staging ? tfsd_staged_find(tfs_daemon.staging, vpath)
+				  : NULL;
+}
+
+static void staged_stat(struct tfsd_staged *sf, fuse_ino_t ino, struct stat *st)
+{
+	tfsd_staged_stat(sf, st);
+	st->st_ino = ino;
+}
+
+static bool ilog_dir(const char *vpath, char **dir)
+{
+	return tfsd_ilog_dir(&tfs_daemon, vpath, dir);
+}
+
+static void ilog_stat(const char *dir, fuse_ino_t ino, struct stat *st)
+{
+	tfsd_ilog_stat(&tfs_daemon, dir, st);
+	st->st_ino = ino;
+}
+
+/* Commits a staged file (tfsd_staged_commit) and returns the errno for
+ * close(). invalidate: tell the kernel now (flush, fsync, release; not
+ * from a handler the kernel runs under a folder's lock, which passes
+ * scope instead and tells it after its reply). */
+static int staged_commit(struct tfsd_staged *sf, bool invalidate,
+			 char *scope_out, size_t scope_cap, bool *scope_entry)
+{
+	char scope[4096];
+	bool entry = false;
+	int err;
+
+	err = tfsd_staged_commit(&tfs_daemon, sf, scope, sizeof(scope), &entry);
+	if (scope_out && scope_cap)
+		snprintf(scope_out, scope_cap, "%s", scope);
+	if (scope_entry)
+		*scope_entry = entry;
+	if (invalidate && scope[0] != '\0')
+		invalidate_under(scope, entry);
+	return err;
+}
+
 /* ---- Operations ------------------------------------------------------------ */
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
@@ -227,6 +496,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
+	/* open(O_TRUNC) arrives as one open, not open + setattr. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	/* 1 MiB requests: max_read must match -omax_read; the kernel's
 	 * pages per request follow max_write. */
 	conn->max_readahead = (unsigned)MAX_READ;
@@ -257,6 +529,52 @@ static enum tfs_err node_entry(const struct tfsd_node *n, const char *vpath,
 	return TFS_E_OK;
 }
 
+/* Lookup of a staged file: a fresh entry every time (timeouts 0: it
+ * disappears at its commit). True when it replied. */
+static bool lookup_overlay(fuse_req_t req, const char *vpath)
+{
+	struct tfsd_staged *sf = staged_at(vpath);
+	struct fuse_entry_param ep;
+	struct inode *in;
+
+	if (!sf)
+		return false;
+	memset(&ep, 0, sizeof(ep));
+	in = inode_ref(vpath, 0);
+	if (!in) {
+		tfsd_staged_put(tfs_daemon.staging, sf);
+		fuse_reply_err(req, ENOMEM);
+		return true;
+	}
+	ep.ino = ino_of(in);
+	staged_stat(sf, ep.ino, &ep.attr);
+	tfsd_staged_put(tfs_daemon.staging, sf);
+	fuse_reply_entry(req, &ep);
+	return true;
+}
+
+static bool lookup_ilog(fuse_req_t req, const char *vpath)
+{
+	struct fuse_entry_param ep;
+	struct inode *in;
+	char *dir;
+
+	if (!ilog_dir(vpath, &dir))
+		return false;
+	memset(&ep, 0, sizeof(ep));
+	in = inode_ref(vpath, 0);
+	if (!in) {
+		tfs_free(dir);
+		fuse_reply_err(req, ENOMEM);
+		return true;
+	}
+	ep.ino = ino_of(in);
+	ilog_stat(dir, ep.ino, &ep.attr);
+	tfs_free(dir);
+	fuse_reply_entry(req, &ep);
+	return true;
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param ep;
@@ -270,7 +588,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (lookup_overlay(req, vpath)) {
+		tfs_free(vpath);
+		return;
+	}
 	e = tfsd_resolve(&tfs_daemon, vpath, &n, &d);
+	if (e == TFS_E_NOT_FOUND && lookup_ilog(req, vpath)) {
+		tfs_free(vpath);
+		return;
+	}
 	if (e == TFS_E_NOT_FOUND) {
 		/* A negative entry, cached as long as the folder's view. */
 		memset(&ep, 0, sizeof(ep));
@@ -322,14 +648,28 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat st;
 	enum tfs_err e;
 
-	(void)fi;
+	struct tfsd_staged *sf = fh_of(fi) ? fh_of(fi)->sf : NULL;
+	char *dir;
+
 	tfs_diag_init(&d);
+	if (sf || (sf = staged_at(in->vpath)) != NULL) {
+		staged_stat(sf, ino, &st);
+		if (!(fh_of(fi) && fh_of(fi)->sf == sf))
+			tfsd_staged_put(tfs_daemon.staging, sf);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
 	if (!e) {
 		e = node_stat(&n, in->vpath, ino, &st, &d);
 		if (!e)
 			fuse_reply_attr(req, &st, node_timeout(&n));
 		tfsd_node_release(&tfs_daemon, &n);
+	} else if (e == TFS_E_NOT_FOUND && ilog_dir(in->vpath, &dir)) {
+		ilog_stat(dir, ino, &st);
+		tfs_free(dir);
+		fuse_reply_attr(req, &st, 0);
+		return;
 	}
 	if (e)
 		reply_fail(req, in->vpath, e, &d);
@@ -337,6 +677,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* A directory listing taken at opendir, served by offset. */
 struct dirlist {
+	uint32_t magic;       /* 0: tells it from a struct fhandle */
 	struct tfs_buf names; /* NUL-separated */
 	struct tfs_buf kinds; /* one byte per name: 1 = folder */
 	size_t count;
@@ -354,6 +695,22 @@ static bool dirlist_add(void *ctx, const char *name, bool is_dir)
 	}
 	dl->count++;
 	return true;
+}
+
+/* Adds a name unless listed already (a staged file over a view file). */
+static bool dirlist_add_new(void *ctx, const char *name, bool is_dir)
+{
+	struct dirlist *dl = ctx;
+	size_t pos = 0;
+
+	for (size_t i = 0; i < dl->count; i++) {
+		const char *have = (const char *)dl->names.data + pos;
+
+		if (strcmp(have, name) == 0)
+			return true;
+		pos += strlen(have) + 1;
+	}
+	return dirlist_add(ctx, name, is_dir);
 }
 
 static void dirlist_free(struct dirlist *dl)
@@ -388,6 +745,13 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 			e = tfs_fail(&d, TFS_E_INVALID, "not a folder");
 		else
 			e = tfsd_list(&tfs_daemon, &n, dirlist_add, dl, &d);
+		if (!e && tfs_daemon.staging)
+			tfsd_staging_list(tfs_daemon.staging, in->vpath,
+					  dirlist_add_new, dl);
+		if (!e && tfs_daemon.ilog &&
+		    (n.kind == TFSD_N_ARRAY || n.kind == TFSD_N_FOLDER) &&
+		    tfsd_ilog_has(tfs_daemon.ilog, in->vpath))
+			dirlist_add_new(dl, "ingest.log", false);
 		if (!e && dl->failed)
 			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
 		if (!e)
@@ -508,54 +872,171 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
+/* Opens a staged file for this request; trunc empties it. */
+static void open_staged(fuse_req_t req, struct tfsd_staged *sf,
+			struct fuse_file_info *fi, bool opened)
+{
+	struct fhandle *h = tfs_callocn(1, sizeof(*h));
+
+	if (!h) {
+		if (opened)
+			tfsd_staged_closed(tfs_daemon.staging, sf);
+		tfsd_staged_put(tfs_daemon.staging, sf);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->magic = FH_MAGIC;
+	if (!opened)
+		tfsd_staged_opened(tfs_daemon.staging, sf);
+	if (fi->flags & O_TRUNC) {
+		pthread_mutex_lock(&sf->lock);
+		if (ftruncate(sf->fd, 0) == 0)
+			sf->dirty = true;
+		pthread_mutex_unlock(&sf->lock);
+	}
+	tfs_buf_init(&h->doc, TFS_BUF_NO_MAX);
+	h->sf = sf;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	/* Written bytes go straight to the staged file; reads come back
+	 * from it: no page cache to keep coherent (and no shared writable
+	 * mmap: it needs one). */
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->nonseekable = 0;
+}
+
+/* Ends an open file. The last close of a staged file commits what a
+ * flush did not (none came: only the logs can tell), and a committing
+ * name is gone then; a temporary stays until it is renamed or removed. */
+static void fh_close(struct fhandle *h)
+{
+	struct tfsd_staged *sf = h ? h->sf : NULL;
+
+	if (sf && tfsd_staged_closed(tfs_daemon.staging, sf)) {
+		char scope[4096];
+		bool entry;
+
+		tfsd_staged_last_close(&tfs_daemon, sf, scope, sizeof(scope),
+				       &entry);
+		if (scope[0] != '\0')
+			invalidate_under(scope, entry);
+	}
+	if (sf)
+		tfsd_staged_put(tfs_daemon.staging, sf);
+	fh_free(h);
+}
+
+/* A staged file just made for a request that failed: unlisted, its
+ * references dropped. */
+static void stage_abandon(struct tfsd_staged *sf)
+{
+	tfsd_staged_closed(tfs_daemon.staging, sf);
+	tfsd_staged_unlist(tfs_daemon.staging, sf);
+	tfsd_staged_put(tfs_daemon.staging, sf);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct inode *in = inode_of(ino);
+	struct tfsd_staged *sf = staged_at(in->vpath);
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY ||
+		       (fi->flags & O_TRUNC);
+	struct fhandle *h;
 	struct tfsd_file *f = NULL;
 	struct tfsd_node n;
 	struct tfs_diag d;
 	enum tfs_err e;
+	char *dir;
 
 	tfs_diag_init(&d);
-	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
-		fuse_reply_err(req, tfs_daemon.cfg.read_only ? EROFS : EACCES);
+	if (writing && tfs_daemon.cfg.read_only) {
+		tfsd_staged_put(tfs_daemon.staging, sf);
+		fuse_reply_err(req, EROFS);
 		return;
 	}
+	if (sf) {
+		open_staged(req, sf, fi, false);
+		goto out_reply;
+	}
+	if (writing) {
+		e = tfsd_stage_new(&tfs_daemon, in->vpath,
+				   !(fi->flags & O_TRUNC), &sf, &d);
+		if (!e && !tfsd_wtarget_commits(&sf->target)) {
+			/* An existing file of the view that no write means
+			 * anything for (schema.json of an array, info.json). */
+			stage_abandon(sf);
+			e = tfs_fail(&d, TFS_E_PERM, "this file cannot be written");
+		}
+		if (e) {
+			reply_fail(req, in->vpath, e, &d);
+			return;
+		}
+		open_staged(req, sf, fi, true);
+		goto out_reply;
+	}
+	h = tfs_callocn(1, sizeof(*h));
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	h->magic = FH_MAGIC;
+	tfs_buf_init(&h->doc, TFS_BUF_NO_MAX);
 	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
+	if (e == TFS_E_NOT_FOUND && ilog_dir(in->vpath, &dir)) {
+		e = tfsd_ilog_render(tfs_daemon.ilog, dir, &h->doc);
+		tfs_free(dir);
+		if (e) {
+			fh_free(h);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		fi->fh = (uint64_t)(uintptr_t)h;
+		fi->direct_io = 1;
+		goto out_reply;
+	}
 	if (e) {
+		fh_free(h);
 		reply_fail(req, in->vpath, e, &d);
 		return;
 	}
 	if (tfsd_node_is_dir(&n)) {
 		tfsd_node_release(&tfs_daemon, &n);
+		fh_free(h);
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
 	e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
 	if (e) {
 		tfsd_node_release(&tfs_daemon, &n);
+		fh_free(h);
 		reply_fail(req, in->vpath, e, &d);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)f;
+	h->rf = f;
+	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = tfsd_file_direct(f);
 	/* The page cache of this inode holds its version's bytes; a stale
 	 * inode (the path now shows a newer version) is emptied. */
 	fi->keep_cache = !fi->direct_io && node_version(&n) == in->version;
 	tfsd_node_release(&tfs_daemon, &n);
+out_reply:
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		tfsd_file_close(&tfs_daemon, f); /* interrupted open */
+		fh_close(fh_of(fi)); /* interrupted open */
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	struct tfsd_file *f = (struct tfsd_file *)(uintptr_t)fi->fh;
+	struct fhandle *h = fh_of(fi);
 	uint8_t *buf;
 	struct tfs_diag d;
 	size_t got = 0;
-	enum tfs_err e;
+	enum tfs_err e = TFS_E_OK;
 
+	if (!h) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	if (size > MAX_READ * 4)
 		size = MAX_READ * 4;
 	buf = tfs_malloc(size ? size : 1);
@@ -564,7 +1045,23 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	tfs_diag_init(&d);
-	e = tfsd_file_read(&tfs_daemon, f, (uint64_t)off, buf, size, &got, &d);
+	if (h->sf) {
+		ssize_t r = pread(h->sf->fd, buf, size, off);
+
+		if (r < 0) {
+			fuse_reply_err(req, errno);
+			tfs_free(buf);
+			return;
+		}
+		got = (size_t)r;
+	} else if (h->rf) {
+		e = tfsd_file_read(&tfs_daemon, h->rf, (uint64_t)off, buf, size,
+				   &got, &d);
+	} else if ((uint64_t)off < h->doc.len) {
+		got = h->doc.len - (size_t)off < size ? h->doc.len - (size_t)off
+						      : size;
+		memcpy(buf, h->doc.data + off, got);
+	}
 	if (e)
 		reply_fail(req, inode_of(ino)->vpath, e, &d);
 	else
@@ -572,11 +1069,427 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	tfs_free(buf);
 }
 
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fhandle *h = fh_of(fi);
+	ssize_t r;
+
+	(void)ino;
+	if (!h || !h->sf) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	pthread_mutex_lock(&h->sf->lock);
+	r = pwrite(h->sf->fd, buf, size, off);
+	if (r >= 0)
+		h->sf->dirty = true;
+	pthread_mutex_unlock(&h->sf->lock);
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_write(req, (size_t)r);
+}
+
+/* close() and fsync(): the commit, its error returned there. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fhandle *h = fh_of(fi);
+
+	(void)ino;
+	fuse_reply_err(req, h && h->sf
+				    ? staged_commit(h->sf, true, NULL, 0, NULL)
+				    : 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	(void)datasync;
+	op_flush(req, ino, fi);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	tfsd_file_close(&tfs_daemon, (struct tfsd_file *)(uintptr_t)fi->fh);
+	fh_close(fh_of(fi));
 	fuse_reply_err(req, 0);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct fuse_entry_param ep;
+	struct tfsd_staged *sf;
+	struct tfs_diag d;
+	struct inode *in;
+	enum tfs_err e;
+	bool fresh = false;
+	char *vpath = child_path(inode_of(parent), name);
+
+	tfs_diag_init(&d);
+	if (!vpath) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (tfs_daemon.cfg.read_only) {
+		fuse_reply_err(req, EROFS);
+		goto out_free;
+	}
+	tfsd_staging_expire(tfs_daemon.staging, TFSD_TEMP_KEEP_MS);
+	sf = staged_at(vpath);
+	if (sf && (fi->flags & O_EXCL)) {
+		tfsd_staged_put(tfs_daemon.staging, sf);
+		fuse_reply_err(req, EEXIST);
+		goto out_free;
+	}
+	if (sf) {
+		tfsd_staged_opened(tfs_daemon.staging, sf);
+	} else {
+		e = tfsd_stage_new(&tfs_daemon, vpath, false, &sf, &d);
+		if (e) {
+			reply_fail(req, vpath, e, &d);
+			goto out_free;
+		}
+		fresh = true;
+	}
+	if (fchmod(sf->fd, mode & 07777) != 0)
+		tfs_log(TFS_LOG_DEBUG, "'/%s': chmod of staged file failed", vpath);
+	in = inode_ref(vpath, 0);
+	if (!in) {
+		if (fresh) {
+			stage_abandon(sf);
+		} else {
+			tfsd_staged_closed(tfs_daemon.staging, sf);
+			tfsd_staged_put(tfs_daemon.staging, sf);
+		}
+		fuse_reply_err(req, ENOMEM);
+		goto out_free;
+	}
+	memset(&ep, 0, sizeof(ep));
+	ep.ino = ino_of(in);
+	staged_stat(sf, ep.ino, &ep.attr);
+	open_staged(req, sf, fi, true);
+	if (!fi->fh) {
+		inode_unref(in, 1);
+		goto out_free;
+	}
+	if (fuse_reply_create(req, &ep, fi) == -ENOENT)
+		fh_close(fh_of(fi));
+out_free:
+	tfs_free(vpath);
+}
+
+/* chmod, chown, utimens and truncate: applied to a staged file, no-ops
+ * on the view's files (rsync and cp -p set them after writing). */
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct inode *in = inode_of(ino);
+	struct tfsd_staged *sf = fh_of(fi) ? fh_of(fi)->sf : NULL;
+	bool own = false;
+	struct stat st;
+
+	if (!sf) {
+		sf = staged_at(in->vpath);
+		own = sf != NULL;
+	}
+	if (!sf) {
+		if (tfs_daemon.cfg.read_only)
+			fuse_reply_err(req, EROFS);
+		else if (to_set & FUSE_SET_ATTR_SIZE)
+			fuse_reply_err(req, EACCES);
+		else
+			op_getattr(req, ino, NULL);
+		return;
+	}
+	pthread_mutex_lock(&sf->lock);
+	if ((to_set & FUSE_SET_ATTR_SIZE) && ftruncate(sf->fd, attr->st_size) == 0)
+		sf->dirty = true;
+	if (to_set & FUSE_SET_ATTR_MODE && fchmod(sf->fd, attr->st_mode & 07777))
+		tfs_log(TFS_LOG_DEBUG, "'/%s': chmod of staged file failed",
+			in->vpath);
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
+					 {.tv_nsec = UTIME_OMIT}};
+
+		if (to_set & FUSE_SET_ATTR_ATIME)
+			ts[0] = attr->st_atim;
+		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		if (to_set & FUSE_SET_ATTR_MTIME)
+			ts[1] = attr->st_mtim;
+		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		if (futimens(sf->fd, ts) != 0)
+			tfs_log(TFS_LOG_DEBUG, "'/%s': utimens of staged file "
+					       "failed",
+				in->vpath);
+	}
+	pthread_mutex_unlock(&sf->lock);
+	staged_stat(sf, ino, &st);
+	if (own)
+		tfsd_staged_put(tfs_daemon.staging, sf);
+	fuse_reply_attr(req, &st, 0);
+}
+
+/* Renames of staged files: onto a committing name the bytes are
+ * committed (rsync's and editors' rename into place), else the staged
+ * file just takes the new name. Nothing else of the view is renamed. */
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	char *from = child_path(inode_of(parent), name);
+	char *to = child_path(inode_of(newparent), newname);
+	struct tfsd_staged *sf = NULL;
+	struct tfsd_wtarget t, old;
+	struct tfs_diag d;
+	char scope[4096] = "";
+	bool entry = false;
+	enum tfs_err e;
+	int err = 0;
+
+	tfs_diag_init(&d);
+	if (!from || !to) {
+		err = ENOMEM;
+		goto out;
+	}
+	if (tfs_daemon.cfg.read_only) {
+		err = EROFS;
+		goto out;
+	}
+	if (flags & RENAME_EXCHANGE) {
+		err = EINVAL;
+		goto out;
+	}
+	sf = staged_at(from);
+	if (!sf) {
+		tfs_log(TFS_LOG_INFO, "rename '/%s': only files being written "
+				      "can be renamed",
+			from);
+		err = EACCES;
+		goto out;
+	}
+	e = tfsd_write_classify(&tfs_daemon, to, &t, &d);
+	if (e) {
+		reply_fail(req, to, e, &d);
+		goto out_noreply;
+	}
+	pthread_mutex_lock(&sf->lock);
+	old = sf->target;
+	sf->target = t;
+	if (tfsd_wtarget_commits(&t))
+		sf->dirty = true;
+	pthread_mutex_unlock(&sf->lock);
+	if (!tfsd_wtarget_commits(&t)) {
+		tfsd_wtarget_release(&old);
+		if (tfsd_staged_rename(tfs_daemon.staging, sf, to, &d) == TFS_E_OK)
+			inode_move(from, to);
+		goto out;
+	}
+	err = staged_commit(sf, false, scope, sizeof(scope), &entry);
+	pthread_mutex_lock(&sf->lock);
+	if (err) {
+		/* Refused: the file keeps its old name and meaning. */
+		t = sf->target;
+		sf->target = old;
+		sf->dirty = false;
+		pthread_mutex_unlock(&sf->lock);
+		tfsd_wtarget_release(&t);
+	} else {
+		pthread_mutex_unlock(&sf->lock);
+		tfsd_wtarget_release(&old);
+		tfsd_staged_unlist(tfs_daemon.staging, sf);
+	}
+out:
+	fuse_reply_err(req, err);
+	/* After the reply: the kernel holds the folders' locks until it.
+	 * The renamed file took the new name in the kernel's view: gone. */
+	if (!err && scope[0] != '\0' && sf) {
+		invalidate_under(scope, entry);
+		inval_entry_path(to);
+	}
+out_noreply:
+	tfsd_staged_put(tfs_daemon.staging, sf);
+	tfs_free(from);
+	tfs_free(to);
+}
+/* rm: a staged file goes away; a metadata key is deleted. */
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *vpath = child_path(inode_of(parent), name);
+	struct tfsd_staged *sf;
+	struct tfsd_wtarget t;
+	struct tfsd_node n;
+	struct tfs_diag d;
+	enum tfs_err e;
+	bool deleted = false;
+	char what[160];
+
+	tfs_diag_init(&d);
+	if (!vpath) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (tfs_daemon.cfg.read_only) {
+		fuse_reply_err(req, EROFS);
+		goto out_free;
+	}
+	sf = staged_at(vpath);
+	if (sf) {
+		tfsd_staged_unlist(tfs_daemon.staging, sf);
+		tfsd_staged_put(tfs_daemon.staging, sf);
+		fuse_reply_err(req, 0);
+		goto out_free;
+	}
+	e = tfsd_resolve(&tfs_daemon, vpath, &n, &d);
+	if (e) {
+		reply_fail(req, vpath, e, &d);
+		goto out_free;
+	}
+	if (n.kind != TFSD_N_FILE || n.file != TFSD_F_META_VALUE) {
+		int err = tfsd_node_is_dir(&n) ? EISDIR : EACCES;
+
+		tfsd_node_release(&tfs_daemon, &n);
+		tfs_log(TFS_LOG_INFO, "rm '/%s': only metadata keys and files "
+				      "being written can be removed",
+			vpath);
+		fuse_reply_err(req, err);
+		goto out_free;
+	}
+	tfsd_node_release(&tfs_daemon, &n);
+	e = tfsd_write_classify(&tfs_daemon, vpath, &t, &d);
+	if (!e) {
+		e = tfsd_write_meta_delete(&tfs_daemon, &t, &d);
+		snprintf(what, sizeof(what), "deleted");
+		tfsd_ilog_add(tfs_daemon.ilog, t.log_dir, t.name, e != TFS_E_OK,
+			      e ? tfs_diag_msg(&d) : what);
+		if (!e) {
+			tfsd_arrays_invalidate(tfs_daemon.arrays, t.rel);
+			deleted = true;
+		}
+	}
+	if (e)
+		reply_fail(req, vpath, e, &d);
+	else
+		fuse_reply_err(req, 0);
+	if (deleted)
+		invalidate_under(t.log_dir, false);
+	tfsd_wtarget_release(&t);
+out_free:
+	tfs_free(vpath);
+}
+
+/* mkdir in a plain folder of SOURCE makes a real folder (where a CSV file
+ * or a schema.json then makes an array). */
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	char *vpath = child_path(inode_of(parent), name);
+	struct fuse_entry_param ep;
+	struct tfsd_node dir, n;
+	struct tfs_diag d;
+	enum tfs_err e;
+	char *src = NULL;
+
+	tfs_diag_init(&d);
+	if (!vpath) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (tfs_daemon.cfg.read_only) {
+		fuse_reply_err(req, EROFS);
+		goto out_free;
+	}
+	e = tfsd_resolve(&tfs_daemon, inode_of(parent)->vpath, &dir, &d);
+	if (e) {
+		reply_fail(req, vpath, e, &d);
+		goto out_free;
+	}
+	if (dir.kind != TFSD_N_FOLDER || name[0] == '.' ||
+	    strncmp(name, "__", 2) == 0 || strchr(name, '/')) {
+		tfsd_node_release(&tfs_daemon, &dir);
+		tfs_log(TFS_LOG_INFO, "mkdir '/%s': folders are made in plain "
+				      "folders only, not named '.*' or '__*'",
+			vpath);
+		fuse_reply_err(req, EACCES);
+		goto out_free;
+	}
+	src = tfs_malloc(strlen(dir.src) + strlen(name) + 2);
+	if (src)
+		snprintf(src, strlen(dir.src) + strlen(name) + 2, "%s/%s",
+			 dir.src, name);
+	tfsd_node_release(&tfs_daemon, &dir);
+	if (!src) {
+		fuse_reply_err(req, ENOMEM);
+		goto out_free;
+	}
+	if (mkdir(src, mode & 07777) != 0) {
+		fuse_reply_err(req, errno);
+		goto out_free;
+	}
+	e = tfsd_resolve(&tfs_daemon, vpath, &n, &d);
+	if (!e) {
+		e = node_entry(&n, vpath, &ep, &d);
+		tfsd_node_release(&tfs_daemon, &n);
+	}
+	if (e)
+		reply_fail(req, vpath, e, &d);
+	else
+		fuse_reply_entry(req, &ep);
+out_free:
+	tfs_free(src);
+	tfs_free(vpath);
+}
+
+/* rmdir of an empty plain folder (not of an array, nor a group). */
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *vpath = child_path(inode_of(parent), name);
+	struct tfsd_node n;
+	struct tfs_diag d;
+	enum tfs_object kind;
+	int err = 0;
+
+	tfs_diag_init(&d);
+	if (!vpath) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (tfs_daemon.cfg.read_only) {
+		fuse_reply_err(req, EROFS);
+		goto out_free;
+	}
+	if (tfsd_resolve(&tfs_daemon, vpath, &n, &d) != TFS_E_OK) {
+		fuse_reply_err(req, ENOENT);
+		goto out_free;
+	}
+	if (n.kind != TFSD_N_FOLDER || !n.src ||
+	    tfs_object_type(NULL, n.src, &kind, &d) != TFS_E_OK ||
+	    kind != TFS_OBJECT_NONE)
+		err = n.kind == TFSD_N_FILE ? ENOTDIR : EACCES;
+	else if (tfsd_staging_busy(tfs_daemon.staging, vpath))
+		err = EBUSY;
+	else if (rmdir(n.src) != 0)
+		err = errno;
+	tfsd_node_release(&tfs_daemon, &n);
+	fuse_reply_err(req, err);
+out_free:
+	tfs_free(vpath);
+}
+
+/* df and tools that check for room see SOURCE's file system. */
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	(void)ino;
+	if (statvfs(tfs_daemon.cfg.source, &sv) != 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fuse_reply_statfs(req, &sv);
 }
 
 /* Replies to getxattr/listxattr with val (the size alone when size is 0,
@@ -657,6 +1570,16 @@ static const struct fuse_lowlevel_ops tfsd_ops = {
 	.open = op_open,
 	.read = op_read,
 	.release = op_release,
+	.write = op_write,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.create = op_create,
+	.setattr = op_setattr,
+	.rename = op_rename,
+	.unlink = op_unlink,
+	.mkdir = op_mkdir,
+	.rmdir = op_rmdir,
+	.statfs = op_statfs,
 	.getxattr = op_getxattr,
 	.listxattr = op_listxattr,
 };
@@ -671,6 +1594,8 @@ struct cli {
 	char *threads;
 	char *timestamp;
 	char *whole_max;
+	char *staging;
+	char *cleanup_grace;
 	int read_only;
 	int show_help;
 	int show_version;
@@ -684,6 +1609,8 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("threads=%s", threads),
 	CLI_OPT("timestamp=%s", timestamp),
 	CLI_OPT("whole_max=%s", whole_max),
+	CLI_OPT("staging=%s", staging),
+	CLI_OPT("cleanup_grace=%s", cleanup_grace),
 	FUSE_OPT_END,
 };
 
@@ -720,6 +1647,11 @@ static void usage(const char *prog)
 	       "    -o whole_max=N         render text files of selections up to N cells\n"
 	       "                           (times fields) at open, with an exact size;\n"
 	       "                           larger ones stream with size 0 (default 65536)\n"
+	       "    -o staging=DIR         folder for files being written until their\n"
+	       "                           commit (default: a new folder in $TMPDIR)\n"
+	       "    -o cleanup_grace=S     uncommitted fragment folders older than S\n"
+	       "                           seconds are removed as crashed writes, at\n"
+	       "                           mount time and every 10 minutes (default 900)\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"
@@ -813,6 +1745,9 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 			c->timestamp);
 		return 2;
 	}
+	/* A mount of the past cannot take writes. */
+	if (cfg->timestamp)
+		cfg->read_only = true;
 	if (c->key) {
 		if (tfs_key_from_hex(cfg->default_key, c->key)) {
 			fprintf(stderr, "tilefs: key must be 64 hex digits\n");
@@ -820,6 +1755,24 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 		}
 		cfg->has_default_key = true;
 		memset(c->key, 0, strlen(c->key));
+	}
+	if (c->staging && !(cfg->staging = tfs_strdup(c->staging)))
+		return 1;
+	if (c->cleanup_grace) {
+		char *end;
+		unsigned long long v;
+
+		errno = 0;
+		v = strtoull(c->cleanup_grace, &end, 10);
+		if (errno || end == c->cleanup_grace || *end ||
+		    v > UINT64_MAX / 1000) {
+			fprintf(stderr, "tilefs: cleanup_grace='%s': not a number "
+					"of seconds\n",
+				c->cleanup_grace);
+			return 2;
+		}
+		cfg->cleanup_grace_ms = (uint64_t)v * 1000;
+		cfg->cleanup_grace_set = true;
 	}
 	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
 		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
@@ -873,6 +1826,7 @@ int main(int argc, char *argv[])
 	struct fuse_loop_config *loop = NULL;
 	struct fuse_session *se = NULL;
 	struct tfsd *fs = &tfs_daemon;
+	struct tfsd_cleaner *cleaner = NULL;
 	struct cli c = {0};
 	int ret = 1;
 
@@ -906,15 +1860,21 @@ int main(int argc, char *argv[])
 	tfs_log_configure(log_sink, fo.debug ? TFS_LOG_DEBUG : TFS_LOG_INFO);
 	ret = 1;
 	/* Files are at most MAX_READ per request; the kernel caps it too. */
-	/* Writing is not served yet: the kernel refuses every write with
-	 * EROFS, whatever the options say. */
-	if (fuse_opt_add_arg(&args, "-oro") != 0)
-		goto out_fs;
 	if (fuse_opt_add_arg(&args, "-omax_read=1048576") != 0)
 		goto out_fs;
+	if (!fs->cfg.read_only) {
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		if (tfsd_staging_new(fs->cfg.staging, &fs->staging, &d)) {
+			fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
+			goto out_fs;
+		}
+	}
 	se = fuse_session_new(&args, &tfsd_ops, sizeof(tfsd_ops), fs);
 	if (!se)
 		goto out_fs;
+	tfs_session = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, fo.mountpoint) != 0)
@@ -934,10 +1894,14 @@ int main(int argc, char *argv[])
 	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
 	    tfsd_renders_new(fs->cfg.cache_bytes / 8,
 			     &fs->renders) ||
-	    tfsd_prefetch_new(fs->arrays, &fs->prefetch)) {
+	    tfsd_prefetch_new(fs->arrays, &fs->prefetch) ||
+	    (!fs->cfg.read_only && tfsd_ilog_new(&fs->ilog))) {
 		tfs_log(TFS_LOG_ERROR, "cannot start: out of memory");
 		goto out_unmount;
 	}
+	if (!fs->cfg.read_only && tfsd_cleaner_start(fs, &cleaner))
+		tfs_log(TFS_LOG_ERROR, "leftovers of crashed writes will not be "
+				       "cleaned up: cannot start a thread");
 	loop = fuse_loop_cfg_create();
 	if (!loop)
 		goto out_unmount;
@@ -951,12 +1915,21 @@ int main(int argc, char *argv[])
 	ret = ret < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
+	tfsd_cleaner_stop(cleaner);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
+	tfs_session = NULL;
 	fuse_session_destroy(se);
 out_fs:
+	for (size_t i = 0; i < retired.n; i++)
+		tfs_free(retired.v[i]);
+	tfs_free(retired.v);
+	tfsd_staging_free(fs->staging);
+	tfsd_ilog_free(fs->ilog);
+	tfs_free(fs->cfg.staging);
+	fs->cfg.staging = NULL;
 	tfsd_prefetch_free(fs->prefetch);
 	tfsd_renders_free(fs->renders);
 	tfsd_arrays_free(fs->arrays);
@@ -972,6 +1945,8 @@ out_args:
 	free(c.threads);
 	free(c.timestamp);
 	free(c.whole_max);
+	free(c.staging);
+	free(c.cleanup_grace);
 	fuse_opt_free_args(&args);
 	return ret;
 }

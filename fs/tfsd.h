@@ -43,6 +43,11 @@ struct tfsd_config {
 	uint8_t default_key[32];
 	struct tfsd_key *keys; /* from keyfile=, sorted by path */
 	size_t key_num;
+	char *staging; /* staging=: folder of files being written, or NULL */
+	/* cleanup_grace=: age (ms) of an uncommitted fragment folder
+	 * before it counts as a crashed write's; 0 = the default. */
+	uint64_t cleanup_grace_ms;
+	bool cleanup_grace_set;
 };
 
 void tfsd_config_release(struct tfsd_config *c);
@@ -94,6 +99,9 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d) TFS_WUR;
 void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr);
+/* Makes the next tfsd_arrays_get of rel's current view reopen it (this
+ * mount just wrote to it). */
+void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel);
 void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr);
 
 /* ---- Read-ahead (prefetch.c) --------------------------------------------- */
@@ -117,6 +125,9 @@ struct tfsd {
 	struct tfs_pool *pool;
 	struct tfsd_renders *renders;
 	struct tfsd_prefetch *prefetch; /* NULL: no read-ahead */
+	/* Writing (tfsd_write.h); NULL on a read-only mount. */
+	struct tfsd_staging *staging;
+	struct tfsd_ilog *ilog;
 };
 
 enum tfsd_node_kind {

@@ -12,6 +12,7 @@ pkgs=(
   libjson-c-dev                                          # schema JSON
   libfuse3-dev fuse3                                     # the daemon
   python3 python3-numpy python3-pandas                   # corpus check, examples
+  rsync                                                  # tests of writing
   hyperfine clang                                        # benchmarks, fuzzing
 )
 

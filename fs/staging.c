@@ -1,0 +1,425 @@
+/* Staged files: the bytes written to a new file of the mount wait in a
+ * private file of the staging folder until they are committed (at close,
+ * fsync or a rename onto a committing name), so that nothing half written
+ * ever lands in SOURCE. The table maps paths of the mount to staged files,
+ * so that a file being written can be stat'ed, listed, read back, chmod'ed
+ * and renamed like an ordinary one. */
+#include "tfsd_write.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tfs_alloc.h"
+#include "tfs_buf.h"
+#include "tfs_log.h"
+
+struct node {
+	struct tfsd_staged *sf;
+	struct node *next;
+};
+
+struct tfsd_staging {
+	char *dir;
+	bool own_dir; /* made here: removed by _free */
+	pthread_mutex_t lock;
+	struct node *list; /* protected by lock */
+	uint64_t next_id;  /* protected by lock */
+};
+
+/* Staged files of daemons that died (killed mid-write) in a staging=
+ * folder: their bytes were never committed and nobody will. */
+static void remove_orphans(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+
+	while (dp && (de = readdir(dp)) != NULL) {
+		long pid;
+		char *end;
+
+		if (strncmp(de->d_name, "tilefs.", 7) != 0)
+			continue;
+		pid = strtol(de->d_name + 7, &end, 10);
+		if (end == de->d_name + 7 || *end != '.' || pid <= 0 ||
+		    pid == (long)getpid())
+			continue;
+		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+			unlinkat(dirfd(dp), de->d_name, 0);
+	}
+	if (dp)
+		closedir(dp);
+}
+
+enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
+			      struct tfs_diag *d)
+{
+	struct tfsd_staging *st = tfs_callocn(1, sizeof(*st));
+	struct tfs_buf b;
+
+	*out = NULL;
+	if (!st)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	pthread_mutex_init(&st->lock, NULL);
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	if (dir) {
+		struct stat sb;
+
+		if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+			tfs_buf_release(&b);
+			tfsd_staging_free(st);
+			return tfs_fail(d, TFS_E_INVALID,
+					"staging folder '%s': not a folder", dir);
+		}
+		st->dir = tfs_strdup(dir);
+		remove_orphans(dir);
+	} else {
+		const char *tmp = getenv("TMPDIR");
+
+		if (tfs_buf_printf(&b, "%s/tilefs-staging.%ld.XXXXXX%c",
+				   tmp && *tmp ? tmp : "/tmp", (long)getpid(),
+				   '\0') == TFS_E_OK &&
+		    mkdtemp((char *)b.data)) {
+			st->dir = (char *)tfs_buf_detach(&b, NULL);
+			st->own_dir = true;
+		} else if (b.data) {
+			tfs_buf_release(&b);
+			tfsd_staging_free(st);
+			return tfs_fail(d, TFS_E_IO,
+					"cannot make a staging folder: %s",
+					strerror(errno));
+		}
+	}
+	tfs_buf_release(&b);
+	if (!st->dir) {
+		tfsd_staging_free(st);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	*out = st;
+	return TFS_E_OK;
+}
+
+const char *tfsd_staging_dir(const struct tfsd_staging *st)
+{
+	return st->dir;
+}
+
+static void staged_free(struct tfsd_staged *sf)
+{
+	if (sf->fd >= 0)
+		close(sf->fd);
+	if (sf->tmp)
+		unlink(sf->tmp);
+	tfs_free(sf->tmp);
+	tfs_free(sf->vpath);
+	tfsd_wtarget_release(&sf->target);
+	pthread_mutex_destroy(&sf->lock);
+	tfs_free(sf);
+}
+
+void tfsd_staging_free(struct tfsd_staging *st)
+{
+	struct node *n, *next;
+
+	if (!st)
+		return;
+	for (n = st->list; n; n = next) {
+		next = n->next;
+		staged_free(n->sf);
+		tfs_free(n);
+	}
+	if (st->own_dir && st->dir)
+		rmdir(st->dir);
+	tfs_free(st->dir);
+	pthread_mutex_destroy(&st->lock);
+	tfs_free(st);
+}
+
+static struct node **find_locked(struct tfsd_staging *st, const char *vpath)
+{
+	struct node **pp;
+
+	for (pp = &st->list; *pp; pp = &(*pp)->next)
+		if (strcmp((*pp)->sf->vpath, vpath) == 0)
+			return pp;
+	return NULL;
+}
+
+enum tfs_err tfsd_staged_create(struct tfsd_staging *st, const char *vpath,
+				struct tfsd_wtarget *target,
+				struct tfsd_staged **out, struct tfs_diag *d)
+{
+	struct tfsd_staged *sf = tfs_callocn(1, sizeof(*sf));
+	struct node *n = tfs_callocn(1, sizeof(*n));
+	struct tfs_buf b;
+	uint64_t id;
+
+	*out = NULL;
+	if (!sf || !n) {
+		tfs_free(sf);
+		tfs_free(n);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	sf->fd = -1;
+	pthread_mutex_init(&sf->lock, NULL);
+	sf->vpath = tfs_strdup(vpath);
+	pthread_mutex_lock(&st->lock);
+	id = ++st->next_id;
+	pthread_mutex_unlock(&st->lock);
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	if (!sf->vpath ||
+	    tfs_buf_printf(&b, "%s/tilefs.%ld.%llu%c", st->dir, (long)getpid(),
+			   (unsigned long long)id, '\0')) {
+		tfs_buf_release(&b);
+		tfs_free(n);
+		staged_free(sf);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	sf->tmp = (char *)tfs_buf_detach(&b, NULL);
+	sf->fd = open(sf->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (sf->fd < 0) {
+		enum tfs_err e = errno == ENOSPC ? TFS_E_NOSPC : TFS_E_IO;
+
+		tfs_fail(d, e, "staged file '%s': %s", sf->tmp, strerror(errno));
+		tfs_free(sf->tmp);
+		sf->tmp = NULL;
+		tfs_free(n);
+		staged_free(sf);
+		return e;
+	}
+	sf->target = *target;
+	memset(target, 0, sizeof(*target));
+	sf->refs = 2; /* the table's and the open's */
+	sf->opens = 1;
+	sf->listed = true;
+	n->sf = sf;
+	pthread_mutex_lock(&st->lock);
+	if (find_locked(st, vpath)) {
+		pthread_mutex_unlock(&st->lock);
+		*target = sf->target;
+		memset(&sf->target, 0, sizeof(sf->target));
+		tfs_free(n);
+		staged_free(sf);
+		return tfs_fail(d, TFS_E_EXISTS, "'%s' is being written",
+				vpath);
+	}
+	n->next = st->list;
+	st->list = n;
+	pthread_mutex_unlock(&st->lock);
+	*out = sf;
+	return TFS_E_OK;
+}
+
+struct tfsd_staged *tfsd_staged_find(struct tfsd_staging *st,
+				     const char *vpath)
+{
+	struct tfsd_staged *sf = NULL;
+	struct node **pp;
+
+	pthread_mutex_lock(&st->lock);
+	pp = find_locked(st, vpath);
+	if (pp) {
+		sf = (*pp)->sf;
+		sf->refs++;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return sf;
+}
+
+void tfsd_staged_opened(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	pthread_mutex_lock(&st->lock);
+	sf->opens++;
+	pthread_mutex_unlock(&st->lock);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool tfsd_staged_closed(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	uint64_t now = now_ms();
+	bool last;
+
+	pthread_mutex_lock(&st->lock);
+	last = --sf->opens == 0;
+	if (last)
+		sf->closed_ms = now;
+	pthread_mutex_unlock(&st->lock);
+	return last;
+}
+
+unsigned tfsd_staging_expire(struct tfsd_staging *st, uint64_t max_ms)
+{
+	uint64_t now = now_ms();
+	struct node *gone = NULL, **pp;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&st->lock);
+	for (pp = &st->list; *pp;) {
+		struct node *nd = *pp;
+
+		if (nd->sf->opens == 0 && now - nd->sf->closed_ms > max_ms) {
+			*pp = nd->next;
+			nd->sf->listed = false;
+			nd->next = gone;
+			gone = nd;
+			n++;
+		} else {
+			pp = &nd->next;
+		}
+	}
+	pthread_mutex_unlock(&st->lock);
+	while (gone) {
+		struct node *nd = gone;
+
+		gone = nd->next;
+		tfs_log(TFS_LOG_INFO, "'/%s': dropped, closed %llu s ago and "
+				      "never renamed",
+			nd->sf->vpath,
+			(unsigned long long)((now - nd->sf->closed_ms) / 1000));
+		tfsd_staged_put(st, nd->sf);
+		tfs_free(nd);
+	}
+	return n;
+}
+
+void tfsd_staged_put(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	bool last;
+
+	if (!sf)
+		return;
+	pthread_mutex_lock(&st->lock);
+	last = --sf->refs == 0;
+	pthread_mutex_unlock(&st->lock);
+	if (last)
+		staged_free(sf);
+}
+
+/* Takes sf out of the list; returns whether it was listed. Under lock. */
+static bool unlist_locked(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	for (struct node **pp = &st->list; *pp; pp = &(*pp)->next) {
+		if ((*pp)->sf == sf) {
+			struct node *n = *pp;
+
+			*pp = n->next;
+			tfs_free(n);
+			sf->listed = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool tfsd_staged_listed(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	bool listed;
+
+	pthread_mutex_lock(&st->lock);
+	listed = sf->listed;
+	pthread_mutex_unlock(&st->lock);
+	return listed;
+}
+
+void tfsd_staged_unlist(struct tfsd_staging *st, struct tfsd_staged *sf)
+{
+	bool was;
+
+	pthread_mutex_lock(&st->lock);
+	was = unlist_locked(st, sf);
+	pthread_mutex_unlock(&st->lock);
+	if (was)
+		tfsd_staged_put(st, sf); /* the table's reference */
+}
+
+enum tfs_err tfsd_staged_rename(struct tfsd_staging *st,
+				struct tfsd_staged *sf, const char *new_vpath,
+				struct tfs_diag *d)
+{
+	char *copy = tfs_strdup(new_vpath);
+	struct tfsd_staged *replaced = NULL;
+	struct node **pp;
+	char *old;
+
+	if (!copy)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	pthread_mutex_lock(&st->lock);
+	pp = find_locked(st, new_vpath);
+	if (pp && (*pp)->sf != sf) {
+		struct node *n = *pp;
+
+		replaced = n->sf;
+		*pp = n->next;
+		tfs_free(n);
+		replaced->listed = false;
+	}
+	old = sf->vpath;
+	sf->vpath = copy;
+	pthread_mutex_unlock(&st->lock);
+	tfs_free(old);
+	tfsd_staged_put(st, replaced);
+	return TFS_E_OK;
+}
+
+void tfsd_staging_list(struct tfsd_staging *st, const char *dir,
+		       tfsd_list_fn fn, void *ctx)
+{
+	size_t dlen = strlen(dir);
+	struct tfs_buf names;
+	size_t pos = 0;
+
+	/* Names are copied out first: fn may take other locks. */
+	tfs_buf_init(&names, TFS_BUF_NO_MAX);
+	pthread_mutex_lock(&st->lock);
+	for (struct node *n = st->list; n; n = n->next) {
+		const char *vp = n->sf->vpath, *base;
+
+		if (dlen) {
+			if (strncmp(vp, dir, dlen) != 0 || vp[dlen] != '/')
+				continue;
+			base = vp + dlen + 1;
+		} else {
+			base = vp;
+		}
+		if (strchr(base, '/'))
+			continue;
+		if (tfs_buf_append(&names, base, strlen(base) + 1))
+			break;
+	}
+	pthread_mutex_unlock(&st->lock);
+	while (pos < names.len) {
+		const char *name = (const char *)names.data + pos;
+
+		pos += strlen(name) + 1;
+		if (!fn(ctx, name, false))
+			break;
+	}
+	tfs_buf_release(&names);
+}
+
+bool tfsd_staging_busy(struct tfsd_staging *st, const char *vpath)
+{
+	size_t len = strlen(vpath);
+	bool busy = false;
+
+	pthread_mutex_lock(&st->lock);
+	for (struct node *n = st->list; n && !busy; n = n->next)
+		busy = strncmp(n->sf->vpath, vpath, len) == 0 &&
+		       (n->sf->vpath[len] == '\0' || n->sf->vpath[len] == '/');
+	pthread_mutex_unlock(&st->lock);
+	return busy;
+}

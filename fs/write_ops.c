@@ -1,0 +1,1120 @@
+/* What a written path means (SPEC §6) and the commit of its staged bytes
+ * on the core's write API: CSV into an array or a plain folder, schema.json
+ * into an empty folder, raw or .npy bytes onto a dense slice (the other
+ * attributes carried over from their current values), text onto a
+ * metadata key. Also the ingest logs: the recent writes and refusals of
+ * each folder, which the mount shows as ingest.log. */
+#include "tfsd_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "npy.h"
+#include "tfs_alloc.h"
+#include "tfs_buf.h"
+#include "tfs_bytes.h"
+#include "tfs_log.h"
+
+/* Documents read whole (schema.json, metadata values) at most. */
+#define DOC_MAX ((size_t)16 << 20)
+/* Cells per append of a slice write without other attributes. */
+#define SLICE_CHUNK_CELLS ((uint64_t)1 << 20)
+
+void tfsd_wtarget_release(struct tfsd_wtarget *t)
+{
+	tfs_free(t->rel);
+	tfs_free(t->path);
+	tfs_free(t->name);
+	tfs_free(t->key);
+	tfs_free(t->field);
+	tfs_free(t->sel);
+	tfs_free(t->log_dir);
+	memset(t, 0, sizeof(*t));
+}
+
+static char *join(const char *a, const char *b)
+{
+	struct tfs_buf buf;
+
+	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
+	if (tfs_buf_printf(&buf, "%s%s%s%c", a, *a && *b ? "/" : "", b,
+			   '\0')) {
+		tfs_buf_release(&buf);
+		return NULL;
+	}
+	return (char *)tfs_buf_detach(&buf, NULL);
+}
+
+/* Whether s ends with suffix, in any case (x.CSV from other systems). */
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n > m && strcasecmp(s + n - m, suffix) == 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+enum tfs_err tfsd_meta_name_decode(struct tfs_buf *out, const char *name)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (const char *p = name; *p && !e; p++) {
+		if (p[0] == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+			e = tfs_buf_append_u8(out, (uint8_t)(hexval(p[1]) * 16 +
+							     hexval(p[2])));
+			p += 2;
+		} else {
+			e = tfs_buf_append_u8(out, (uint8_t)*p);
+		}
+	}
+	return e;
+}
+
+/* Fills the parts of t every kind has. */
+static enum tfs_err target_init(struct tfsd *fs, struct tfsd_wtarget *t,
+				enum tfsd_wkind kind, const char *rel,
+				const char *name, const char *log_dir,
+				struct tfs_diag *d)
+{
+	t->kind = kind;
+	t->rel = tfs_strdup(rel);
+	t->path = join(fs->cfg.source, rel);
+	t->name = tfs_strdup(name);
+	t->log_dir = tfs_strdup(log_dir);
+	if (!t->rel || !t->path || !t->name || !t->log_dir)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
+static enum tfs_err classify_in_folder(struct tfsd *fs,
+				       const struct tfsd_node *dir,
+				       const char *dir_vpath, const char *name,
+				       struct tfsd_wtarget *t,
+				       struct tfs_diag *d)
+{
+	if (strncmp(name, "__", 2) == 0)
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s': names starting with '__' belong to "
+				"TileDB",
+				name);
+	if (name[0] != '.' && ends_with(name, ".csv")) {
+		size_t stem = strlen(name) - 4;
+		char *stem_name = tfs_strndup(name, stem);
+		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
+		enum tfs_err e;
+		struct stat st;
+
+		if (!rel) {
+			tfs_free(stem_name);
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		}
+		e = target_init(fs, t, TFSD_W_CSV_NEW, rel, name, dir_vpath, d);
+		if (!e && lstat(t->path, &st) == 0)
+			e = tfs_fail(d, TFS_E_EXISTS,
+				     "'%s': '%s' exists already, a CSV file "
+				     "here makes a new array of that name",
+				     name, stem_name);
+		tfs_free(stem_name);
+		tfs_free(rel);
+		return e;
+	}
+	if (strcmp(name, "schema.json") == 0)
+		return target_init(fs, t, TFSD_W_SCHEMA, dir->rel, name,
+				   dir_vpath, d);
+	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);
+}
+
+static enum tfs_err classify_in_array(struct tfsd *fs,
+				      const struct tfsd_node *dir,
+				      const char *dir_vpath, const char *name,
+				      struct tfsd_wtarget *t,
+				      struct tfs_diag *d)
+{
+	if (strncmp(name, "__", 2) == 0 || strncmp(name, "slice[", 6) == 0)
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s': not a name to write in an array "
+				"(write NAME.csv)",
+				name);
+	if (name[0] != '.' && ends_with(name, ".csv"))
+		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
+				   dir_vpath, d);
+	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);
+}
+
+/* The vpath of a folder's parent ("" for a top-level name). */
+static char *parent_of(const char *vpath)
+{
+	const char *slash = strrchr(vpath, '/');
+
+	return slash ? tfs_strndup(vpath, (size_t)(slash - vpath))
+		     : tfs_strdup("");
+}
+
+enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
+				 struct tfsd_wtarget *out, struct tfs_diag *d)
+{
+	const char *slash = strrchr(vpath, '/');
+	const char *name = slash ? slash + 1 : vpath;
+	char *dir_vpath = NULL, *array_vpath = NULL;
+	struct tfsd_node dir;
+	struct statvfs sv;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	if (fs->cfg.read_only)
+		return tfs_fail(d, TFS_E_READONLY, "read-only mount");
+	if (fs->cfg.timestamp)
+		return tfs_fail(d, TFS_E_READONLY,
+				"mounted at a fixed time (timestamp=): "
+				"read-only");
+	if (statvfs(fs->cfg.source, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+		return tfs_fail(d, TFS_E_READONLY,
+				"SOURCE is on a read-only file system");
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return tfs_fail(d, TFS_E_PERM, "bad name");
+	if (strcmp(name, "ingest.log") == 0)
+		return tfs_fail(d, TFS_E_PERM, "ingest.log is kept by tilefs");
+	dir_vpath = slash ? tfs_strndup(vpath, (size_t)(slash - vpath))
+			  : tfs_strdup("");
+	if (!dir_vpath)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = tfsd_resolve(fs, dir_vpath, &dir, d);
+	if (e)
+		goto out_free;
+	if (dir.version_view) {
+		e = tfs_fail(d, TFS_E_READONLY,
+			     "versions/ shows the past: read-only");
+		goto out_node;
+	}
+	switch (dir.kind) {
+	case TFSD_N_FOLDER:
+		e = classify_in_folder(fs, &dir, dir_vpath, name, out, d);
+		break;
+	case TFSD_N_ARRAY:
+		e = classify_in_array(fs, &dir, dir_vpath, name, out, d);
+		break;
+	case TFSD_N_META_DIR: {
+		struct tfs_buf key;
+
+		array_vpath = parent_of(dir_vpath);
+		tfs_buf_init(&key, TFS_BUF_NO_MAX);
+		e = array_vpath ? TFS_E_OK : TFS_E_NOMEM;
+		if (!e) {
+			char *shown = join("metadata", name);
+
+			e = shown ? target_init(fs, out, TFSD_W_META, dir.rel,
+						shown, array_vpath, d)
+				  : TFS_E_NOMEM;
+			tfs_free(shown);
+		}
+		if (!e && (tfsd_meta_name_decode(&key, name) ||
+			   tfs_buf_append_u8(&key, 0)))
+			e = TFS_E_NOMEM;
+		if (!e) {
+			out->key_len = key.len - 1;
+			out->key = (char *)tfs_buf_detach(&key, NULL);
+		}
+		tfs_buf_release(&key);
+		if (e == TFS_E_NOMEM)
+			e = tfs_fail(d, e, "out of memory");
+		break;
+	}
+	case TFSD_N_FIELD: {
+		const struct tfs_schema *s = dir.arr->schema;
+		struct tfsd_field f;
+		enum tfsd_format fmt;
+		const char *sel;
+		size_t sel_len;
+
+		tfsd_field_get(s, dir.field, &f);
+		if (f.is_dim) {
+			e = tfs_fail(d, TFS_E_PERM,
+				     "'%s' is a dimension: write an attribute's "
+				     "slice",
+				     f.name);
+			break;
+		}
+		if (!tfsd_slice_name_parse(name, &sel, &sel_len, &fmt) ||
+		    (fmt != TFSD_FMT_RAW && fmt != TFSD_FMT_NPY)) {
+			e = tfs_fail(d, TFS_E_PERM,
+				     "'%s': slices are written raw "
+				     "(slice[SEL]) or as .npy",
+				     name);
+			break;
+		}
+		{
+			char *shown = join(f.name, name);
+
+			array_vpath = parent_of(dir_vpath);
+			e = array_vpath && shown
+				    ? target_init(fs, out, TFSD_W_SLICE, dir.rel,
+						  shown, array_vpath, d)
+				    : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			tfs_free(shown);
+		}
+		if (e)
+			break;
+		out->field = tfs_strdup(f.name);
+		out->sel = tfs_strndup(sel, sel_len);
+		out->sel_len = sel_len;
+		out->npy = fmt == TFSD_FMT_NPY;
+		if (!out->field || !out->sel)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		break;
+	}
+	default:
+		e = tfs_fail(d, TFS_E_PERM,
+			     "'%s': files here are not written "
+			     "(see ingest.log for what is)",
+			     name);
+		break;
+	}
+out_node:
+	tfsd_node_release(fs, &dir);
+out_free:
+	if (e)
+		tfsd_wtarget_release(out);
+	tfs_free(array_vpath);
+	tfs_free(dir_vpath);
+	return e;
+}
+
+int tfsd_write_errno(enum tfs_err e)
+{
+	return e == TFS_E_RANGE ? EINVAL : tfs_err_errno(e);
+}
+
+/* ---- Metadata values ------------------------------------------------------ */
+
+/* Parses one line as a value of a numeric type into v (8 bytes). */
+static bool parse_number(uint8_t type, const char *s, uint8_t *v)
+{
+	size_t size = tfs_datatype_size(type);
+	char *end;
+
+	errno = 0;
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED: {
+		long long x = strtoll(s, &end, 10);
+		long long lim = size >= 8 ? INT64_MAX
+					  : (1LL << (size * 8 - 1)) - 1;
+
+		if (errno || end == s || *end || x > lim || x < -lim - 1)
+			return false;
+		tfs_put_uint(v, size, (uint64_t)x);
+		return true;
+	}
+	case TFS_CLASS_UNSIGNED: {
+		unsigned long long x;
+
+		if (type == TFS_BOOL) {
+			if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0)
+				x = 1;
+			else if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0)
+				x = 0;
+			else
+				return false;
+			v[0] = (uint8_t)x;
+			return true;
+		}
+		if (*s == '-')
+			return false;
+		x = strtoull(s, &end, 10);
+		if (errno || end == s || *end ||
+		    (size < 8 && x >> (size * 8)))
+			return false;
+		tfs_put_uint(v, size, (uint64_t)x);
+		return true;
+	}
+	case TFS_CLASS_FLOAT: {
+		double x = strtod(s, &end);
+
+		if (end == s || *end)
+			return false;
+		if (size == 4) {
+			float f = (float)x;
+
+			memcpy(v, &f, 4);
+		} else {
+			memcpy(v, &x, 8);
+		}
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
+				   const char *text, size_t len,
+				   struct tfs_meta_kv *out)
+{
+	if (len && text[len - 1] == '\n')
+		len--;
+	out->deleted = false;
+	if (old && !old->deleted &&
+	    tfs_datatype_class(old->type) != TFS_CLASS_STRING &&
+	    tfs_datatype_class(old->type) != TFS_CLASS_BYTES && len > 0 &&
+	    memchr(text, '\0', len) == NULL) {
+		size_t size = tfs_datatype_size(old->type), lines = 1, i = 0;
+		char *copy = tfs_strndup(text, len), *p, *nl;
+		uint8_t *vals;
+		bool ok = true;
+
+		if (!copy)
+			return TFS_E_NOMEM;
+		for (p = copy; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
+			lines++;
+		vals = tfs_callocn(lines, size ? size : 1);
+		if (!vals) {
+			tfs_free(copy);
+			return TFS_E_NOMEM;
+		}
+		for (p = copy; ok && p; i++) {
+			nl = strchr(p, '\n');
+			if (nl)
+				*nl = '\0';
+			/* A line read back as "1.5 " from an editor is
+			 * still the number. */
+			while (*p == ' ' || *p == '\t' || *p == '\r')
+				p++;
+			for (size_t n = strlen(p);
+			     n && (p[n - 1] == ' ' || p[n - 1] == '\t' ||
+				   p[n - 1] == '\r');
+			     n--)
+				p[n - 1] = '\0';
+			ok = parse_number(old->type, p, vals + i * size);
+			p = nl ? nl + 1 : NULL;
+		}
+		tfs_free(copy);
+		if (ok) {
+			out->type = old->type;
+			out->value_num = (uint32_t)lines;
+			out->value = vals;
+			return TFS_E_OK;
+		}
+		tfs_free(vals);
+	}
+	out->type = old && !old->deleted &&
+				    tfs_datatype_class(old->type) == TFS_CLASS_STRING
+			    ? old->type
+			    : TFS_STRING_UTF8;
+	if (len > UINT32_MAX)
+		return TFS_E_TOO_BIG;
+	out->value = tfs_memdup(len ? text : "", len ? len : 1);
+	out->value_num = (uint32_t)len;
+	return out->value ? TFS_E_OK : TFS_E_NOMEM;
+}
+
+/* ---- Commits ------------------------------------------------------------------ */
+
+/* The key a write uses. A key the keyfile gives this array (or the new
+ * array's path) is used as is; a default key (key=, '*') only for arrays
+ * that are encrypted, which is what a key-less opening tells: a key
+ * handed to the writer encrypts what it writes, and an unencrypted array
+ * must stay readable without one. New arrays get no default key. */
+static const uint8_t *write_key(struct tfsd *fs, const struct tfsd_wtarget *t)
+{
+	const uint8_t *key = tfsd_config_key(&fs->cfg, t->rel);
+	struct tfs_open_opts oo = {.threads = 1, .pool = fs->pool};
+	struct tfs_array *a = NULL;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	if (!key || tfsd_config_has_own_key(&fs->cfg, t->rel))
+		return key;
+	if (t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_SCHEMA)
+		return NULL;
+	tfs_diag_init(&d);
+	e = tfs_array_open(t->path, &oo, &a, &d);
+	tfs_array_close(a);
+	return e == TFS_E_KEY ? key : NULL;
+}
+
+static void write_opts_init(struct tfsd *fs, const struct tfsd_wtarget *t,
+			    struct tfs_write_opts *wo)
+{
+	memset(wo, 0, sizeof(*wo));
+	wo->key = write_key(fs, t);
+	wo->threads = fs->cfg.threads;
+	wo->pool = fs->pool;
+	wo->spill_dir = fs->staging ? tfsd_staging_dir(fs->staging) : NULL;
+}
+
+/* Reads a whole small staged file into out. */
+static enum tfs_err read_doc(const char *path, const char *name,
+			     struct tfs_buf *out, struct tfs_diag *d)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	enum tfs_err e = TFS_E_OK;
+	ssize_t got;
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		e = tfs_fail(d, TFS_E_IO, "'%s': staged file: %s", name,
+			     strerror(errno));
+		goto out_close;
+	}
+	if ((uint64_t)st.st_size > DOC_MAX) {
+		e = tfs_fail(d, TFS_E_TOO_BIG, "'%s': larger than %zu bytes",
+			     name, DOC_MAX);
+		goto out_close;
+	}
+	e = tfs_buf_resize(out, (size_t)st.st_size);
+	if (e) {
+		e = tfs_fail(d, e, "out of memory");
+		goto out_close;
+	}
+	got = pread(fd, out->data, (size_t)st.st_size, 0);
+	if (got != (ssize_t)st.st_size)
+		e = tfs_fail(d, TFS_E_IO, "'%s': staged file: short read",
+			     name);
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return e;
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static enum tfs_err commit_csv(struct tfsd *fs, const struct tfsd_wtarget *t,
+			       const char *staged, struct tfsd_wresult *res,
+			       struct tfs_diag *d)
+{
+	struct tfs_ingest_opts io;
+	struct tfs_ingest_result r;
+	enum tfs_err e;
+
+	memset(&io, 0, sizeof(io));
+	memset(&r, 0, sizeof(r));
+	write_opts_init(fs, t, &io.write);
+	io.display_name = t->name;
+	if (t->kind == TFSD_W_CSV_NEW)
+		e = tfs_ingest_csv_new(t->path, staged, &io, &r, d);
+	else
+		e = tfs_ingest_csv(t->path, staged, &io, &r, d);
+	if (e)
+		return e;
+	res->wrote = r.write.cell_num > 0 || r.created;
+	snprintf(res->what, sizeof(res->what),
+		 "%s%" PRIu64 " rows, %s fragment %s", r.created ? "new array, " : "",
+		 r.rows, r.write.dense ? "dense" : "sparse", r.write.name);
+	return TFS_E_OK;
+}
+
+static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
+				  const char *staged, struct tfsd_wresult *res,
+				  struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct tfs_schema s;
+	struct tfs_buf doc;
+	enum tfs_err e;
+
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (e)
+		goto out_doc;
+	memset(&s, 0, sizeof(s));
+	e = tfs_schema_from_json(&s, (const char *)doc.data, doc.len, d);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+		goto out_doc;
+	}
+	write_opts_init(fs, t, &wo);
+	e = tfs_array_create(t->path, &s, &wo, d);
+	tfs_schema_release(&s);
+	if (!e) {
+		res->wrote = true;
+		snprintf(res->what, sizeof(res->what), "array created");
+	}
+out_doc:
+	tfs_buf_release(&doc);
+	return e;
+}
+
+static const struct tfs_meta_kv *meta_find(const struct tfs_array *a,
+					   const char *key, size_t key_len)
+{
+	for (size_t i = 0; i < tfs_array_metadata_count(a); i++) {
+		const struct tfs_meta_kv *kv = tfs_array_metadata(a, i);
+
+		if (kv->key_len == key_len && memcmp(kv->key, key, key_len) == 0)
+			return kv;
+	}
+	return NULL;
+}
+
+static enum tfs_err commit_meta(struct tfsd *fs, const struct tfsd_wtarget *t,
+				const char *staged, struct tfsd_wresult *res,
+				struct tfs_diag *d)
+{
+	struct tfs_meta_kv kv;
+	struct tfs_write_opts wo;
+	struct tfsd_arr *arr = NULL;
+	struct tfs_buf doc;
+	enum tfs_err e;
+
+	memset(&kv, 0, sizeof(kv));
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (e)
+		goto out;
+	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
+	if (e)
+		goto out;
+	e = tfsd_meta_value_parse(meta_find(arr->a, t->key, t->key_len),
+				  (const char *)doc.data, doc.len, &kv);
+	if (e) {
+		e = tfs_fail(d, e, "metadata '%s': %s", t->name,
+			     tfs_strerror(e));
+		goto out;
+	}
+	kv.key = t->key;
+	kv.key_len = (uint32_t)t->key_len;
+	write_opts_init(fs, t, &wo);
+	e = tfs_array_metadata_write(t->path, &kv, 1, &wo, d);
+	if (!e) {
+		res->wrote = true;
+		snprintf(res->what, sizeof(res->what), "set, %u %s",
+			 kv.value_num,
+			 tfs_datatype_class(kv.type) == TFS_CLASS_STRING
+				 ? "bytes of text"
+				 : "values");
+	}
+out:
+	tfs_free(kv.value);
+	tfsd_arr_put(fs->arrays, arr);
+	tfs_buf_release(&doc);
+	return e;
+}
+
+enum tfs_err tfsd_write_meta_delete(struct tfsd *fs,
+				    const struct tfsd_wtarget *t,
+				    struct tfs_diag *d)
+{
+	struct tfs_meta_kv kv = {.key = t->key,
+				 .key_len = (uint32_t)t->key_len,
+				 .deleted = true,
+				 .type = TFS_STRING_UTF8};
+	struct tfs_write_opts wo;
+
+	write_opts_init(fs, t, &wo);
+	return tfs_array_metadata_write(t->path, &kv, 1, &wo, d);
+}
+
+/* ---- Slices ------------------------------------------------------------------ */
+
+/* The value of 'key': in a .npy header dict, NUL-terminated in out. */
+static bool npy_dict_value(const char *dict, const char *key, char *out,
+			   size_t cap)
+{
+	const char *p = strstr(dict, key);
+	size_t n = 0;
+	char close;
+
+	if (!p)
+		return false;
+	p += strlen(key);
+	while (*p == ' ' || *p == ':')
+		p++;
+	close = *p == '\'' ? '\'' : *p == '(' ? ')' : ',';
+	if (*p == '\'' || *p == '(')
+		p++;
+	while (p[n] && p[n] != close && p[n] != '}')
+		n++;
+	if (n >= cap)
+		return false;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return true;
+}
+
+/* Checks a .npy file's header against the cells expected: the dtype of
+ * the attribute, C order, as many values as the selection's cells.
+ * *data_off receives where the values start. */
+static enum tfs_err npy_check(int fd, const struct tfs_attr *at,
+			      uint64_t cells, const char *name,
+			      uint64_t *data_off, struct tfs_diag *d)
+{
+	uint8_t head[12];
+	char dict[4096], descr[128], shape[512], fortran[16];
+	struct tfs_buf want;
+	uint64_t hlen, elems = 1, per_cell;
+	size_t pre;
+	const char *p;
+	enum tfs_err e = TFS_E_OK;
+
+	if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    memcmp(head, "\x93NUMPY", 6) != 0)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': not a .npy file", name);
+	if (head[6] == 1) {
+		hlen = tfs_get_u16(head + 8);
+		pre = 10;
+	} else if (head[6] == 2 || head[6] == 3) {
+		hlen = tfs_get_u32(head + 8);
+		pre = 12;
+	} else {
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy version %u is not known", name,
+				head[6]);
+	}
+	if (hlen >= sizeof(dict) ||
+	    pread(fd, dict, (size_t)hlen, (off_t)pre) != (ssize_t)hlen)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': bad .npy header", name);
+	dict[hlen] = '\0';
+	if (!npy_dict_value(dict, "'descr'", descr, sizeof(descr)) ||
+	    !npy_dict_value(dict, "'shape'", shape, sizeof(shape)) ||
+	    !npy_dict_value(dict, "'fortran_order'", fortran, sizeof(fortran)))
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy header without descr, shape or "
+				"fortran_order",
+				name);
+	if (strncmp(fortran, "False", 5) != 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': Fortran-order .npy: write a C-order array",
+				name);
+	for (p = shape; *p;) {
+		char *end;
+		unsigned long long v;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (end == p || errno ||
+		    __builtin_mul_overflow(elems, (uint64_t)v, &elems))
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': bad .npy shape (%s)", name,
+					shape);
+		p = end;
+	}
+	tfs_buf_init(&want, 256);
+	if (tfsd_npy_descr(&want, at->type, at->cell_val_num, 0) ||
+	    tfs_buf_append_u8(&want, 0)) {
+		tfs_buf_release(&want);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	{
+		/* Ours is "'<i4'" or "'<f4', (3,)": compare the dtype
+		 * alone, byte-order marks aside (numpy writes '|' for one
+		 * byte and may write '=' ). */
+		const char *w = (const char *)want.data + 1;
+		size_t wl = strcspn(w, "'");
+		const char *g = descr;
+
+		if (*g == '<' || *g == '|' || *g == '=')
+			g++;
+		if (*w == '<' || *w == '|' || *w == '=') {
+			w++;
+			wl--;
+		}
+		if (strlen(g) != wl || strncmp(g, w, wl) != 0)
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "'%s': .npy dtype '%s', the attribute "
+				     "'%s' needs %s",
+				     name, descr, at->name,
+				     (const char *)want.data);
+	}
+	tfs_buf_release(&want);
+	if (e)
+		return e;
+	per_cell = tfsd_npy_is_subarray(at->type, at->cell_val_num)
+			   ? at->cell_val_num
+			   : 1;
+	if (elems / per_cell != cells || elems % per_cell)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy shape (%s) holds %" PRIu64
+				" values, the selection has %" PRIu64 " cells",
+				name, shape, elems, cells);
+	*data_off = pre + hlen;
+	return TFS_E_OK;
+}
+
+struct slice_job {
+	struct tfs_writer *w;
+	int fd;
+	uint64_t off;       /* next cell's bytes in the staged file */
+	uint64_t cell_size; /* of the written attribute */
+	const struct tfs_attr *at;
+	struct tfs_buf vals;     /* values of one batch */
+	struct tfs_buf validity; /* all 1: the written cells are not null */
+	struct tfs_column *cols; /* carried-over columns + the written one */
+};
+
+/* Appends cells [.., +n) of the written attribute with the carried-over
+ * columns of batch b (NULL when there are none). */
+static enum tfs_err slice_append(struct slice_job *j, const struct tfs_batch *b,
+				 uint64_t n, struct tfs_diag *d)
+{
+	struct tfs_column *c;
+	struct tfs_batch out;
+	size_t ncols = b ? b->column_num : 0;
+	uint64_t bytes;
+	ssize_t got;
+
+	if (__builtin_mul_overflow(n, j->cell_size, &bytes) || bytes > SIZE_MAX)
+		return tfs_fail(d, TFS_E_TOO_BIG, "slice too large");
+	if (tfs_buf_resize(&j->vals, (size_t)bytes) ||
+	    (j->at->nullable && tfs_buf_resize(&j->validity, (size_t)n)))
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	got = pread(j->fd, j->vals.data, (size_t)bytes, (off_t)j->off);
+	if (got != (ssize_t)bytes)
+		return tfs_fail(d, TFS_E_IO, "staged file: short read");
+	j->off += bytes;
+	if (j->at->nullable)
+		memset(j->validity.data, 1, (size_t)n);
+	for (size_t i = 0; i < ncols; i++)
+		j->cols[i] = b->columns[i];
+	c = &j->cols[ncols];
+	memset(c, 0, sizeof(*c));
+	c->name = j->at->name;
+	c->type = j->at->type;
+	c->cell_val_num = j->at->cell_val_num;
+	c->nullable = j->at->nullable;
+	c->data = j->vals.data;
+	c->data_len = bytes;
+	c->validity = j->at->nullable ? j->validity.data : NULL;
+	out.cell_num = n;
+	out.column_num = ncols + 1;
+	out.columns = j->cols;
+	return tfs_writer_append(j->w, &out, NULL, d);
+}
+
+static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
+				 const char *staged, struct tfsd_wresult *res,
+				 struct tfs_diag *d)
+{
+	struct slice_job j;
+	struct tfsd_arr *arr = NULL;
+	struct tfsd_sel *sel = NULL;
+	struct tfs_range *box = NULL;
+	struct tfs_query *q = NULL;
+	const char **others = NULL;
+	size_t other_num = 0;
+	const struct tfs_schema *s;
+	struct tfs_write_opts wo;
+	struct tfs_write_result wr;
+	uint64_t cells = 1, expect, size, data_off = 0;
+	struct stat st;
+	enum tfs_err e;
+	int ai;
+
+	memset(&j, 0, sizeof(j));
+	j.fd = open(staged, O_RDONLY | O_CLOEXEC);
+	tfs_buf_init(&j.vals, TFS_BUF_NO_MAX);
+	tfs_buf_init(&j.validity, TFS_BUF_NO_MAX);
+	if (j.fd < 0 || fstat(j.fd, &st) != 0) {
+		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
+		goto out;
+	}
+	size = (uint64_t)st.st_size;
+	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
+	if (e)
+		goto out;
+	s = arr->schema;
+	ai = tfs_schema_attr_index(s, t->field);
+	if (s->array_type != TFS_DENSE || ai < 0) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': slices are written to dense arrays only",
+			     t->name);
+		goto out;
+	}
+	j.at = &s->attrs[ai];
+	if (j.at->var) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': '%s' is var-size: write it as CSV",
+			     t->name, j.at->name);
+		goto out;
+	}
+	j.cell_size = tfs_attr_cell_size(j.at);
+	e = tfsd_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
+			   &sel, d);
+	if (e) {
+		e = tfs_fail(d, TFS_E_INVALID, "'%s': %s", t->name,
+			     tfs_diag_msg(d));
+		goto out;
+	}
+	if (sel->empty) {
+		e = tfs_fail(d, TFS_E_INVALID, "'%s': the selection is empty",
+			     t->name);
+		goto out;
+	}
+	box = tfs_callocn(s->dim_num, sizeof(*box));
+	if (!box) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t k = 0; k < s->dim_num; k++) {
+		if (sel->dims[k].stride != 1) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "'%s': a slice with a step cannot be "
+				     "written",
+				     t->name);
+			goto out;
+		}
+		box[k] = sel->dims[k].range;
+		if (__builtin_mul_overflow(cells, sel->dims[k].count, &cells)) {
+			e = tfs_fail(d, TFS_E_TOO_BIG, "'%s': too many cells",
+				     t->name);
+			goto out;
+		}
+	}
+	if (t->npy) {
+		e = npy_check(j.fd, j.at, cells, t->name, &data_off, d);
+		if (e)
+			goto out;
+	}
+	if (data_off > size || __builtin_mul_overflow(cells, j.cell_size, &expect) ||
+	    size - data_off != expect) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': %" PRIu64 " bytes of values, the selection "
+			     "needs %" PRIu64 " (%" PRIu64 " cells of %" PRIu64
+			     " bytes)",
+			     t->name, size - (data_off < size ? data_off : size),
+			     cells * j.cell_size,
+			     cells, j.cell_size);
+		goto out;
+	}
+	j.off = data_off;
+	others = tfs_callocn(s->attr_num, sizeof(*others));
+	j.cols = tfs_callocn(s->attr_num + 1, sizeof(*j.cols));
+	if (!others || !j.cols) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < s->attr_num; i++)
+		if ((int)i != ai)
+			others[other_num++] = s->attrs[i].name;
+	write_opts_init(fs, t, &wo);
+	e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j.w, d);
+	if (e)
+		goto out;
+	if (other_num) {
+		/* The other attributes keep their current values: read them
+		 * over the box (fill values where nothing was written) and
+		 * write them again, batch by batch beside ours. */
+		struct tfs_query_opts qo = {.subarray = box,
+					    .fields = others,
+					    .field_num = other_num};
+		const struct tfs_batch *b;
+
+		e = tfs_query_open(arr->a, &qo, &q, d);
+		while (!e && !(e = tfs_query_next(q, &b, d)) && b)
+			e = slice_append(&j, b, b->cell_num, d);
+	} else {
+		for (uint64_t done = 0; !e && done < cells;) {
+			uint64_t n = cells - done < SLICE_CHUNK_CELLS
+					     ? cells - done
+					     : SLICE_CHUNK_CELLS;
+
+			e = slice_append(&j, NULL, n, d);
+			done += n;
+		}
+	}
+	if (!e && j.off != size)
+		e = tfs_fail(d, TFS_E_INTERNAL,
+			     "'%s': the read gave other cells than the "
+			     "selection",
+			     t->name);
+	if (!e)
+		e = tfs_writer_commit(j.w, &wr, d);
+	if (!e) {
+		res->wrote = true;
+		snprintf(res->what, sizeof(res->what),
+			 "%" PRIu64 " cells, dense fragment %s", wr.cell_num,
+			 wr.name);
+	}
+out:
+	tfs_query_close(q);
+	tfs_writer_free(j.w);
+	tfs_free(others);
+	tfs_free(j.cols);
+	tfs_free(box);
+	tfsd_sel_free(sel);
+	tfsd_arr_put(fs->arrays, arr);
+	tfs_buf_release(&j.vals);
+	tfs_buf_release(&j.validity);
+	if (j.fd >= 0)
+		close(j.fd);
+	return e;
+}
+
+enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
+			       const char *staged_path,
+			       struct tfsd_wresult *res, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	memset(res, 0, sizeof(*res));
+	/* An empty file (touch x.csv, an editor's first save) commits
+	 * nothing and is no error. */
+	if (file_size(staged_path) == 0) {
+		snprintf(res->what, sizeof(res->what), "empty: nothing written");
+		return TFS_E_OK;
+	}
+	switch (t->kind) {
+	case TFSD_W_CSV_ARRAY:
+	case TFSD_W_CSV_NEW: e = commit_csv(fs, t, staged_path, res, d); break;
+	case TFSD_W_SCHEMA: e = commit_schema(fs, t, staged_path, res, d); break;
+	case TFSD_W_SLICE: e = commit_slice(fs, t, staged_path, res, d); break;
+	case TFSD_W_META: e = commit_meta(fs, t, staged_path, res, d); break;
+	default: return TFS_E_OK;
+	}
+	if (!e)
+		tfsd_arrays_invalidate(fs->arrays, t->rel);
+	return e;
+}
+
+/* ---- Ingest logs ---------------------------------------------------------------- */
+
+#define ILOG_LINES 200
+#define ILOG_DIRS 256
+
+struct ilog_dir {
+	char *dir;
+	struct tfs_buf text; /* lines, each ending in '\n' */
+	size_t lines;
+	uint64_t used;
+};
+
+struct tfsd_ilog {
+	pthread_mutex_t lock;
+	struct ilog_dir dirs[ILOG_DIRS]; /* protected by lock */
+	size_t dir_num;                  /* protected by lock */
+	uint64_t tick;                   /* protected by lock */
+};
+
+enum tfs_err tfsd_ilog_new(struct tfsd_ilog **out)
+{
+	struct tfsd_ilog *l = tfs_callocn(1, sizeof(*l));
+
+	*out = l;
+	if (!l)
+		return TFS_E_NOMEM;
+	pthread_mutex_init(&l->lock, NULL);
+	return TFS_E_OK;
+}
+
+void tfsd_ilog_free(struct tfsd_ilog *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->dir_num; i++) {
+		tfs_free(l->dirs[i].dir);
+		tfs_buf_release(&l->dirs[i].text);
+	}
+	pthread_mutex_destroy(&l->lock);
+	tfs_free(l);
+}
+
+static struct ilog_dir *ilog_find(struct tfsd_ilog *l, const char *dir)
+{
+	for (size_t i = 0; i < l->dir_num; i++)
+		if (strcmp(l->dirs[i].dir, dir) == 0)
+			return &l->dirs[i];
+	return NULL;
+}
+
+void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
+		   bool failed, const char *outcome)
+{
+	struct timespec ts;
+	struct ilog_dir *ld;
+	char when[48];
+	char *dir_copy;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	tfsd_format_time(when, sizeof(when),
+			 (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+	tfs_log(failed ? TFS_LOG_ERROR : TFS_LOG_INFO, "write '/%s%s%s': %s%s",
+		dir, *dir ? "/" : "", file, failed ? "refused: " : "", outcome);
+	if (!l)
+		return;
+	dir_copy = tfs_strdup(dir);
+	if (!dir_copy)
+		return;
+	pthread_mutex_lock(&l->lock);
+	ld = ilog_find(l, dir);
+	if (!ld) {
+		if (l->dir_num < ILOG_DIRS) {
+			ld = &l->dirs[l->dir_num++];
+		} else {
+			ld = &l->dirs[0];
+			for (size_t i = 1; i < l->dir_num; i++)
+				if (l->dirs[i].used < ld->used)
+					ld = &l->dirs[i];
+			tfs_free(ld->dir);
+			tfs_buf_release(&ld->text);
+		}
+		memset(ld, 0, sizeof(*ld));
+		ld->dir = dir_copy;
+		dir_copy = NULL;
+		tfs_buf_init(&ld->text, TFS_BUF_NO_MAX);
+	}
+	ld->used = ++l->tick;
+	if (ld->lines == ILOG_LINES) {
+		uint8_t *nl = memchr(ld->text.data, '\n', ld->text.len);
+		size_t cut = nl ? (size_t)(nl - ld->text.data) + 1 : ld->text.len;
+
+		memmove(ld->text.data, ld->text.data + cut, ld->text.len - cut);
+		ld->text.len -= cut;
+		ld->lines--;
+	}
+	if (tfs_buf_printf(&ld->text, "%s  %s  %s%s\n", when, file,
+			   failed ? "refused: " : "ok: ", outcome) == TFS_E_OK)
+		ld->lines++;
+	pthread_mutex_unlock(&l->lock);
+	tfs_free(dir_copy);
+}
+
+bool tfsd_ilog_has(struct tfsd_ilog *l, const char *dir)
+{
+	bool has;
+
+	pthread_mutex_lock(&l->lock);
+	has = ilog_find(l, dir) != NULL;
+	pthread_mutex_unlock(&l->lock);
+	return has;
+}
+
+enum tfs_err tfsd_ilog_render(struct tfsd_ilog *l, const char *dir,
+			      struct tfs_buf *out)
+{
+	struct ilog_dir *ld;
+	enum tfs_err e = TFS_E_OK;
+
+	pthread_mutex_lock(&l->lock);
+	ld = ilog_find(l, dir);
+	if (ld)
+		e = tfs_buf_append(out, ld->text.data, ld->text.len);
+	pthread_mutex_unlock(&l->lock);
+	return e;
+}
