@@ -542,4 +542,19 @@ enum tfs_err tfs_update_serialize(struct tfs_buf *out,
 				  const struct tfs_update *u) TFS_WUR;
 void tfs_update_release(struct tfs_update *u);
 
+/* ---- Hilbert values (read.md §6) -------------------------------------- */
+
+/* Bits per dimension: 63 / dim_num (0 for dim_num = 0). */
+unsigned tfs_hilbert_bits(unsigned dim_num);
+/* Maps a numeric coordinate c of type `type` with domain [lo, hi] (values
+ * of that type) to [0, 2^bits − 1] the way TileDB does, in double
+ * precision. Out-of-domain or degenerate inputs are clamped, never UB. */
+uint64_t tfs_hilbert_map_num(uint8_t type, const void *c, const void *lo,
+			     const void *hi, unsigned bits);
+/* Maps a string coordinate (first 8 bytes, x86 signed-char semantics). */
+uint64_t tfs_hilbert_map_str(const uint8_t *s, uint64_t len, unsigned bits);
+/* Hilbert index of the mapped coordinates x[0..dim_num−1] (Skilling's
+ * transform as TileDB computes it). x is used as scratch and clobbered. */
+uint64_t tfs_hilbert_index(uint64_t *x, unsigned dim_num, unsigned bits);
+
 #endif

@@ -1,7 +1,6 @@
-/* Helpers of the sparse reader that other parts of the engine (and the
- * writer, through its own copy of the contract) need: Hilbert values of
- * cells (format/read.md §6) and the evaluator of delete conditions
- * (format/read.md §7 step 3, consolidated.md §6). Not installed.
+/* Helpers of the sparse reader: the evaluator of delete conditions
+ * (format/read.md §7 step 3, consolidated.md §6). Hilbert values, which
+ * the writer needs too, live in core/format (tfs_format.h). Not installed.
  *
  * Everything here is pure computation on caller-owned memory and is
  * thread-safe; a compiled condition is immutable and may be shared. */
@@ -14,21 +13,6 @@
 
 #include "tfs_err.h"
 #include "tfs_format.h"
-
-/* ---- Hilbert values (read.md §6) ------------------------------------- */
-
-/* Bits per dimension: 63 / dim_num (0 for dim_num = 0). */
-unsigned tfs_hilbert_bits(unsigned dim_num);
-/* Maps a numeric coordinate c of type `type` with domain [lo, hi] (values
- * of that type) to [0, 2^bits − 1] the way TileDB does, in double
- * precision. Out-of-domain or degenerate inputs are clamped, never UB. */
-uint64_t tfs_hilbert_map_num(uint8_t type, const void *c, const void *lo,
-			     const void *hi, unsigned bits);
-/* Maps a string coordinate (first 8 bytes, x86 signed-char semantics). */
-uint64_t tfs_hilbert_map_str(const uint8_t *s, uint64_t len, unsigned bits);
-/* Hilbert index of the mapped coordinates x[0..dim_num−1] (Skilling's
- * transform as TileDB computes it). x is used as scratch and clobbered. */
-uint64_t tfs_hilbert_index(uint64_t *x, unsigned dim_num, unsigned bits);
 
 /* ---- Delete conditions (read.md §7) ---------------------------------- */
 

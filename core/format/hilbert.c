@@ -3,7 +3,7 @@
  * integer grid of 63 / D bits per dimension, then the grid point goes
  * through Skilling's transform ("Programming the Hilbert curve", 2004) and
  * its bits are interleaved, dimension D − 1 lowest. */
-#include "tfs_sparse.h"
+#include "tfs_format.h"
 
 #include "tfs_datatype.h"
 

@@ -1,0 +1,511 @@
+/* CSV rows to cell batches (SPEC §6, "CSV into an array"): the header
+ * names the columns (every dimension and every attribute except nullable
+ * ones, any order), each row is parsed by the schema's datatypes into
+ * column buffers, and every batch_rows rows the batch goes to a sink with
+ * each cell tagged by its line number. Any bad field stops the whole file
+ * with "FILE: line L, column C ('NAME'): why". Memory is the tokenizer's
+ * block plus two batches, whatever the file's size: one is parsed into
+ * while a second thread hands the other to the sink (the writer), so
+ * parsing and writing overlap. */
+#include "ingest_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+#include "tfs_datatype.h"
+#include "tilefs/tilefs.h"
+
+#define DEFAULT_BATCH_ROWS 65536
+
+struct col {
+	const char *name;
+	bool is_dim;
+	const struct tfs_dim *dim;   /* dimensions: domain checks */
+	const struct tfs_attr *attr; /* attributes: fill value of nulls */
+	uint8_t type;
+	uint32_t cell_val_num;
+	bool var, nullable;
+	size_t csv_col;   /* 1-based field index, 0 = not in the file */
+	size_t cell_size; /* fixed-size cells */
+	bool fast;        /* one fixed-size number per cell */
+	/* Per batch set (see struct ingest). */
+	struct tfs_buf data[2], offsets[2], validity[2];
+};
+
+/* The thread that hands full batch sets to the sink, in order. */
+struct handoff {
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool full[2];           /* protected by lock */
+	bool done;              /* protected by lock: no more sets */
+	enum tfs_err err;       /* protected by lock: the sink's first failure */
+	struct tfs_diag diag;   /* written by the thread before err is set */
+	const struct tfs__ingest_sink *sink;
+	struct ingest *in;
+};
+
+struct ingest {
+	struct tfs__ingest_run *run;
+	const struct tfs_schema *s;
+	struct tfs__csv_lexer lx;
+	char **header;         /* names as in the file (NUL-terminated) */
+	size_t header_num;
+	struct col *cols;      /* schema fields present in the batch */
+	size_t col_num;
+	/* Two batch sets: cur is parsed into, the other may be with the
+	 * sink. */
+	unsigned cur;
+	struct tfs_column *batch_cols[2];
+	struct tfs_batch batch[2];
+	uint64_t *tags[2];
+	uint64_t batch_rows, rows_in_batch;
+	struct handoff ho;
+};
+
+static void ingest_release(struct ingest *in)
+{
+	for (size_t i = 0; i < in->col_num; i++) {
+		for (unsigned k = 0; k < 2; k++) {
+			tfs_buf_release(&in->cols[i].data[k]);
+			tfs_buf_release(&in->cols[i].offsets[k]);
+			tfs_buf_release(&in->cols[i].validity[k]);
+		}
+	}
+	for (size_t i = 0; i < in->header_num; i++)
+		tfs_free(in->header[i]);
+	tfs_free(in->header);
+	tfs_free(in->cols);
+	for (unsigned k = 0; k < 2; k++) {
+		tfs_free(in->batch_cols[k]);
+		tfs_free(in->tags[k]);
+	}
+	tfs__csv_close(&in->lx);
+}
+
+static enum tfs_err nomem(struct ingest *in, struct tfs_diag *d)
+{
+	return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", in->lx.name);
+}
+
+/* Reads the header and matches its names to the schema's fields. */
+static enum tfs_err read_header(struct ingest *in, bool *empty,
+				struct tfs_diag *d)
+{
+	const struct tfs_schema *s = in->s;
+	struct tfs__csv_lexer *lx = &in->lx;
+	bool got;
+	enum tfs_err e;
+
+	if ((e = tfs__csv_next(lx, &got, d)))
+		return e;
+	*empty = !got;
+	if (!got)
+		return TFS_E_OK;
+	in->header_num = lx->field_num;
+	in->header = tfs_callocn(in->header_num, sizeof(*in->header));
+	in->cols = tfs_callocn((size_t)s->dim_num + s->attr_num, sizeof(*in->cols));
+	if (!in->header || !in->cols)
+		return nomem(in, d);
+	for (size_t k = 0; k < in->header_num; k++) {
+		const struct tfs__csv_field *f = &lx->fields[k];
+
+		in->header[k] = tfs_strndup((const char *)f->p, f->len);
+		if (!in->header[k])
+			return nomem(in, d);
+	}
+	lx->col_names = (const char *const *)in->header;
+	lx->col_num = in->header_num;
+	/* Every schema field, with its column in the file. */
+	for (uint32_t i = 0; i < s->dim_num + s->attr_num; i++) {
+		bool is_dim = i < s->dim_num;
+		struct col *c = &in->cols[in->col_num];
+
+		memset(c, 0, sizeof(*c));
+		if (is_dim) {
+			const struct tfs_dim *dim = &s->dims[i];
+
+			if (in->run->no_dims)
+				continue;
+			c->name = dim->name;
+			c->is_dim = true;
+			c->dim = dim;
+			c->type = dim->type;
+			c->cell_val_num = dim->cell_val_num;
+			c->var = dim->var;
+		} else {
+			const struct tfs_attr *at = &s->attrs[i - s->dim_num];
+
+			c->name = at->name;
+			c->attr = at;
+			c->type = at->type;
+			c->cell_val_num = at->cell_val_num;
+			c->var = at->var;
+			c->nullable = at->nullable;
+		}
+		for (size_t k = 0; k < in->header_num; k++) {
+			if (strcmp(in->header[k], c->name) != 0)
+				continue;
+			if (c->csv_col)
+				return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
+						     "duplicate column");
+			c->csv_col = k + 1;
+		}
+		if (!c->csv_col && !c->nullable)
+			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, 0,
+					     "missing column '%s' (%s)", c->name,
+					     is_dim ? "a dimension"
+						    : "an attribute that is not nullable");
+		if (!c->csv_col)
+			continue; /* a nullable attribute: null in every cell */
+		c->cell_size = c->var ? 0
+				      : tfs_datatype_size(c->type) * (size_t)c->cell_val_num;
+		c->fast = !c->var && c->cell_val_num == 1 &&
+			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
+			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
+		for (unsigned k = 0; k < 2; k++) {
+			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
+			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
+			tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
+		}
+		in->col_num++;
+	}
+	/* Names that are no field, or a field twice. */
+	for (size_t k = 0; k < in->header_num; k++) {
+		bool known = false;
+
+		for (size_t i = 0; i < in->col_num; i++)
+			if (in->cols[i].csv_col == k + 1)
+				known = true;
+		if (!known) {
+			for (size_t j = 0; j < k; j++)
+				if (strcmp(in->header[j], in->header[k]) == 0)
+					return tfs__csv_fail(lx, d, TFS_E_INVALID, 1,
+							     k + 1, "duplicate column");
+			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
+					     "no dimension or attribute of that name");
+		}
+	}
+	for (unsigned k = 0; k < 2; k++) {
+		in->batch_cols[k] = tfs_callocn(in->col_num ? in->col_num : 1,
+						sizeof(*in->batch_cols[k]));
+		in->tags[k] = tfs_callocn(in->batch_rows, sizeof(*in->tags[k]));
+		if (!in->batch_cols[k] || !in->tags[k])
+			return nomem(in, d);
+		for (size_t i = 0; i < in->col_num; i++) {
+			struct col *c = &in->cols[i];
+
+			if ((c->fast && tfs_buf_setlen(&c->data[k],
+						       in->batch_rows * c->cell_size)) ||
+			    (c->nullable && tfs_buf_setlen(&c->validity[k], in->batch_rows)) ||
+			    (c->var && tfs_buf_setlen(&c->offsets[k], (in->batch_rows + 1) *
+									 sizeof(uint64_t))))
+				return nomem(in, d);
+		}
+	}
+	return TFS_E_OK;
+}
+
+/* A value of a fixed-size dimension as text, for messages. */
+static void value_text(char *out, size_t cap, uint8_t type, const void *p)
+{
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED:
+		snprintf(out, cap, "%" PRId64, tfs_value_as_i64(type, p));
+		return;
+	case TFS_CLASS_UNSIGNED:
+		snprintf(out, cap, "%" PRIu64, tfs_value_as_u64(type, p));
+		return;
+	case TFS_CLASS_FLOAT:
+		snprintf(out, cap, "%.17g", tfs_value_as_f64(type, p));
+		return;
+	default:
+		snprintf(out, cap, "?");
+		return;
+	}
+}
+
+static enum tfs_err check_domain(struct ingest *in, const struct col *c,
+				 const void *v, uint64_t line,
+				 struct tfs_diag *d)
+{
+	const struct tfs_dim *dim = c->dim;
+	char lo[48], hi[48];
+
+	if (!dim->has_domain || dim->var)
+		return TFS_E_OK;
+	if (tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT &&
+	    isnan(tfs_value_as_f64(dim->type, v)))
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, line, c->csv_col,
+				     "NaN coordinate");
+	if (tfs_value_cmp(dim->type, v, dim->domain[0]) >= 0 &&
+	    tfs_value_cmp(dim->type, v, dim->domain[1]) <= 0)
+		return TFS_E_OK;
+	value_text(lo, sizeof(lo), dim->type, dim->domain[0]);
+	value_text(hi, sizeof(hi), dim->type, dim->domain[1]);
+	return tfs__csv_fail(&in->lx, d, TFS_E_RANGE, line, c->csv_col,
+			     "coordinate outside the domain [%s, %s]", lo, hi);
+}
+
+static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
+{
+	struct tfs__csv_lexer *lx = &in->lx;
+	uint64_t row = in->rows_in_batch;
+	unsigned k = in->cur;
+	enum tfs_err e;
+
+	if (lx->field_num != in->header_num) {
+		size_t col = lx->field_num < in->header_num ? lx->field_num + 1
+							    : in->header_num + 1;
+
+		return tfs__csv_fail(lx, d, TFS_E_INVALID, lx->record_line, col,
+				     "row has %zu fields, the header %zu",
+				     lx->field_num, in->header_num);
+	}
+	for (size_t i = 0; i < in->col_num; i++) {
+		struct col *c = &in->cols[i];
+		const struct tfs__csv_field *f = &lx->fields[c->csv_col - 1];
+		const char *why = NULL;
+		bool null = c->nullable && !f->quoted && f->len == 0;
+
+		if (c->nullable)
+			c->validity[k].data[row] = !null;
+		if (c->var) {
+			uint64_t off = c->data[k].len;
+
+			memcpy(c->offsets[k].data + row * sizeof(uint64_t), &off, sizeof(off));
+			if (null)
+				continue;
+			e = tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], &why);
+		} else if (null) {
+			if (c->fast) {
+				memcpy(c->data[k].data + row * c->cell_size, c->attr->fill,
+				       c->cell_size);
+				continue;
+			}
+			if (tfs_buf_append(&c->data[k], c->attr->fill, c->cell_size))
+				return nomem(in, d);
+			continue;
+		} else if (c->fast) {
+			if (f->len == 0) {
+				why = "empty value";
+				e = TFS_E_INVALID;
+			} else {
+				e = tfs__value_parse(c->type, f->p, f->len,
+						     c->data[k].data + row * c->cell_size, &why);
+			}
+			if (!e && c->is_dim)
+				e = check_domain(in, c, c->data[k].data + row * c->cell_size,
+						 f->line, d);
+		} else {
+			e = tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len,
+					    &c->data[k], &why);
+		}
+		if (e == TFS_E_NOMEM)
+			return nomem(in, d);
+		if (e && why)
+			return tfs__csv_fail(lx, d, e, f->line, c->csv_col, "%s", why);
+		if (e)
+			return e;
+	}
+	in->tags[k][row] = lx->record_line;
+	in->rows_in_batch++;
+	return TFS_E_OK;
+}
+
+/* Hands full sets to the sink until told there are no more; after a
+ * failure it only frees the sets, so the parser never waits forever. */
+static void *handoff_main(void *arg)
+{
+	struct handoff *ho = arg;
+	struct ingest *in = ho->in;
+	unsigned k = 0;
+	enum tfs_err e = TFS_E_OK;
+
+	tfs_diag_init(&ho->diag);
+	for (;;) {
+		pthread_mutex_lock(&ho->lock);
+		while (!ho->full[k] && !ho->done)
+			pthread_cond_wait(&ho->cond, &ho->lock);
+		if (!ho->full[k]) {
+			pthread_mutex_unlock(&ho->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&ho->lock);
+		if (!e)
+			e = ho->sink->append(ho->sink->ctx, &in->batch[k], in->tags[k],
+					     &ho->diag);
+		pthread_mutex_lock(&ho->lock);
+		if (e && !ho->err)
+			ho->err = e;
+		ho->full[k] = false;
+		pthread_cond_broadcast(&ho->cond);
+		pthread_mutex_unlock(&ho->lock);
+		k ^= 1;
+	}
+}
+
+static enum tfs_err handoff_start(struct ingest *in,
+				  const struct tfs__ingest_sink *sink)
+{
+	struct handoff *ho = &in->ho;
+
+	ho->sink = sink;
+	ho->in = in;
+	if (pthread_mutex_init(&ho->lock, NULL))
+		return TFS_E_NOMEM;
+	if (pthread_cond_init(&ho->cond, NULL)) {
+		pthread_mutex_destroy(&ho->lock);
+		return TFS_E_NOMEM;
+	}
+	if (pthread_create(&ho->thread, NULL, handoff_main, ho)) {
+		pthread_cond_destroy(&ho->cond);
+		pthread_mutex_destroy(&ho->lock);
+		return TFS_E_NOMEM;
+	}
+	ho->started = true;
+	return TFS_E_OK;
+}
+
+/* Waits for the sink to finish every set and stops the thread; returns
+ * the sink's failure, if any, with its message. */
+static enum tfs_err handoff_stop(struct ingest *in, struct tfs_diag *d)
+{
+	struct handoff *ho = &in->ho;
+	enum tfs_err e;
+
+	if (!ho->started)
+		return TFS_E_OK;
+	pthread_mutex_lock(&ho->lock);
+	ho->done = true;
+	pthread_cond_broadcast(&ho->cond);
+	pthread_mutex_unlock(&ho->lock);
+	pthread_join(ho->thread, NULL);
+	pthread_cond_destroy(&ho->cond);
+	pthread_mutex_destroy(&ho->lock);
+	ho->started = false;
+	e = ho->err;
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&ho->diag));
+	return TFS_E_OK;
+}
+
+/* Gives the current set to the sink thread and continues in the other
+ * once the sink is done with it. */
+static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
+{
+	struct handoff *ho = &in->ho;
+	uint64_t n = in->rows_in_batch;
+	unsigned k = in->cur;
+	enum tfs_err e;
+
+	if (n == 0)
+		return TFS_E_OK;
+	for (size_t i = 0; i < in->col_num; i++) {
+		struct col *c = &in->cols[i];
+		struct tfs_column *bc = &in->batch_cols[k][i];
+
+		if (c->var) {
+			uint64_t end = c->data[k].len;
+
+			memcpy(c->offsets[k].data + n * sizeof(uint64_t), &end, sizeof(end));
+		}
+		*bc = (struct tfs_column){
+			.name = c->name,
+			.type = c->type,
+			.cell_val_num = c->cell_val_num,
+			.var = c->var,
+			.nullable = c->nullable,
+			.is_dim = c->is_dim,
+			.data = c->data[k].data,
+			.data_len = c->fast ? n * c->cell_size : c->data[k].len,
+			.offsets = c->var ? (const uint64_t *)(const void *)c->offsets[k].data
+					  : NULL,
+			.validity = c->nullable ? c->validity[k].data : NULL,
+		};
+	}
+	in->batch[k] = (struct tfs_batch){.cell_num = n, .column_num = in->col_num,
+					  .columns = in->batch_cols[k]};
+	in->run->rows += n;
+	in->rows_in_batch = 0;
+	pthread_mutex_lock(&ho->lock);
+	ho->full[k] = true;
+	pthread_cond_broadcast(&ho->cond);
+	k ^= 1;
+	while (ho->full[k])
+		pthread_cond_wait(&ho->cond, &ho->lock);
+	e = ho->err;
+	pthread_mutex_unlock(&ho->lock);
+	if (e)
+		return handoff_stop(in, d);
+	in->cur = k;
+	for (size_t i = 0; i < in->col_num; i++)
+		if (!in->cols[i].fast)
+			in->cols[i].data[k].len = 0;
+	return TFS_E_OK;
+}
+
+static void report(struct ingest *in)
+{
+	struct tfs__ingest_run *run = in->run;
+
+	if (run->progress) {
+		struct tfs_ingest_progress p = {
+			.bytes_done = tfs__csv_offset(&in->lx),
+			.bytes_total = in->lx.size,
+			.rows = run->rows,
+		};
+
+		run->progress(&p, run->progress_arg);
+	}
+}
+
+enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
+			     const struct tfs__ingest_sink *sink,
+			     struct tfs_diag *d)
+{
+	struct ingest in = {.run = run, .s = run->schema};
+	bool empty, got;
+	enum tfs_err e, e2;
+
+	run->rows = 0;
+	in.batch_rows = run->batch_rows ? run->batch_rows : DEFAULT_BATCH_ROWS;
+	if ((e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d)))
+		return e;
+	if ((e = read_header(&in, &empty, d)) || empty)
+		goto out;
+	if ((e = handoff_start(&in, sink))) {
+		e = nomem(&in, d);
+		goto out;
+	}
+	for (;;) {
+		if ((e = tfs__csv_next(&in.lx, &got, d)))
+			break;
+		if (!got)
+			break;
+		if ((e = parse_row(&in, d)))
+			break;
+		if (in.rows_in_batch == in.batch_rows) {
+			if ((e = flush(&in, d)))
+				break;
+			report(&in);
+		}
+	}
+	if (!e)
+		e = flush(&in, d);
+	/* After a parse failure the sink's own failure (if any) is not
+	 * reported: the first problem of the file is. */
+	e2 = handoff_stop(&in, e ? NULL : d);
+	if (!e)
+		e = e2;
+	if (!e)
+		report(&in);
+out:
+	ingest_release(&in);
+	return e;
+}

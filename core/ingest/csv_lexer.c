@@ -1,0 +1,352 @@
+/* A streaming RFC 4180 tokenizer: the file is read in large blocks and
+ * handed out one record at a time, never held whole. Quoted fields may
+ * hold commas, line breaks and escaped quotes (""); records end with LF,
+ * CRLF or a lone CR; a UTF-8 byte order mark at the start is skipped and
+ * blank lines are ignored. A record is tokenized only once it is whole in
+ * the buffer, so the fields point into the buffer with no copy; one that
+ * straddles a block boundary is moved to the front and scanned again. */
+#include "ingest_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tfs_alloc.h"
+
+/* Characters that end an unquoted field's fast scan. */
+static const bool stop_unquoted[256] = {
+	[','] = true, ['\n'] = true, ['\r'] = true, ['"'] = true,
+};
+
+static void lexer_init(struct tfs__csv_lexer *lx, const char *name,
+		       size_t block)
+{
+	memset(lx, 0, sizeof(*lx));
+	lx->fd = -1;
+	lx->name = name;
+	lx->block = block ? block : TFS__CSV_BLOCK;
+	lx->line = 1;
+}
+
+enum tfs_err tfs__csv_open(struct tfs__csv_lexer *lx, const char *path,
+			   const char *name, size_t block, struct tfs_diag *d)
+{
+	struct stat st;
+
+	lexer_init(lx, name ? name : path, block);
+	lx->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lx->fd < 0)
+		return tfs_fail(d, errno == ENOENT ? TFS_E_NOT_FOUND : TFS_E_IO,
+				"%s: cannot open: %s", lx->name, strerror(errno));
+	if (fstat(lx->fd, &st) == 0 && S_ISREG(st.st_mode))
+		lx->size = (uint64_t)st.st_size;
+#ifdef POSIX_FADV_SEQUENTIAL
+	(void)posix_fadvise(lx->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	return TFS_E_OK;
+}
+
+void tfs__csv_open_mem(struct tfs__csv_lexer *lx, const void *mem, size_t len,
+		       const char *name, size_t block)
+{
+	lexer_init(lx, name, block);
+	lx->mem = mem;
+	lx->mem_len = len;
+	lx->size = len;
+}
+
+void tfs__csv_close(struct tfs__csv_lexer *lx)
+{
+	if (lx->fd >= 0)
+		close(lx->fd);
+	tfs_free(lx->buf);
+	tfs_free(lx->fields);
+	memset(lx, 0, sizeof(*lx));
+	lx->fd = -1;
+}
+
+uint64_t tfs__csv_offset(const struct tfs__csv_lexer *lx)
+{
+	return lx->buf_offset + lx->pos;
+}
+
+enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
+			   struct tfs_diag *d, enum tfs_err code,
+			   uint64_t line, size_t col, const char *fmt, ...)
+{
+	char why[224];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (col == 0)
+		return tfs_fail(d, code, "%s: line %" PRIu64 ": %s", lx->name,
+				line, why);
+	if (col <= lx->col_num && lx->col_names)
+		return tfs_fail(d, code, "%s: line %" PRIu64 ", column %zu ('%s'): %s",
+				lx->name, line, col, lx->col_names[col - 1], why);
+	return tfs_fail(d, code, "%s: line %" PRIu64 ", column %zu: %s", lx->name,
+			line, col, why);
+}
+
+/* Moves the unread bytes to the front and reads one more block (growing
+ * the buffer when a record fills it). Sets lx->eof when nothing is left. */
+static enum tfs_err refill(struct tfs__csv_lexer *lx, struct tfs_diag *d)
+{
+	size_t keep = lx->len - lx->pos;
+
+	if (lx->pos) {
+		memmove(lx->buf, lx->buf + lx->pos, keep);
+		lx->buf_offset += lx->pos;
+		lx->pos = 0;
+		lx->len = keep;
+	}
+	if (lx->cap - lx->len < lx->block) {
+		size_t cap = lx->cap ? lx->cap : lx->block;
+		uint8_t *nb;
+
+		while (cap - keep < lx->block)
+			cap *= 2;
+		if (keep > TFS__CSV_RECORD_MAX)
+			return tfs__csv_fail(lx, d, TFS_E_INVALID, lx->line, 0,
+					     "record longer than %zu MiB (an unterminated quote?)",
+					     TFS__CSV_RECORD_MAX >> 20);
+		nb = tfs_realloc(lx->buf, cap);
+		if (!nb)
+			return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
+		lx->buf = nb;
+		lx->cap = cap;
+	}
+	size_t want = lx->cap - lx->len;
+
+	if (want > lx->block)
+		want = lx->block;
+	if (lx->fd < 0) {
+		size_t n = lx->mem_len - lx->mem_pos;
+
+		if (n > want)
+			n = want;
+		if (n)
+			memcpy(lx->buf + lx->len, lx->mem + lx->mem_pos, n);
+		lx->mem_pos += n;
+		lx->len += n;
+		if (n == 0)
+			lx->eof = true;
+		return TFS_E_OK;
+	}
+	for (;;) {
+		ssize_t n = read(lx->fd, lx->buf + lx->len, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return tfs_fail(d, TFS_E_IO, "%s: read: %s", lx->name,
+					strerror(errno));
+		lx->len += (size_t)n;
+		if (n == 0)
+			lx->eof = true;
+		return TFS_E_OK;
+	}
+}
+
+static enum tfs_err add_field(struct tfs__csv_lexer *lx, const uint8_t *p,
+			      size_t len, bool quoted, uint64_t line,
+			      struct tfs_diag *d)
+{
+	if (lx->field_num == lx->field_cap) {
+		size_t cap = lx->field_cap ? 2 * lx->field_cap : 16;
+		struct tfs__csv_field *nf;
+
+		nf = tfs_reallocn(lx->fields, cap, sizeof(*nf));
+		if (!nf)
+			return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
+		lx->fields = nf;
+		lx->field_cap = cap;
+	}
+	lx->fields[lx->field_num++] = (struct tfs__csv_field){
+		.p = p, .len = len, .quoted = quoted, .esc = false, .line = line};
+	return TFS_E_OK;
+}
+
+/* Outcome of scanning one record in the buffer. */
+enum scan { SCAN_DONE, SCAN_MORE, SCAN_FAIL };
+
+/* Turns "" into " inside a quoted field, in place (it only shrinks). */
+static size_t unescape(uint8_t *p, size_t len)
+{
+	size_t w = 0;
+
+	for (size_t r = 0; r < len; r++) {
+		p[w++] = p[r];
+		if (p[r] == '"')
+			r++; /* the second quote of the pair */
+	}
+	return w;
+}
+
+/* Scans the record at lx->pos. SCAN_MORE: the buffer ends before the
+ * record does and more may come. On SCAN_DONE the fields are set and
+ * lx->pos / lx->line are past the record. */
+static enum scan scan_record(struct tfs__csv_lexer *lx, enum tfs_err *err,
+			     struct tfs_diag *d)
+{
+	uint8_t *buf = lx->buf;
+	size_t i = lx->pos, end = lx->len;
+	uint64_t line = lx->line;
+
+	lx->field_num = 0;
+	lx->record_line = line;
+	for (;;) {
+		size_t col = lx->field_num + 1;
+		uint64_t fline = line;
+
+		if (i < end && buf[i] == '"') {
+			size_t start = i + 1, j = start;
+			bool esc = false;
+
+			for (;;) {
+				const uint8_t *q = memchr(buf + j, '"', end - j);
+				size_t stop = q ? (size_t)(q - buf) : end;
+
+				for (const uint8_t *nl = memchr(buf + j, '\n', stop - j);
+				     nl; nl = memchr(nl + 1, '\n', (size_t)(buf + stop - nl - 1)))
+					line++;
+				/* A lone CR inside quotes is also a line break. */
+				for (size_t k = j; k < stop; k++)
+					if (buf[k] == '\r' && (k + 1 >= end || buf[k + 1] != '\n'))
+						line++;
+				if (!q) {
+					if (!lx->eof)
+						return SCAN_MORE;
+					*err = tfs__csv_fail(lx, d, TFS_E_INVALID, fline, col,
+							     "quoted field not closed before the end of the file");
+					return SCAN_FAIL;
+				}
+				j = stop + 1;
+				if (j == end && !lx->eof)
+					return SCAN_MORE;
+				if (j < end && buf[j] == '"') {
+					esc = true;
+					j++;
+					continue;
+				}
+				break;
+			}
+			/* Escaped quotes are undone once the record is whole:
+			 * a rescan after a refill must see the original bytes. */
+			if ((*err = add_field(lx, buf + start, j - 1 - start, true,
+					      fline, d)))
+				return SCAN_FAIL;
+			lx->fields[lx->field_num - 1].esc = esc;
+			i = j;
+			if (i < end && buf[i] != ',' && buf[i] != '\n' && buf[i] != '\r') {
+				*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
+						     "character after a closing quote (a quote inside a field must be doubled)");
+				return SCAN_FAIL;
+			}
+		} else {
+			size_t start = i;
+
+			while (i < end && !stop_unquoted[buf[i]])
+				i++;
+			if (i < end && buf[i] == '"') {
+				*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
+						     "quote inside an unquoted field (quote the whole field and double the quote)");
+				return SCAN_FAIL;
+			}
+			if (i == end && !lx->eof)
+				return SCAN_MORE;
+			if ((*err = add_field(lx, buf + start, i - start, false, fline, d)))
+				return SCAN_FAIL;
+		}
+		/* buf[i] is a separator, a line end, or i == end at EOF. */
+		if (i < end && buf[i] == ',') {
+			i++;
+			continue;
+		}
+		if (i < end && buf[i] == '\r') {
+			if (i + 1 == end && !lx->eof)
+				return SCAN_MORE;
+			i++;
+			if (i < end && buf[i] == '\n')
+				i++;
+			line++;
+		} else if (i < end) {
+			i++;
+			line++;
+		}
+		for (size_t k = 0; k < lx->field_num; k++) {
+			struct tfs__csv_field *f = &lx->fields[k];
+
+			if (f->esc)
+				f->len = unescape(buf + (f->p - buf), f->len);
+		}
+		lx->pos = i;
+		lx->line = line;
+		return SCAN_DONE;
+	}
+}
+
+enum tfs_err tfs__csv_next(struct tfs__csv_lexer *lx, bool *got,
+			   struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	*got = false;
+	lx->field_num = 0;
+	for (;;) {
+		/* Enough bytes for the BOM and blank-line checks. */
+		if (lx->len - lx->pos < 3 && !lx->eof) {
+			if ((e = refill(lx, d)))
+				return e;
+			continue;
+		}
+		if (!lx->started) {
+			lx->started = true;
+			if (lx->len - lx->pos >= 3 &&
+			    memcmp(lx->buf + lx->pos, "\xef\xbb\xbf", 3) == 0) {
+				lx->pos += 3;
+				continue;
+			}
+		}
+		if (lx->pos == lx->len && lx->eof)
+			return TFS_E_OK;
+		/* Blank lines. */
+		if (lx->buf[lx->pos] == '\n') {
+			lx->pos++;
+			lx->line++;
+			continue;
+		}
+		if (lx->buf[lx->pos] == '\r') {
+			lx->pos++;
+			if (lx->pos < lx->len && lx->buf[lx->pos] == '\n')
+				lx->pos++;
+			lx->line++;
+			continue;
+		}
+		break;
+	}
+	for (;;) {
+		size_t pos = lx->pos;
+		uint64_t line = lx->line;
+		enum scan s = scan_record(lx, &e, d);
+
+		if (s == SCAN_DONE) {
+			*got = true;
+			return TFS_E_OK;
+		}
+		if (s == SCAN_FAIL)
+			return e;
+		/* Scanned again from its start once more bytes are in. */
+		lx->pos = pos;
+		lx->line = line;
+		if ((e = refill(lx, d)))
+			return e;
+	}
+}

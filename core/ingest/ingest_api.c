@@ -1,0 +1,175 @@
+/* The public CSV entry points (tfs_write.h): the rows-to-batches engine
+ * feeding a fragment writer, which commits only after the last row, so a
+ * bad row anywhere leaves the array as it was. Batches are handed to the
+ * writer on a second thread while the next batch is parsed. */
+#include "ingest_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tfs_alloc.h"
+#include "tilefs/tilefs.h"
+
+struct writer_sink {
+	struct tfs_writer *w;
+	const char *name;
+};
+
+/* The writer names the field and the line; the file name is added. */
+static enum tfs_err writer_append(void *ctx, const struct tfs_batch *b,
+				  const uint64_t *tags, struct tfs_diag *d)
+{
+	struct writer_sink *ws = ctx;
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	e = tfs_writer_append(ws->w, b, tags, &wd);
+	if (e)
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+static enum tfs_err writer_commit(struct writer_sink *ws,
+				  struct tfs_write_result *r, struct tfs_diag *d)
+{
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	e = tfs_writer_commit(ws->w, r, &wd);
+	if (e)
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+static void write_opts(struct tfs_write_opts *wo, const struct tfs_ingest_opts *opts)
+{
+	memset(wo, 0, sizeof(*wo));
+	if (opts)
+		*wo = opts->write;
+	if (!wo->tag_word)
+		wo->tag_word = "line";
+}
+
+/* True when the file exists and holds no bytes (SPEC §6: commits
+ * nothing, not an error). */
+static bool empty_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+static enum tfs_err ingest(const char *array_path, const char *csv_path,
+			   const struct tfs_ingest_opts *opts, bool no_dims,
+			   enum tfs_write_layout layout, const struct tfs_range *box,
+			   struct tfs_ingest_result *result, struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct writer_sink ws = {.name = opts && opts->display_name ? opts->display_name
+								   : csv_path};
+	struct tfs__ingest_run run = {
+		.csv_path = csv_path,
+		.display_name = ws.name,
+		.no_dims = no_dims,
+		.progress = opts ? opts->progress : NULL,
+		.progress_arg = opts ? opts->progress_arg : NULL,
+	};
+	struct tfs__ingest_sink sink = {.append = writer_append, .ctx = &ws};
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	write_opts(&wo, opts);
+	tfs_diag_init(&wd);
+	if ((e = tfs_writer_open(array_path, &wo, layout, box, &ws.w, &wd)))
+		return tfs_fail(d, e, "%s: %s", ws.name, tfs_diag_msg(&wd));
+	run.schema = tfs_writer_schema(ws.w);
+	if ((e = tfs__ingest_run(&run, &sink, d)))
+		goto out;
+	if ((e = writer_commit(&ws, &result->write, d)))
+		goto out;
+	result->rows = run.rows;
+out:
+	tfs_writer_free(ws.w);
+	return e;
+}
+
+enum tfs_err tfs_ingest_csv(const char *array_path, const char *csv_path,
+			    const struct tfs_ingest_opts *opts,
+			    struct tfs_ingest_result *result,
+			    struct tfs_diag *d)
+{
+	memset(result, 0, sizeof(*result));
+	if (empty_file(csv_path))
+		return TFS_E_OK;
+	return ingest(array_path, csv_path, opts, false, TFS_WRITE_UNORDERED, NULL,
+		      result, d);
+}
+
+/* Removes a folder tree made by tfs_ingest_csv_new after a failure. */
+static void remove_tree(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_stat st;
+
+	if (v->ops->stat(v, path, &st, NULL) || !st.exists)
+		return;
+	if (st.is_dir && !tfs_vfs_list(v, path, &l, NULL)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *child = tfs_path_join(path, l.names[i]);
+
+			if (child)
+				remove_tree(v, child);
+			tfs_free(child);
+		}
+		tfs_dirlist_release(&l);
+	}
+	(void)v->ops->remove(v, path, NULL);
+}
+
+enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
+				const struct tfs_ingest_opts *opts,
+				struct tfs_ingest_result *result,
+				struct tfs_diag *d)
+{
+	const char *name = opts && opts->display_name ? opts->display_name : csv_path;
+	struct tfs_write_opts wo;
+	struct tfs_schema s;
+	struct tfs_vfs *posix = NULL, *v;
+	struct tfs_diag wd;
+	uint64_t rows, lo = 0, hi;
+	enum tfs_err e;
+
+	memset(result, 0, sizeof(*result));
+	write_opts(&wo, opts);
+	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0, d)))
+		return e;
+	tfs_diag_init(&wd);
+	if ((e = tfs_array_create(array_path, &s, &wo, &wd))) {
+		tfs_schema_release(&s);
+		return tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&wd));
+	}
+	tfs_schema_release(&s);
+	result->created = true;
+	if (rows == 0)
+		return TFS_E_OK;
+	hi = rows - 1;
+	struct tfs_range box = {.lo = (const uint8_t *)&lo, .hi = (const uint8_t *)&hi,
+				.lo_len = 8, .hi_len = 8};
+
+	e = ingest(array_path, csv_path, opts, true, TFS_WRITE_DENSE_BOX, &box, result, d);
+	if (!e)
+		return TFS_E_OK;
+	/* The new array goes with the failed write. */
+	v = wo.vfs;
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v)
+		remove_tree(v, array_path);
+	tfs_vfs_free(posix);
+	result->created = false;
+	return e;
+}

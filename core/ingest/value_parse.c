@@ -1,0 +1,726 @@
+/* Values from CSV text, the inverse of the text forms of SPEC §4:
+ * decimal integers with range checks, floats correctly rounded (nan, inf,
+ * -inf too), bool as true/false/0/1, ISO-8601 UTC dates and times at the
+ * unit of each DATETIME_* / TIME_* type, strings as their bytes, blobs as
+ * hex, and several values of one cell separated by one space.
+ *
+ * Integers and the common short decimals take hand-written paths with no
+ * allocation; a float the fast path cannot round exactly goes to
+ * strtod/strtof, which round correctly. */
+#include "ingest_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfs_datatype.h"
+
+/* ---- Integers ------------------------------------------------------------ */
+
+/* [+-]digits into a magnitude; false on syntax or overflow of 64 bits. */
+static bool parse_digits(const uint8_t *p, size_t len, bool *neg, uint64_t *mag,
+			 bool *overflow)
+{
+	size_t i = 0;
+	uint64_t v = 0;
+
+	*neg = false;
+	*overflow = false;
+	if (i < len && (p[i] == '-' || p[i] == '+'))
+		*neg = p[i++] == '-';
+	if (i == len)
+		return false;
+	for (; i < len; i++) {
+		unsigned c = (unsigned)p[i] - '0';
+
+		if (c > 9)
+			return false;
+		if (v > (UINT64_MAX - c) / 10)
+			*overflow = true;
+		v = v * 10 + c;
+	}
+	*mag = v;
+	return true;
+}
+
+static void store_le(void *dst, uint64_t v, size_t size)
+{
+	uint8_t *o = dst;
+
+	for (size_t k = 0; k < size; k++)
+		o[k] = (uint8_t)(v >> (8 * k));
+}
+
+static enum tfs_err parse_int(uint8_t type, const uint8_t *p, size_t len,
+			      void *dst, const char **why)
+{
+	size_t size = tfs_datatype_size(type);
+	bool neg, overflow;
+	uint64_t mag;
+
+	if (!parse_digits(p, len, &neg, &mag, &overflow)) {
+		*why = "not an integer";
+		return TFS_E_INVALID;
+	}
+	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED) {
+		uint64_t max = size == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * size)) - 1;
+
+		if (overflow || (neg && mag) || mag > max) {
+			*why = "integer out of the type's range";
+			return TFS_E_RANGE;
+		}
+		store_le(dst, mag, size);
+		return TFS_E_OK;
+	}
+	uint64_t lim = UINT64_C(1) << (8 * size - 1); /* |min| */
+
+	if (overflow || (neg ? mag > lim : mag >= lim)) {
+		*why = "integer out of the type's range";
+		return TFS_E_RANGE;
+	}
+	store_le(dst, neg ? (uint64_t)0 - mag : mag, size);
+	return TFS_E_OK;
+}
+
+/* ---- Floats -------------------------------------------------------------- */
+
+static bool ieq(const uint8_t *p, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (len != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = p[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (uint8_t)(c - 'A' + 'a');
+		if (c != (uint8_t)word[i])
+			return false;
+	}
+	return true;
+}
+
+static const double pow10_exact[] = {
+	1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+static const float pow10f_exact[] = {
+	1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f,
+};
+
+static enum tfs_err parse_float(uint8_t type, const uint8_t *p, size_t len,
+				void *dst, const char **why)
+{
+	size_t i = 0;
+	bool neg = false, any = false;
+	uint64_t m = 0;
+	int digits = 0;     /* significant digits in m */
+	int64_t exp10 = 0;  /* value = m * 10^exp10 (when digits fit) */
+	bool exact = true;  /* m holds every significant digit */
+
+	if (i < len && (p[i] == '-' || p[i] == '+'))
+		neg = p[i++] == '-';
+	if (ieq(p + i, len - i, "nan") || ieq(p + i, len - i, "inf") ||
+	    ieq(p + i, len - i, "infinity")) {
+		bool nan = (p[i] | 0x20) == 'n';
+
+		if (type == TFS_FLOAT32) {
+			float f = nan ? NAN : (neg ? -INFINITY : INFINITY);
+
+			memcpy(dst, &f, sizeof(f));
+		} else {
+			double v = nan ? NAN : (neg ? -INFINITY : INFINITY);
+
+			memcpy(dst, &v, sizeof(v));
+		}
+		return TFS_E_OK;
+	}
+	for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
+		any = true;
+		if (m == 0 && p[i] == '0')
+			continue;
+		if (digits < 19) {
+			m = m * 10 + (uint64_t)(p[i] - '0');
+			digits++;
+		} else {
+			exp10++;
+			if (p[i] != '0')
+				exact = false;
+		}
+	}
+	if (i < len && p[i] == '.') {
+		i++;
+		for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
+			any = true;
+			if (m == 0 && p[i] == '0') {
+				exp10--;
+				continue;
+			}
+			if (digits < 19) {
+				m = m * 10 + (uint64_t)(p[i] - '0');
+				digits++;
+				exp10--;
+			} else if (p[i] != '0') {
+				exact = false;
+			}
+		}
+	}
+	if (!any)
+		goto bad;
+	if (i < len && (p[i] == 'e' || p[i] == 'E')) {
+		bool eneg = false;
+		int64_t e = 0;
+
+		i++;
+		if (i < len && (p[i] == '-' || p[i] == '+'))
+			eneg = p[i++] == '-';
+		if (i == len)
+			goto bad;
+		for (; i < len && p[i] >= '0' && p[i] <= '9'; i++)
+			if (e < 100000)
+				e = e * 10 + (p[i] - '0');
+		exp10 += eneg ? -e : e;
+	}
+	if (i != len)
+		goto bad;
+	if (m == 0) {
+		if (type == TFS_FLOAT32) {
+			float f = neg ? -0.0f : 0.0f;
+
+			memcpy(dst, &f, sizeof(f));
+		} else {
+			double v = neg ? -0.0 : 0.0;
+
+			memcpy(dst, &v, sizeof(v));
+		}
+		return TFS_E_OK;
+	}
+	/* Exact operands and one rounding: correctly rounded. */
+	if (exact && type == TFS_FLOAT64 && m <= (UINT64_C(1) << 53) &&
+	    exp10 >= -22 && exp10 <= 22) {
+		double v = (double)m;
+
+		v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
+		if (neg)
+			v = -v;
+		memcpy(dst, &v, sizeof(v));
+		return TFS_E_OK;
+	}
+	if (exact && type == TFS_FLOAT32 && m <= (UINT64_C(1) << 24) &&
+	    exp10 >= -10 && exp10 <= 10) {
+		float f = (float)m;
+
+		f = exp10 < 0 ? f / pow10f_exact[-exp10] : f * pow10f_exact[exp10];
+		if (neg)
+			f = -f;
+		memcpy(dst, &f, sizeof(f));
+		return TFS_E_OK;
+	}
+	/* The syntax is checked: strtod sees only a plain decimal. */
+	char text[512];
+	char *end;
+
+	if (len >= sizeof(text)) {
+		*why = "number longer than 511 characters";
+		return TFS_E_INVALID;
+	}
+	memcpy(text, p, len);
+	text[len] = '\0';
+	errno = 0;
+	if (type == TFS_FLOAT32) {
+		float f = strtof(text, &end);
+
+		if (isinf(f)) {
+			*why = "number out of the range of FLOAT32";
+			return TFS_E_RANGE;
+		}
+		memcpy(dst, &f, sizeof(f));
+	} else {
+		double v = strtod(text, &end);
+
+		if (isinf(v)) {
+			*why = "number out of the range of FLOAT64";
+			return TFS_E_RANGE;
+		}
+		memcpy(dst, &v, sizeof(v));
+	}
+	return TFS_E_OK;
+bad:
+	*why = "not a number";
+	return TFS_E_INVALID;
+}
+
+/* ---- Dates and times ----------------------------------------------------- */
+
+/* Days from 1970-01-01 of a proleptic Gregorian date: count in 400-year
+ * eras starting in March, so the leap day is the last of its year. */
+int64_t tfs__days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t yy = m <= 2 ? y - 1 : y;
+	int64_t era = (yy >= 0 ? yy : yy - 399) / 400;
+	int64_t yoe = yy - era * 400;
+	int64_t mp = m > 2 ? (int64_t)m - 3 : (int64_t)m + 9;
+	int64_t doy = (153 * mp + 2) / 5 + (int64_t)d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+
+	return era * 146097 + doe - 719468;
+}
+
+static bool leap(int64_t y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static unsigned month_days(int64_t y, unsigned m)
+{
+	static const unsigned days[12] = {31, 28, 31, 30, 31, 30,
+					  31, 31, 30, 31, 30, 31};
+
+	return m == 2 && leap(y) ? 29 : days[m - 1];
+}
+
+/* Exactly n digits at p[*i] (n <= 18). */
+static bool fixed_digits(const uint8_t *p, size_t len, size_t *i, unsigned n,
+			 int64_t *out)
+{
+	int64_t v = 0;
+
+	if (len - *i < n)
+		return false;
+	for (unsigned k = 0; k < n; k++) {
+		unsigned c = (unsigned)p[*i + k] - '0';
+
+		if (c > 9)
+			return false;
+		v = v * 10 + c;
+	}
+	*i += n;
+	*out = v;
+	return true;
+}
+
+typedef __int128 i128;
+
+#define ATTO INT64_C(1000000000000000000)
+
+/* A date/time text: the date's fields (month, day default 1), and the
+ * time of day in attoseconds with the zone applied. */
+struct iso_time {
+	int64_t year;
+	unsigned month, day;
+	bool has_month, has_day, has_time;
+	i128 atto;       /* since the day's midnight, zone applied */
+	int frac_digits; /* of the seconds, -1 without seconds */
+};
+
+/* YYYY[-MM[-DD[(T| )HH[:MM[:SS[.f...]]][Z|+HH:MM|-HH:MM]]]] */
+static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
+{
+	size_t i = 0;
+	bool neg = false;
+	int64_t v;
+
+	memset(t, 0, sizeof(*t));
+	t->month = t->day = 1;
+	t->frac_digits = -1;
+	if (i < len && (p[i] == '-' || p[i] == '+'))
+		neg = p[i++] == '-';
+	{
+		size_t s = i;
+		int64_t y = 0;
+
+		/* Four digits; more only after a sign (ISO-8601 expanded
+		 * years), so a plain number is never read as a year. */
+		while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 12)
+			y = y * 10 + (p[i++] - '0');
+		if (i - s < 4 || (i - s > 4 && s == 0))
+			return false;
+		t->year = neg ? -y : y;
+	}
+	if (i == len)
+		return true;
+	if (p[i++] != '-' || !fixed_digits(p, len, &i, 2, &v) || v < 1 || v > 12)
+		return false;
+	t->month = (unsigned)v;
+	t->has_month = true;
+	if (i == len)
+		return true;
+	if (p[i++] != '-' || !fixed_digits(p, len, &i, 2, &v) || v < 1 ||
+	    v > month_days(t->year, t->month))
+		return false;
+	t->day = (unsigned)v;
+	t->has_day = true;
+	if (i == len)
+		return true;
+	if (p[i] != 'T' && p[i] != 't' && p[i] != ' ')
+		return false;
+	i++;
+	t->has_time = true;
+	int64_t h, mi = 0, s = 0;
+	i128 frac = 0;
+
+	if (!fixed_digits(p, len, &i, 2, &h) || h > 24)
+		return false;
+	if (i < len && p[i] == ':') {
+		i++;
+		if (!fixed_digits(p, len, &i, 2, &mi) || mi > 59)
+			return false;
+		if (i < len && p[i] == ':') {
+			i++;
+			if (!fixed_digits(p, len, &i, 2, &s) || s > 60)
+				return false;
+			t->frac_digits = 0;
+			if (i < len && (p[i] == '.' || p[i] == ',')) {
+				i128 scale = ATTO;
+
+				i++;
+				if (i == len || p[i] < '0' || p[i] > '9')
+					return false;
+				while (i < len && p[i] >= '0' && p[i] <= '9') {
+					if (t->frac_digits >= 18)
+						return false;
+					scale /= 10;
+					frac += scale * (p[i++] - '0');
+					t->frac_digits++;
+				}
+			}
+		}
+	}
+	if (h == 24 && (mi || s || frac))
+		return false;
+	/* A leap second (:60) counts as the next second, like POSIX time. */
+	t->atto = ((i128)h * 3600 + mi * 60 + s) * ATTO + frac;
+	if (i < len && (p[i] == 'Z' || p[i] == 'z')) {
+		i++;
+	} else if (i < len && (p[i] == '+' || p[i] == '-')) {
+		bool zneg = p[i++] == '-';
+		int64_t zh, zm = 0;
+
+		if (!fixed_digits(p, len, &i, 2, &zh) || zh > 23)
+			return false;
+		if (i < len && p[i] == ':')
+			i++;
+		if (i < len && !fixed_digits(p, len, &i, 2, &zm))
+			return false;
+		if (zm > 59)
+			return false;
+		i128 off = ((i128)zh * 3600 + zm * 60) * ATTO;
+
+		/* Local time = UTC + offset. */
+		t->atto += zneg ? off : -off;
+	}
+	return i == len;
+}
+
+int tfs__datetime_precision(const uint8_t *p, size_t len)
+{
+	struct iso_time t;
+
+	if (!parse_iso(p, len, &t) || !t.has_day)
+		return -1;
+	if (!t.has_time)
+		return 0;
+	return 1 + (t.frac_digits > 0 ? t.frac_digits : 0);
+}
+
+/* Attoseconds per unit of DATETIME_HR..DATETIME_AS and TIME_HR..TIME_AS. */
+static const i128 unit_atto[] = {
+	(i128)3600 * ATTO, (i128)60 * ATTO, ATTO,
+	INT64_C(1000000000000000), INT64_C(1000000000000), INT64_C(1000000000),
+	INT64_C(1000000), INT64_C(1000), INT64_C(1),
+};
+
+static enum tfs_err store_units(i128 total, i128 per_unit, void *dst,
+				const char **why)
+{
+	i128 q = total / per_unit;
+
+	if (total % per_unit) {
+		*why = "not a whole number of the type's unit";
+		return TFS_E_RANGE;
+	}
+	if (q > INT64_MAX || q < INT64_MIN) {
+		*why = "date/time out of the type's range";
+		return TFS_E_RANGE;
+	}
+	int64_t v = (int64_t)q;
+
+	memcpy(dst, &v, sizeof(v));
+	return TFS_E_OK;
+}
+
+static enum tfs_err parse_datetime(uint8_t type, const uint8_t *p, size_t len,
+				   void *dst, const char **why)
+{
+	struct iso_time t;
+	int64_t days, v;
+
+	if (!parse_iso(p, len, &t)) {
+		*why = "not an ISO-8601 date/time";
+		return TFS_E_INVALID;
+	}
+	days = tfs__days_from_civil(t.year, t.month, t.day);
+	i128 total = ((i128)days * 86400) * ATTO + t.atto;
+
+	switch (type - TFS_DATETIME_YEAR) {
+	case 0: /* YEAR */
+	case 1: /* MONTH */
+		if (total != (i128)tfs__days_from_civil(t.year, t.month, 1) * 86400 *
+				     ATTO ||
+		    (type == TFS_DATETIME_YEAR && t.month != 1)) {
+			*why = "not a whole number of the type's unit";
+			return TFS_E_RANGE;
+		}
+		v = t.year - 1970;
+		if (type != TFS_DATETIME_YEAR)
+			v = v * 12 + (int64_t)t.month - 1;
+		memcpy(dst, &v, sizeof(v));
+		return TFS_E_OK;
+	case 2: /* WEEK */
+		return store_units(total, (i128)7 * 86400 * ATTO, dst, why);
+	case 3: /* DAY */
+		return store_units(total, (i128)86400 * ATTO, dst, why);
+	default:
+		return store_units(total, unit_atto[type - TFS_DATETIME_YEAR - 4],
+				   dst, why);
+	}
+}
+
+/* [-]H+[:MM[:SS[.f]]]: a time of day, or a duration past it. */
+static enum tfs_err parse_time(uint8_t type, const uint8_t *p, size_t len,
+			       void *dst, const char **why)
+{
+	size_t i = 0, s;
+	bool neg = false;
+	i128 h = 0, total;
+	int64_t mi = 0, sec = 0;
+	i128 frac = 0;
+
+	if (i < len && (p[i] == '-' || p[i] == '+'))
+		neg = p[i++] == '-';
+	s = i;
+	while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 20)
+		h = h * 10 + (p[i++] - '0');
+	if (i == s)
+		goto bad;
+	if (i < len && p[i] == ':') {
+		i++;
+		if (!fixed_digits(p, len, &i, 2, &mi) || mi > 59)
+			goto bad;
+		if (i < len && p[i] == ':') {
+			i++;
+			if (!fixed_digits(p, len, &i, 2, &sec) || sec > 59)
+				goto bad;
+			if (i < len && p[i] == '.') {
+				i128 scale = ATTO;
+				int n = 0;
+
+				i++;
+				if (i == len)
+					goto bad;
+				while (i < len && p[i] >= '0' && p[i] <= '9') {
+					if (n++ >= 18)
+						goto bad;
+					scale /= 10;
+					frac += scale * (p[i++] - '0');
+				}
+			}
+		}
+	}
+	if (i != len)
+		goto bad;
+	total = (h * 3600 + mi * 60 + sec) * ATTO + frac;
+	if (neg)
+		total = -total;
+	return store_units(total, unit_atto[type - TFS_TIME_HR], dst, why);
+bad:
+	*why = "not a time (HH:MM:SS.fff)";
+	return TFS_E_INVALID;
+}
+
+/* ---- Dispatch ------------------------------------------------------------ */
+
+enum tfs_err tfs__value_parse(uint8_t type, const uint8_t *p, size_t len,
+			      void *dst, const char **why)
+{
+	if (type >= TFS_DATETIME_YEAR && type <= TFS_DATETIME_AS)
+		return parse_datetime(type, p, len, dst, why);
+	if (type >= TFS_TIME_HR && type <= TFS_TIME_AS)
+		return parse_time(type, p, len, dst, why);
+	if (type == TFS_BOOL) {
+		uint8_t b;
+
+		if (ieq(p, len, "true") || (len == 1 && p[0] == '1'))
+			b = 1;
+		else if (ieq(p, len, "false") || (len == 1 && p[0] == '0'))
+			b = 0;
+		else {
+			*why = "not a bool (true, false, 1 or 0)";
+			return TFS_E_INVALID;
+		}
+		memcpy(dst, &b, 1);
+		return TFS_E_OK;
+	}
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED:
+	case TFS_CLASS_UNSIGNED:
+		return parse_int(type, p, len, dst, why);
+	case TFS_CLASS_FLOAT:
+		return parse_float(type, p, len, dst, why);
+	default:
+		*why = "not a numeric type";
+		return TFS_E_INVALID;
+	}
+}
+
+bool tfs__utf8_valid(const uint8_t *p, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t c = p[i];
+		size_t n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if (len - i <= n)
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates, past U+10FFFF. */
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+static int hex_value(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
+			     const uint8_t *p, size_t len, struct tfs_buf *out,
+			     const char **why)
+{
+	size_t size = tfs_datatype_size(type);
+	enum tfs_err e;
+
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_STRING:
+		if (type == TFS_STRING_ASCII) {
+			for (size_t i = 0; i < len; i++) {
+				if (p[i] >= 0x80) {
+					*why = "not ASCII";
+					return TFS_E_INVALID;
+				}
+			}
+		} else if (type == TFS_STRING_UTF8 && !tfs__utf8_valid(p, len)) {
+			*why = "not valid UTF-8";
+			return TFS_E_INVALID;
+		}
+		if (len % size) {
+			*why = "byte count not a whole number of characters";
+			return TFS_E_INVALID;
+		}
+		if (cell_val_num != TFS_VAR_NUM && len != (size_t)cell_val_num * size) {
+			*why = "wrong number of characters for the attribute's cell_val_num";
+			return TFS_E_INVALID;
+		}
+		return tfs_buf_append(out, p, len) ? TFS_E_NOMEM : TFS_E_OK;
+	case TFS_CLASS_BYTES: {
+		size_t n = len / 2, at = out->len;
+
+		if (len % 2) {
+			*why = "odd number of hex digits";
+			return TFS_E_INVALID;
+		}
+		if (cell_val_num != TFS_VAR_NUM && n != (size_t)cell_val_num * size) {
+			*why = "wrong number of bytes for the attribute's cell_val_num";
+			return TFS_E_INVALID;
+		}
+		if (tfs_buf_setlen(out, at + n))
+			return TFS_E_NOMEM;
+		for (size_t i = 0; i < n; i++) {
+			int hi = hex_value(p[2 * i]), lo = hex_value(p[2 * i + 1]);
+
+			if (hi < 0 || lo < 0) {
+				out->len = at;
+				*why = "not hex";
+				return TFS_E_INVALID;
+			}
+			out->data[at + i] = (uint8_t)(hi << 4 | lo);
+		}
+		return TFS_E_OK;
+	}
+	default:
+		break;
+	}
+	/* Numbers: values separated by one space. */
+	size_t at = out->len, count = 0, i = 0;
+
+	while (i < len || (count == 0 && cell_val_num != TFS_VAR_NUM)) {
+		const uint8_t *sp = memchr(p + i, ' ', len - i);
+		size_t n = sp ? (size_t)(sp - (p + i)) : len - i;
+
+		if (tfs_buf_reserve(out, size)) {
+			out->len = at;
+			return TFS_E_NOMEM;
+		}
+		if (n == 0) {
+			*why = len ? "values must be separated by one space"
+				   : "empty value";
+			out->len = at;
+			return TFS_E_INVALID;
+		}
+		if ((e = tfs__value_parse(type, p + i, n, out->data + out->len, why))) {
+			out->len = at;
+			return e;
+		}
+		out->len += size;
+		count++;
+		i += n;
+		if (sp) {
+			i++;
+			if (i == len) {
+				*why = "values must be separated by one space";
+				out->len = at;
+				return TFS_E_INVALID;
+			}
+		}
+	}
+	if (cell_val_num != TFS_VAR_NUM && count != cell_val_num) {
+		*why = cell_val_num == 1 ? "one value expected"
+					 : "wrong number of values for the attribute's cell_val_num";
+		out->len = at;
+		return TFS_E_INVALID;
+	}
+	return TFS_E_OK;
+}

@@ -1,0 +1,186 @@
+/* Leftovers of crashed writes (format/write.md §3): fragment folders with
+ * no commit file, untouched for longer than a grace period, and the spill
+ * files of this process's writers. Nothing else is ever removed. */
+#include "write_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tfs_alloc.h"
+#include "tilefs/tilefs.h"
+
+static bool has_name(const struct tfs_dirlist *l, const char *name)
+{
+	for (size_t i = 0; i < l->count; i++)
+		if (!strcmp(l->names[i], name))
+			return true;
+	return false;
+}
+
+/* Newest modification time of a folder and the files in it. */
+static int64_t newest_mtime(struct tfs_vfs *vfs, const char *dir,
+			    const struct tfs_stat *st)
+{
+	struct tfs_dirlist l;
+	struct tfs_diag d;
+	int64_t m = st->mtime_ns;
+
+	tfs_diag_init(&d);
+	if (tfs_vfs_list(vfs, dir, &l, &d))
+		return m;
+	for (size_t i = 0; i < l.count; i++) {
+		char *p = tfs_path_join(dir, l.names[i]);
+		struct tfs_stat fs;
+
+		if (p && !tfs_vfs_stat(vfs, p, &fs, &d) && fs.exists &&
+		    fs.mtime_ns > m)
+			m = fs.mtime_ns;
+		tfs_free(p);
+	}
+	tfs_dirlist_release(&l);
+	return m;
+}
+
+/* Folders in dir that look like fragments (timestamped, versioned names)
+ * and have no commit: `commits` lists the commit folder, `suffix` is the
+ * commit file's extension. */
+static enum tfs_err sweep(struct tfs_vfs *vfs, const char *dir,
+			  const struct tfs_dirlist *commits, const char *suffix,
+			  uint64_t grace_ms, unsigned *removed,
+			  struct tfs_diag *d)
+{
+	struct tfs_dirlist l;
+	struct tfs_diag ld;
+	int64_t now = (int64_t)tfs__now_ms() * 1000000;
+	enum tfs_err e;
+
+	tfs_diag_init(&ld);
+	e = tfs_vfs_list(vfs, dir, &l, &ld);
+	if (e == TFS_E_NOT_FOUND)
+		return TFS_E_OK;
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+	for (size_t i = 0; i < l.count; i++) {
+		struct tfs_name_info ni;
+		struct tfs_stat st;
+		char cname[256], *p;
+		const char *n = l.names[i];
+
+		if (strncmp(n, "__", 2) || strchr(n, '.') ||
+		    tfs_name_parse(n, &ni) || !ni.uuid[0] || ni.version < 5)
+			continue;
+		snprintf(cname, sizeof(cname), "%s%s", n, suffix);
+		if (has_name(commits, cname))
+			continue;
+		p = tfs_path_join(dir, n);
+		if (!p) {
+			tfs_dirlist_release(&l);
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		}
+		if (!tfs_vfs_stat(vfs, p, &st, &ld) && st.exists && st.is_dir &&
+		    now - newest_mtime(vfs, p, &st) >=
+			    (int64_t)grace_ms * 1000000) {
+			tfs__remove_tree(vfs, p);
+			if (removed)
+				(*removed)++;
+		}
+		tfs_free(p);
+	}
+	tfs_dirlist_release(&l);
+	return TFS_E_OK;
+}
+
+static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
+{
+	struct tfs_vfs *posix;
+	struct tfs_dirlist l;
+	struct tfs_diag d;
+	char prefix[64];
+	const char *dir = opts ? opts->spill_dir : NULL;
+
+	if (!dir)
+		dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	if (tfs_vfs_posix_new(&posix))
+		return;
+	tfs_diag_init(&d);
+	snprintf(prefix, sizeof(prefix), "tfs-spill-%ld-", (long)getpid());
+	if (!tfs_vfs_list(posix, dir, &l, &d)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *p;
+
+			if (strncmp(l.names[i], prefix, strlen(prefix)))
+				continue;
+			p = tfs_path_join(dir, l.names[i]);
+			if (p && !posix->ops->remove(posix, p, &d) && removed)
+				(*removed)++;
+			tfs_free(p);
+		}
+		tfs_dirlist_release(&l);
+	}
+	tfs_vfs_free(posix);
+}
+
+enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *opts,
+			       uint64_t grace_ms, unsigned *removed,
+			       struct tfs_diag *d)
+{
+	struct tfs_vfs *vfs = opts ? opts->vfs : NULL, *own = NULL;
+	struct tfs_dirlist commits, root;
+	char *cdir = NULL, *fdir = NULL;
+	enum tfs_err e;
+	struct tfs_diag ld;
+
+	if (removed)
+		*removed = 0;
+	if (!path)
+		return tfs_fail(d, TFS_E_INVALID, "cleanup: no path");
+	if (!vfs) {
+		if ((e = tfs_vfs_posix_new(&own)))
+			return tfs_fail(d, e, "storage: %s", tfs_strerror(e));
+		vfs = own;
+	}
+	memset(&commits, 0, sizeof(commits));
+	memset(&root, 0, sizeof(root));
+	cdir = tfs_path_join(path, "__commits");
+	fdir = tfs_path_join(path, "__fragments");
+	if (!cdir || !fdir) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	/* Only array folders: one with __schema/ or __array_schema.tdb. */
+	if ((e = tfs_vfs_list(vfs, path, &root, d)))
+		goto out;
+	if (!has_name(&root, "__schema") && !has_name(&root, "__array_schema.tdb")) {
+		e = tfs_fail(d, TFS_E_NOT_ARRAY, "'%s' is not an array", path);
+		goto out;
+	}
+	tfs_diag_init(&ld);
+	e = tfs_vfs_list(vfs, cdir, &commits, &ld);
+	if (e && e != TFS_E_NOT_FOUND) {
+		tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+		goto out;
+	}
+	/* A consolidated commit file (.con) may commit fragments that have
+	 * no .wrt of their own: leave every fragment alone then. */
+	for (size_t i = 0; i < commits.count; i++)
+		if (strstr(commits.names[i], ".con")) {
+			e = TFS_E_OK;
+			goto out;
+		}
+	if ((e = sweep(vfs, fdir, &commits, ".wrt", grace_ms, removed, d)) ||
+	    (e = sweep(vfs, path, &root, ".ok", grace_ms, removed, d)))
+		goto out;
+	sweep_spill(opts, removed);
+out:
+	tfs_dirlist_release(&commits);
+	tfs_dirlist_release(&root);
+	tfs_free(cdir);
+	tfs_free(fdir);
+	if (own)
+		tfs_vfs_free(own);
+	return e;
+}

@@ -1,0 +1,121 @@
+/* Array metadata writes (format/metadata.md §3): one new file
+ * `__meta/__<t>_<t>_<uuid>` with the entries sorted by key, t after every
+ * timestamp in the folder, written as `.tmp` and renamed into place. */
+#include "write_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+#include "tfs_datatype.h"
+#include "tilefs/tilefs.h"
+
+static int kv_cmp(const void *a, const void *b)
+{
+	const struct tfs_meta_kv *x = a, *y = b;
+
+	return tfs_bytes_cmp(x->key, x->key_len, y->key, y->key_len);
+}
+
+enum tfs_err tfs_array_metadata_write(const char *path,
+				      const struct tfs_meta_kv *entries,
+				      size_t count,
+				      const struct tfs_write_opts *opts,
+				      struct tfs_diag *d)
+{
+	struct tfs_vfs *vfs = opts ? opts->vfs : NULL, *own = NULL;
+	const uint8_t *key = opts ? opts->key : NULL;
+	struct tfs_meta_kv *sorted = NULL;
+	struct tfs_meta_file mf;
+	struct tfs_buf payload, tile;
+	char uuid[33], name[96], *mdir = NULL, *file = NULL, *tmp = NULL;
+	uint64_t t, max, now;
+	enum tfs_err e;
+
+	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
+	tfs_buf_init(&tile, TFS_BUF_NO_MAX);
+	if (!path || (count && !entries))
+		return tfs_fail(d, TFS_E_INVALID, "metadata: no path or entries");
+	if (count == 0)
+		return TFS_E_OK;
+	if (!vfs) {
+		if ((e = tfs_vfs_posix_new(&own)))
+			return tfs_fail(d, e, "storage: %s", tfs_strerror(e));
+		vfs = own;
+	}
+	sorted = tfs_mallocn(count, sizeof(*sorted));
+	if (!sorted) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(sorted, entries, count * sizeof(*sorted));
+	for (size_t i = 0; i < count; i++) {
+		const struct tfs_meta_kv *kv = &sorted[i];
+
+		if (!kv->key || (!kv->deleted && (kv->type == TFS_ANY ||
+						  !tfs_datatype_valid(kv->type) ||
+						  (kv->value_num && !kv->value)))) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "metadata: entry %zu is invalid", i);
+			goto out;
+		}
+	}
+	qsort(sorted, count, sizeof(*sorted), kv_cmp);
+	for (size_t i = 1; i < count; i++)
+		if (!kv_cmp(&sorted[i - 1], &sorted[i])) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "metadata: key '%.*s' given twice",
+				     (int)(sorted[i].key_len > 64 ? 64
+								  : sorted[i].key_len),
+				     sorted[i].key);
+			goto out;
+		}
+	mf.entries = sorted;
+	mf.count = count;
+	if ((e = tfs_meta_file_serialize(&payload, &mf))) {
+		tfs_fail(d, e, "metadata: %s", tfs_strerror(e));
+		goto out;
+	}
+	if ((e = tfs_generic_tile_encode(&tile, payload.data, payload.len, key, d)))
+		goto out;
+	if ((e = tfs__max_timestamp(vfs, path, true, &max, d)))
+		goto out;
+	now = tfs__now_ms();
+	t = max >= now ? max + 1 : now;
+	if ((e = tfs__uuid(uuid))) {
+		tfs_fail(d, e, "no random bytes");
+		goto out;
+	}
+	snprintf(name, sizeof(name), "__%" PRIu64 "_%" PRIu64 "_%s", t, t, uuid);
+	mdir = tfs_path_join(path, "__meta");
+	file = mdir ? tfs_path_join(mdir, name) : NULL;
+	tmp = file ? tfs_malloc(strlen(file) + 5) : NULL;
+	if (!tmp) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(tmp, strlen(file) + 5, "%s.tmp", file);
+	if ((e = vfs->ops->mkdir(vfs, mdir, d)))
+		goto out;
+	if ((e = tfs__write_file(vfs, tmp, tile.data, tile.len, d)) ||
+	    (e = vfs->ops->rename(vfs, tmp, file, d)) ||
+	    (e = vfs->ops->fsync(vfs, mdir, d))) {
+		struct tfs_diag ld;
+
+		tfs_diag_init(&ld);
+		(void)vfs->ops->remove(vfs, tmp, &ld);
+		(void)vfs->ops->remove(vfs, file, &ld);
+	}
+out:
+	tfs_free(sorted);
+	tfs_free(mdir);
+	tfs_free(file);
+	tfs_free(tmp);
+	tfs_buf_release(&payload);
+	tfs_buf_release(&tile);
+	if (own)
+		tfs_vfs_free(own);
+	return e;
+}

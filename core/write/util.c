@@ -1,0 +1,116 @@
+/* Small helpers of the writer: random uuids, the clock, the greatest
+ * timestamp already used in an array folder (format/write.md §2), durable
+ * whole-file writes, and removing a staged folder. */
+#include "write_internal.h"
+
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "tfs_alloc.h"
+
+enum tfs_err tfs__uuid(char buf[33])
+{
+	unsigned char raw[16];
+	static const char hex[] = "0123456789abcdef";
+
+	if (RAND_bytes(raw, sizeof(raw)) != 1)
+		return TFS_E_INTERNAL;
+	for (int i = 0; i < 16; i++) {
+		buf[2 * i] = hex[raw[i] >> 4];
+		buf[2 * i + 1] = hex[raw[i] & 15];
+	}
+	buf[32] = '\0';
+	return TFS_E_OK;
+}
+
+uint64_t tfs__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static enum tfs_err max_in(struct tfs_vfs *vfs, const char *dir, uint64_t *max,
+			   struct tfs_diag *d)
+{
+	struct tfs_dirlist l;
+	struct tfs_diag ld;
+	enum tfs_err e;
+
+	tfs_diag_init(&ld);
+	e = tfs_vfs_list(vfs, dir, &l, &ld);
+	if (e == TFS_E_NOT_FOUND)
+		return TFS_E_OK;
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+	for (size_t i = 0; i < l.count; i++) {
+		struct tfs_name_info ni;
+
+		if (tfs_name_parse(l.names[i], &ni))
+			continue;
+		if (ni.t1 > *max)
+			*max = ni.t1;
+		if (ni.t2 > *max)
+			*max = ni.t2;
+	}
+	tfs_dirlist_release(&l);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,
+				bool meta, uint64_t *out, struct tfs_diag *d)
+{
+	static const char *const subs[] = { "__fragments", "__commits",
+					    "__meta" };
+	enum tfs_err e;
+
+	*out = 0;
+	if ((e = max_in(vfs, path, out, d)))
+		return e;
+	for (size_t i = 0; i < (meta ? 3u : 2u); i++) {
+		char *dir = tfs_path_join(path, subs[i]);
+
+		if (!dir)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		e = max_in(vfs, dir, out, d);
+		tfs_free(dir);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
+void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)
+{
+	struct tfs_dirlist l;
+	struct tfs_diag d;
+	struct tfs_stat st;
+
+	tfs_diag_init(&d);
+	if (tfs_vfs_stat(vfs, path, &st, &d) || !st.exists)
+		return;
+	if (st.is_dir && !tfs_vfs_list(vfs, path, &l, &d)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *p = tfs_path_join(path, l.names[i]);
+
+			if (p)
+				tfs__remove_tree(vfs, p);
+			tfs_free(p);
+		}
+		tfs_dirlist_release(&l);
+	}
+	(void)vfs->ops->remove(vfs, path, &d);
+}
+
+enum tfs_err tfs__write_file(struct tfs_vfs *vfs, const char *path,
+			     const void *data, size_t len, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if ((e = vfs->ops->write(vfs, path, data, len, d)))
+		return e;
+	return vfs->ops->fsync(vfs, path, d);
+}

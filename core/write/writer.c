@@ -1,0 +1,870 @@
+/* The public fragment writer (tfs_write.h): opens the array for the schema
+ * in force, checks and stages appended cells (sort.c), and at commit picks
+ * the fragment kind, name and format version (format/write.md §1–2),
+ * streams the sorted cells through the tile writer into a staged folder,
+ * and commits last (write.md §3). Any failure removes the staged folder. */
+#include "write_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+#include "tfs_bytes.h"
+#include "tfs_datatype.h"
+#include "tfs_fragment.h"
+#include "tilefs/tilefs.h"
+
+struct tfs_writer {
+	struct tfs_vfs *vfs;
+	struct tfs_vfs *own_vfs;
+	struct tfs_pool *pool, *own_pool;
+	unsigned threads;
+	char *path;
+	struct tfs_arraydir *ad;
+	const struct tfs_schema *s;
+	uint32_t version; /* W */
+	struct tfs_write_opts o;
+	uint8_t key[32];
+	bool has_key;
+	enum tfs_write_layout layout;
+	struct tfs__field *fields;
+	uint32_t field_num, D, A;
+	struct tfs__order order;
+	struct tfs__sorter *sorter;
+	bool failed;
+	bool committed;
+	/* Dense arrays: box of DENSE_BOX, or the bounding box of the cells
+	 * so far (offsets from the domain's low end). */
+	uint64_t boxlo[128], boxhi[128];
+	uint8_t boxbytes[2][128][8];
+	uint64_t box_cells; /* cells of the box (DENSE_BOX) */
+	uint64_t appended;
+	int *colmap;        /* field -> batch column, per append */
+};
+
+static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
+{
+	if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
+		return (uint64_t)tfs_value_as_i64(dm->type, v) -
+		       (uint64_t)tfs_value_as_i64(dm->type, dm->domain[0]);
+	return tfs_value_as_u64(dm->type, v) -
+	       tfs_value_as_u64(dm->type, dm->domain[0]);
+}
+
+const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w)
+{
+	return w->s;
+}
+
+void tfs_writer_free(struct tfs_writer *w)
+{
+	if (!w)
+		return;
+	tfs__sorter_free(w->sorter);
+	if (w->ad)
+		tfs_arraydir_close(w->ad);
+	tfs_free(w->fields);
+	tfs_free(w->colmap);
+	tfs_free(w->path);
+	if (w->own_pool)
+		tfs_pool_free(w->own_pool);
+	if (w->own_vfs)
+		tfs_vfs_free(w->own_vfs);
+	tfs_free(w);
+}
+
+static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
+				   const uint8_t *v, uint64_t len,
+				   const char *what, uint64_t tag,
+				   struct tfs_diag *d);
+
+static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
+			      struct tfs_diag *d)
+{
+	const struct tfs_schema *s = w->s;
+	enum tfs_err e;
+
+	w->box_cells = 1;
+	for (uint32_t k = 0; k < s->dim_num; k++) {
+		const struct tfs_dim *dm = &s->dims[k];
+		size_t sz = tfs_datatype_size(dm->type);
+		uint64_t n;
+
+		if (!box[k].lo || !box[k].hi)
+			return tfs_fail(d, TFS_E_INVALID,
+					"box: dimension '%s' has no range",
+					dm->name);
+		if ((e = check_value_in(w, k, box[k].lo, sz, "box", 0, d)) ||
+		    (e = check_value_in(w, k, box[k].hi, sz, "box", 0, d)))
+			return e;
+		if (tfs_value_cmp(dm->type, box[k].lo, box[k].hi) > 0)
+			return tfs_fail(d, TFS_E_INVALID,
+					"box: dimension '%s': low above high",
+					dm->name);
+		w->boxlo[k] = dim_off(dm, box[k].lo);
+		w->boxhi[k] = dim_off(dm, box[k].hi);
+		memcpy(w->boxbytes[0][k], box[k].lo, sz);
+		memcpy(w->boxbytes[1][k], box[k].hi, sz);
+		n = w->boxhi[k] - w->boxlo[k] + 1;
+		if (n == 0 || w->box_cells > UINT64_MAX / n)
+			return tfs_fail(d, TFS_E_INVALID, "box: too many cells");
+		w->box_cells *= n;
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts,
+			     enum tfs_write_layout layout,
+			     const struct tfs_range *box,
+			     struct tfs_writer **out, struct tfs_diag *d)
+{
+	struct tfs_write_opts dflt;
+	struct tfs_writer *w;
+	struct tfs_arraydir_opts ao;
+	const struct tfs_schema *s;
+	struct tfs__sort_opts so;
+	enum tfs_err e;
+	const char *spill;
+
+	*out = NULL;
+	if (!opts) {
+		memset(&dflt, 0, sizeof(dflt));
+		opts = &dflt;
+	}
+	if (!path)
+		return tfs_fail(d, TFS_E_INVALID, "writer: no array path");
+	w = tfs_callocn(1, sizeof(*w));
+	if (!w)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	w->o = *opts;
+	w->layout = layout;
+	w->path = tfs_strdup(path);
+	if (!w->path) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_fail;
+	}
+	/* No trailing slashes in names we build. */
+	for (size_t n = strlen(w->path); n > 1 && w->path[n - 1] == '/'; n--)
+		w->path[n - 1] = '\0';
+	if (opts->key) {
+		memcpy(w->key, opts->key, 32);
+		w->has_key = true;
+	}
+	w->vfs = opts->vfs;
+	if (!w->vfs) {
+		if ((e = tfs_vfs_posix_new(&w->own_vfs))) {
+			tfs_fail(d, e, "writer: storage: %s", tfs_strerror(e));
+			goto out_fail;
+		}
+		w->vfs = w->own_vfs;
+	}
+	memset(&ao, 0, sizeof(ao));
+	ao.key = w->has_key ? w->key : NULL;
+	ao.t1 = UINT64_MAX;
+	if ((e = tfs_arraydir_open(w->vfs, w->path, &ao, &w->ad, d)))
+		goto out_fail;
+	s = w->s = w->ad->schema;
+	if (s->version < 5 && s->version >= 1) {
+		/* A v1–4 schema has no dimension slots in its version; the
+		 * fragment would be v23 with a schema that TileDB rewrites on
+		 * open. */
+		e = tfs_fail(d, TFS_E_UNSUPPORTED,
+			     "array '%s': writing to format version %" PRIu32
+			     " arrays is not supported",
+			     path, s->version);
+		goto out_fail;
+	}
+	w->version = s->version >= 7 ? s->version : 23;
+	if (s->dim_num > 128) {
+		e = tfs_fail(d, TFS_E_UNSUPPORTED, "array '%s': too many dimensions",
+			     path);
+		goto out_fail;
+	}
+	for (uint32_t i = 0; i < s->attr_num; i++) {
+		const struct tfs_pipeline *p = &s->attrs[i].filters;
+
+		for (uint32_t k = 0; k < p->count; k++)
+			if (p->filters[k].type == TFS_FILTER_DEPRECATED) {
+				e = tfs_fail(d, TFS_E_UNSUPPORTED,
+					     "attribute '%s': filter '%s' has no "
+					     "encoder",
+					     s->attrs[i].name,
+					     tfs_filter_name(p->filters[k].type));
+				goto out_fail;
+			}
+	}
+	/* Fields: dimensions, then attributes. */
+	w->D = s->dim_num;
+	w->A = s->attr_num;
+	w->field_num = w->D + w->A;
+	w->fields = tfs_callocn(w->field_num, sizeof(*w->fields));
+	w->colmap = tfs_callocn(w->field_num, sizeof(int));
+	if (!w->fields || !w->colmap) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_fail;
+	}
+	for (uint32_t k = 0; k < w->D; k++) {
+		struct tfs__field *f = &w->fields[k];
+		const struct tfs_dim *dm = &s->dims[k];
+
+		f->name = dm->name;
+		f->type = dm->type;
+		f->cell_val_num = dm->var ? TFS_VAR_NUM : 1;
+		f->var = dm->var;
+		f->is_dim = true;
+		f->index = k;
+		f->slot = w->A + 1 + k;
+		f->cell_size = tfs_datatype_size(dm->type);
+		f->filters = &dm->filters;
+	}
+	for (uint32_t i = 0; i < w->A; i++) {
+		struct tfs__field *f = &w->fields[w->D + i];
+		const struct tfs_attr *at = &s->attrs[i];
+
+		f->name = at->name;
+		f->type = at->type;
+		f->cell_val_num = at->cell_val_num;
+		f->var = at->var;
+		f->nullable = at->nullable;
+		f->index = i;
+		f->slot = i;
+		f->cell_size = f->var ? tfs_datatype_size(at->type)
+				      : tfs_attr_cell_size(at);
+		f->filters = &at->filters;
+	}
+	tfs__order_init(&w->order, s, w->fields);
+	if (layout == TFS_WRITE_DENSE_BOX) {
+		if (s->array_type != TFS_DENSE) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "array '%s': a box write needs a dense array",
+				     path);
+			goto out_fail;
+		}
+		if (!box) {
+			e = tfs_fail(d, TFS_E_INVALID, "box write without a box");
+			goto out_fail;
+		}
+		if ((e = check_box(w, box, d)))
+			goto out_fail;
+	} else if (layout != TFS_WRITE_UNORDERED) {
+		e = tfs_fail(d, TFS_E_INVALID, "unknown write layout");
+		goto out_fail;
+	}
+	w->threads = opts->threads ? opts->threads : tfs_cpu_count();
+	w->pool = opts->pool;
+	if (!w->pool) {
+		if ((e = tfs_pool_new(w->threads - 1, &w->own_pool))) {
+			tfs_fail(d, e, "writer: thread pool: %s", tfs_strerror(e));
+			goto out_fail;
+		}
+		w->pool = w->own_pool;
+	}
+	spill = opts->spill_dir;
+	if (!spill)
+		spill = getenv("TMPDIR");
+	if (!spill || !*spill)
+		spill = "/tmp";
+	memset(&so, 0, sizeof(so));
+	so.order = &w->order;
+	so.fields = w->fields;
+	so.field_num = w->field_num;
+	so.memory = opts->memory ? opts->memory : (uint64_t)256 << 20;
+	so.spill_dir = spill;
+	so.check_dups = !s->allows_dups || s->array_type == TFS_DENSE;
+	so.dedup = opts->dedup;
+	so.tag_word = opts->tag_word;
+	if ((e = tfs__sorter_new(&so, &w->sorter))) {
+		tfs_fail(d, e, "out of memory");
+		goto out_fail;
+	}
+	for (uint32_t k = 0; k < w->D && layout == TFS_WRITE_UNORDERED; k++) {
+		w->boxlo[k] = UINT64_MAX;
+		w->boxhi[k] = 0;
+	}
+	*out = w;
+	return TFS_E_OK;
+
+out_fail:
+	tfs_writer_free(w);
+	return e;
+}
+
+/* ---- Append ---------------------------------------------------------------- */
+
+static const char *tag_word(const struct tfs_writer *w)
+{
+	return w->o.tag_word ? w->o.tag_word : "cell";
+}
+
+static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
+				   const uint8_t *v, uint64_t len,
+				   const char *what, uint64_t tag,
+				   struct tfs_diag *d)
+{
+	const struct tfs_dim *dm = &w->s->dims[k];
+	char where[64];
+
+	if (what)
+		snprintf(where, sizeof(where), "%s", what);
+	else
+		snprintf(where, sizeof(where), "%s %" PRIu64, tag_word(w), tag);
+	if (dm->var) {
+		if (w->s->has_current_domain) {
+			const struct tfs_range *r = &w->s->current_domain[k];
+
+			if (r->lo_len + r->hi_len > 0 &&
+			    (tfs_bytes_cmp(v, len, r->lo, r->lo_len) < 0 ||
+			     tfs_bytes_cmp(v, len, r->hi, r->hi_len) > 0))
+				return tfs_fail(d, TFS_E_INVALID,
+						"%s: dimension '%s': '%.*s' outside "
+						"the current domain",
+						where, dm->name,
+						(int)(len > 64 ? 64 : len), v);
+		}
+		return TFS_E_OK;
+	}
+	if (tfs_datatype_class(dm->type) == TFS_CLASS_FLOAT &&
+	    isnan(tfs_value_as_f64(dm->type, v)))
+		return tfs_fail(d, TFS_E_INVALID, "%s: dimension '%s': NaN",
+				where, dm->name);
+	if (tfs_value_cmp(dm->type, v, dm->domain[0]) < 0 ||
+	    tfs_value_cmp(dm->type, v, dm->domain[1]) > 0) {
+		char buf[64];
+
+		if (tfs_datatype_class(dm->type) == TFS_CLASS_FLOAT)
+			snprintf(buf, sizeof(buf), "%.17g",
+				 tfs_value_as_f64(dm->type, v));
+		else if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
+			snprintf(buf, sizeof(buf), "%" PRId64,
+				 tfs_value_as_i64(dm->type, v));
+		else
+			snprintf(buf, sizeof(buf), "%" PRIu64,
+				 tfs_value_as_u64(dm->type, v));
+		return tfs_fail(d, TFS_E_INVALID,
+				"%s: dimension '%s': %s outside the domain",
+				where, dm->name, buf);
+	}
+	if (w->s->has_current_domain) {
+		const struct tfs_range *r = &w->s->current_domain[k];
+
+		if (r->lo && r->hi &&
+		    (tfs_value_cmp(dm->type, v, r->lo) < 0 ||
+		     tfs_value_cmp(dm->type, v, r->hi) > 0))
+			return tfs_fail(d, TFS_E_INVALID,
+					"%s: dimension '%s': value outside the "
+					"current domain",
+					where, dm->name);
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err map_columns(struct tfs_writer *w, const struct tfs_batch *b,
+				struct tfs_diag *d)
+{
+	for (uint32_t f = 0; f < w->field_num; f++)
+		w->colmap[f] = -1;
+	for (size_t c = 0; c < b->column_num; c++) {
+		const struct tfs_column *col = &b->columns[c];
+		int hit = -1;
+
+		if (!col->name)
+			return tfs_fail(d, TFS_E_INVALID, "column %zu has no name",
+					c);
+		for (uint32_t f = 0; f < w->field_num; f++)
+			if (!strcmp(w->fields[f].name, col->name))
+				hit = (int)f;
+		if (hit < 0)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': no such field", col->name);
+		if (w->colmap[hit] >= 0)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s' given twice", col->name);
+		if (w->layout == TFS_WRITE_DENSE_BOX && w->fields[hit].is_dim)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': a box write takes "
+					"attributes only",
+					col->name);
+		w->colmap[hit] = (int)c;
+	}
+	for (uint32_t f = 0; f < w->field_num; f++) {
+		const struct tfs__field *fd = &w->fields[f];
+		const struct tfs_column *col;
+
+		if (w->colmap[f] < 0) {
+			if (fd->nullable ||
+			    (fd->is_dim && w->layout == TFS_WRITE_DENSE_BOX))
+				continue;
+			return tfs_fail(d, TFS_E_INVALID, "missing field '%s'",
+					fd->name);
+		}
+		col = &b->columns[w->colmap[f]];
+		if (col->type != fd->type || col->var != fd->var ||
+		    (!fd->var && col->cell_val_num != fd->cell_val_num))
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': type %s%s, field is %s%s",
+					col->name, tfs_datatype_name(col->type),
+					col->var ? " (var)" : "",
+					tfs_datatype_name(fd->type),
+					fd->var ? " (var)" : "");
+		if (b->cell_num && ((fd->var && (!col->offsets || !col->data)) ||
+				    (!fd->var && !col->data)))
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': no values", col->name);
+		if (!fd->var && col->data_len < b->cell_num * fd->cell_size)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': %" PRIu64 " bytes for %" PRIu64
+					" cells",
+					col->name, col->data_len, b->cell_num);
+	}
+	return TFS_E_OK;
+}
+
+static uint64_t cell_tag(const struct tfs_writer *w, const uint64_t *tags,
+			 uint64_t i)
+{
+	return tags ? tags[i] : w->appended + i + 1;
+}
+
+/* Checks the var values and validity of one column and appends it. */
+static enum tfs_err append_column(struct tfs_writer *w, uint32_t f,
+				  const struct tfs_batch *b,
+				  const uint64_t *tags, struct tfs_diag *d)
+{
+	struct tfs__cells *cells = tfs__sorter_cells(w->sorter);
+	struct tfs__col *dst = &cells->cols[f];
+	const struct tfs__field *fd = &w->fields[f];
+	uint64_t n = b->cell_num;
+	enum tfs_err e = TFS_E_OK;
+
+	if (w->colmap[f] < 0) {
+		/* Missing nullable attribute: null cells of zeros (one
+		 * zero element when var-size). */
+		for (uint64_t i = 0; i < n && !e; i++) {
+			if (fd->var) {
+				e = tfs_buf_append_u64(&dst->offs, dst->data.len);
+				if (!e)
+					e = tfs_buf_resize(&dst->data,
+							   dst->data.len +
+								   fd->cell_size);
+			} else {
+				e = tfs_buf_resize(&dst->data,
+						   dst->data.len + fd->cell_size);
+			}
+			if (!e)
+				e = tfs_buf_append_u8(&dst->valid, 0);
+		}
+		return e ? tfs_fail(d, e, "out of memory") : TFS_E_OK;
+	}
+	const struct tfs_column *col = &b->columns[w->colmap[f]];
+
+	if (fd->var) {
+		uint64_t es = fd->cell_size;
+
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t lo = col->offsets[i], hi = col->offsets[i + 1];
+
+			if (hi < lo || hi > col->data_len)
+				return tfs_fail(d, TFS_E_INVALID,
+						"%s %" PRIu64 ": field '%s': bad "
+						"offsets",
+						tag_word(w), cell_tag(w, tags, i),
+						fd->name);
+			if ((hi - lo) % es)
+				return tfs_fail(d, TFS_E_INVALID,
+						"%s %" PRIu64 ": field '%s': %" PRIu64
+						" bytes is no whole number of "
+						"values",
+						tag_word(w), cell_tag(w, tags, i),
+						fd->name, hi - lo);
+			if ((e = tfs_buf_append_u64(&dst->offs,
+						    dst->data.len + lo -
+							    col->offsets[0])))
+				return tfs_fail(d, e, "out of memory");
+		}
+		if (n && (e = tfs_buf_append(&dst->data,
+					     col->data + col->offsets[0],
+					     col->offsets[n] - col->offsets[0])))
+			return tfs_fail(d, e, "out of memory");
+	} else if (n && (e = tfs_buf_append(&dst->data, col->data,
+					    n * fd->cell_size))) {
+		return tfs_fail(d, e, "out of memory");
+	}
+	if (fd->nullable) {
+		if (col->validity)
+			e = tfs_buf_append(&dst->valid, col->validity, n);
+		else
+			for (uint64_t i = 0; i < n && !e; i++)
+				e = tfs_buf_append_u8(&dst->valid, 1);
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+	} else if (col->validity) {
+		for (uint64_t i = 0; i < n; i++)
+			if (!col->validity[i])
+				return tfs_fail(d, TFS_E_INVALID,
+						"%s %" PRIu64 ": field '%s' is not "
+						"nullable",
+						tag_word(w), cell_tag(w, tags, i),
+						fd->name);
+	}
+	return TFS_E_OK;
+}
+
+static void rollback(struct tfs__cells *c, const size_t *lens, uint64_t cells)
+{
+	size_t k = 0;
+
+	for (uint32_t f = 0; f < c->field_num; f++) {
+		c->cols[f].data.len = lens[k++];
+		c->cols[f].offs.len = lens[k++];
+		c->cols[f].valid.len = lens[k++];
+	}
+	c->keys.len = lens[k++];
+	c->tags.len = lens[k++];
+	c->cell_num = cells;
+}
+
+enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
+			       const uint64_t *tags, struct tfs_diag *d)
+{
+	struct tfs__cells *cells;
+	uint64_t n, base;
+	enum tfs_err e;
+
+	if (!w || !b)
+		return tfs_fail(d, TFS_E_INVALID, "writer: no batch");
+	if (w->failed || w->committed)
+		return tfs_fail(d, TFS_E_INVALID,
+				"writer: append after a failure or commit");
+	n = b->cell_num;
+	if (n == 0)
+		return TFS_E_OK;
+	if ((e = map_columns(w, b, d)))
+		goto out_fail;
+	if (w->layout == TFS_WRITE_DENSE_BOX && n > w->box_cells - w->appended) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "box of %" PRIu64 " cells: more cells given",
+			     w->box_cells);
+		goto out_fail;
+	}
+	cells = tfs__sorter_cells(w->sorter);
+	base = cells->cell_num;
+	/* Remember lengths, so that a refused batch leaves nothing behind. */
+	size_t lens[3 * 256 + 2], *lp = lens;
+	size_t *heap_lens = NULL;
+
+	if (3 * (size_t)cells->field_num + 2 > sizeof(lens) / sizeof(*lens)) {
+		heap_lens = tfs_mallocn(3 * (size_t)cells->field_num + 2,
+					sizeof(size_t));
+		if (!heap_lens) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out_fail;
+		}
+		lp = heap_lens;
+	}
+	{
+		size_t k = 0;
+
+		for (uint32_t f = 0; f < cells->field_num; f++) {
+			lp[k++] = cells->cols[f].data.len;
+			lp[k++] = cells->cols[f].offs.len;
+			lp[k++] = cells->cols[f].valid.len;
+		}
+		lp[k++] = cells->keys.len;
+		lp[k++] = cells->tags.len;
+	}
+	/* Dimensions: checked per cell; a box write computes them. */
+	for (uint32_t k = 0; k < w->D; k++) {
+		const struct tfs__field *fd = &w->fields[k];
+		struct tfs__col *dst = &cells->cols[k];
+
+		if (w->layout == TFS_WRITE_DENSE_BOX) {
+			const struct tfs_dim *dm = &w->s->dims[k];
+			size_t sz = (size_t)fd->cell_size;
+
+			if ((e = tfs_buf_reserve(&dst->data, n * sz))) {
+				tfs_fail(d, e, "out of memory");
+				goto out_rollback;
+			}
+			for (uint64_t i = 0; i < n; i++) {
+				/* Row-major over the box: index along k. */
+				uint64_t c = w->appended + i, idx = 0;
+
+				for (uint32_t m = w->D; m-- > 0;) {
+					uint64_t ext = w->boxhi[m] - w->boxlo[m] + 1;
+
+					if (m == k)
+						idx = c % ext;
+					c /= ext;
+				}
+				uint64_t v = tfs_value_as_u64(dm->type, dm->domain[0]) +
+					     w->boxlo[k] + idx;
+				if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
+					v = (uint64_t)tfs_value_as_i64(dm->type,
+								       dm->domain[0]) +
+					    w->boxlo[k] + idx;
+				tfs_put_uint(dst->data.data + dst->data.len, sz, v);
+				dst->data.len += sz;
+			}
+			continue;
+		}
+		if ((e = append_column(w, k, b, tags, d)))
+			goto out_rollback;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t len = fd->cell_size;
+			const uint8_t *v;
+
+			if (fd->var) {
+				v = tfs__var_cell(cells, k, base + i, &len);
+				/* The last cell's end is the data end only
+				 * once every cell is in; compute it here. */
+				len = (i + 1 < n ? tfs_get_u64(dst->offs.data +
+								(base + i + 1) * 8)
+						 : dst->data.len) -
+				      tfs_get_u64(dst->offs.data + (base + i) * 8);
+			} else {
+				v = dst->data.data + (base + i) * fd->cell_size;
+			}
+			if ((e = check_value_in(w, k, v, len, NULL,
+						cell_tag(w, tags, i), d)))
+				goto out_rollback;
+			if (w->s->array_type == TFS_DENSE) {
+				uint64_t off = dim_off(&w->s->dims[k], v);
+
+				bool first = w->appended == 0 && i == 0;
+
+				if (first || off < w->boxlo[k]) {
+					w->boxlo[k] = off;
+					memcpy(w->boxbytes[0][k], v, (size_t)len);
+				}
+				if (first || off > w->boxhi[k]) {
+					w->boxhi[k] = off;
+					memcpy(w->boxbytes[1][k], v, (size_t)len);
+				}
+			}
+		}
+	}
+	for (uint32_t f = w->D; f < w->field_num; f++)
+		if ((e = append_column(w, f, b, tags, d)))
+			goto out_rollback;
+	for (uint64_t i = 0; i < n; i++)
+		if ((e = tfs_buf_append_u64(&cells->tags, cell_tag(w, tags, i)))) {
+			tfs_fail(d, e, "out of memory");
+			goto out_rollback;
+		}
+	cells->cell_num += n;
+	if (w->order.hilbert) {
+		for (uint64_t i = 0; i < n; i++)
+			if ((e = tfs_buf_append_u64(
+				     &cells->keys,
+				     tfs__hilbert_key(&w->order, cells, base + i)))) {
+				tfs_fail(d, e, "out of memory");
+				goto out_rollback;
+			}
+	}
+	tfs_free(heap_lens);
+	w->appended += n;
+	if ((e = tfs__sorter_added(w->sorter, d)))
+		goto out_fail;
+	return TFS_E_OK;
+
+out_rollback:
+	rollback(cells, lp, base);
+	tfs_free(heap_lens);
+out_fail:
+	w->failed = true;
+	return e;
+}
+
+/* ---- Commit ---------------------------------------------------------------- */
+
+static enum tfs_err write_cells(struct tfs_writer *w, const char *dir,
+				bool dense, const struct tfs_range *box,
+				struct tfs_write_result *res, struct tfs_diag *d)
+{
+	struct tfs__tw_opts to;
+	struct tfs__tw *tw = NULL;
+	const struct tfs__cells *c;
+	uint64_t i;
+	enum tfs_err e;
+
+	memset(&to, 0, sizeof(to));
+	to.vfs = w->vfs;
+	to.dir = dir;
+	to.s = w->s;
+	to.fields = w->fields;
+	to.field_num = w->field_num;
+	to.version = w->version;
+	to.key = w->has_key ? w->key : NULL;
+	to.pool = w->pool;
+	to.jobs = 2 * w->threads;
+	to.dense = dense;
+	to.box = box;
+	if ((e = tfs__sorter_rewind(w->sorter, d)))
+		return e;
+	if ((e = w->vfs->ops->mkdir(w->vfs, dir, d)))
+		return e;
+	if ((e = tfs__tw_new(&to, &tw, d)))
+		return e;
+	for (;;) {
+		if ((e = tfs__sorter_next(w->sorter, &c, &i, d)))
+			goto out;
+		if (!c)
+			break;
+		if ((e = tfs__tw_add(tw, c, i, d)))
+			goto out;
+	}
+	if (dense && tfs__sorter_dropped(w->sorter)) {
+		/* Dropped duplicates leave the box short: not a dense
+		 * fragment after all. */
+		e = TFS_E_BUSY;
+		goto out;
+	}
+	e = tfs__tw_finish(tw, &res->bytes, &res->cell_num, d);
+out:
+	tfs__tw_free(tw);
+	return e;
+}
+
+enum tfs_err tfs_writer_commit(struct tfs_writer *w,
+			       struct tfs_write_result *res,
+			       struct tfs_diag *d)
+{
+	struct tfs_write_result dummy;
+	struct tfs_range box[128];
+	char uuid[33], *dir = NULL, *commit = NULL, *parent = NULL,
+			*cdir = NULL;
+	uint64_t total, t1, t2;
+	bool dense = false, commit_made = false;
+	const struct tfs_schema *s;
+	enum tfs_err e;
+
+	if (!res)
+		res = &dummy;
+	memset(res, 0, sizeof(*res));
+	if (!w)
+		return tfs_fail(d, TFS_E_INVALID, "writer: none");
+	if (w->failed || w->committed)
+		return tfs_fail(d, TFS_E_INVALID,
+				"writer: commit after a failure or commit");
+	s = w->s;
+	w->failed = true;
+	total = tfs__sorter_total(w->sorter);
+	if (total == 0) {
+		w->committed = true;
+		w->failed = false;
+		return TFS_E_OK;
+	}
+	if (w->layout == TFS_WRITE_DENSE_BOX) {
+		if (total != w->box_cells)
+			return tfs_fail(d, TFS_E_INVALID,
+					"box of %" PRIu64 " cells: %" PRIu64
+					" cells given",
+					w->box_cells, total);
+		dense = true;
+	} else if (s->array_type == TFS_DENSE) {
+		uint64_t vol = 1;
+
+		dense = true;
+		for (uint32_t k = 0; k < w->D && dense; k++) {
+			uint64_t n = w->boxhi[k] - w->boxlo[k] + 1;
+
+			if (n == 0 || vol > UINT64_MAX / n)
+				dense = false;
+			else
+				vol *= n;
+		}
+		dense = dense && vol == total;
+	}
+	for (uint32_t k = 0; k < w->D; k++) {
+		box[k].lo = w->boxbytes[0][k];
+		box[k].hi = w->boxbytes[1][k];
+		box[k].lo_len = box[k].hi_len = tfs_datatype_size(s->dims[k].type);
+	}
+	/* Timestamps (write.md §2). */
+	if (w->o.t1 || w->o.t2) {
+		t1 = w->o.t1;
+		t2 = w->o.t2 ? w->o.t2 : w->o.t1;
+	} else {
+		uint64_t max, now = tfs__now_ms();
+
+		if ((e = tfs__max_timestamp(w->vfs, w->path, false, &max, d)))
+			return e;
+		t1 = t2 = max >= now ? max + 1 : now;
+	}
+	if ((e = tfs__uuid(uuid)))
+		return tfs_fail(d, e, "no random bytes for a fragment name");
+	snprintf(res->name, sizeof(res->name), "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32,
+		 t1, t2, uuid, w->version);
+	res->t1 = t1;
+	res->t2 = t2;
+	if (w->version >= 12) {
+		parent = tfs_path_join(w->path, "__fragments");
+		cdir = tfs_path_join(w->path, "__commits");
+		if (cdir)
+			commit = tfs_path_join(cdir, res->name);
+	} else {
+		parent = tfs_strdup(w->path);
+		cdir = tfs_strdup(w->path);
+		commit = tfs_path_join(w->path, res->name);
+	}
+	dir = parent ? tfs_path_join(parent, res->name) : NULL;
+	if (!dir || !commit || !cdir) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	{
+		/* The commit file: "<name>.wrt" or "<name>.ok". */
+		size_t n = strlen(commit);
+		char *c2 = tfs_realloc(commit, n + 5);
+
+		if (!c2) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			goto out;
+		}
+		commit = c2;
+		memcpy(commit + n, w->version >= 12 ? ".wrt" : ".ok", 5);
+	}
+	if ((e = w->vfs->ops->mkdir(w->vfs, parent, d)) ||
+	    (e = w->vfs->ops->mkdir(w->vfs, cdir, d)))
+		goto out_remove;
+	e = write_cells(w, dir, dense, box, res, d);
+	if (e == TFS_E_BUSY) {
+		tfs__remove_tree(w->vfs, dir);
+		dense = false;
+		memset(&res->bytes, 0, sizeof(res->bytes));
+		e = write_cells(w, dir, false, box, res, d);
+	}
+	if (e)
+		goto out_remove;
+	res->dense = dense;
+	if ((e = w->vfs->ops->fsync(w->vfs, dir, d)) ||
+	    (e = w->vfs->ops->fsync(w->vfs, parent, d)))
+		goto out_remove;
+	/* Last: the commit file (write.md §3). */
+	commit_made = true;
+	if ((e = tfs__write_file(w->vfs, commit, "", 0, d)) ||
+	    (e = w->vfs->ops->fsync(w->vfs, cdir, d)))
+		goto out_remove;
+	w->committed = true;
+	w->failed = false;
+	goto out;
+
+out_remove:
+	if (commit_made) {
+		struct tfs_diag ld;
+
+		tfs_diag_init(&ld);
+		(void)w->vfs->ops->remove(w->vfs, commit, &ld);
+	}
+	tfs__remove_tree(w->vfs, dir);
+	memset(res, 0, sizeof(*res));
+out:
+	tfs_free(dir);
+	tfs_free(commit);
+	tfs_free(parent);
+	tfs_free(cdir);
+	return e;
+}

@@ -1,0 +1,32 @@
+/* Helpers of the writer's tests: reading every cell of an array into a
+ * comparable form, building schemas and batches. Failures are Criterion
+ * assertions. */
+#ifndef WRITE_TEST_UTIL_H
+#define WRITE_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfs_bytes.h"
+#include "tilefs/tilefs.h"
+
+/* Every cell of a read: one line per cell, fields separated by '|', each
+ * value in hex ("N" for a null). */
+struct wt_dump {
+	char **lines;
+	size_t n, cap;
+};
+
+void wt_dump_release(struct wt_dump *d);
+/* Reads all cells (subarray NULL = the non-empty domain). */
+void wt_read(struct tfs_array *a, const struct tfs_range *sub,
+	     struct wt_dump *out);
+/* Adds the cells of a batch. */
+void wt_dump_batch(struct wt_dump *out, const struct tfs_batch *b);
+/* Sorts the lines (to compare as sets). */
+void wt_dump_sort(struct wt_dump *d);
+void wt_expect_dump_eq(const struct wt_dump *got, const struct wt_dump *want);
+void wt_expect_same_cells(struct tfs_array *a, struct tfs_array *b);
+
+#endif
