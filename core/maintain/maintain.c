@@ -207,6 +207,13 @@ static enum tfs_err mt_write_file(const struct mt *m, const char *rel,
 		goto out;
 	}
 	e = m->vfs->ops->fsync(m->vfs, dir, d);
+	if (e) {
+		/* Callers take a failure to mean "nothing at rel". */
+		struct tfs_diag ignored;
+
+		tfs_diag_init(&ignored);
+		(void)m->vfs->ops->remove(m->vfs, final, &ignored);
+	}
 out:
 	tfs_free(final);
 	tfs_free(tmp);
@@ -1078,13 +1085,18 @@ out:
 	return e;
 }
 
-/* Takes back a committed fragment whose .vac could not be written. */
+/* Takes back a committed fragment whose .vac could not be written: the
+ * .vac if it is there after all, then the commit, then the folder. */
 static void uncommit(const struct mt *m, const char *name, uint32_t version)
 {
 	struct tfs_diag ignored;
 	char rel[512];
 
 	tfs_diag_init(&ignored);
+	snprintf(rel, sizeof(rel), version >= 12 ? "__commits/%s.vac" : "%s.vac",
+		 name);
+	if (mt_remove(m, rel, NULL, &ignored))
+		return;
 	snprintf(rel, sizeof(rel), version >= 12 ? "__commits/%s.wrt" : "%s.ok",
 		 name);
 	if (mt_remove(m, rel, NULL, &ignored))

@@ -14,6 +14,8 @@
 #include <tilefs/tilefs.h>
 
 #define CORPUS TFS_CORPUS_DIR
+/* 2100-01-01: later than every fragment the tests write. */
+#define FAR_FUTURE UINT64_C(4102444800000)
 
 static char *fmt(const char *f, ...) TFS_PRINTF(1, 2);
 static char *fmt(const char *f, ...)
@@ -97,6 +99,10 @@ static size_t count_files(struct tfs_vfs *v, const char *dir, const char *ext)
 
 /* The key arrays are opened with (the encrypted test sets it). */
 static const uint8_t *test_key;
+/* Whether snapshots hold the non-empty domain: consolidating a sparse
+ * array drops the cells that delete conditions removed, so its bounding
+ * box may shrink while every read stays the same. */
+static bool snap_ned = true;
 
 static int line_cmp(const void *a, const void *b)
 {
@@ -135,7 +141,7 @@ static char *snapshot(struct tfs_vfs *v, uint64_t ts)
 	s = tfs_array_schema(a);
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
 	tfs_buf_init(&line, TFS_BUF_NO_MAX);
-	if (tfs_array_non_empty_domain(a, ned)) {
+	if (snap_ned && tfs_array_non_empty_domain(a, ned)) {
 		for (uint32_t k = 0; k < s->dim_num; k++) {
 			cr_assert_eq(tfs_buf_printf(&out, "ned %u ", k),
 				     TFS_E_OK);
@@ -219,7 +225,7 @@ static char *snapshot(struct tfs_vfs *v, uint64_t ts)
 	return (char *)tfs_buf_detach(&out, NULL);
 }
 
-/* Reads at every interesting time: now, and around each fragment's and
+/* Reads at every interesting time: far ahead, and around each fragment's and
  * metadata file's timestamps. */
 struct snaps {
 	uint64_t times[1024];
@@ -249,7 +255,9 @@ static void snaps_take(struct snaps *s, struct tfs_vfs *v, size_t limit)
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_array_open("/A", &oo, &a, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
-	add_time(s, 0);
+	/* "Now" as a fixed time far ahead: the writer may stamp fragments a
+	 * few ms into the future (it never reuses a timestamp). */
+	add_time(s, FAR_FUTURE);
 	n = tfs_array_fragment_count(a);
 	for (size_t i = 0; i < n; i++) {
 		struct tfs_fragment_info f;
@@ -278,6 +286,15 @@ static void snaps_check(const struct snaps *s, struct tfs_vfs *v,
 
 		cr_assert(s->text[i] && now, "%s: array does not open at %" PRIu64,
 			  what, s->times[i]);
+		if (strcmp(now, s->text[i])) {
+			FILE *f = fopen("/tmp/tfs-maintain-diff.txt", "w");
+
+			if (f) {
+				fprintf(f, "BEFORE\n%s\nAFTER\n%s\n", s->text[i],
+					now);
+				fclose(f);
+			}
+		}
 		cr_assert_str_eq(now, s->text[i], "%s: read at %" PRIu64
 						  " differs",
 				 what, s->times[i]);
@@ -289,7 +306,7 @@ static void snaps_check(const struct snaps *s, struct tfs_vfs *v,
 static void snaps_check_now(const struct snaps *s, struct tfs_vfs *v,
 			    const char *what)
 {
-	char *now = snapshot(v, 0);
+	char *now = snapshot(v, FAR_FUTURE);
 
 	cr_assert(now);
 	cr_assert_str_eq(now, s->text[0], "%s: read now differs", what);
@@ -569,7 +586,9 @@ Test(maintain, fragments_corpus)
 	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
 		struct tfs_vfs *v = mem_copy(arrays[k]);
 
+		snap_ned = strcmp(arrays[k], "delete_condition") != 0;
 		fragments_roundtrip(v, arrays[k]);
+		snap_ned = true;
 		tfs_vfs_free(v);
 	}
 }
@@ -608,9 +627,9 @@ Test(maintain, fragments_range)
 		int32_t a[2] = {-7, -8};
 		uint64_t offs[3] = {0, 1, 2};
 		struct tfs_column cols[2] = {
-			{.name = "a", .type = 6 /* INT32 */, .cell_val_num = 1,
+			{.name = "a", .type = TFS_INT32, .cell_val_num = 1,
 			 .data = (const uint8_t *)a, .data_len = 8},
-			{.name = "s", .type = 0x13 /* STRING_ASCII */,
+			{.name = "s", .type = TFS_STRING_ASCII,
 			 .cell_val_num = TFS_VAR_NUM, .var = true,
 			 .data = (const uint8_t *)"xy", .data_len = 2,
 			 .offsets = offs}};
@@ -650,9 +669,9 @@ static void write_dense_1d(struct tfs_vfs *v, int32_t lo, int32_t hi,
 	int32_t *a = calloc(n, 4);
 	double *b = calloc(n, 8);
 	struct tfs_column cols[2] = {
-		{.name = "a", .type = 6, .cell_val_num = 1,
+		{.name = "a", .type = TFS_INT32, .cell_val_num = 1,
 		 .data = (const uint8_t *)a, .data_len = n * 4},
-		{.name = "b", .type = 3 /* FLOAT64 */, .cell_val_num = 1,
+		{.name = "b", .type = TFS_FLOAT64, .cell_val_num = 1,
 		 .data = (const uint8_t *)b, .data_len = n * 8}};
 	struct tfs_batch batch = {.cell_num = n, .column_num = 2,
 				  .columns = cols};
@@ -690,8 +709,8 @@ static void write_sparse_2d(struct tfs_vfs *v, int32_t seed, size_t n)
 	tfs_buf_init(&s, TFS_BUF_NO_MAX);
 	for (size_t i = 0; i < n; i++) {
 		/* distinct within a write, overlapping across writes */
-		x[i] = (int32_t)((i * 7 + (size_t)seed) % 100);
-		y[i] = (int32_t)((i * 3) % 100);
+		x[i] = (int32_t)((i * 7) % 100);
+		y[i] = (int32_t)((i / 100 + (size_t)seed) % 100);
 		a[i] = seed * 1000 + (int32_t)i;
 		offs[i] = s.len;
 		cr_assert_eq(tfs_buf_printf(&s, "v%d-%zu", seed, i % 5),
@@ -700,15 +719,15 @@ static void write_sparse_2d(struct tfs_vfs *v, int32_t seed, size_t n)
 	offs[n] = s.len;
 	{
 		struct tfs_column cols[4] = {
-			{.name = "x", .type = 6, .cell_val_num = 1,
+			{.name = "x", .type = TFS_INT32, .cell_val_num = 1,
 			 .is_dim = true, .data = (const uint8_t *)x,
 			 .data_len = n * 4},
-			{.name = "y", .type = 6, .cell_val_num = 1,
+			{.name = "y", .type = TFS_INT32, .cell_val_num = 1,
 			 .is_dim = true, .data = (const uint8_t *)y,
 			 .data_len = n * 4},
-			{.name = "a", .type = 6, .cell_val_num = 1,
+			{.name = "a", .type = TFS_INT32, .cell_val_num = 1,
 			 .data = (const uint8_t *)a, .data_len = n * 4},
-			{.name = "s", .type = 0x14 /* STRING_UTF8 */,
+			{.name = "s", .type = TFS_STRING_UTF8,
 			 .cell_val_num = TFS_VAR_NUM, .var = true,
 			 .data = s.data, .data_len = s.len, .offsets = offs}};
 		struct tfs_batch batch = {.cell_num = n, .column_num = 4,
