@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
@@ -1483,6 +1484,45 @@ static enum tfs_err vacuum_array_meta(const struct mt *m, unsigned *removed,
 	return e;
 }
 
+/* Temporary files of consolidations that died (mt_write_file's hidden
+ * names in the array folder), once they are old enough that no running
+ * consolidation still writes them. */
+#define STALE_TMP_NS ((int64_t)3600 * 1000000000)
+
+static enum tfs_err remove_stale_tmp(const struct mt *m, struct tfs_diag *d)
+{
+	struct tfs_dirlist root;
+	struct timespec now;
+	enum tfs_err e;
+
+	e = mt_list(m, NULL, &root, d);
+	if (e)
+		return e;
+	clock_gettime(CLOCK_REALTIME, &now);
+	for (size_t i = 0; !e && i < root.count; i++) {
+		const char *n = root.names[i];
+		char *p;
+		struct tfs_stat st;
+
+		if (strncmp(n, ".tfs-", 5) || !ends_with(n, ".tmp"))
+			continue;
+		p = mt_path(m, n);
+		if (!p) {
+			e = nomem(d);
+			break;
+		}
+		e = tfs_vfs_stat(m->vfs, p, &st, d);
+		if (!e && st.exists && !st.is_dir &&
+		    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec -
+				    st.mtime_ns >
+			    STALE_TMP_NS)
+			e = m->vfs->ops->remove(m->vfs, p, d);
+		tfs_free(p);
+	}
+	tfs_dirlist_release(&root);
+	return e;
+}
+
 /* ---- Entry points --------------------------------------------------------- */
 
 enum tfs_err tfs_array_consolidate(const char *path,
@@ -1549,6 +1589,8 @@ enum tfs_err tfs_array_vacuum(const char *path, enum tfs_consolidate_mode mode,
 		e = tfs_fail(d, TFS_E_INVALID, "unknown consolidation mode");
 		break;
 	}
+	if (!e)
+		e = remove_stale_tmp(&m, d);
 	if (removed)
 		*removed = count;
 	mt_release(&m);

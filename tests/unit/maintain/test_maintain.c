@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
@@ -864,4 +866,47 @@ Test(maintain, refusals)
 	}
 	cr_assert_eq(listed_fragments(v, NULL), 4);
 	tfs_vfs_free(v);
+}
+
+/* Vacuum removes the temporary files of consolidations that died, once
+ * they are an hour old, and keeps younger ones (a consolidation may be
+ * writing them). On disk, where file times can be set. */
+Test(maintain, stale_temporary_files)
+{
+	char root[] = "/tmp/tfs-maintain-XXXXXX";
+	char *cmd, *old_tmp, *new_tmp, *arr;
+	struct timeval tv[2];
+	struct tfs_write_opts wo = {0};
+	struct tfs_diag d;
+	unsigned removed;
+	FILE *f;
+
+	cr_assert(mkdtemp(root));
+	cmd = fmt("cp -r '%s/dense_1d' '%s/A' && chmod -R u+w '%s/A'", CORPUS,
+		  root, root);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	arr = fmt("%s/A", root);
+	old_tmp = fmt("%s/.tfs-__1_1_x.con.tmp", arr);
+	new_tmp = fmt("%s/.tfs-__2_2_y.con.tmp", arr);
+	cr_assert((f = fopen(old_tmp, "w")) != NULL);
+	fclose(f);
+	cr_assert((f = fopen(new_tmp, "w")) != NULL);
+	fclose(f);
+	gettimeofday(&tv[0], NULL);
+	tv[0].tv_sec -= 7200;
+	tv[1] = tv[0];
+	cr_assert_eq(utimes(old_tmp, tv), 0);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_vacuum(arr, TFS_CONSOLIDATE_FRAGMENTS, &wo,
+				      &removed, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(access(old_tmp, F_OK), -1, "the stale file is removed");
+	cr_assert_eq(access(new_tmp, F_OK), 0, "the fresh one is kept");
+	cmd = fmt("rm -rf '%s'", root);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	free(arr);
+	free(old_tmp);
+	free(new_tmp);
 }
