@@ -41,7 +41,7 @@ if [ -z "$build" ]; then
     -DBUILD_TESTING=OFF >/dev/null
   cmake --build "$build" -j "${TFS_JOBS:-2}" >/dev/null
 fi
-(cd "$build" && cpack -G DEB -B "$work/pkg" >/dev/null) || fail "cpack -G DEB"
+(cd "$build" && cpack -G DEB -B "$work/pkg" >"$work/cpack.log" 2>&1) || fail "cpack -G DEB: $(tail -n 5 "$work/cpack.log")"
 deb=$(ls "$work"/pkg/tilefs_*.deb 2>/dev/null | head -n 1)
 [ -n "$deb" ] || fail "no tilefs_*.deb in $work/pkg"
 echo "built $(basename "$deb")"
@@ -80,7 +80,7 @@ umount "$work/mnt" || fail "umount"
 
 dpkg -r tilefs >/dev/null || fail "dpkg -r"
 [ ! -e /usr/bin/tilefs ] && [ ! -e /usr/bin/tfs ] || fail "binaries left after dpkg -r"
-dpkg --purge tilefs >/dev/null || fail "dpkg --purge"
+dpkg --purge tilefs >/dev/null 2>&1 || fail "dpkg --purge"
 dpkg -s tilefs >/dev/null 2>&1 && fail "still known to dpkg after purge"
 [ ! -e /usr/share/man/man1/tilefs.1.gz ] || fail "man page left"
 installed=
