@@ -13,6 +13,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
+#include "tfs_fragment.h"
 #include <tilefs/tilefs.h>
 
 #define CORPUS TFS_CORPUS_DIR
@@ -909,4 +910,100 @@ Test(maintain, stale_temporary_files)
 	free(arr);
 	free(old_tmp);
 	free(new_tmp);
+}
+
+/* The one file in dir with this extension (its payload decoded when it
+ * is a generic tile, else its bytes). */
+static uint8_t *only_file(struct tfs_vfs *v, const char *dir, const char *ext,
+			  bool tile, size_t *len)
+{
+	struct tfs_dirlist l;
+	struct tfs_diag d;
+	uint8_t *out = NULL;
+	char *p = NULL;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_list(v, dir, &l, &d), TFS_E_OK);
+	for (size_t i = 0; i < l.count; i++) {
+		size_t a = strlen(l.names[i]), b = strlen(ext);
+
+		if (a >= b && !strcmp(l.names[i] + a - b, ext)) {
+			cr_assert_null(p, "one %s file only", ext);
+			p = tfs_path_join(dir, l.names[i]);
+		}
+	}
+	tfs_dirlist_release(&l);
+	cr_assert(p, "no %s file in %s", ext, dir);
+	if (tile)
+		cr_assert_eq(tfs_tile_file_read(v, p, NULL, "test", &out, len,
+						&d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	else
+		cr_assert_eq(tfs_vfs_read_all(v, p, SIZE_MAX, &out, len, &d),
+			     TFS_E_OK);
+	tfs_free(p);
+	return out;
+}
+
+static void remove_only(struct tfs_vfs *v, const char *dir, const char *ext)
+{
+	struct tfs_dirlist l;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_list(v, dir, &l, &d), TFS_E_OK);
+	for (size_t i = 0; i < l.count; i++) {
+		size_t a = strlen(l.names[i]), b = strlen(ext);
+
+		if (a >= b && !strcmp(l.names[i] + a - b, ext)) {
+			char *p = tfs_path_join(dir, l.names[i]);
+
+			cr_assert_eq(v->ops->remove(v, p, &d), TFS_E_OK);
+			tfs_free(p);
+		}
+	}
+	tfs_dirlist_release(&l);
+}
+
+/* What TileDB wrote when it consolidated the corpus arrays, and what
+ * tilefs writes from the same inputs: the same bytes (inside the generic
+ * tile, whose compression may differ). */
+Test(maintain, same_bytes_as_tiledb)
+{
+	struct tfs_vfs *v = mem_copy("consolidated_fragment_meta");
+	struct tfs_diag d;
+	char made[256];
+	uint8_t *theirs, *ours;
+	size_t tlen, olen;
+
+	theirs = only_file(v, "/A/__fragment_meta", ".meta", true, &tlen);
+	remove_only(v, "/A/__fragment_meta", ".meta");
+	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENT_META, 0, 0, made,
+				 &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	ours = only_file(v, "/A/__fragment_meta", ".meta", true, &olen);
+	cr_assert_eq(olen, tlen, ".meta payload: %zu bytes, TileDB's %zu",
+		     olen, tlen);
+	cr_assert(!memcmp(ours, theirs, tlen), ".meta payloads differ");
+	/* The name spans the first t1 and the last t2, version 22. */
+	cr_assert(!strncmp(made, "__1700000001000_1700000006000_", 30), "%s",
+		  made);
+	cr_assert(strstr(made, "_22.meta"), "%s", made);
+	tfs_free(theirs);
+	tfs_free(ours);
+	tfs_vfs_free(v);
+
+	v = mem_copy("consolidated_commits");
+	theirs = only_file(v, "/A/__commits", ".con", false, &tlen);
+	remove_only(v, "/A/__commits", ".con");
+	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_COMMITS, 0, 0, made, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	ours = only_file(v, "/A/__commits", ".con", false, &olen);
+	cr_assert_eq(olen, tlen);
+	cr_assert(!memcmp(ours, theirs, tlen), ".con files differ");
+	cr_assert(!strncmp(made, "__1700000001000_1700000005000_", 30), "%s",
+		  made);
+	tfs_free(theirs);
+	tfs_free(ours);
+	tfs_vfs_free(v);
 }
