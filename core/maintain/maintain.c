@@ -722,7 +722,9 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 		set_made(made, made_cap, NULL);
 		goto out;
 	}
-	qsort(items.items, items.count, sizeof(*items.items), con_item_cmp);
+	if (items.count)
+		qsort(items.items, items.count, sizeof(*items.items),
+		      con_item_cmp);
 	for (size_t i = 0; !e && i < items.count; i++) {
 		const struct con_item *it = &items.items[i];
 		const char *base = strrchr(it->marker, '/');

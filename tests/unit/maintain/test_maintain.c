@@ -216,7 +216,8 @@ static char *snapshot(struct tfs_vfs *v, uint64_t ts)
 		cr_assert_eq(d.code, TFS_E_OK, "%s", tfs_diag_msg(&d));
 		tfs_query_close(q);
 	}
-	qsort(lines, n, sizeof(*lines), line_cmp);
+	if (n)
+		qsort(lines, n, sizeof(*lines), line_cmp);
 	for (size_t i = 0; i < n; i++) {
 		cr_assert_eq(tfs_buf_printf(&out, "%s\n", lines[i]), TFS_E_OK);
 		free(lines[i]);
