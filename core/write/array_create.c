@@ -82,6 +82,15 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 		tfs_fail(d, e, "array '%s': schema: %s", path, tfs_strerror(e));
 		goto out;
 	}
+	{
+		/* Refuse what readers would refuse: parse it back. */
+		struct tfs_schema check;
+
+		if ((e = tfs_schema_parse(&check, payload.data, payload.len,
+					  name, d)))
+			goto out;
+		tfs_schema_release(&check);
+	}
 	if ((e = tfs_generic_tile_encode(&tile, payload.data, payload.len, key, d)))
 		goto out;
 	made = !st.exists;

@@ -104,6 +104,8 @@ enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
 	return TFS_E_OK;
 }
 
+static uint64_t tile_idx(const struct tfs_dim *dm, const uint8_t *v);
+
 void tfs__order_init(struct tfs__order *o, const struct tfs_schema *s,
 		     const struct tfs__field *fields)
 {
@@ -117,6 +119,81 @@ void tfs__order_init(struct tfs__order *o, const struct tfs_schema *s,
 	for (uint32_t k = 0; k < s->dim_num && k < 128; k++)
 		o->tile_dim[k] = !s->dims[k].var && s->dims[k].has_extent &&
 				 s->dims[k].has_domain;
+	o->keyed = o->hilbert;
+	o->key2 = true;
+	for (uint32_t k = 0; k < s->dim_num && k < 128; k++)
+		if (o->tile_dim[k])
+			o->key2 = false;
+	if (o->hilbert)
+		o->key2 = true;
+	if (o->hilbert || s->dim_num > 128)
+		return;
+	/* Tile numbers: strides in tile order over the whole grid. */
+	uint64_t stride = 1;
+
+	for (uint32_t n = 0; n < s->dim_num; n++) {
+		uint32_t k = o->col_tiles ? n : s->dim_num - 1 - n;
+		uint64_t tiles;
+
+		if (!o->tile_dim[k])
+			return;
+		tiles = tile_idx(&s->dims[k], s->dims[k].domain[1]);
+		if (tiles == UINT64_MAX)
+			return;
+		tiles++;
+		o->tile_stride[k] = stride;
+		if (stride > UINT64_MAX / tiles)
+			return;
+		stride *= tiles;
+	}
+	o->keyed = true;
+	o->key2 = true;
+}
+
+uint64_t tfs__order_key2(const struct tfs__order *o, const struct tfs__cells *c,
+			 uint64_t i)
+{
+	uint32_t k = o->col_cells && !o->hilbert ? o->dim_num - 1 : 0;
+	const struct tfs__field *f = &o->fields[k];
+	const uint8_t *p;
+	uint64_t v = 0, len;
+
+	if (f->var) {
+		p = tfs__var_cell(c, k, i, &len);
+		for (uint64_t b = 0; b < 8; b++)
+			v = (v << 8) | (b < len ? p[b] : 0);
+		return v;
+	}
+	p = c->cols[k].data.data + i * f->cell_size;
+	switch (tfs_datatype_class(f->type)) {
+	case TFS_CLASS_SIGNED:
+		return (uint64_t)tfs_value_as_i64(f->type, p) ^ (UINT64_C(1) << 63);
+	case TFS_CLASS_FLOAT: {
+		double dv = tfs_value_as_f64(f->type, p);
+		uint64_t bits;
+
+		if (dv == 0)
+			dv = 0; /* -0 and +0 compare equal */
+		memcpy(&bits, &dv, 8);
+		return bits >> 63 ? ~bits : bits | (UINT64_C(1) << 63);
+	}
+	default:
+		return tfs_value_as_u64(f->type, p);
+	}
+}
+
+uint64_t tfs__order_key(const struct tfs__order *o, const struct tfs__cells *c,
+			uint64_t i)
+{
+	uint64_t key = 0;
+
+	if (o->hilbert)
+		return tfs__hilbert_key(o, c, i);
+	for (uint32_t k = 0; k < o->dim_num; k++)
+		key += o->tile_stride[k] *
+		       tile_idx(&o->s->dims[k],
+				c->cols[k].data.data + i * o->fields[k].cell_size);
+	return key;
 }
 
 /* Space tile index of value v of dimension k: floor((v − lo) / extent),
@@ -200,11 +277,17 @@ static int coords_cmp(const struct tfs__order *o, bool col,
 int tfs__order_cmp(const struct tfs__order *o, const struct tfs__cells *a,
 		   uint64_t i, const struct tfs__cells *b, uint64_t j)
 {
-	if (o->hilbert) {
-		int r = cmp_u64(tfs_get_u64(a->keys.data + i * 8),
-				tfs_get_u64(b->keys.data + j * 8));
+	if (o->keyed) {
+		uint64_t ka, kb;
+		int r;
 
-		return r ? r : coords_cmp(o, false, a, i, b, j);
+		ka = tfs_get_u64(a->keys.data + i * 8);
+		kb = tfs_get_u64(b->keys.data + j * 8);
+		r = cmp_u64(ka, kb);
+		if (r)
+			return r;
+		return coords_cmp(o, o->hilbert ? false : o->col_cells, a, i, b,
+				  j);
 	}
 	for (uint32_t n = 0; n < o->dim_num; n++) {
 		uint32_t k = o->col_tiles ? o->dim_num - 1 - n : n;

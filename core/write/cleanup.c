@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tfs_alloc.h"
@@ -53,7 +54,11 @@ static enum tfs_err sweep(struct tfs_vfs *vfs, const char *dir,
 {
 	struct tfs_dirlist l;
 	struct tfs_diag ld;
-	int64_t now = (int64_t)tfs__now_ms() * 1000000;
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	enum tfs_err e;
 
 	tfs_diag_init(&ld);

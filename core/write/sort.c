@@ -1,6 +1,6 @@
 /* External sort of the cells of one write into global order (format/
  * write.md §5 step 3). Cells collect in memory up to the budget; then they
- * are sorted (a stable merge sort of an index permutation) and spilled as a
+ * are sorted (a stable merge sort of keyed entries) and spilled as a
  * run of blocks to a file in the spill folder. At the end the runs (or the
  * one in-memory set) stream out merged, equal coordinates checked on the
  * way: refused naming both tags, or all but the last appended dropped. */
@@ -16,6 +16,8 @@
 
 #define BLOCK_BYTES ((uint64_t)1 << 20)
 
+struct ent;
+
 struct run {
 	char *path;
 	uint64_t size; /* bytes in the file */
@@ -30,7 +32,7 @@ struct tfs__sorter {
 	struct tfs__sort_opts o;
 	struct tfs_vfs *posix;
 	struct tfs__cells cells;
-	uint64_t *perm;
+	struct ent *ents;
 	uint64_t total;
 	struct run *runs;
 	size_t run_num;
@@ -38,7 +40,7 @@ struct tfs__sorter {
 	struct tfs_buf ser;
 	/* Streaming. */
 	bool streaming;
-	uint64_t pos; /* in-memory: next index of perm */
+	uint64_t pos; /* in-memory: next entry */
 	size_t *heap;
 	size_t heap_num;
 	uint64_t dropped;
@@ -87,7 +89,7 @@ void tfs__sorter_free(struct tfs__sorter *s)
 	tfs__cells_release(&s->cells);
 	tfs__cells_release(&s->scratch);
 	tfs_buf_release(&s->ser);
-	tfs_free(s->perm);
+	tfs_free(s->ents);
 	tfs_free(s->heap);
 	if (s->posix)
 		tfs_vfs_free(s->posix);
@@ -109,39 +111,60 @@ uint64_t tfs__sorter_dropped(const struct tfs__sorter *s)
 	return s->dropped;
 }
 
-/* Stable bottom-up merge sort of perm[0..n) by global order; input that is
+/* Sort entries: the precomputed keys first (compared in place, so the
+ * sort streams through memory), the cells themselves only on ties. */
+struct ent {
+	uint64_t k1, k2, idx;
+};
+
+static int ent_cmp(const struct tfs__order *o, const struct tfs__cells *c,
+		   const struct ent *a, const struct ent *b)
+{
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1 ? -1 : 1;
+	if (a->k2 != b->k2)
+		return a->k2 < b->k2 ? -1 : 1;
+	return tfs__order_cmp(o, c, a->idx, c, b->idx);
+}
+
+/* Stable bottom-up merge sort of the cells by global order; input that is
  * already in order (a dense box written in tile order) costs one pass. */
 static enum tfs_err sort_perm(struct tfs__sorter *s)
 {
 	const struct tfs__cells *c = &s->cells;
 	const struct tfs__order *o = s->o.order;
-	uint64_t n = c->cell_num, *tmp, *a, *b;
+	uint64_t n = c->cell_num;
+	struct ent *tmp, *a, *b;
 	bool sorted = true;
 
-	tfs_free(s->perm);
-	s->perm = tfs_mallocn(n ? n : 1, sizeof(uint64_t));
-	if (!s->perm)
+	tfs_free(s->ents);
+	s->ents = tfs_mallocn(n ? n : 1, sizeof(*s->ents));
+	if (!s->ents)
 		return TFS_E_NOMEM;
-	for (uint64_t i = 0; i < n; i++)
-		s->perm[i] = i;
+	for (uint64_t i = 0; i < n; i++) {
+		s->ents[i].idx = i;
+		s->ents[i].k1 = o->keyed ? tfs_get_u64(c->keys.data + i * 8) : 0;
+		s->ents[i].k2 = o->key2 ? tfs__order_key2(o, c, i) : 0;
+	}
 	for (uint64_t i = 1; i < n && sorted; i++)
-		if (tfs__order_cmp(o, c, i - 1, c, i) > 0)
+		if (ent_cmp(o, c, &s->ents[i - 1], &s->ents[i]) > 0)
 			sorted = false;
 	if (sorted)
 		return TFS_E_OK;
-	tmp = tfs_mallocn(n, sizeof(uint64_t));
+	tmp = tfs_mallocn(n, sizeof(*tmp));
 	if (!tmp)
 		return TFS_E_NOMEM;
-	a = s->perm;
+	a = s->ents;
 	b = tmp;
 	/* Insertion sort of runs of 16, then merges. */
 	for (uint64_t lo = 0; lo < n; lo += 16) {
 		uint64_t hi = lo + 16 < n ? lo + 16 : n;
 
 		for (uint64_t i = lo + 1; i < hi; i++) {
-			uint64_t v = a[i], j = i;
+			struct ent v = a[i];
+			uint64_t j = i;
 
-			while (j > lo && tfs__order_cmp(o, c, a[j - 1], c, v) > 0) {
+			while (j > lo && ent_cmp(o, c, &a[j - 1], &v) > 0) {
 				a[j] = a[j - 1];
 				j--;
 			}
@@ -154,26 +177,24 @@ static enum tfs_err sort_perm(struct tfs__sorter *s)
 			uint64_t hi = lo + 2 * w < n ? lo + 2 * w : n;
 			uint64_t i = lo, j = mid, k = lo;
 
-			if (mid == hi ||
-			    tfs__order_cmp(o, c, a[mid - 1], c, a[mid]) <= 0) {
+			if (mid == hi || ent_cmp(o, c, &a[mid - 1], &a[mid]) <= 0) {
 				memcpy(b + lo, a + lo, (hi - lo) * sizeof(*a));
 				continue;
 			}
 			while (i < mid && j < hi)
-				b[k++] = tfs__order_cmp(o, c, a[j], c, a[i]) < 0
-						 ? a[j++]
-						 : a[i++];
+				b[k++] = ent_cmp(o, c, &a[j], &a[i]) < 0 ? a[j++]
+									 : a[i++];
 			while (i < mid)
 				b[k++] = a[i++];
 			while (j < hi)
 				b[k++] = a[j++];
 		}
-		uint64_t *t = a;
+		struct ent *t = a;
 		a = b;
 		b = t;
 	}
-	if (a != s->perm) {
-		memcpy(s->perm, a, n * sizeof(*a));
+	if (a != s->ents) {
+		memcpy(s->ents, a, n * sizeof(*a));
 		tfs_free(a);
 	} else {
 		tfs_free(b);
@@ -289,7 +310,8 @@ static enum tfs_err spill(struct tfs__sorter *s, struct tfs_diag *d)
 	tfs__cells_clear(&s->scratch);
 	for (uint64_t k = 0; k <= c->cell_num; k++) {
 		if (k < c->cell_num &&
-		    (e = tfs__cells_copy(&s->scratch, s->o.fields, c, s->perm[k])))
+		    (e = tfs__cells_copy(&s->scratch, s->o.fields, c,
+					     s->ents[k].idx)))
 			return tfs_fail(d, e, "spill: out of memory");
 		if (s->scratch.cell_num == 0 ||
 		    (k < c->cell_num &&
@@ -446,14 +468,31 @@ enum tfs_err tfs__sorter_next(struct tfs__sorter *s,
 		const struct tfs__cells *c = &s->cells;
 
 		while (s->pos < c->cell_num) {
-			uint64_t x = s->perm[s->pos++];
+			const struct ent *ex = &s->ents[s->pos++];
+
+			/* The gather is random access: fetch ahead. */
+			if (s->pos + 16 < c->cell_num) {
+				uint64_t ahead = s->ents[s->pos + 16].idx;
+
+				for (uint32_t f = 0; f < c->field_num; f++) {
+					const struct tfs__field *fd = &s->o.fields[f];
+
+					if (fd->var)
+						__builtin_prefetch(c->cols[f].offs.data +
+								   8 * ahead);
+					else
+						__builtin_prefetch(c->cols[f].data.data +
+								   fd->cell_size * ahead);
+				}
+			}
+			const struct ent *ey = ex + 1;
+			uint64_t x = ex->idx;
 
 			if (s->o.check_dups && s->pos < c->cell_num &&
-			    tfs__coords_equal(s->o.order, c, x, c,
-					      s->perm[s->pos])) {
+			    ex->k1 == ey->k1 && ex->k2 == ey->k2 &&
+			    tfs__coords_equal(s->o.order, c, x, c, ey->idx)) {
 				if (!s->o.dedup)
-					return dup_fail(s, c, x, c,
-							s->perm[s->pos], d);
+					return dup_fail(s, c, x, c, ey->idx, d);
 				s->dropped++;
 				continue;
 			}

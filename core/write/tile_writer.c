@@ -17,6 +17,7 @@
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 #include "tfs_datatype.h"
+#include "tfs_fragment.h"
 
 /* One field's share of an encoded tile. */
 struct fout {
@@ -56,6 +57,7 @@ struct tfs__tw {
 	struct slotacc *dimb; /* min_* = lo (MBR) / first, max_* = hi / last */
 	struct slotacc *gob;
 	uint64_t tile_num, cell_num, last_tile_cells;
+	uint64_t capacity; /* cells per sparse tile */
 	uint64_t bytes;
 	struct tfs_buf tilebuf;
 	/* Tiles in flight, oldest at head. */
@@ -683,6 +685,7 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 	t->A = s->attr_num;
 	t->D = s->dim_num;
 	t->slot_num = tfs_slot_count(o->version, t->A, t->D, false, false);
+	t->capacity = s->capacity ? s->capacity : 10000;
 	tfs_buf_init(&t->tilebuf, TFS_BUF_NO_MAX);
 	t->slots = tfs_callocn(t->slot_num, sizeof(*t->slots));
 	t->dimb = tfs_callocn(t->D, sizeof(*t->dimb));
@@ -718,6 +721,14 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 				      file_path(t, &o->fields[f], k)))
 				goto out_fail;
 	if (o->dense) {
+		uint64_t cpt = tfs_schema_tile_cells(s);
+
+		if (cpt == 0 || cpt > ((uint64_t)1 << 40)) {
+			tfs__tw_free(t);
+			return tfs_fail(d, TFS_E_UNSUPPORTED,
+					"dense tiles of this schema are too "
+					"large to write");
+		}
 		t->cpt = 1;
 		t->tiles_total = 1;
 		for (uint32_t k = 0; k < t->D; k++) {
@@ -938,7 +949,7 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 			return e;
 		if ((e = tfs__cells_copy(&t->cur->cells, t->o.fields, c, i)))
 			return tfs_fail(d, e, "out of memory");
-		if (t->cur->cells.cell_num == t->o.s->capacity)
+		if (t->cur->cells.cell_num == t->capacity)
 			submit_tile(t);
 		t->cell_num++;
 		return TFS_E_OK;
@@ -1104,7 +1115,7 @@ static enum tfs_err put_summary(struct tfs__tw *t, struct tfs_buf *p)
 				const uint8_t *v1, *v2;
 
 				cells = t->o.dense ? t->cpt
-				      : k + 1 < tiles ? t->o.s->capacity
+				      : k + 1 < tiles ? t->capacity
 						      : t->last_tile_cells;
 				if (fd->nullable &&
 				    tfs_get_u64(a->null_counts.data + 8 * k) ==
@@ -1268,8 +1279,9 @@ static enum tfs_err write_metadata(struct tfs__tw *t, struct tfs_diag *d)
 	if (e)
 		goto out;
 	if (W >= 11) {
-		/* The __coords slot gets zeros sized for dimension 0. */
-		uint64_t csz = tfs_datatype_size(s->dims[0].type);
+		/* The __coords slot gets zeros, a cell being all D
+		 * coordinates of dimension 0's type. */
+		uint64_t csz = D * tfs_datatype_size(s->dims[0].type);
 		struct tfs_buf zeros;
 
 		tfs_buf_init(&zeros, TFS_BUF_NO_MAX);

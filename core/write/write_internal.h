@@ -77,8 +77,18 @@ struct tfs__order {
 	const struct tfs__field *fields; /* dimensions are fields 0..D-1 */
 	uint32_t dim_num;
 	bool hilbert;
+	/* Keyed orders keep a u64 per cell that decides first: the Hilbert
+	 * value, or the cell's space tile numbered in tile order (when every
+	 * dimension takes part in the tile comparison and the tile grid has
+	 * fewer than 2^64 tiles), so sorting divides once per cell. */
+	bool keyed;
+	uint64_t tile_stride[128];
 	bool col_tiles, col_cells;
 	bool tile_dim[128]; /* takes part in the tile comparison */
+	/* The first dimension in cell order decides after the key (or
+	 * first of all when no dimension takes part in the tile comparison):
+	 * tfs__order_key2 maps it to a u64 in the same order. */
+	bool key2;
 };
 
 void tfs__order_init(struct tfs__order *o, const struct tfs_schema *s,
@@ -90,6 +100,14 @@ int tfs__order_cmp(const struct tfs__order *o, const struct tfs__cells *a,
 /* Compares only the coordinates (equal coordinates: 0). */
 bool tfs__coords_equal(const struct tfs__order *o, const struct tfs__cells *a,
 		       uint64_t i, const struct tfs__cells *b, uint64_t j);
+/* Sort key of cell i of c (keyed orders): Hilbert value or tile number. */
+uint64_t tfs__order_key(const struct tfs__order *o, const struct tfs__cells *c,
+			uint64_t i);
+/* A u64 that orders like the first cell-order dimension of cell i (strings:
+ * their first 8 bytes), so that key2(a) < key2(b) implies a < b and equal
+ * values need the full comparison. Only when o->key2. */
+uint64_t tfs__order_key2(const struct tfs__order *o, const struct tfs__cells *c,
+			 uint64_t i);
 /* Hilbert value of cell i of c. */
 uint64_t tfs__hilbert_key(const struct tfs__order *o,
 			  const struct tfs__cells *c, uint64_t i);

@@ -43,6 +43,16 @@ struct tfs_writer {
 	uint64_t box_cells; /* cells of the box (DENSE_BOX) */
 	uint64_t appended;
 	int *colmap;        /* field -> batch column, per append */
+	/* Names of the fragment, once chosen (write.md §2–3). */
+	struct tfs_write_result res;
+	char *dir, *parent, *cdir, *commit;
+	/* Streaming: a box whose row-major order is the global order goes
+	 * straight to the tile writer, one batch at a time, so memory stays
+	 * at the tiles in flight (1-D arrays: every box). */
+	bool stream;
+	struct tfs__cells scratch;
+	struct tfs__tw *tw;
+	struct tfs_range stream_box[128];
 };
 
 static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
@@ -63,6 +73,14 @@ void tfs_writer_free(struct tfs_writer *w)
 {
 	if (!w)
 		return;
+	tfs__tw_free(w->tw);
+	if (w->dir && !w->committed)
+		tfs__remove_tree(w->vfs, w->dir);
+	tfs_free(w->dir);
+	tfs_free(w->parent);
+	tfs_free(w->cdir);
+	tfs_free(w->commit);
+	tfs__cells_release(&w->scratch);
 	tfs__sorter_free(w->sorter);
 	if (w->ad)
 		tfs_arraydir_close(w->ad);
@@ -80,6 +98,8 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 				   const uint8_t *v, uint64_t len,
 				   const char *what, uint64_t tag,
 				   struct tfs_diag *d);
+static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d);
+static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d);
 
 static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
 			      struct tfs_diag *d)
@@ -249,6 +269,19 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 		}
 		if ((e = check_box(w, box, d)))
 			goto out_fail;
+		/* Row-major over the box is the global order when every
+		 * dimension but the first stays inside one tile (and the
+		 * orders are row-major); then cells need no sorting. */
+		w->stream = true;
+		for (uint32_t k = 1; k < s->dim_num; k++) {
+			uint64_t ext = tfs_value_as_u64(s->dims[k].type,
+							s->dims[k].extent);
+
+			if (s->tile_order != TFS_ROW_MAJOR ||
+			    s->cell_order != TFS_ROW_MAJOR || ext == 0 ||
+			    w->boxlo[k] / ext != w->boxhi[k] / ext)
+				w->stream = false;
+		}
 	} else if (layout != TFS_WRITE_UNORDERED) {
 		e = tfs_fail(d, TFS_E_INVALID, "unknown write layout");
 		goto out_fail;
@@ -284,6 +317,8 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 		w->boxlo[k] = UINT64_MAX;
 		w->boxhi[k] = 0;
 	}
+	if (w->stream && (e = stream_start(w, d)))
+		goto out_fail;
 	*out = w;
 	return TFS_E_OK;
 
@@ -299,6 +334,16 @@ static const char *tag_word(const struct tfs_writer *w)
 	return w->o.tag_word ? w->o.tag_word : "cell";
 }
 
+static void fmt_value(char *buf, size_t cap, uint8_t type, const uint8_t *v)
+{
+	if (tfs_datatype_class(type) == TFS_CLASS_FLOAT)
+		snprintf(buf, cap, "%.17g", tfs_value_as_f64(type, v));
+	else if (tfs_datatype_class(type) == TFS_CLASS_SIGNED)
+		snprintf(buf, cap, "%" PRId64, tfs_value_as_i64(type, v));
+	else
+		snprintf(buf, cap, "%" PRIu64, tfs_value_as_u64(type, v));
+}
+
 static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 				   const uint8_t *v, uint64_t len,
 				   const char *what, uint64_t tag,
@@ -307,6 +352,14 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 	const struct tfs_dim *dm = &w->s->dims[k];
 	char where[64];
 
+	if (!dm->var && tfs_value_cmp(dm->type, v, dm->domain[0]) >= 0 &&
+	    tfs_value_cmp(dm->type, v, dm->domain[1]) <= 0 &&
+	    !w->s->has_current_domain &&
+	    (tfs_datatype_class(dm->type) != TFS_CLASS_FLOAT ||
+	     !isnan(tfs_value_as_f64(dm->type, v))))
+		return TFS_E_OK; /* the common case, without formatting */
+	if (dm->var && !w->s->has_current_domain)
+		return TFS_E_OK;
 	if (what)
 		snprintf(where, sizeof(where), "%s", what);
 	else
@@ -334,15 +387,7 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 	    tfs_value_cmp(dm->type, v, dm->domain[1]) > 0) {
 		char buf[64];
 
-		if (tfs_datatype_class(dm->type) == TFS_CLASS_FLOAT)
-			snprintf(buf, sizeof(buf), "%.17g",
-				 tfs_value_as_f64(dm->type, v));
-		else if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-			snprintf(buf, sizeof(buf), "%" PRId64,
-				 tfs_value_as_i64(dm->type, v));
-		else
-			snprintf(buf, sizeof(buf), "%" PRIu64,
-				 tfs_value_as_u64(dm->type, v));
+		fmt_value(buf, sizeof(buf), dm->type, v);
 		return tfs_fail(d, TFS_E_INVALID,
 				"%s: dimension '%s': %s outside the domain",
 				where, dm->name, buf);
@@ -352,11 +397,17 @@ static enum tfs_err check_value_in(const struct tfs_writer *w, uint32_t k,
 
 		if (r->lo && r->hi &&
 		    (tfs_value_cmp(dm->type, v, r->lo) < 0 ||
-		     tfs_value_cmp(dm->type, v, r->hi) > 0))
+		     tfs_value_cmp(dm->type, v, r->hi) > 0)) {
+			char buf[64], lo[64], hi[64];
+
+			fmt_value(buf, sizeof(buf), dm->type, v);
+			fmt_value(lo, sizeof(lo), dm->type, r->lo);
+			fmt_value(hi, sizeof(hi), dm->type, r->hi);
 			return tfs_fail(d, TFS_E_INVALID,
-					"%s: dimension '%s': value outside the "
-					"current domain",
-					where, dm->name);
+					"%s: dimension '%s': %s outside the "
+					"current domain [%s, %s]",
+					where, dm->name, buf, lo, hi);
+		}
 	}
 	return TFS_E_OK;
 }
@@ -433,7 +484,8 @@ static enum tfs_err append_column(struct tfs_writer *w, uint32_t f,
 				  const struct tfs_batch *b,
 				  const uint64_t *tags, struct tfs_diag *d)
 {
-	struct tfs__cells *cells = tfs__sorter_cells(w->sorter);
+	struct tfs__cells *cells = w->stream ? &w->scratch
+					    : tfs__sorter_cells(w->sorter);
 	struct tfs__col *dst = &cells->cols[f];
 	const struct tfs__field *fd = &w->fields[f];
 	uint64_t n = b->cell_num;
@@ -549,7 +601,7 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 			     w->box_cells);
 		goto out_fail;
 	}
-	cells = tfs__sorter_cells(w->sorter);
+	cells = w->stream ? &w->scratch : tfs__sorter_cells(w->sorter);
 	base = cells->cell_num;
 	/* Remember lengths, so that a refused batch leaves nothing behind. */
 	size_t lens[3 * 256 + 2], *lp = lens;
@@ -655,18 +707,22 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 			goto out_rollback;
 		}
 	cells->cell_num += n;
-	if (w->order.hilbert) {
+	if (w->order.keyed && !w->stream) {
 		for (uint64_t i = 0; i < n; i++)
 			if ((e = tfs_buf_append_u64(
 				     &cells->keys,
-				     tfs__hilbert_key(&w->order, cells, base + i)))) {
+				     tfs__order_key(&w->order, cells, base + i)))) {
 				tfs_fail(d, e, "out of memory");
 				goto out_rollback;
 			}
 	}
 	tfs_free(heap_lens);
 	w->appended += n;
-	if ((e = tfs__sorter_added(w->sorter, d)))
+	if (w->stream)
+		e = stream_cells(w, d);
+	else
+		e = tfs__sorter_added(w->sorter, d);
+	if (e)
 		goto out_fail;
 	return TFS_E_OK;
 
@@ -680,8 +736,25 @@ out_fail:
 
 /* ---- Commit ---------------------------------------------------------------- */
 
-static enum tfs_err write_cells(struct tfs_writer *w, const char *dir,
-				bool dense, const struct tfs_range *box,
+static void tw_opts(struct tfs_writer *w, struct tfs__tw_opts *to, bool dense,
+		    const struct tfs_range *box)
+{
+	memset(to, 0, sizeof(*to));
+	to->vfs = w->vfs;
+	to->dir = w->dir;
+	to->s = w->s;
+	to->fields = w->fields;
+	to->field_num = w->field_num;
+	to->version = w->version;
+	to->key = w->has_key ? w->key : NULL;
+	to->pool = w->pool;
+	to->jobs = 2 * w->threads;
+	to->dense = dense;
+	to->box = box;
+}
+
+static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
+				const struct tfs_range *box,
 				struct tfs_write_result *res, struct tfs_diag *d)
 {
 	struct tfs__tw_opts to;
@@ -690,21 +763,10 @@ static enum tfs_err write_cells(struct tfs_writer *w, const char *dir,
 	uint64_t i;
 	enum tfs_err e;
 
-	memset(&to, 0, sizeof(to));
-	to.vfs = w->vfs;
-	to.dir = dir;
-	to.s = w->s;
-	to.fields = w->fields;
-	to.field_num = w->field_num;
-	to.version = w->version;
-	to.key = w->has_key ? w->key : NULL;
-	to.pool = w->pool;
-	to.jobs = 2 * w->threads;
-	to.dense = dense;
-	to.box = box;
+	tw_opts(w, &to, dense, box);
 	if ((e = tfs__sorter_rewind(w->sorter, d)))
 		return e;
-	if ((e = w->vfs->ops->mkdir(w->vfs, dir, d)))
+	if ((e = w->vfs->ops->mkdir(w->vfs, w->dir, d)))
 		return e;
 	if ((e = tfs__tw_new(&to, &tw, d)))
 		return e;
@@ -728,16 +790,117 @@ out:
 	return e;
 }
 
+/* Chooses the fragment's name and timestamps (write.md §2) and makes the
+ * folders it goes in. */
+static enum tfs_err choose_name(struct tfs_writer *w, struct tfs_diag *d)
+{
+	struct tfs_write_result *res = &w->res;
+	char uuid[33];
+	uint64_t t1, t2;
+	enum tfs_err e;
+	const char *ext = w->version >= 12 ? ".wrt" : ".ok";
+
+	if (w->o.t1 || w->o.t2) {
+		t1 = w->o.t1;
+		t2 = w->o.t2 ? w->o.t2 : w->o.t1;
+	} else {
+		uint64_t max, now = tfs__now_ms();
+
+		if ((e = tfs__max_timestamp(w->vfs, w->path, false, &max, d)))
+			return e;
+		t1 = t2 = max >= now ? max + 1 : now;
+	}
+	if ((e = tfs__uuid(uuid)))
+		return tfs_fail(d, e, "no random bytes for a fragment name");
+	snprintf(res->name, sizeof(res->name),
+		 "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32, t1, t2, uuid,
+		 w->version);
+	res->t1 = t1;
+	res->t2 = t2;
+	if (w->version >= 12) {
+		w->parent = tfs_path_join(w->path, "__fragments");
+		w->cdir = tfs_path_join(w->path, "__commits");
+	} else {
+		w->parent = tfs_strdup(w->path);
+		w->cdir = tfs_strdup(w->path);
+	}
+	w->commit = w->cdir ? tfs_malloc(strlen(w->cdir) + strlen(res->name) + 6)
+			    : NULL;
+	if (w->commit)
+		snprintf(w->commit, strlen(w->cdir) + strlen(res->name) + 6,
+			 "%s/%s%s", w->cdir, res->name, ext);
+	if (!w->parent || !w->commit)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if ((e = w->vfs->ops->mkdir(w->vfs, w->parent, d)) ||
+	    (e = w->vfs->ops->mkdir(w->vfs, w->cdir, d)))
+		return e;
+	w->dir = tfs_path_join(w->parent, res->name);
+	if (!w->dir)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
+/* The fragment is complete: make it durable, then commit it last. */
+static enum tfs_err commit_last(struct tfs_writer *w, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if ((e = w->vfs->ops->fsync(w->vfs, w->dir, d)) ||
+	    (e = w->vfs->ops->fsync(w->vfs, w->parent, d)))
+		return e;
+	if ((e = tfs__write_file(w->vfs, w->commit, "", 0, d)) ||
+	    (e = w->vfs->ops->fsync(w->vfs, w->cdir, d))) {
+		struct tfs_diag ld;
+
+		tfs_diag_init(&ld);
+		(void)w->vfs->ops->remove(w->vfs, w->commit, &ld);
+		return e;
+	}
+	return TFS_E_OK;
+}
+
+/* Streaming box writes start at open. */
+static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
+{
+	struct tfs__tw_opts to;
+	struct tfs_range *box = w->stream_box;
+	enum tfs_err e;
+
+	for (uint32_t k = 0; k < w->D; k++) {
+		box[k].lo = w->boxbytes[0][k];
+		box[k].hi = w->boxbytes[1][k];
+		box[k].lo_len = box[k].hi_len =
+			tfs_datatype_size(w->s->dims[k].type);
+	}
+	if ((e = tfs__cells_init(&w->scratch, w->field_num)))
+		return tfs_fail(d, e, "out of memory");
+	if ((e = choose_name(w, d)))
+		return e;
+	if ((e = w->vfs->ops->mkdir(w->vfs, w->dir, d)))
+		return e;
+	tw_opts(w, &to, true, box);
+	return tfs__tw_new(&to, &w->tw, d);
+}
+
+static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
+		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
+			return e;
+	tfs__cells_clear(&w->scratch);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 			       struct tfs_write_result *res,
 			       struct tfs_diag *d)
 {
 	struct tfs_write_result dummy;
 	struct tfs_range box[128];
-	char uuid[33], *dir = NULL, *commit = NULL, *parent = NULL,
-			*cdir = NULL;
-	uint64_t total, t1, t2;
-	bool dense = false, commit_made = false;
+	uint64_t total;
+	bool dense = false;
 	const struct tfs_schema *s;
 	enum tfs_err e;
 
@@ -751,8 +914,11 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 				"writer: commit after a failure or commit");
 	s = w->s;
 	w->failed = true;
-	total = tfs__sorter_total(w->sorter);
+	total = w->stream ? w->appended : tfs__sorter_total(w->sorter);
 	if (total == 0) {
+		/* Nothing to write: a streaming write's folder goes. */
+		if (w->dir)
+			tfs__remove_tree(w->vfs, w->dir);
 		w->committed = true;
 		w->failed = false;
 		return TFS_E_OK;
@@ -778,93 +944,34 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 		}
 		dense = dense && vol == total;
 	}
-	for (uint32_t k = 0; k < w->D; k++) {
-		box[k].lo = w->boxbytes[0][k];
-		box[k].hi = w->boxbytes[1][k];
-		box[k].lo_len = box[k].hi_len = tfs_datatype_size(s->dims[k].type);
-	}
-	/* Timestamps (write.md §2). */
-	if (w->o.t1 || w->o.t2) {
-		t1 = w->o.t1;
-		t2 = w->o.t2 ? w->o.t2 : w->o.t1;
-	} else {
-		uint64_t max, now = tfs__now_ms();
-
-		if ((e = tfs__max_timestamp(w->vfs, w->path, false, &max, d)))
+	if (w->stream) {
+		if ((e = tfs__tw_finish(w->tw, &w->res.bytes, &w->res.cell_num,
+					d)))
 			return e;
-		t1 = t2 = max >= now ? max + 1 : now;
-	}
-	if ((e = tfs__uuid(uuid)))
-		return tfs_fail(d, e, "no random bytes for a fragment name");
-	snprintf(res->name, sizeof(res->name), "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32,
-		 t1, t2, uuid, w->version);
-	res->t1 = t1;
-	res->t2 = t2;
-	if (w->version >= 12) {
-		parent = tfs_path_join(w->path, "__fragments");
-		cdir = tfs_path_join(w->path, "__commits");
-		if (cdir)
-			commit = tfs_path_join(cdir, res->name);
 	} else {
-		parent = tfs_strdup(w->path);
-		cdir = tfs_strdup(w->path);
-		commit = tfs_path_join(w->path, res->name);
-	}
-	dir = parent ? tfs_path_join(parent, res->name) : NULL;
-	if (!dir || !commit || !cdir) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	{
-		/* The commit file: "<name>.wrt" or "<name>.ok". */
-		size_t n = strlen(commit);
-		char *c2 = tfs_realloc(commit, n + 5);
-
-		if (!c2) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out;
+		for (uint32_t k = 0; k < w->D; k++) {
+			box[k].lo = w->boxbytes[0][k];
+			box[k].hi = w->boxbytes[1][k];
+			box[k].lo_len = box[k].hi_len =
+				tfs_datatype_size(s->dims[k].type);
 		}
-		commit = c2;
-		memcpy(commit + n, w->version >= 12 ? ".wrt" : ".ok", 5);
+		if ((e = choose_name(w, d)))
+			return e;
+		e = write_cells(w, dense, box, &w->res, d);
+		if (e == TFS_E_BUSY) {
+			tfs__remove_tree(w->vfs, w->dir);
+			dense = false;
+			w->res.bytes = 0;
+			e = write_cells(w, false, box, &w->res, d);
+		}
+		if (e)
+			return e;
 	}
-	if ((e = w->vfs->ops->mkdir(w->vfs, parent, d)) ||
-	    (e = w->vfs->ops->mkdir(w->vfs, cdir, d)))
-		goto out_remove;
-	e = write_cells(w, dir, dense, box, res, d);
-	if (e == TFS_E_BUSY) {
-		tfs__remove_tree(w->vfs, dir);
-		dense = false;
-		memset(&res->bytes, 0, sizeof(res->bytes));
-		e = write_cells(w, dir, false, box, res, d);
-	}
-	if (e)
-		goto out_remove;
-	res->dense = dense;
-	if ((e = w->vfs->ops->fsync(w->vfs, dir, d)) ||
-	    (e = w->vfs->ops->fsync(w->vfs, parent, d)))
-		goto out_remove;
-	/* Last: the commit file (write.md §3). */
-	commit_made = true;
-	if ((e = tfs__write_file(w->vfs, commit, "", 0, d)) ||
-	    (e = w->vfs->ops->fsync(w->vfs, cdir, d)))
-		goto out_remove;
+	w->res.dense = dense;
+	if ((e = commit_last(w, d)))
+		return e;
 	w->committed = true;
 	w->failed = false;
-	goto out;
-
-out_remove:
-	if (commit_made) {
-		struct tfs_diag ld;
-
-		tfs_diag_init(&ld);
-		(void)w->vfs->ops->remove(w->vfs, commit, &ld);
-	}
-	tfs__remove_tree(w->vfs, dir);
-	memset(res, 0, sizeof(*res));
-out:
-	tfs_free(dir);
-	tfs_free(commit);
-	tfs_free(parent);
-	tfs_free(cdir);
-	return e;
+	*res = w->res;
+	return TFS_E_OK;
 }

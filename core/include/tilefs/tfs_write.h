@@ -32,7 +32,10 @@ struct tfs_write_opts {
 	/* Fragment timestamps t1 and t2 (ms). 0 = t1 = t2 = max(now, 1 +
 	 * the greatest timestamp of every existing fragment, commit and
 	 * vacuum file), so a new write always wins and never reuses a t1.
-	 * Consolidation sets both to keep the consolidated range. */
+	 * Consolidation sets both to keep the consolidated range. Writes
+	 * faster than one per millisecond get timestamps ahead of the
+	 * clock, so an array opened "now" right after sees them only once
+	 * the clock catches up (or when opened at a later timestamp). */
 	uint64_t t1, t2;
 	unsigned threads;     /* encoding threads, the caller's included; 0 =
 				 one per CPU */
@@ -55,7 +58,11 @@ enum tfs_write_layout {
 	 * box become a dense fragment, anything else a sparse fragment. */
 	TFS_WRITE_UNORDERED,
 	/* Dense arrays: the cells of one box (tfs_writer_open's box), row-major
-	 * over the box as a dense read returns them, attributes only. */
+	 * over the box as a dense read returns them, attributes only. When
+	 * every dimension but the first stays inside one space tile (any
+	 * 1-D box) and the orders are row-major, cells go to the files as
+	 * they are appended (memory: the tiles in flight); otherwise they
+	 * are sorted like UNORDERED cells. */
 	TFS_WRITE_DENSE_BOX,
 };
 

@@ -40,6 +40,7 @@ void wt_dump_batch(struct wt_dump *out, const struct tfs_batch *b)
 		for (size_t f = 0; f < b->column_num; f++) {
 			const struct tfs_column *c = &b->columns[f];
 
+			put_hex(&s, &len, &cap, NULL, 0); /* room for "|N" */
 			if (f)
 				s[len++] = '|';
 			if (c->validity && !c->validity[i]) {
