@@ -20,6 +20,12 @@
 #include "tilefs/tilefs.h"
 
 #define DEFAULT_BATCH_ROWS 65536
+/* A batch also ends once its variable-size and multi-value cells hold
+ * this many bytes, so long strings cannot make a batch large. */
+#define BATCH_BYTES ((size_t)32 << 20)
+
+/* Integer cells are stored as the low bytes of a 64-bit pattern. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian hosts only");
 
 struct col {
 	const char *name;
@@ -32,6 +38,13 @@ struct col {
 	size_t csv_col;   /* 1-based field index, 0 = not in the file */
 	size_t cell_size; /* fixed-size cells */
 	bool fast;        /* one fixed-size number per cell */
+	/* Fast columns of integer types: parsed by tfs__int_parse with these
+	 * limits; dimensions also check their domain as integers. */
+	bool is_int, is_signed;
+	uint64_t max_mag;
+	bool dom_int;              /* domain checked below (integer dims) */
+	int64_t dom_lo, dom_hi;    /* signed types */
+	uint64_t udom_lo, udom_hi; /* unsigned types */
 	/* Per batch set (see struct ingest). */
 	struct tfs_buf data[2], offsets[2], validity[2];
 };
@@ -65,6 +78,8 @@ struct ingest {
 	struct tfs_batch batch[2];
 	uint64_t *tags[2];
 	uint64_t batch_rows, rows_in_batch;
+	bool has_slow;   /* a column appends its cells (not fast) */
+	bool batch_full; /* BATCH_BYTES reached */
 	struct handoff ho;
 };
 
@@ -168,6 +183,24 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 		c->fast = !c->var && c->cell_val_num == 1 &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
+		if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
+		    !tfs_datatype_is_datetime(c->type)) {
+			size_t bits = 8 * c->cell_size;
+
+			c->is_int = true;
+			c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
+			c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+				     : bits == 64 ? UINT64_MAX
+						  : (UINT64_C(1) << bits) - 1;
+			if (c->is_dim && c->dim->has_domain) {
+				c->dom_int = true;
+				c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
+				c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
+				c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
+				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
+			}
+		}
+		in->has_slow |= !c->fast;
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
 			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
@@ -291,6 +324,22 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 			if (tfs_buf_append(&c->data[k], c->attr->fill, c->cell_size))
 				return nomem(in, d);
 			continue;
+		} else if (c->is_int) {
+			uint64_t v;
+			uint8_t *dst = c->data[k].data + row * c->cell_size;
+
+			if (f->len == 0) {
+				why = "empty value";
+				e = TFS_E_INVALID;
+			} else if (!(e = tfs__int_parse(f->p, f->len, c->is_signed,
+							c->max_mag, &v, &why))) {
+				/* Little-endian: the low bytes of the pattern. */
+				memcpy(dst, &v, c->cell_size);
+				if (c->dom_int &&
+				    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
+						  : v < c->udom_lo || v > c->udom_hi))
+					e = check_domain(in, c, dst, f->line, d);
+			}
 		} else if (c->fast) {
 			if (f->len == 0) {
 				why = "empty value";
@@ -315,6 +364,14 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 	}
 	in->tags[k][row] = lx->record_line;
 	in->rows_in_batch++;
+	if (in->has_slow) {
+		size_t bytes = 0;
+
+		for (size_t i = 0; i < in->col_num; i++)
+			if (!in->cols[i].fast)
+				bytes += in->cols[i].data[k].len;
+		in->batch_full = bytes >= BATCH_BYTES;
+	}
 	return TFS_E_OK;
 }
 
@@ -433,6 +490,7 @@ static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
 					  .columns = in->batch_cols[k]};
 	in->run->rows += n;
 	in->rows_in_batch = 0;
+	in->batch_full = false;
 	pthread_mutex_lock(&ho->lock);
 	ho->full[k] = true;
 	pthread_cond_broadcast(&ho->cond);
@@ -471,11 +529,17 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 {
 	struct ingest in = {.run = run, .s = run->schema};
 	bool empty, got;
-	enum tfs_err e, e2;
+	enum tfs_err e = TFS_E_OK, e2;
 
 	run->rows = 0;
 	in.batch_rows = run->batch_rows ? run->batch_rows : DEFAULT_BATCH_ROWS;
-	if ((e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d)))
+	if (run->csv_path)
+		e = tfs__csv_open(&in.lx, run->csv_path, run->display_name, run->block, d);
+	else
+		tfs__csv_open_mem(&in.lx, run->csv_mem, run->csv_mem_len,
+				  run->display_name ? run->display_name : "(memory)",
+				  run->block);
+	if (e)
 		return e;
 	if ((e = read_header(&in, &empty, d)) || empty)
 		goto out;
@@ -490,7 +554,7 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 			break;
 		if ((e = parse_row(&in, d)))
 			break;
-		if (in.rows_in_batch == in.batch_rows) {
+		if (in.rows_in_batch == in.batch_rows || in.batch_full) {
 			if ((e = flush(&in, d)))
 				break;
 			report(&in);

@@ -23,6 +23,38 @@ static const bool stop_unquoted[256] = {
 	[','] = true, ['\n'] = true, ['\r'] = true, ['"'] = true,
 };
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Bytes of x equal to c get their high bit set (exactly: no false
+ * positives, as in the classic zero-byte test with the carry masked). */
+static inline uint64_t eq_bytes(uint64_t x, uint8_t c)
+{
+	uint64_t y = x ^ (ONES * c);
+
+	return ~(((y & ~HIGHS) + ~HIGHS) | y) & HIGHS;
+}
+
+/* Index of the first byte in [i, end) that ends an unquoted field, or
+ * end: eight bytes at a time, since fields of numbers are short and this
+ * loop is most of the tokenizer's time. */
+static size_t scan_unquoted(const uint8_t *buf, size_t i, size_t end)
+{
+	while (end - i >= 8) {
+		uint64_t x, m;
+
+		memcpy(&x, buf + i, 8);
+		m = eq_bytes(x, ',') | eq_bytes(x, '\n') | eq_bytes(x, '\r') |
+		    eq_bytes(x, '"');
+		if (m)
+			return i + (size_t)(__builtin_ctzll(m) >> 3);
+		i += 8;
+	}
+	while (i < end && !stop_unquoted[buf[i]])
+		i++;
+	return i;
+}
+
 static void lexer_init(struct tfs__csv_lexer *lx, const char *name,
 		       size_t block)
 {
@@ -75,6 +107,35 @@ uint64_t tfs__csv_offset(const struct tfs__csv_lexer *lx)
 	return lx->buf_offset + lx->pos;
 }
 
+const char *tfs__msg_text(char *out, size_t cap, const void *p, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *b = p;
+	size_t w = 0, i;
+
+	for (i = 0; i < len; i++) {
+		bool plain = b[i] >= 0x20 && b[i] != 0x7f && b[i] != '\\';
+
+		/* Room for this byte's text, "..." and the NUL. */
+		if (w + (plain ? 1 : 4) + 4 > cap)
+			break;
+		if (plain) {
+			out[w++] = (char)b[i];
+		} else {
+			out[w++] = '\\';
+			out[w++] = 'x';
+			out[w++] = hex[b[i] >> 4];
+			out[w++] = hex[b[i] & 15];
+		}
+	}
+	if (i < len) {
+		memcpy(out + w, "...", 3);
+		w += 3;
+	}
+	out[w] = '\0';
+	return out;
+}
+
 enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
 			   struct tfs_diag *d, enum tfs_err code,
 			   uint64_t line, size_t col, const char *fmt, ...)
@@ -88,9 +149,15 @@ enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
 	if (col == 0)
 		return tfs_fail(d, code, "%s: line %" PRIu64 ": %s", lx->name,
 				line, why);
-	if (col <= lx->col_num && lx->col_names)
+	if (col <= lx->col_num && lx->col_names) {
+		char name[64];
+
+		/* Header names are data: no line breaks into the log. */
+		tfs__msg_text(name, sizeof(name), lx->col_names[col - 1],
+			      strlen(lx->col_names[col - 1]));
 		return tfs_fail(d, code, "%s: line %" PRIu64 ", column %zu ('%s'): %s",
-				lx->name, line, col, lx->col_names[col - 1], why);
+				lx->name, line, col, name, why);
+	}
 	return tfs_fail(d, code, "%s: line %" PRIu64 ", column %zu: %s", lx->name,
 			line, col, why);
 }
@@ -253,8 +320,7 @@ static enum scan scan_record(struct tfs__csv_lexer *lx, enum tfs_err *err,
 		} else {
 			size_t start = i;
 
-			while (i < end && !stop_unquoted[buf[i]])
-				i++;
+			i = scan_unquoted(buf, i, end);
 			if (i < end && buf[i] == '"') {
 				*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
 						     "quote inside an unquoted field (quote the whole field and double the quote)");

@@ -109,8 +109,9 @@ enum tfs_err tfs_ingest_csv(const char *array_path, const char *csv_path,
 		      result, d);
 }
 
-/* Removes a folder tree made by tfs_ingest_csv_new after a failure. */
-static void remove_tree(struct tfs_vfs *v, const char *path)
+/* Removes what tfs_ingest_csv_new made after a failure: the folder's
+ * contents, and the folder itself unless it was there before. */
+static void remove_tree(struct tfs_vfs *v, const char *path, bool keep_top)
 {
 	struct tfs_dirlist l = {0};
 	struct tfs_stat st;
@@ -122,12 +123,25 @@ static void remove_tree(struct tfs_vfs *v, const char *path)
 			char *child = tfs_path_join(path, l.names[i]);
 
 			if (child)
-				remove_tree(v, child);
+				remove_tree(v, child, false);
 			tfs_free(child);
 		}
 		tfs_dirlist_release(&l);
 	}
-	(void)v->ops->remove(v, path, NULL);
+	if (!keep_top)
+		(void)v->ops->remove(v, path, NULL);
+}
+
+static void undo_create(const struct tfs_write_opts *wo, const char *path,
+			bool existed)
+{
+	struct tfs_vfs *posix = NULL, *v = wo->vfs;
+
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v)
+		remove_tree(v, path, existed);
+	tfs_vfs_free(posix);
 }
 
 enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
@@ -138,21 +152,33 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	const char *name = opts && opts->display_name ? opts->display_name : csv_path;
 	struct tfs_write_opts wo;
 	struct tfs_schema s;
-	struct tfs_vfs *posix = NULL, *v;
 	struct tfs_diag wd;
+	struct stat st;
 	uint64_t rows, lo = 0, hi;
+	bool existed;
 	enum tfs_err e;
 
 	memset(result, 0, sizeof(*result));
 	write_opts(&wo, opts);
 	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0, d)))
 		return e;
+	/* An empty folder may be made the array; anything else there makes
+	 * tfs_array_create refuse. Only what this call made is undone. */
+	if (wo.vfs) {
+		struct tfs_stat vst;
+
+		existed = !tfs_vfs_stat(wo.vfs, array_path, &vst, NULL) && vst.exists;
+	} else {
+		existed = stat(array_path, &st) == 0;
+	}
 	tfs_diag_init(&wd);
-	if ((e = tfs_array_create(array_path, &s, &wo, &wd))) {
-		tfs_schema_release(&s);
+	e = tfs_array_create(array_path, &s, &wo, &wd);
+	tfs_schema_release(&s);
+	if (e) {
+		if (e != TFS_E_EXISTS && e != TFS_E_INVALID)
+			undo_create(&wo, array_path, existed);
 		return tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&wd));
 	}
-	tfs_schema_release(&s);
 	result->created = true;
 	if (rows == 0)
 		return TFS_E_OK;
@@ -163,13 +189,7 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	e = ingest(array_path, csv_path, opts, true, TFS_WRITE_DENSE_BOX, &box, result, d);
 	if (!e)
 		return TFS_E_OK;
-	/* The new array goes with the failed write. */
-	v = wo.vfs;
-	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
-		v = posix;
-	if (v)
-		remove_tree(v, array_path);
-	tfs_vfs_free(posix);
+	undo_create(&wo, array_path, existed);
 	result->created = false;
 	return e;
 }

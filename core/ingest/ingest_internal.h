@@ -71,6 +71,9 @@ enum tfs_err tfs__csv_next(struct tfs__csv_lexer *lx, bool *got,
 			   struct tfs_diag *d) TFS_WUR;
 /* Bytes of the file tokenized so far. */
 uint64_t tfs__csv_offset(const struct tfs__csv_lexer *lx);
+/* Text of untrusted bytes for a one-line message into out (cap >= 8):
+ * control bytes and backslashes as \xHH, cut short with "..." to fit. */
+const char *tfs__msg_text(char *out, size_t cap, const void *p, size_t len);
 /* Records a failure "NAME: line L, column C ('COL'): why" (column 0: no
  * column part; the name part only when lx->col_names has it). */
 enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
@@ -87,6 +90,12 @@ enum tfs_err tfs__csv_fail(const struct tfs__csv_lexer *lx,
  * a static reason. */
 enum tfs_err tfs__value_parse(uint8_t type, const uint8_t *p, size_t len,
 			      void *dst, const char **why) TFS_WUR;
+/* The fast path of integer types: [+-]digits with |value| <= max_mag
+ * (negative values only when is_signed, down to -(max_mag + 1)), as the
+ * two's complement 64-bit pattern. */
+enum tfs_err tfs__int_parse(const uint8_t *p, size_t len, bool is_signed,
+			    uint64_t max_mag, uint64_t *out,
+			    const char **why) TFS_WUR;
 /* One whole cell appended to out: strings as their bytes (checked
  * against STRING_ASCII / STRING_UTF8), blobs and other byte types as hex,
  * numbers separated by single spaces. cell_val_num TFS_VAR_NUM = any
@@ -120,6 +129,9 @@ struct tfs_ingest_progress;
 struct tfs__ingest_run {
 	const struct tfs_schema *schema;
 	const char *csv_path;
+	/* Or the CSV bytes in memory (borrowed), when csv_path is NULL. */
+	const void *csv_mem;
+	size_t csv_mem_len;
 	const char *display_name;
 	size_t block;          /* tokenizer block, 0 = default */
 	uint64_t batch_rows;   /* rows per batch, 0 = default */

@@ -139,8 +139,12 @@ static enum tfs_err get_type(json_object *obj, const struct jpath *jp, uint8_t *
 	if ((e = get_string(obj, "type", true, jp, &name, d)))
 		return e;
 	jpath_key(&kp, jp, "type");
-	if ((t = datatype_by_name(name)) < 0)
-		return FAIL(d, &kp, "unknown datatype '%s'", name);
+	if ((t = datatype_by_name(name)) < 0) {
+		char text[64];
+
+		return FAIL(d, &kp, "unknown datatype '%s'",
+			    tfs__msg_text(text, sizeof(text), name, strlen(name)));
+	}
 	*out = (uint8_t)t;
 	return TFS_E_OK;
 }
@@ -168,8 +172,13 @@ static enum tfs_err get_value(json_object *v, uint8_t type, const struct jpath *
 	text = json_object_get_string(v);
 	if (type == TFS_BOOL)
 		as = TFS_UINT8;
-	if ((e = tfs__value_parse(as, (const uint8_t *)text, strlen(text), dst, &why)))
-		return FAIL(d, jp, "'%s': %s for %s", text, why, tfs_datatype_name(type));
+	if ((e = tfs__value_parse(as, (const uint8_t *)text, strlen(text), dst, &why))) {
+		char shown[64];
+
+		return FAIL(d, jp, "'%s': %s for %s",
+			    tfs__msg_text(shown, sizeof(shown), text, strlen(text)), why,
+			    tfs_datatype_name(type));
+	}
 	if (type == TFS_BOOL && dst[0] > 1)
 		return FAIL(d, jp, "a bool is 0 or 1");
 	return TFS_E_OK;
@@ -281,8 +290,12 @@ static enum tfs_err parse_filter(const char *text, const struct jpath *jp,
 		if (n && strlen(n) == nlen && strncmp(n, text, nlen) == 0)
 			type = (int)t;
 	}
-	if (type < 0 || type == TFS_FILTER_NONE || type == TFS_FILTER_AES256GCM)
-		return FAIL(d, jp, "unknown filter '%.*s'", (int)nlen, text);
+	if (type < 0 || type == TFS_FILTER_NONE || type == TFS_FILTER_AES256GCM) {
+		char name[64];
+
+		return FAIL(d, jp, "unknown filter '%s'",
+			    tfs__msg_text(name, sizeof(name), text, nlen));
+	}
 	tfs_filter_init(f, (enum tfs_filter_type)type);
 	if (!open)
 		return TFS_E_OK;
@@ -362,8 +375,12 @@ static enum tfs_err parse_filter(const char *text, const struct jpath *jp,
 			return end[1] ? FAIL(d, jp, "text after the filter's ')'") : TFS_E_OK;
 		p = end + 1;
 	}
-bad:
-	return FAIL(d, jp, "bad filter '%s'", text);
+bad: {
+	char shown[96];
+
+	return FAIL(d, jp, "bad filter '%s'",
+		    tfs__msg_text(shown, sizeof(shown), text, strlen(text)));
+}
 }
 
 /* A filter list; missing: dflt. */
@@ -590,7 +607,10 @@ static enum tfs_err get_layout(json_object *obj, const char *key,
 		}
 	}
 	jpath_key(&kp, jp, key);
-	return FAIL(d, &kp, "unknown layout '%s'", name);
+	char text[64];
+
+	return FAIL(d, &kp, "unknown layout '%s'",
+		    tfs__msg_text(text, sizeof(text), name, strlen(name)));
 }
 
 static enum tfs_err get_current_domain(json_object *v, const struct jpath *jp,

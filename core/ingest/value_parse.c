@@ -52,6 +52,56 @@ static void store_le(void *dst, uint64_t v, size_t size)
 		o[k] = (uint8_t)(v >> (8 * k));
 }
 
+enum tfs_err tfs__int_parse(const uint8_t *p, size_t len, bool is_signed,
+			    uint64_t max_mag, uint64_t *out, const char **why)
+{
+	bool neg = false;
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (len && (p[0] == '-' || p[0] == '+')) {
+		neg = p[0] == '-';
+		i = 1;
+	}
+	/* Up to 19 digits cannot overflow 64 bits. */
+	if (i == len || len - i > 19)
+		goto slow;
+	for (; i < len; i++) {
+		unsigned c = (unsigned)p[i] - '0';
+
+		if (c > 9)
+			goto slow;
+		v = v * 10 + c;
+	}
+	if (neg && v) {
+		/* max_mag + 1 is |min| of a signed type. */
+		if (!is_signed || v - 1 > max_mag)
+			goto range;
+		*out = (uint64_t)0 - v;
+		return TFS_E_OK;
+	}
+	if (v > max_mag)
+		goto range;
+	*out = v;
+	return TFS_E_OK;
+slow: {
+	bool overflow;
+
+	if (!parse_digits(p, len, &neg, &v, &overflow)) {
+		*why = "not an integer";
+		return TFS_E_INVALID;
+	}
+	if (overflow || (neg && v && (!is_signed || v - 1 > max_mag)) ||
+	    (!neg && v > max_mag))
+		goto range;
+	*out = neg ? (uint64_t)0 - v : v;
+	return TFS_E_OK;
+}
+range:
+	*why = "integer out of the type's range";
+	return TFS_E_RANGE;
+}
+
 static enum tfs_err parse_int(uint8_t type, const uint8_t *p, size_t len,
 			      void *dst, const char **why)
 {

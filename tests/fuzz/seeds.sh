@@ -13,7 +13,7 @@ seedgen=${2:-$here/../../build-fuzz/tests/fuzz/fuzz_seedgen}
 corpus=${3:-$here/../../../shared/corpus/public}
 
 rm -rf "$out"
-mkdir -p "$out/fuzz_selection"
+mkdir -p "$out/fuzz_selection" "$out/fuzz_csv" "$out/fuzz_schema_json"
 "$seedgen" "$corpus" "$out"
 
 # Selection: the first byte picks the array (bit 7: no non-empty
@@ -26,4 +26,9 @@ while IFS= read -r line; do
   done
   n=$((n + 1))
 done < "$here/selection_seeds.txt"
+# Schema JSON: the corpus's documents, each with a "schema" object.
+for f in "$corpus"/*.json; do
+  cp "$f" "$out/fuzz_schema_json/"
+done
+
 echo "seeds.sh: $(find "$out" -type f | wc -l) seeds in $out"

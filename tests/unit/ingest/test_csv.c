@@ -243,3 +243,29 @@ Test(csv, batches_and_progress)
 	tfs_buf_release(&c.text);
 	tfs_buf_release(&text);
 }
+
+Test(csv, long_strings_end_batches_early)
+{
+	struct collect c;
+	struct tfs_diag d;
+	struct tfs_buf text;
+	size_t n = (size_t)1 << 20;
+	char *s = malloc(n + 1);
+
+	cr_assert(s);
+	memset(s, 'q', n);
+	s[n] = '\0';
+	tfs_buf_init(&text, TFS_BUF_NO_MAX);
+	cr_assert(!tfs_buf_printf(&text, "x,y,a,s\n"));
+	for (int i = 0; i < 40; i++)
+		cr_assert(!tfs_buf_printf(&text, "%d,0,%d,%s\n", i, i, s));
+	cr_assert(!tfs_buf_append_u8(&text, 0));
+	cr_assert_eq(run_csv("sparse_2d_int", (const char *)text.data, &c, &d, 0, 0),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(c.cells, 40);
+	/* 32 MiB of strings per batch: two batches, not one of 40 MiB. */
+	cr_assert_eq(c.batches, 2);
+	tfs_buf_release(&c.text);
+	tfs_buf_release(&text);
+	free(s);
+}

@@ -442,3 +442,138 @@ Test(e2e, new_array_removed_when_the_ingest_fails)
 	free(arr);
 	free(csv);
 }
+
+/* A storage failure at every call of tfs_ingest_csv_new in turn: it
+ * either succeeds with the whole array or leaves no folder behind. */
+Test(e2e, new_array_removed_at_every_storage_failure)
+{
+	char *csv = write_csv("f.csv", "a,b\n1,x\n2,y\n3,\n");
+	struct tfs_vfs *posix, *faulty;
+	unsigned long total;
+	unsigned failed = 0, ok = 0;
+
+	cr_assert_eq(tfs_vfs_posix_new(&posix), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_faulty_new(posix, &faulty), TFS_E_OK);
+	{
+		char *arr = path_in_tmp("probe");
+		struct tfs_ingest_opts o = {.write.vfs = faulty, .write.threads = 1};
+		struct tfs_ingest_result r;
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_ingest_csv_new(arr, csv, &o, &r, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		total = tfs_vfs_faulty_calls(faulty);
+		free(arr);
+	}
+	cr_assert_gt(total, 5);
+	for (unsigned long n = 0; n < total; n++) {
+		char name[32];
+		char *arr;
+		struct tfs_vfs *fv;
+		struct tfs_ingest_opts o = {.write.threads = 1};
+		struct tfs_ingest_result r;
+		struct tfs_diag d;
+		enum tfs_err e;
+
+		snprintf(name, sizeof(name), "n%lu", n);
+		arr = path_in_tmp(name);
+		cr_assert_eq(tfs_vfs_faulty_new(posix, &fv), TFS_E_OK);
+		tfs_vfs_faulty_arm(fv, TFS_FAULT_EIO, n, true);
+		o.write.vfs = fv;
+		tfs_diag_init(&d);
+		e = tfs_ingest_csv_new(arr, csv, &o, &r, &d);
+		if (e) {
+			cr_assert_neq(access(arr, F_OK), 0, "call %lu: %s left behind (%s)", n,
+				      arr, tfs_diag_msg(&d));
+			cr_assert(!r.created);
+			failed++;
+		} else {
+			struct tfs_buf all;
+
+			read_all(arr, &all, NULL);
+			cr_assert_str_eq((const char *)all.data,
+					 "row=0000000000000000 a=0100000000000000 b=78;"
+					 "row=0100000000000000 a=0200000000000000 b=79;"
+					 "row=0200000000000000 a=0300000000000000 b=NULL;");
+			tfs_buf_release(&all);
+			ok++;
+		}
+		tfs_vfs_free(fv);
+		free(arr);
+	}
+	cr_assert_gt(failed, 0);
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(posix);
+	free(csv);
+}
+
+Test(e2e, dense_rows_that_are_no_box_become_a_sparse_fragment)
+{
+	char *arr = copy_corpus("dense_1d");
+	char *csv = write_csv("a.csv", "d,a\n5,1\n");
+	struct tfs_array *a;
+	struct tfs_diag d;
+	struct tfs_ingest_result r;
+	const struct tfs_schema *s;
+	char header[256] = "";
+	FILE *f;
+
+	/* Columns of dense_1d: the dimension and every attribute. */
+	cr_assert_eq(tfs_array_open(arr, NULL, &a, &d), TFS_E_OK);
+	s = tfs_array_schema(a);
+	snprintf(header, sizeof(header), "%s", s->dims[0].name);
+	for (uint32_t i = 0; i < s->attr_num; i++) {
+		cr_assert(tfs_datatype_is_integer(s->attrs[i].type) ||
+			  tfs_datatype_class(s->attrs[i].type) == TFS_CLASS_FLOAT);
+		strncat(header, ",", sizeof(header) - strlen(header) - 1);
+		strncat(header, s->attrs[i].name, sizeof(header) - strlen(header) - 1);
+	}
+	f = fopen(csv, "w");
+	cr_assert(f);
+	fprintf(f, "%s\n", header);
+	for (int row = 0; row < 2; row++) {
+		fprintf(f, "%d", row ? 7 : 3);
+		for (uint32_t i = 0; i < s->attr_num; i++)
+			fprintf(f, ",%d", 40 + row);
+		fprintf(f, "\n");
+	}
+	fclose(f);
+	tfs_array_close(a);
+	/* Cells 3 and 7: no box, so a sparse fragment in the dense array. */
+	cr_assert_eq(ingest(arr, csv, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert(!r.write.dense);
+	cr_assert_eq(r.write.cell_num, 2);
+	/* Both cells read back with their values, from the new fragment. */
+	cr_assert_eq(tfs_array_open(arr, NULL, &a, &d), TFS_E_OK);
+	for (int row = 0; row < 2; row++) {
+		uint8_t at[8] = {0};
+		struct tfs_range r1;
+		struct tfs_query_opts qo = {.subarray = &r1};
+		struct tfs_query *q;
+		const struct tfs_batch *b;
+		uint8_t type = tfs_array_schema(a)->dims[0].type;
+		int64_t v = row ? 7 : 3;
+
+		cr_assert(tfs_datatype_class(type) == TFS_CLASS_SIGNED);
+		memcpy(at, &v, tfs_datatype_size(type));
+		r1 = (struct tfs_range){.lo = at, .hi = at,
+					.lo_len = tfs_datatype_size(type),
+					.hi_len = tfs_datatype_size(type)};
+		cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK);
+		cr_assert(b && b->cell_num == 1);
+		for (size_t k = 0; k < b->column_num; k++) {
+			const struct tfs_column *c = &b->columns[k];
+			double got = tfs_datatype_class(c->type) == TFS_CLASS_FLOAT
+					     ? tfs_value_as_f64(c->type, c->data)
+					     : (double)tfs_value_as_i64(c->type, c->data);
+
+			cr_assert_eq(got, c->is_dim ? (double)v : 40.0 + row, "%s", c->name);
+		}
+		tfs_query_close(q);
+	}
+	tfs_array_close(a);
+	free(arr);
+	free(csv);
+}

@@ -172,3 +172,86 @@ Test(lexer, missing_file)
 	cr_assert(strstr(d.msg, "x.csv: cannot open") == d.msg, "%s", d.msg);
 	tfs__csv_close(&lx);
 }
+
+/* Random records of random fields (plain, quoted with commas, quotes,
+ * CR/LF inside, empty), written as RFC 4180 text with LF or CRLF line
+ * ends, tokenize back to the same fields at every block size; this
+ * crosses the eight-byte scan at every alignment. */
+Test(lexer, random_round_trip)
+{
+	static const char alphabet[] = "ab1,\"\n\r -.x";
+	struct tfs_buf text, want;
+
+	srand(12345);
+	for (int round = 0; round < 200; round++) {
+		unsigned records = 1 + (unsigned)rand() % 8;
+
+		tfs_buf_init(&text, TFS_BUF_NO_MAX);
+		tfs_buf_init(&want, TFS_BUF_NO_MAX);
+		uint64_t line = 1;
+
+		for (unsigned r = 0; r < records; r++) {
+			unsigned fields = 1 + (unsigned)rand() % 5;
+			bool crlf = rand() % 2;
+			uint64_t start = line;
+			struct tfs_buf rec;
+
+			tfs_buf_init(&rec, TFS_BUF_NO_MAX);
+			for (unsigned f = 0; f < fields; f++) {
+				char v[40];
+				unsigned n = (unsigned)rand() % 20;
+				bool special = false, quote;
+
+				for (unsigned k = 0; k < n; k++) {
+					v[k] = alphabet[rand() % (sizeof(alphabet) - 1)];
+					special |= v[k] == ',' || v[k] == '"' || v[k] == '\n' ||
+						   v[k] == '\r';
+				}
+				/* A record of one empty field would be a blank line. */
+				quote = special || rand() % 4 == 0 || (fields == 1 && n == 0);
+				if (f)
+					cr_assert(!tfs_buf_append_u8(&text, ','));
+				if (quote)
+					cr_assert(!tfs_buf_append_u8(&text, '"'));
+				for (unsigned k = 0; k < n; k++) {
+					if (v[k] == '"')
+						cr_assert(!tfs_buf_append_u8(&text, '"'));
+					cr_assert(!tfs_buf_append_u8(&text, (uint8_t)v[k]));
+					/* Line breaks inside quotes count as lines. */
+					if (v[k] == '\n' || (v[k] == '\r' && (k + 1 == n || v[k + 1] != '\n')))
+						line++;
+				}
+				if (quote)
+					cr_assert(!tfs_buf_append_u8(&text, '"'));
+				cr_assert(!tfs_buf_printf(&rec, "%s%s%.*s%s", f ? "|" : "",
+							  quote ? "<" : "", (int)n, v,
+							  quote ? ">" : ""));
+			}
+			cr_assert(!tfs_buf_append(&text, crlf ? "\r\n" : "\n", crlf ? 2 : 1));
+			line++;
+			cr_assert(!tfs_buf_printf(&want, "%llu:%.*s;", (unsigned long long)start,
+						  (int)rec.len, (const char *)rec.data));
+			tfs_buf_release(&rec);
+		}
+		cr_assert(!tfs_buf_append_u8(&want, 0));
+		expect((const char *)text.data, text.len, (const char *)want.data);
+		tfs_buf_release(&text);
+		tfs_buf_release(&want);
+	}
+}
+
+Test(lexer, message_text_escapes_and_cuts)
+{
+	char out[16];
+
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "ab", 2), "ab");
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "a\nb\\", 4), "a\\x0ab\\x5c");
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "0123456789abcdefgh", 18),
+			 "0123456789ab...");
+	cr_assert_str_eq(tfs__msg_text(out, sizeof(out), "\n\n\n\n", 4), "\\x0a\\x0a\\x0a...");
+	cr_assert_str_eq(tfs__msg_text(out, 8, "\n\n", 2), "\\x0a...");
+	for (size_t cap = 8; cap <= sizeof(out); cap++) {
+		tfs__msg_text(out, cap, "\x01\x02\x03\x04\x05xyzxyz", 11);
+		cr_assert_lt(strlen(out), cap);
+	}
+}
