@@ -274,16 +274,6 @@ int cmd_info(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage("info", "info takes one PATH");
-	if (json) {
-		struct dump_opts o = {.path = argv[optind], .key_hex = c.key_hex,
-				      .timestamp = c.timestamp,
-				      .has_timestamp = c.timestamp != 0};
-
-		st = dump_run(&o);
-		cli_common_release(&c);
-		/* dump's 1 is any error; its other statuses mean the same */
-		return st;
-	}
 	tfs_diag_init(&d);
 	e = tfs_object_type(NULL, argv[optind], &kind, &d);
 	if (!e && kind == TFS_OBJECT_NONE)
@@ -293,6 +283,35 @@ int cmd_info(int argc, char **argv)
 	if (e) {
 		cli_common_release(&c);
 		return cli_fail("info", &d, e);
+	}
+	if (json && kind == TFS_OBJECT_ARRAY) {
+		struct dump_opts o = {.path = argv[optind], .key_hex = c.key_hex,
+				      .timestamp = c.timestamp,
+				      .has_timestamp = c.timestamp != 0};
+		struct tfs_open_opts oo = {.key = c.has_key ? c.key : NULL,
+					   .timestamp = c.timestamp,
+					   .threads = 1};
+
+		/* Opened first so that failures get this tool's statuses
+		 * (dump says 1 for every error). */
+		e = tfs_array_open(argv[optind], &oo, &a, &d);
+		if (e) {
+			cli_common_release(&c);
+			return cli_fail("info", &d, e);
+		}
+		tfs_array_close(a);
+		st = dump_run(&o);
+		cli_common_release(&c);
+		return st;
+	}
+	if (json) {
+		struct dump_opts o = {.path = argv[optind], .key_hex = c.key_hex,
+				      .timestamp = c.timestamp,
+				      .has_timestamp = c.timestamp != 0};
+
+		st = dump_run(&o);
+		cli_common_release(&c);
+		return st;
 	}
 	if (kind == TFS_OBJECT_GROUP) {
 		st = info_group(argv[optind], &c);

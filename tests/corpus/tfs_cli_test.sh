@@ -121,12 +121,15 @@ expect 0 "info --json" -- "$tfs" info "$corpus/metadata" --json
 expect 0 "info at a time" -- "$tfs" info "$corpus/dense_fragments_overlap" --timestamp 2023-11-14T22:13:22Z
 grep -q "(2 visible)" "$tmp/out" || { echo "FAIL info --timestamp"; fails=$((fails + 1)); }
 expect 3 "info of nothing" -- "$tfs" info "$tmp/nothing-here"
+expect 3 "info --json of nothing" -- "$tfs" info "$tmp/nothing-here" --json
 stderr_has "nothing-here" "info not found message"
 expect 2 "info bad timestamp" -- "$tfs" info "$corpus/dense_1d" --timestamp later
 if [ -d "$corpus/encrypted" ]; then
   key=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_hex"])' "$corpus/encrypted.json")
   expect 6 "info without the key" -- "$tfs" info "$corpus/encrypted"
   expect 0 "info with the key" -- "$tfs" info "$corpus/encrypted" --key "$key"
+  expect 6 "info --json without the key" -- "$tfs" info "$corpus/encrypted" --json
+  expect 0 "info --json with the key" -- "$tfs" info "$corpus/encrypted" --json --key "$key"
 fi
 if [ -d "$corpus/group" ]; then
   expect 0 "info of a group" -- "$tfs" info "$corpus/group"
