@@ -1008,3 +1008,79 @@ Test(maintain, same_bytes_as_tiledb)
 	tfs_free(ours);
 	tfs_vfs_free(v);
 }
+
+/* Format 10: fragments, commits (.ok) and the .vac in the array folder
+ * itself. A string dimension, fragments the writer added. */
+Test(maintain, fragments_root_layout)
+{
+	struct tfs_vfs *v = mem_copy("legacy/zero_var_chunks_v10");
+	static const char *const keys[2][3] = {{"bb", "cc", "e"},
+					       {"cc", "dd", "a"}};
+
+	for (int w = 0; w < 2; w++) {
+		struct tfs_write_opts wo = {.vfs = v, .threads = 1};
+		uint64_t offs[4] = {0};
+		int32_t a[3];
+		char text[16];
+		size_t len = 0;
+		struct tfs_writer *wr;
+		struct tfs_write_result res;
+		struct tfs_diag d;
+
+		for (int i = 0; i < 3; i++) {
+			size_t n = strlen(keys[w][i]);
+
+			memcpy(text + len, keys[w][i], n);
+			len += n;
+			offs[i + 1] = len;
+			a[i] = w * 100 + i;
+		}
+		{
+			struct tfs_column cols[2] = {
+				{.name = "d", .type = TFS_STRING_ASCII,
+				 .cell_val_num = TFS_VAR_NUM, .var = true,
+				 .is_dim = true, .data = (const uint8_t *)text,
+				 .data_len = len, .offsets = offs},
+				{.name = "a", .type = TFS_INT32, .cell_val_num = 1,
+				 .data = (const uint8_t *)a, .data_len = 12}};
+			struct tfs_batch b = {.cell_num = 3, .column_num = 2,
+					      .columns = cols};
+
+			tfs_diag_init(&d);
+			cr_assert_eq(tfs_writer_open("/A", &wo,
+						     TFS_WRITE_UNORDERED, NULL,
+						     &wr, &d),
+				     TFS_E_OK, "%s", tfs_diag_msg(&d));
+			cr_assert_eq(tfs_writer_append(wr, &b, NULL, &d),
+				     TFS_E_OK, "%s", tfs_diag_msg(&d));
+			cr_assert_eq(tfs_writer_commit(wr, &res, &d), TFS_E_OK,
+				     "%s", tfs_diag_msg(&d));
+			cr_assert(strstr(res.name, "_10"), "%s", res.name);
+			tfs_writer_free(wr);
+		}
+	}
+	{
+		struct snaps s;
+		struct tfs_diag d;
+		char made[256];
+		unsigned removed;
+
+		snaps_take(&s, v, 8);
+		cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0,
+					 made, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		/* format < 15: named with the whole range */
+		cr_assert(!strncmp(made, "__1693562063524_", 16), "%s", made);
+		cr_assert_eq(count_files(v, "/A", ".vac"), 1);
+		cr_assert_eq(count_files(v, "/A", ".ok"), 4);
+		snaps_check(&s, v, "v10");
+		cr_assert_eq(vacuum(v, TFS_CONSOLIDATE_FRAGMENTS, &removed, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		cr_assert_eq(removed, 3);
+		cr_assert_eq(count_files(v, "/A", ".ok"), 1);
+		cr_assert_eq(count_files(v, "/A", ".vac"), 0);
+		snaps_check_now(&s, v, "v10");
+		snaps_release(&s);
+	}
+	tfs_vfs_free(v);
+}
