@@ -1204,6 +1204,35 @@ static enum tfs_err con_markers(const struct mt *m,
 	return e;
 }
 
+/* Whether rel (array-relative, last component fname) is a fragment folder
+ * other than the consolidated one: a timestamped name, no reserved or
+ * dotted name, a folder holding __fragment_metadata.tdb. */
+static enum tfs_err is_fragment_dir(const struct mt *m, const char *rel,
+				    const char *fname, const char *cname,
+				    bool *out, struct tfs_diag *d)
+{
+	static const char *const reserved[] = {
+		"__schema", "__meta", "__fragment_meta", "__fragments",
+		"__commits", "__labels", "__group", "__enumerations"};
+	struct tfs_name_info ni;
+	char path[600];
+	bool exists;
+	enum tfs_err e;
+
+	*out = false;
+	if (!fname[0] || strlen(rel) > 400 || !strcmp(fname, cname) ||
+	    strchr(fname, '/') || strchr(fname, '.') ||
+	    strncmp(fname, "__", 2) || tfs_name_parse(fname, &ni))
+		return TFS_E_OK;
+	for (size_t i = 0; i < sizeof(reserved) / sizeof(*reserved); i++)
+		if (!strcmp(fname, reserved[i]))
+			return TFS_E_OK;
+	snprintf(path, sizeof(path), "%s/__fragment_metadata.tdb", rel);
+	e = mt_exists(m, path, &exists, d);
+	*out = !e && exists;
+	return e;
+}
+
 /* Vacuums what one fragment .vac file lists (then the .vac). */
 static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 			       const struct strset *con, uint32_t version,
@@ -1268,7 +1297,7 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 	}
 	for (size_t i = 0; !e && i < lines.count; i++) {
 		char *norm = tfs_vac_line_normalize(lines.items[i]);
-		bool in_new;
+		bool in_new, is_frag;
 		const char *fname;
 
 		if (!norm) {
@@ -1278,9 +1307,10 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 		in_new = !strncmp(norm, "__fragments/", 12);
 		fname = in_new ? norm + 12 : norm;
 		/* Never the consolidated fragment itself, nor anything that is
-		 * no fragment name. */
-		if (!strcmp(fname, cname) || strchr(fname, '/') ||
-		    strchr(fname, '.') || !fname[0]) {
+		 * not a fragment folder (a damaged .vac naming __schema must
+		 * not cost the array its schema). */
+		e = is_fragment_dir(m, norm, fname, cname, &is_frag, d);
+		if (e || !is_frag) {
 			tfs_free(norm);
 			continue;
 		}

@@ -1084,3 +1084,47 @@ Test(maintain, fragments_root_layout)
 	}
 	tfs_vfs_free(v);
 }
+
+/* A damaged .vac that names the schema folder, the metadata folder or
+ * paths that climb out: vacuum removes the fragments it lists and
+ * nothing else. */
+Test(maintain, vacuum_removes_only_fragments)
+{
+	struct tfs_vfs *v = mem_copy("dense_fragments_overlap");
+	struct tfs_dirlist l;
+	struct tfs_stat st;
+	struct tfs_diag d;
+	struct snaps s;
+	char made[256], *vac;
+	uint8_t *buf;
+	size_t len;
+	unsigned removed;
+	static const char extra[] =
+		"__schema\n/__meta\n__fragments/../__schema\n"
+		"__fragments/__commits\n../other_array\n__lock.tdb\n";
+
+	snaps_take(&s, v, 8);
+	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	vac = fmt("/A/__commits/%s.vac", made);
+	cr_assert_eq(tfs_vfs_read_all(v, vac, SIZE_MAX, &buf, &len, &d),
+		     TFS_E_OK);
+	cr_assert_eq(v->ops->append(v, vac, extra, sizeof(extra) - 1, &d),
+		     TFS_E_OK);
+	tfs_free(buf);
+	cr_assert_eq(v->ops->mkdir(v, "/A/__meta", &d), TFS_E_OK);
+	cr_assert_eq(vacuum(v, TFS_CONSOLIDATE_FRAGMENTS, &removed, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(removed, 4);
+	cr_assert_eq(tfs_vfs_stat(v, "/A/__schema", &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.is_dir, "the schema folder stays");
+	cr_assert_eq(tfs_vfs_stat(v, "/A/__meta", &st, &d), TFS_E_OK);
+	cr_assert(st.exists, "the metadata folder stays");
+	cr_assert_eq(tfs_vfs_list(v, "/A/__schema", &l, &d), TFS_E_OK);
+	cr_assert_geq(l.count, 1);
+	tfs_dirlist_release(&l);
+	snaps_check_now(&s, v, "damaged .vac");
+	free(vac);
+	snaps_release(&s);
+	tfs_vfs_free(v);
+}
