@@ -1463,6 +1463,17 @@ out:
 	return e;
 }
 
+/* Whether rel is "__meta/<name>" of a metadata file other than cons. */
+static bool meta_file_name(const char *rel, const char *cons)
+{
+	struct tfs_name_info ni;
+	const char *n = rel + 7;
+
+	return !strncmp(rel, "__meta/", 7) && strcmp(rel, cons) &&
+	       !strncmp(n, "__", 2) && !strchr(n, '/') && !strchr(n, '.') &&
+	       !tfs_name_parse(n, &ni);
+}
+
 static enum tfs_err vacuum_array_meta(const struct mt *m, unsigned *removed,
 				      struct tfs_diag *d)
 {
@@ -1503,8 +1514,9 @@ static enum tfs_err vacuum_array_meta(const struct mt *m, unsigned *removed,
 				e = nomem(d);
 				break;
 			}
-			if (!strncmp(norm, "__meta/", 7) && strcmp(norm, cons) &&
-			    !strchr(norm + 7, '/') && !ends_with(norm, ".vac"))
+			/* Only metadata files: timestamped names in __meta/
+			 * (never "..", a .vac or the merged file). */
+			if (meta_file_name(norm, cons))
 				e = mt_remove(m, norm, removed, d);
 			tfs_free(norm);
 		}

@@ -474,6 +474,23 @@ Test(maintain, array_meta)
 	cr_assert(made[0]);
 	cr_assert_eq(count_files(v, "/A/__meta", ".vac"), 1);
 	snaps_check(&s, v, "metadata");
+	/* A damaged line naming the array folder itself changes nothing. */
+	{
+		struct tfs_dirlist l;
+		char *vac;
+
+		cr_assert_eq(tfs_vfs_list(v, "/A/__meta", &l, &d), TFS_E_OK);
+		for (size_t i = 0; i < l.count; i++)
+			if (strstr(l.names[i], ".vac")) {
+				vac = tfs_path_join("/A/__meta", l.names[i]);
+				cr_assert_eq(v->ops->append(v, vac,
+							    "__meta/..\n__meta/\n",
+							    18, &d),
+					     TFS_E_OK);
+				tfs_free(vac);
+			}
+		tfs_dirlist_release(&l);
+	}
 	cr_assert_eq(vacuum(v, TFS_CONSOLIDATE_ARRAY_META, &removed, &d),
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	cr_assert_eq(removed, files);
