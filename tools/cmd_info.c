@@ -89,11 +89,23 @@ static void print_box(const struct tfs_schema *s, const struct tfs_range *r)
 	}
 }
 
+/* ", filters ZSTD(level=3) BYTESHUFFLE" as the corpus JSON names them. */
 static void print_pipeline_len(const struct tfs_pipeline *p)
 {
-	if (p->count)
-		printf(", %" PRIu32 " filter%s", p->count,
-		       p->count == 1 ? "" : "s");
+	struct tfs_buf b;
+
+	if (!p->count)
+		return;
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	fputs(", filters", stdout);
+	for (uint32_t i = 0; i < p->count; i++) {
+		b.len = 0;
+		if (tfs_filter_describe(&b, &p->filters[i]) == TFS_E_OK)
+			printf(" %.*s", (int)b.len, (const char *)b.data);
+		else
+			fputs(" ?", stdout);
+	}
+	tfs_buf_release(&b);
 }
 
 static void print_meta(const struct tfs_meta_kv *kv)
@@ -162,6 +174,18 @@ static void print_array(const char *path, const struct tfs_array *a)
 			printf(" enumeration %s", at->enumeration);
 		print_pipeline_len(&at->filters);
 		putchar('\n');
+	}
+	if (s->has_current_domain) {
+		fputs("current    ", stdout);
+		print_box(s, s->current_domain);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < tfs_array_enumeration_count(a); i++) {
+		const struct tfs_enumeration *en = tfs_array_enumeration(a, i);
+
+		printf("enumeration %s %s, %" PRIu64 " values%s\n", en->name,
+		       tfs_datatype_name(en->type), en->value_num,
+		       en->ordered ? ", ordered" : "");
 	}
 	fputs("non-empty  ", stdout);
 	if (s->dim_num <= TFSD_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
