@@ -1145,3 +1145,31 @@ Test(maintain, vacuum_removes_only_fragments)
 	snaps_release(&s);
 	tfs_vfs_free(v);
 }
+
+/* tfs_open_opts.timestamp_start, which consolidation reads sparse ranges
+ * with: fragments before the window's start are not read. */
+Test(maintain, open_window_start)
+{
+	struct tfs_vfs *v = mem_copy("sparse_timetravel");
+	struct tfs_open_opts oo = {.vfs = v, .threads = 1,
+				   .timestamp_start = 1700000002000};
+	struct tfs_array *a;
+	struct tfs_diag d;
+	size_t visible = 0, n;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_open("/A", &oo, &a, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	n = tfs_array_fragment_count(a);
+	cr_assert_eq(n, 3);
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		cr_assert_eq(f.visible, f.t1 >= 1700000002000, "%s", f.name);
+		visible += f.visible;
+	}
+	cr_assert_eq(visible, 2);
+	tfs_array_close(a);
+	tfs_vfs_free(v);
+}
