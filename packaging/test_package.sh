@@ -66,6 +66,13 @@ tfs --version | grep -q '^tfs 0\.1\.0' || fail "tfs --version"
 zcat /usr/share/man/man1/tilefs.1.gz | grep -q '^\.SH SELECTIONS' || fail "tilefs(1)"
 zcat /usr/share/man/man1/tfs.1.gz | grep -q '^\.SS "tfs ingest' || fail "tfs(1)"
 
+# The example mount unit is a valid unit (its man page link included).
+if command -v systemd-analyze >/dev/null; then
+  cp /usr/share/doc/tilefs/examples/mnt-arrays.mount "$work/"
+  out=$(systemd-analyze verify "$work/mnt-arrays.mount" 2>&1) || fail "systemd-analyze verify: $out"
+  [ -z "$out" ] || fail "systemd-analyze verify: $out"
+fi
+
 # A demo array written by the installed tool, mounted as fstab would.
 mkdir -p "$work/arrays" "$work/mnt"
 printf 'city,temp,rain\nOslo,3.5,true\nLima,19.25,false\nPune,31,\n' >"$work/w.csv"
