@@ -928,7 +928,7 @@ static enum tfs_err pick_fragments(const struct mt *m, struct tfs_array *a,
 		struct tfs_fragment_info f;
 
 		tfs_array_fragment(a, i, &f);
-		if (f.t1 < start || f.t2 > end || f.cell_num == 0)
+		if (f.t1 < start || f.t2 > end)
 			continue;
 		fs->in[fs->num++] = f;
 		fs->t1min = f.t1 < fs->t1min ? f.t1 : fs->t1min;
@@ -987,7 +987,12 @@ static enum tfs_err write_dense(const struct mt *m,
 		size_t sz = tfs_datatype_size(s->dims[k].type);
 
 		for (size_t i = 0; i < fs->num; i++) {
-			const struct tfs_range *r = &fs->in[i].non_empty_domain[k];
+			const struct tfs_range *r;
+
+			/* empty fragments have no non-empty domain */
+			if (!fs->in[i].non_empty_domain)
+				continue;
+			r = &fs->in[i].non_empty_domain[k];
 
 			if (!box[k].lo ||
 			    tfs_value_cmp(s->dims[k].type, r->lo, box[k].lo) < 0)
@@ -997,6 +1002,11 @@ static enum tfs_err write_dense(const struct mt *m,
 				box[k].hi = r->hi;
 		}
 		box[k].lo_len = box[k].hi_len = sz;
+		if (!box[k].lo) {
+			/* Only empty fragments: no cells to write. */
+			memset(res, 0, sizeof(*res));
+			goto out;
+		}
 	}
 	for (uint32_t i = 0; i < s->attr_num; i++)
 		names[i] = s->attrs[i].name;
@@ -1117,7 +1127,7 @@ static enum tfs_err consolidate_fragments(const struct mt *m,
 	uint64_t start = opts ? opts->start : 0;
 	uint64_t end = opts && opts->end ? opts->end : UINT64_MAX;
 	struct tfs_consolidate_opts none = {0};
-	struct tfs_write_result res;
+	struct tfs_write_result res = {0};
 	struct tfs_array *a;
 	struct frag_set fs = {0};
 	struct tfs_buf vac;
