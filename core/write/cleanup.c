@@ -1,8 +1,11 @@
 /* Leftovers of crashed writes (format/write.md §3): fragment folders with
- * no commit file, untouched for longer than a grace period, and the spill
- * files of this process's writers. Nothing else is ever removed. */
+ * no commit file, untouched for longer than a grace period, and spill
+ * files of writers whose process no longer runs. Nothing else is ever
+ * removed. */
 #include "write_internal.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +15,69 @@
 #include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
 
+static bool ends_with_con(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 4 && !strcmp(s + n - 4, ".con");
+}
+
 static bool has_name(const struct tfs_dirlist *l, const char *name)
 {
 	for (size_t i = 0; i < l->count; i++)
 		if (!strcmp(l->names[i], name))
 			return true;
 	return false;
+}
+
+/* Adds the commit files that consolidated commit files (.con) list, by
+ * their last path component (consolidated.md §2), to commits. */
+static enum tfs_err add_con_commits(struct tfs_vfs *vfs, const char *cdir,
+				    struct tfs_dirlist *commits,
+				    struct tfs_diag *d)
+{
+	size_t n = commits->count;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_con_file con;
+		uint8_t *buf;
+		size_t len;
+		char *p;
+		enum tfs_err e;
+
+		if (!ends_with_con(commits->names[i]))
+			continue;
+		p = tfs_path_join(cdir, commits->names[i]);
+		if (!p)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		e = tfs_vfs_read_all(vfs, p, (size_t)1 << 30, &buf, &len, d);
+		tfs_free(p);
+		if (e)
+			return e;
+		e = tfs_con_parse(&con, buf, len, d);
+		tfs_free(buf);
+		if (e)
+			return e;
+		for (size_t k = 0; k < con.count; k++) {
+			const char *m = strrchr(con.entries[k].marker, '/');
+			char **grown = tfs_reallocn(commits->names,
+						    commits->count + 1,
+						    sizeof(char *));
+			char *name = tfs_strdup(m ? m + 1 : con.entries[k].marker);
+
+			if (!grown || !name) {
+				if (grown)
+					commits->names = grown;
+				tfs_free(name);
+				tfs_con_release(&con);
+				return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			}
+			commits->names = grown;
+			commits->names[commits->count++] = name;
+		}
+		tfs_con_release(&con);
+	}
+	return TFS_E_OK;
 }
 
 /* Newest modification time of a folder and the files in it. */
@@ -97,12 +157,14 @@ static enum tfs_err sweep(struct tfs_vfs *vfs, const char *dir,
 	return TFS_E_OK;
 }
 
+/* Spill files of writers whose process is gone (a crash); a live
+ * process's files may belong to a write in progress. */
 static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
 {
 	struct tfs_vfs *posix;
 	struct tfs_dirlist l;
 	struct tfs_diag d;
-	char prefix[64];
+	static const char prefix[] = "tfs-spill-";
 	const char *dir = opts ? opts->spill_dir : NULL;
 
 	if (!dir)
@@ -112,14 +174,20 @@ static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
 	if (tfs_vfs_posix_new(&posix))
 		return;
 	tfs_diag_init(&d);
-	snprintf(prefix, sizeof(prefix), "tfs-spill-%ld-", (long)getpid());
 	if (!tfs_vfs_list(posix, dir, &l, &d)) {
 		for (size_t i = 0; i < l.count; i++) {
-			char *p;
+			const char *n = l.names[i];
+			char *end, *p;
+			long pid;
 
-			if (strncmp(l.names[i], prefix, strlen(prefix)))
+			if (strncmp(n, prefix, sizeof(prefix) - 1))
 				continue;
-			p = tfs_path_join(dir, l.names[i]);
+			pid = strtol(n + sizeof(prefix) - 1, &end, 10);
+			if (end == n + sizeof(prefix) - 1 || *end != '-' ||
+			    pid <= 0 || pid == (long)getpid() ||
+			    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+				continue;
+			p = tfs_path_join(dir, n);
 			if (p && !posix->ops->remove(posix, p, &d) && removed)
 				(*removed)++;
 			tfs_free(p);
@@ -169,13 +237,29 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 		tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
 		goto out;
 	}
-	/* A consolidated commit file (.con) may commit fragments that have
-	 * no .wrt of their own: leave every fragment alone then. */
-	for (size_t i = 0; i < commits.count; i++)
-		if (strstr(commits.names[i], ".con")) {
-			e = TFS_E_OK;
+	/* A consolidated commit file (.con) commits fragments that may have
+	 * no .wrt (or .ok) of their own. */
+	if ((e = add_con_commits(vfs, cdir, &commits, d)))
+		goto out;
+	/* .ok files in the root may be listed by a .con too. */
+	for (size_t i = 0; i < commits.count; i++) {
+		char **grown;
+		char *name;
+
+		if (!strstr(commits.names[i], ".ok"))
+			continue;
+		name = tfs_strdup(commits.names[i]);
+		grown = tfs_reallocn(root.names, root.count + 1, sizeof(char *));
+		if (!grown || !name) {
+			if (grown)
+				root.names = grown;
+			tfs_free(name);
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out;
 		}
+		root.names = grown;
+		root.names[root.count++] = name;
+	}
 	if ((e = sweep(vfs, fdir, &commits, ".wrt", grace_ms, removed, d)) ||
 	    (e = sweep(vfs, path, &root, ".ok", grace_ms, removed, d)))
 		goto out;

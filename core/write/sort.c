@@ -14,7 +14,11 @@
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 
-#define BLOCK_BYTES ((uint64_t)1 << 20)
+/* Spill blocks and merge fan-in follow the memory budget: a merge holds
+ * two blocks per run it reads. */
+#define BLOCK_MAX ((uint64_t)1 << 20)
+#define BLOCK_MIN ((uint64_t)16 << 10)
+#define FANIN_MAX 64
 
 struct ent;
 
@@ -38,6 +42,8 @@ struct tfs__sorter {
 	size_t run_num;
 	struct tfs__cells scratch;
 	struct tfs_buf ser;
+	uint64_t block;  /* bytes of cells per spilled block */
+	size_t fanin;    /* runs merged at once */
 	/* Streaming. */
 	bool streaming;
 	uint64_t pos; /* in-memory: next entry */
@@ -56,6 +62,16 @@ enum tfs_err tfs__sorter_new(const struct tfs__sort_opts *o,
 	if (!s)
 		return TFS_E_NOMEM;
 	s->o = *o;
+	s->block = o->memory / 16;
+	if (s->block > BLOCK_MAX)
+		s->block = BLOCK_MAX;
+	if (s->block < BLOCK_MIN)
+		s->block = BLOCK_MIN;
+	s->fanin = (size_t)(o->memory / (2 * s->block));
+	if (s->fanin > FANIN_MAX)
+		s->fanin = FANIN_MAX;
+	if (s->fanin < 2)
+		s->fanin = 2;
 	tfs_buf_init(&s->ser, TFS_BUF_NO_MAX);
 	if ((e = tfs__cells_init(&s->cells, o->field_num)) ||
 	    (e = tfs__cells_init(&s->scratch, o->field_num))) {
@@ -279,18 +295,16 @@ static enum tfs_err block_parse(struct tfs__sorter *s, struct tfs__cells *c,
 	return TFS_E_OK;
 }
 
-static enum tfs_err spill(struct tfs__sorter *s, struct tfs_diag *d)
+/* A new, empty run file at the end of s->runs. */
+static enum tfs_err new_run(struct tfs__sorter *s, struct run **out,
+			    struct tfs_diag *d)
 {
 	struct run *r, *grown;
 	char id[33], name[128];
 	enum tfs_err e;
-	const char *dir = s->o.spill_dir;
-	const struct tfs__cells *c = &s->cells;
 
 	if (!s->posix && (e = tfs_vfs_posix_new(&s->posix)))
 		return tfs_fail(d, e, "spill: %s", tfs_strerror(e));
-	if ((e = sort_perm(s)))
-		return tfs_fail(d, e, "sorting cells: %s", tfs_strerror(e));
 	grown = tfs_reallocn(s->runs, s->run_num + 1, sizeof(*s->runs));
 	if (!grown)
 		return tfs_fail(d, TFS_E_NOMEM, "spill: out of memory");
@@ -300,40 +314,68 @@ static enum tfs_err spill(struct tfs__sorter *s, struct tfs_diag *d)
 	if ((e = tfs__uuid(id)))
 		return tfs_fail(d, e, "spill: no random bytes");
 	snprintf(name, sizeof(name), "tfs-spill-%ld-%s.run", (long)getpid(), id);
-	r->path = tfs_path_join(dir, name);
-	if (!r->path || tfs__cells_init(&r->blk[0], c->field_num) ||
-	    tfs__cells_init(&r->blk[1], c->field_num)) {
+	r->path = tfs_path_join(s->o.spill_dir, name);
+	if (!r->path || tfs__cells_init(&r->blk[0], s->o.field_num) ||
+	    tfs__cells_init(&r->blk[1], s->o.field_num)) {
 		run_release(s, r);
 		return tfs_fail(d, TFS_E_NOMEM, "spill: out of memory");
 	}
 	s->run_num++;
+	*out = r;
+	return TFS_E_OK;
+}
+
+/* Appends the scratch cells as one block of run r and empties them. */
+static enum tfs_err flush_block(struct tfs__sorter *s, struct run *r,
+				struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (s->scratch.cell_num == 0)
+		return TFS_E_OK;
+	if ((e = block_serialize(s, &s->scratch)))
+		return tfs_fail(d, e, "spill: out of memory");
+	e = s->posix->ops->append(s->posix, r->path, s->ser.data, s->ser.len, d);
+	if (e)
+		return e;
+	r->size += s->ser.len;
 	tfs__cells_clear(&s->scratch);
-	for (uint64_t k = 0; k <= c->cell_num; k++) {
-		if (k < c->cell_num &&
-		    (e = tfs__cells_copy(&s->scratch, s->o.fields, c,
-					     s->ents[k].idx)))
+	return TFS_E_OK;
+}
+
+static enum tfs_err spill(struct tfs__sorter *s, struct tfs_diag *d)
+{
+	struct run *r;
+	enum tfs_err e;
+	const struct tfs__cells *c = &s->cells;
+
+	if ((e = sort_perm(s)))
+		return tfs_fail(d, e, "sorting cells: %s", tfs_strerror(e));
+	if ((e = new_run(s, &r, d)))
+		return e;
+	tfs__cells_clear(&s->scratch);
+	for (uint64_t k = 0; k < c->cell_num; k++) {
+		if ((e = tfs__cells_copy(&s->scratch, s->o.fields, c,
+					 s->ents[k].idx)))
 			return tfs_fail(d, e, "spill: out of memory");
-		if (s->scratch.cell_num == 0 ||
-		    (k < c->cell_num &&
-		     tfs__cells_bytes(&s->scratch) < BLOCK_BYTES))
-			continue;
-		if ((e = block_serialize(s, &s->scratch)))
-			return tfs_fail(d, e, "spill: out of memory");
-		e = s->posix->ops->append(s->posix, r->path, s->ser.data,
-					  s->ser.len, d);
-		if (e)
+		if (tfs__cells_bytes(&s->scratch) >= s->block &&
+		    (e = flush_block(s, r, d)))
 			return e;
-		r->size += s->ser.len;
-		tfs__cells_clear(&s->scratch);
 	}
+	if ((e = flush_block(s, r, d)))
+		return e;
 	s->total += c->cell_num;
 	tfs__cells_clear(&s->cells);
+	tfs_free(s->ents);
+	s->ents = NULL;
 	return TFS_E_OK;
 }
 
 enum tfs_err tfs__sorter_added(struct tfs__sorter *s, struct tfs_diag *d)
 {
-	if (tfs__cells_bytes(&s->cells) < s->o.memory)
+	/* The cells, and the sort entries they will need (two arrays). */
+	if (tfs__cells_bytes(&s->cells) + 2 * sizeof(struct ent) * s->cells.cell_num <
+	    s->o.memory)
 		return TFS_E_OK;
 	return spill(s, d);
 }
@@ -402,6 +444,71 @@ static void heap_down(struct tfs__sorter *s, size_t i)
 	}
 }
 
+/* Loads the first block of runs [first, first + n) and heaps them. */
+static enum tfs_err heap_start(struct tfs__sorter *s, size_t first, size_t n,
+			       struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	s->heap_num = 0;
+	for (size_t i = first; i < first + n; i++) {
+		struct run *r = &s->runs[i];
+
+		r->pos = 0;
+		r->done = false;
+		if ((e = run_load(s, r, d)))
+			return e;
+		if (!r->done)
+			s->heap[s->heap_num++] = i;
+	}
+	for (size_t i = s->heap_num / 2; i-- > 0;)
+		heap_down(s, i);
+	return TFS_E_OK;
+}
+
+/* Merges runs [first, first + n) into one run that takes their place
+ * (consecutive runs only, so equal cells keep their append order). */
+static enum tfs_err merge_group(struct tfs__sorter *s, size_t first, size_t n,
+				struct tfs_diag *d)
+{
+	struct run *out, merged;
+	enum tfs_err e;
+
+	if ((e = new_run(s, &out, d)) || (e = heap_start(s, first, n, d)))
+		return e;
+	out = &s->runs[s->run_num - 1];
+	tfs__cells_clear(&s->scratch);
+	while (s->heap_num) {
+		struct run *r = &s->runs[s->heap[0]];
+
+		if ((e = tfs__cells_copy(&s->scratch, s->o.fields,
+					 &r->blk[r->cur], r->idx)))
+			return tfs_fail(d, e, "spill: out of memory");
+		if (++r->idx >= r->blk[r->cur].cell_num) {
+			if ((e = run_load(s, r, d)))
+				return e;
+			if (r->done)
+				s->heap[0] = s->heap[--s->heap_num];
+		}
+		if (s->heap_num)
+			heap_down(s, 0);
+		if (tfs__cells_bytes(&s->scratch) >= s->block &&
+		    (e = flush_block(s, out, d)))
+			return e;
+	}
+	if ((e = flush_block(s, out, d)))
+		return e;
+	merged = *out;
+	s->run_num--;
+	for (size_t i = first; i < first + n; i++)
+		run_release(s, &s->runs[i]);
+	s->runs[first] = merged;
+	memmove(&s->runs[first + 1], &s->runs[first + n],
+		(s->run_num - first - n) * sizeof(*s->runs));
+	s->run_num -= n - 1;
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__sorter_rewind(struct tfs__sorter *s, struct tfs_diag *d)
 {
 	enum tfs_err e;
@@ -421,26 +528,27 @@ enum tfs_err tfs__sorter_rewind(struct tfs__sorter *s, struct tfs_diag *d)
 		tfs__cells_release(&s->cells);
 		if ((e = tfs__cells_init(&s->cells, s->o.field_num)))
 			return tfs_fail(d, e, "out of memory");
-		s->heap = tfs_callocn(s->run_num, sizeof(*s->heap));
+		s->heap = tfs_callocn(s->run_num + 1, sizeof(*s->heap));
 		if (!s->heap)
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		/* Merge passes until one merge reads few enough runs to stay
+		 * within the memory budget. */
+		for (size_t g = 0; s->run_num > s->fanin;) {
+			size_t n = s->run_num - g < s->fanin ? s->run_num - g
+							     : s->fanin;
+
+			if (n < 2) {
+				g = 0;
+				continue;
+			}
+			if ((e = merge_group(s, g, n, d)))
+				return e;
+			g = g + 1 < s->run_num ? g + 1 : 0;
+		}
 	}
 	if (s->run_num == 0)
 		return TFS_E_OK;
-	s->heap_num = 0;
-	for (size_t i = 0; i < s->run_num; i++) {
-		struct run *r = &s->runs[i];
-
-		r->pos = 0;
-		r->done = false;
-		if ((e = run_load(s, r, d)))
-			return e;
-		if (!r->done)
-			s->heap[s->heap_num++] = i;
-	}
-	for (size_t i = s->heap_num / 2; i-- > 0;)
-		heap_down(s, i);
-	return TFS_E_OK;
+	return heap_start(s, 0, s->run_num, d);
 }
 
 static enum tfs_err dup_fail(struct tfs__sorter *s, const struct tfs__cells *a,
@@ -534,5 +642,45 @@ enum tfs_err tfs__sorter_next(struct tfs__sorter *s,
 		*i = xi;
 		return TFS_E_OK;
 	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__sorter_next_many(struct tfs__sorter *s,
+				   const struct tfs__cells **cells,
+				   uint64_t *idx, uint64_t max, uint64_t *n,
+				   struct tfs_diag *d)
+{
+	const struct tfs__cells *c = &s->cells;
+	enum tfs_err e;
+	uint64_t i;
+
+	*n = 0;
+	*cells = NULL;
+	if (s->run_num) {
+		/* Merged runs: one cell at a time (their blocks change). */
+		if ((e = tfs__sorter_next(s, cells, &i, d)))
+			return e;
+		if (*cells) {
+			idx[0] = i;
+			*n = 1;
+		}
+		return TFS_E_OK;
+	}
+	while (*n < max && s->pos < c->cell_num) {
+		const struct ent *ex = &s->ents[s->pos++];
+		const struct ent *ey = ex + 1;
+
+		if (s->o.check_dups && s->pos < c->cell_num &&
+		    ex->k1 == ey->k1 && ex->k2 == ey->k2 &&
+		    tfs__coords_equal(s->o.order, c, ex->idx, c, ey->idx)) {
+			if (!s->o.dedup)
+				return dup_fail(s, c, ex->idx, c, ey->idx, d);
+			s->dropped++;
+			continue;
+		}
+		idx[(*n)++] = ex->idx;
+	}
+	if (*n)
+		*cells = c;
 	return TFS_E_OK;
 }

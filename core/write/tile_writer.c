@@ -283,6 +283,82 @@ static void sum_add_raw(struct sum *s, const uint8_t *p)
 
 /* ---- Encoding one tile (on the pool) ------------------------------------- */
 
+/* Min, max and sum of a fixed numeric field with one value per cell, in
+ * one typed pass (the common case, kept free of per-value dispatch).
+ * Skips cells that are null or outside a dense write. Min starts at the
+ * type's maximum and max at its lowest value, as TileDB's scan does. */
+#define DEF_STATS(NAME, T, TMAX, TLOW, ADD)                                   \
+	static void NAME(const uint8_t *data, const uint8_t *valid,           \
+			 const uint8_t *real, uint64_t n, bool want_sum,      \
+			 struct sum *s, uint8_t *mn_out, uint8_t *mx_out)     \
+	{                                                                     \
+		T mn = TMAX, mx = TLOW;                                       \
+                                                                              \
+		for (uint64_t i = 0; i < n; i++) {                            \
+			T v;                                                  \
+                                                                              \
+			if ((real && !real[i]) || (valid && !valid[i]))       \
+				continue;                                     \
+			memcpy(&v, data + i * sizeof(T), sizeof(T));          \
+			if (want_sum)                                         \
+				ADD(s, v);                                    \
+			if (v < mn)                                           \
+				mn = v;                                       \
+			if (v > mx)                                           \
+				mx = v;                                       \
+		}                                                             \
+		memcpy(mn_out, &mn, sizeof(T));                               \
+		memcpy(mx_out, &mx, sizeof(T));                               \
+	}
+
+#define ADD_I(s, v) sum_add_i((s), (int64_t)(v))
+#define ADD_U(s, v) sum_add_u((s), (uint64_t)(v))
+#define ADD_F(s, v) sum_add_f((s), (double)(v))
+
+DEF_STATS(stats_i8, int8_t, INT8_MAX, INT8_MIN, ADD_I)
+DEF_STATS(stats_u8, uint8_t, UINT8_MAX, 0, ADD_U)
+DEF_STATS(stats_i16, int16_t, INT16_MAX, INT16_MIN, ADD_I)
+DEF_STATS(stats_u16, uint16_t, UINT16_MAX, 0, ADD_U)
+DEF_STATS(stats_i32, int32_t, INT32_MAX, INT32_MIN, ADD_I)
+DEF_STATS(stats_u32, uint32_t, UINT32_MAX, 0, ADD_U)
+DEF_STATS(stats_i64, int64_t, INT64_MAX, INT64_MIN, ADD_I)
+DEF_STATS(stats_u64, uint64_t, UINT64_MAX, 0, ADD_U)
+DEF_STATS(stats_f32, float, FLT_MAX, -FLT_MAX, ADD_F)
+DEF_STATS(stats_f64, double, DBL_MAX, -DBL_MAX, ADD_F)
+
+/* True (and the stats filled) when the typed pass applies. */
+static bool fast_stats(const struct job *j, uint32_t f,
+		       const struct tfs__field *fd, bool want_sum, struct sum *s,
+		       uint8_t *mn, uint8_t *mx)
+{
+	const struct tfs__col *col = &j->cells.cols[f];
+	const uint8_t *valid = fd->nullable ? col->valid.data : NULL;
+	const uint8_t *real = j->real.len ? j->real.data : NULL;
+	uint64_t n = j->cells.cell_num;
+	const uint8_t *p = col->data.data;
+	uint8_t t = fd->type;
+
+	if (fd->var || fd->cell_val_num != 1)
+		return false;
+	if (tfs_datatype_is_datetime(t))
+		t = TFS_INT64;
+	switch (t) {
+	case TFS_INT8: stats_i8(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT8: stats_u8(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT16: stats_i16(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT16: stats_u16(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT32: stats_i32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT32: stats_u32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_INT64: stats_i64(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_UINT64: stats_u64(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_FLOAT32: stats_f32(p, valid, real, n, want_sum, s, mn, mx); break;
+	case TFS_FLOAT64: stats_f64(p, valid, real, n, want_sum, s, mn, mx); break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static bool cell_counts(const struct job *j, uint64_t i)
 {
 	return !j->real.len || j->real.data[i];
@@ -302,6 +378,37 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 		for (uint64_t i = 0; i < c->cell_num; i++)
 			if (cell_counts(j, i) && !col->valid.data[i])
 				o->nulls++;
+	if (!(fd->is_dim && dense) && (fd->is_dim || has_minmax(fd)) &&
+	    c->cell_num) {
+		struct sum s;
+		uint8_t mn[8], mx[8];
+		bool want_sum = has_sum(fd, dense);
+
+		sum_init(&s, fd->type);
+		if (fast_stats(j, f, fd, want_sum, &s, mn, mx)) {
+			size_t cs = (size_t)fd->cell_size;
+
+			if (want_sum)
+				sum_put(&s, o->sum);
+			if (!fd->is_dim) {
+				o->min.len = o->max.len = 0;
+				if ((e = tfs_buf_append(&o->min, mn, cs)) ||
+				    (e = tfs_buf_append(&o->max, mx, cs)))
+					return e;
+				return TFS_E_OK;
+			}
+			o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
+			if ((e = tfs_buf_append(&o->lo, mn, cs)) ||
+			    (e = tfs_buf_append(&o->hi, mx, cs)) ||
+			    (e = tfs_buf_append(&o->first, col->data.data, cs)) ||
+			    (e = tfs_buf_append(&o->last,
+						col->data.data +
+							(c->cell_num - 1) * cs,
+						cs)))
+				return e;
+			return TFS_E_OK;
+		}
+	}
 	if (has_sum(fd, dense)) {
 		struct sum s;
 
@@ -631,12 +738,13 @@ void tfs__tw_free(struct tfs__tw *t)
 {
 	if (!t)
 		return;
+	/* Tiles still in flight (after a failure) finish first. */
+	for (unsigned i = 0; t->ring && i < t->inflight; i++)
+		tfs_job_wait(t->o.pool,
+			     &t->ring[(t->head + i) % t->ring_cap].job);
 	for (unsigned r = 0; t->ring && r < t->ring_cap; r++) {
 		struct job *j = &t->ring[r];
 
-		if (j->job.state == TFS_JOB_QUEUED ||
-		    j->job.state == TFS_JOB_RUNNING)
-			tfs_job_wait(t->o.pool, &j->job);
 		tfs__cells_release(&j->cells);
 		tfs_buf_release(&j->real);
 		for (uint32_t f = 0; j->out && f < t->o.field_num; f++)
@@ -996,6 +1104,114 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 	    (e = tfs_buf_append_u8(&t->cur->real, 1)))
 		return tfs_fail(d, e, "out of memory");
 	t->cell_num++;
+	return TFS_E_OK;
+}
+
+/* Gathers cells idx[0..n) of src into the current tile, one column at a
+ * time (the indexes are random for unordered input: a tight loop per
+ * column keeps many loads in flight). */
+static enum tfs_err gather(struct tfs__tw *t, const struct tfs__cells *src,
+			   const uint64_t *idx, uint64_t n)
+{
+	struct tfs__cells *dst = &t->cur->cells;
+	enum tfs_err e;
+
+	for (uint32_t f = 0; f < src->field_num; f++) {
+		const struct tfs__field *fd = &t->o.fields[f];
+		const struct tfs__col *sc = &src->cols[f];
+		struct tfs__col *dc = &dst->cols[f];
+
+		if (fd->var) {
+			uint64_t total = 0;
+			uint8_t *op;
+
+			for (uint64_t k = 0; k < n; k++) {
+				uint64_t len;
+
+				(void)tfs__var_cell(src, f, idx[k], &len);
+				total += len;
+			}
+			if ((e = tfs_buf_reserve(&dc->data, (size_t)total)) ||
+			    (e = tfs_buf_reserve(&dc->offs, (size_t)(8 * n))))
+				return e;
+			op = dc->offs.data + dc->offs.len;
+			for (uint64_t k = 0; k < n; k++) {
+				uint64_t len;
+				const uint8_t *p = tfs__var_cell(src, f, idx[k], &len);
+
+				tfs_put_u64(op + 8 * k, dc->data.len);
+				memcpy(dc->data.data + dc->data.len, p, (size_t)len);
+				dc->data.len += (size_t)len;
+			}
+			dc->offs.len += (size_t)(8 * n);
+		} else {
+			size_t cs = (size_t)fd->cell_size;
+			uint8_t *out;
+
+			if ((e = tfs_buf_reserve(&dc->data, cs * n)))
+				return e;
+			out = dc->data.data + dc->data.len;
+			switch (cs) {
+			case 4:
+				for (uint64_t k = 0; k < n; k++)
+					memcpy(out + 4 * k, sc->data.data + 4 * idx[k], 4);
+				break;
+			case 8:
+				for (uint64_t k = 0; k < n; k++)
+					memcpy(out + 8 * k, sc->data.data + 8 * idx[k], 8);
+				break;
+			default:
+				for (uint64_t k = 0; k < n; k++)
+					memcpy(out + cs * k, sc->data.data + cs * idx[k], cs);
+				break;
+			}
+			dc->data.len += cs * n;
+		}
+		if (fd->nullable) {
+			if ((e = tfs_buf_reserve(&dc->valid, (size_t)n)))
+				return e;
+			for (uint64_t k = 0; k < n; k++)
+				dc->valid.data[dc->valid.len + k] = sc->valid.data[idx[k]];
+			dc->valid.len += (size_t)n;
+		}
+	}
+	if ((e = tfs_buf_reserve(&dst->tags, (size_t)(8 * n))))
+		return e;
+	for (uint64_t k = 0; k < n; k++)
+		memcpy(dst->tags.data + dst->tags.len + 8 * k,
+		       src->tags.data + 8 * idx[k], 8);
+	dst->tags.len += (size_t)(8 * n);
+	dst->cell_num += n;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__tw_add_many(struct tfs__tw *t, const struct tfs__cells *c,
+			      const uint64_t *idx, uint64_t n,
+			      struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (t->o.dense) {
+		for (uint64_t k = 0; k < n; k++)
+			if ((e = tfs__tw_add(t, c, idx[k], d)))
+				return e;
+		return TFS_E_OK;
+	}
+	while (n) {
+		uint64_t room, m;
+
+		if (!t->cur && (e = start_tile(t, d)))
+			return e;
+		room = t->capacity - t->cur->cells.cell_num;
+		m = n < room ? n : room;
+		if ((e = gather(t, c, idx, m)))
+			return tfs_fail(d, e, "out of memory");
+		t->cell_num += m;
+		idx += m;
+		n -= m;
+		if (t->cur->cells.cell_num == t->capacity)
+			submit_tile(t);
+	}
 	return TFS_E_OK;
 }
 

@@ -147,6 +147,13 @@ enum tfs_err tfs__sorter_rewind(struct tfs__sorter *s, struct tfs_diag *d) TFS_W
 enum tfs_err tfs__sorter_next(struct tfs__sorter *s,
 			      const struct tfs__cells **cells, uint64_t *i,
 			      struct tfs_diag *d) TFS_WUR;
+/* Up to max next cells, all of one cell set: *cells and idx[0..*n) (the
+ * cells' indexes in it), valid until the next call; *n = 0 at the end.
+ * Same duplicate rules as tfs__sorter_next, which must not be mixed in. */
+enum tfs_err tfs__sorter_next_many(struct tfs__sorter *s,
+				   const struct tfs__cells **cells,
+				   uint64_t *idx, uint64_t max, uint64_t *n,
+				   struct tfs_diag *d) TFS_WUR;
 uint64_t tfs__sorter_dropped(const struct tfs__sorter *s);
 
 /* ---- Tile writer (tile_writer.c) ------------------------------------------ */
@@ -174,6 +181,11 @@ void tfs__tw_free(struct tfs__tw *t);
 /* Adds the next cell in global order (sparse) or in dense tile order. */
 enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 			 uint64_t i, struct tfs_diag *d) TFS_WUR;
+/* Adds n cells (indexes idx into c) in order; gathers a column at a time
+ * into sparse tiles. */
+enum tfs_err tfs__tw_add_many(struct tfs__tw *t, const struct tfs__cells *c,
+			      const uint64_t *idx, uint64_t n,
+			      struct tfs_diag *d) TFS_WUR;
 /* Writes the remaining tiles and __fragment_metadata.tdb; *bytes = bytes
  * written into the folder. */
 enum tfs_err tfs__tw_finish(struct tfs__tw *t, uint64_t *bytes,

@@ -473,6 +473,80 @@ static enum tfs_err map_columns(struct tfs_writer *w, const struct tfs_batch *b,
 	return TFS_E_OK;
 }
 
+/* The domain check of fixed-size dimension values in one typed pass:
+ * *bad = index of the first value outside [lo, hi] (or NaN), n if none;
+ * *imin / *imax = indexes of the smallest / largest value. False for
+ * types it does not handle. */
+#define DEF_DOMAIN(NAME, T)                                                   \
+	static void NAME(const uint8_t *p, uint64_t n, const uint8_t *lop,    \
+			 const uint8_t *hip, uint64_t *bad, uint64_t *imin,   \
+			 uint64_t *imax)                                      \
+	{                                                                     \
+		T lo, hi, mn, mx;                                             \
+                                                                              \
+		memcpy(&lo, lop, sizeof(T));                                  \
+		memcpy(&hi, hip, sizeof(T));                                  \
+		memcpy(&mn, p, sizeof(T));                                    \
+		mx = mn;                                                      \
+		*bad = n;                                                     \
+		*imin = *imax = 0;                                            \
+		for (uint64_t i = 0; i < n; i++) {                            \
+			T v;                                                  \
+                                                                              \
+			memcpy(&v, p + i * sizeof(T), sizeof(T));             \
+			if (!(v >= lo && v <= hi)) {                          \
+				*bad = i;                                     \
+				return;                                       \
+			}                                                     \
+			if (v < mn) {                                         \
+				mn = v;                                       \
+				*imin = i;                                    \
+			}                                                     \
+			if (v > mx) {                                         \
+				mx = v;                                       \
+				*imax = i;                                    \
+			}                                                     \
+		}                                                             \
+	}
+
+DEF_DOMAIN(domain_i8, int8_t)
+DEF_DOMAIN(domain_u8, uint8_t)
+DEF_DOMAIN(domain_i16, int16_t)
+DEF_DOMAIN(domain_u16, uint16_t)
+DEF_DOMAIN(domain_i32, int32_t)
+DEF_DOMAIN(domain_u32, uint32_t)
+DEF_DOMAIN(domain_i64, int64_t)
+DEF_DOMAIN(domain_u64, uint64_t)
+DEF_DOMAIN(domain_f32, float)
+DEF_DOMAIN(domain_f64, double)
+
+static bool fast_domain(const struct tfs_dim *dm, const uint8_t *p, uint64_t n,
+			uint64_t *bad, uint64_t *imin, uint64_t *imax)
+{
+	uint8_t t = dm->type;
+	const uint8_t *lo = dm->domain[0], *hi = dm->domain[1];
+
+	if (n == 0 || !dm->has_domain)
+		return false;
+	if (tfs_datatype_is_datetime(t))
+		t = TFS_INT64;
+	switch (t) {
+	case TFS_INT8: domain_i8(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT8: domain_u8(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_INT16: domain_i16(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT16: domain_u16(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_INT32: domain_i32(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT32: domain_u32(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_INT64: domain_i64(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_UINT64: domain_u64(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_FLOAT32: domain_f32(p, n, lo, hi, bad, imin, imax); break;
+	case TFS_FLOAT64: domain_f64(p, n, lo, hi, bad, imin, imax); break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static uint64_t cell_tag(const struct tfs_writer *w, const uint64_t *tags,
 			 uint64_t i)
 {
@@ -664,6 +738,47 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 		}
 		if ((e = append_column(w, k, b, tags, d)))
 			goto out_rollback;
+		/* Fixed-size dimensions without a current domain: one typed
+		 * pass finds the first cell outside the domain (or NaN) and
+		 * the extremes; only a bad cell gets the full check. */
+		uint64_t first_bad, imin, imax;
+
+		if (!fd->var && !w->s->has_current_domain &&
+		    fast_domain(&w->s->dims[k], dst->data.data + base * fd->cell_size,
+				n, &first_bad, &imin, &imax)) {
+			if (first_bad < n) {
+				e = check_value_in(w, k,
+						   dst->data.data +
+							   (base + first_bad) *
+								   fd->cell_size,
+						   fd->cell_size, NULL,
+						   cell_tag(w, tags, first_bad), d);
+				if (!e)
+					e = tfs_fail(d, TFS_E_INTERNAL,
+						     "domain check disagrees");
+				goto out_rollback;
+			}
+			if (w->s->array_type == TFS_DENSE) {
+				const uint8_t *vmin = dst->data.data +
+						      (base + imin) * fd->cell_size;
+				const uint8_t *vmax = dst->data.data +
+						      (base + imax) * fd->cell_size;
+				uint64_t omin = dim_off(&w->s->dims[k], vmin);
+				uint64_t omax = dim_off(&w->s->dims[k], vmax);
+				bool first = w->appended == 0;
+				size_t sz = (size_t)fd->cell_size;
+
+				if (first || omin < w->boxlo[k]) {
+					w->boxlo[k] = omin;
+					memcpy(w->boxbytes[0][k], vmin, sz);
+				}
+				if (first || omax > w->boxhi[k]) {
+					w->boxhi[k] = omax;
+					memcpy(w->boxbytes[1][k], vmax, sz);
+				}
+			}
+			continue;
+		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t len = fd->cell_size;
 			const uint8_t *v;
@@ -736,6 +851,9 @@ out_fail:
 
 /* ---- Commit ---------------------------------------------------------------- */
 
+/* Cells handed from the sorter to the tile writer at a time. */
+#define IDX_BATCH 4096
+
 static void tw_opts(struct tfs_writer *w, struct tfs__tw_opts *to, bool dense,
 		    const struct tfs_range *box)
 {
@@ -760,22 +878,26 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	struct tfs__tw_opts to;
 	struct tfs__tw *tw = NULL;
 	const struct tfs__cells *c;
-	uint64_t i;
+	uint64_t *idx;
 	enum tfs_err e;
 
 	tw_opts(w, &to, dense, box);
-	if ((e = tfs__sorter_rewind(w->sorter, d)))
-		return e;
-	if ((e = w->vfs->ops->mkdir(w->vfs, w->dir, d)))
-		return e;
-	if ((e = tfs__tw_new(&to, &tw, d)))
-		return e;
+	idx = tfs_mallocn(IDX_BATCH, sizeof(*idx));
+	if (!idx)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if ((e = tfs__sorter_rewind(w->sorter, d)) ||
+	    (e = w->vfs->ops->mkdir(w->vfs, w->dir, d)) ||
+	    (e = tfs__tw_new(&to, &tw, d)))
+		goto out;
 	for (;;) {
-		if ((e = tfs__sorter_next(w->sorter, &c, &i, d)))
+		uint64_t n;
+
+		if ((e = tfs__sorter_next_many(w->sorter, &c, idx, IDX_BATCH, &n,
+					       d)))
 			goto out;
-		if (!c)
+		if (!n)
 			break;
-		if ((e = tfs__tw_add(tw, c, i, d)))
+		if ((e = tfs__tw_add_many(tw, c, idx, n, d)))
 			goto out;
 	}
 	if (dense && tfs__sorter_dropped(w->sorter)) {
@@ -787,6 +909,7 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	e = tfs__tw_finish(tw, &res->bytes, &res->cell_num, d);
 out:
 	tfs__tw_free(tw);
+	tfs_free(idx);
 	return e;
 }
 

@@ -269,7 +269,9 @@ struct aspec {
 	bool nullable;
 };
 
-static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity)
+/* threads: encoding threads of the write (1 = all on the caller's). */
+static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity,
+			unsigned threads)
 {
 	struct env e;
 	struct tfs_schema s;
@@ -280,6 +282,7 @@ static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity)
 	uint64_t n = 300;
 
 	env_init(&e);
+	e.wo.threads = threads;
 	lb_schema_init(&s, 22, true, capacity);
 	lb_add_dim(&s, "d", TFS_INT64, -1000, 1000, 64);
 	for (size_t i = 0; i < an; i++)
@@ -305,7 +308,7 @@ Test(roundtrip, integers)
 		{ "i32", TFS_INT32, 1, true },	{ "u32", TFS_UINT32, 1, false },
 		{ "i64", TFS_INT64, 1, false }, { "u64", TFS_UINT64, 1, true },
 	};
-	dtypes_case(as, 8, 16);
+	dtypes_case(as, 8, 16, 2);
 }
 
 Test(roundtrip, floats_bool_time)
@@ -320,7 +323,7 @@ Test(roundtrip, floats_bool_time)
 		{ "ch", TFS_CHAR, 1, false },
 		{ "any", TFS_ANY, TFS_VAR_NUM, false },
 	};
-	dtypes_case(as, 8, 7);
+	dtypes_case(as, 8, 7, 1);
 }
 
 Test(roundtrip, strings_and_blobs)
@@ -335,7 +338,7 @@ Test(roundtrip, strings_and_blobs)
 		{ "i64v", TFS_INT64, TFS_VAR_NUM, true },
 		{ "f32v", TFS_FLOAT32, TFS_VAR_NUM, false },
 	};
-	dtypes_case(as, 8, 10);
+	dtypes_case(as, 8, 10, 3);
 }
 
 Test(roundtrip, multi_value)
@@ -347,7 +350,7 @@ Test(roundtrip, multi_value)
 		{ "b2", TFS_BOOL, 2, true },
 		{ "blob8", TFS_BLOB, 8, false },
 	};
-	dtypes_case(as, 5, 1000);
+	dtypes_case(as, 5, 1000, 1);
 }
 
 /* ---- Sparse orders and dimensions ------------------------------------------- */
@@ -860,5 +863,122 @@ Test(filters, encrypted_needs_the_key)
 	tfs_array_close(a);
 	gcol_free(&g[0]);
 	gcol_free(&g[1]);
+	env_free(&e);
+}
+
+/* Overlapping dense boxes: the later write wins where they overlap; cells
+ * nobody wrote read as the fill value. */
+Test(dense, newest_wins)
+{
+	struct env e;
+	struct tfs_schema s;
+	int32_t v1[12], v2[6];
+	int32_t r1[2] = { 1, 3 }, c1[2] = { 1, 4 }, r2[2] = { 3, 4 }, c2[2] = { 3, 5 };
+	struct tfs_range box[2];
+	struct tfs_column col = { .name = "a", .type = TFS_INT32, .cell_val_num = 1 };
+	struct tfs_batch b = { .column_num = 1, .columns = &col };
+	struct tfs_write_result res;
+	struct tfs_array *a;
+	struct wt_dump got;
+	int32_t all[2] = { 1, 5 };
+
+	env_init(&e);
+	lb_schema_init(&s, 22, false, 100);
+	lb_add_dim(&s, "r", TFS_INT32, 1, 10, 3);
+	lb_add_dim(&s, "c", TFS_INT32, 1, 12, 5);
+	lb_add_attr(&s, "a", TFS_INT32, 1, false);
+	create(&e, "/d", &s);
+	for (int i = 0; i < 12; i++)
+		v1[i] = 100 + i;
+	for (int i = 0; i < 6; i++)
+		v2[i] = 200 + i;
+	box_of(box, r1, c1);
+	col.data = (const uint8_t *)v1;
+	col.data_len = sizeof(v1);
+	b.cell_num = 12;
+	cr_assert_eq(write_batch(&e, "/d", TFS_WRITE_DENSE_BOX, box, &b, NULL, &res),
+		     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+	box_of(box, r2, c2);
+	col.data = (const uint8_t *)v2;
+	col.data_len = sizeof(v2);
+	b.cell_num = 6;
+	cr_assert_eq(write_batch(&e, "/d", TFS_WRITE_DENSE_BOX, box, &b, NULL, &res),
+		     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+	a = open_array(&e, "/d");
+	box_of(box, all, all);
+	{
+		struct tfs_query_opts qo = { .subarray = box };
+		const char *f[] = { "a" };
+		struct tfs_query *q;
+		const struct tfs_batch *rb;
+		int32_t want[25];
+
+		qo.fields = f;
+		qo.field_num = 1;
+		for (int r = 1; r <= 5; r++)
+			for (int c = 1; c <= 5; c++) {
+				int32_t v = INT32_MIN;
+
+				if (r <= 3 && c <= 4)
+					v = 100 + (r - 1) * 4 + (c - 1);
+				if (r >= 3 && r <= 4 && c >= 3)
+					v = 200 + (r - 3) * 3 + (c - 3);
+				want[(r - 1) * 5 + (c - 1)] = v;
+			}
+		memset(&got, 0, sizeof(got));
+		cr_assert_eq(tfs_query_open(a, &qo, &q, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		uint64_t at = 0;
+		while (!tfs_query_next(q, &rb, &e.d) && rb) {
+			for (uint64_t i = 0; i < rb->cell_num; i++, at++) {
+				int32_t v;
+
+				memcpy(&v, rb->columns[0].data + 4 * i, 4);
+				cr_expect_eq(v, want[at], "cell %" PRIu64 ": %d, want %d",
+					     at, v, want[at]);
+			}
+		}
+		cr_expect_eq(at, 25);
+		tfs_query_close(q);
+	}
+	tfs_array_close(a);
+	env_free(&e);
+}
+
+Test(refuse, nan_coordinate)
+{
+	struct env e;
+	struct tfs_schema s;
+	struct tfs_dim *d;
+	double lo = -10, hi = 10, ext = 5, xs[3] = { 1, 0.0 / 0.0, 2 };
+	int32_t v[3] = { 1, 2, 3 };
+	struct tfs_column cols[2] = {
+		{ .name = "x", .type = TFS_FLOAT64, .cell_val_num = 1,
+		  .data = (const uint8_t *)xs, .data_len = sizeof(xs) },
+		{ .name = "v", .type = TFS_INT32, .cell_val_num = 1,
+		  .data = (const uint8_t *)v, .data_len = sizeof(v) },
+	};
+	struct tfs_batch b = { .cell_num = 3, .column_num = 2, .columns = cols };
+	uint64_t tags[3] = { 10, 11, 12 };
+	struct tfs_write_result res;
+
+	env_init(&e);
+	lb_schema_init(&s, 22, true, 8);
+	d = lb_add_dim(&s, "x", TFS_FLOAT64, 0, 0, 0);
+	memcpy(d->domain[0], &lo, 8);
+	memcpy(d->domain[1], &hi, 8);
+	memcpy(d->extent, &ext, 8);
+	d->has_extent = true;
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	create(&e, "/f", &s);
+	e.wo.tag_word = "row";
+	cr_assert_eq(write_batch(&e, "/f", TFS_WRITE_UNORDERED, NULL, &b, tags, &res),
+		     TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d), "row 11: dimension 'x': NaN");
+	xs[1] = 10.5;
+	cr_assert_eq(write_batch(&e, "/f", TFS_WRITE_UNORDERED, NULL, &b, tags, &res),
+		     TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d),
+			 "row 11: dimension 'x': 10.5 outside the domain");
 	env_free(&e);
 }

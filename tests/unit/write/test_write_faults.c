@@ -86,6 +86,40 @@ static enum tfs_err write3(struct env *e, const char *path, const int32_t *x,
 	return err;
 }
 
+/* The same in batches of `per` cells (tags: the cell index + 1). */
+static enum tfs_err write3_batches(struct env *e, const char *path,
+				   const int32_t *x, const int32_t *y,
+				   const int32_t *v, uint64_t n, uint64_t per,
+				   struct tfs_write_result *res)
+{
+	struct tfs_column cols[3];
+	struct tfs_batch b = { .column_num = 3, .columns = cols };
+	struct tfs_writer *w;
+	enum tfs_err err;
+
+	tfs_diag_init(&e->d);
+	err = tfs_writer_open(path, &e->wo, TFS_WRITE_UNORDERED, NULL, &w, &e->d);
+	if (err)
+		return err;
+	for (uint64_t at = 0; at < n && !err; at += per) {
+		uint64_t m = n - at < per ? n - at : per;
+		uint64_t *tags = malloc(m * sizeof(uint64_t));
+
+		for (uint64_t i = 0; i < m; i++)
+			tags[i] = at + i + 1;
+		col_i32(&cols[0], "x", x + at, m);
+		col_i32(&cols[1], "y", y + at, m);
+		col_i32(&cols[2], "v", v + at, m);
+		b.cell_num = m;
+		err = tfs_writer_append(w, &b, tags, &e->d);
+		free(tags);
+	}
+	if (!err)
+		err = tfs_writer_commit(w, res, &e->d);
+	tfs_writer_free(w);
+	return err;
+}
+
 /* "x,y=v" lines of a sparse read, sorted. */
 static void read_xyv(struct env *e, const char *path, struct wt_dump *out)
 {
@@ -309,14 +343,15 @@ Test(spill, runs_merge_in_global_order)
 		t = y[i]; y[i] = y[j]; y[j] = t;
 		t = v[i]; v[i] = v[j]; v[j] = t;
 	}
-	e.wo.memory = 4096;
+	/* Runs of about 300 cells, merged two at a time. */
+	e.wo.memory = 16384;
 	e.wo.spill_dir = spill;
 	/* 10000 distinct cells appear twice: refused... */
-	cr_assert_eq(write3(&e, "/s", x, y, v, N, NULL, &res), TFS_E_INVALID);
+	cr_assert_eq(write3_batches(&e, "/s", x, y, v, N, 97, &res), TFS_E_INVALID);
 	cr_expect(strstr(tfs_diag_msg(&e.d), "duplicate coordinates") != NULL);
 	/* ...or deduplicated across runs, the later cell kept. */
 	e.wo.dedup = true;
-	cr_assert_eq(write3(&e, "/s", x, y, v, N, NULL, &res), TFS_E_OK, "%s",
+	cr_assert_eq(write3_batches(&e, "/s", x, y, v, N, 97, &res), TFS_E_OK, "%s",
 		     tfs_diag_msg(&e.d));
 	cr_expect_eq(res.cell_num, 10000);
 	read_xyv(&e, "/s", &got);
@@ -594,6 +629,41 @@ Test(metadata, write_and_delete)
 	tfs_vfs_free(e.vfs);
 }
 
+Test(create, layout_and_version)
+{
+	struct env e;
+	struct tfs_dirlist l;
+	struct tfs_array *a;
+	static const char *const want[] = { "__commits", "__fragment_meta",
+					    "__fragments", "__labels", "__meta",
+					    "__schema" };
+
+	env_init(&e);
+	make_sparse(&e, "/s", false);
+	cr_assert_eq(tfs_vfs_list(e.vfs, "/s", &l, &e.d), TFS_E_OK);
+	cr_assert_eq(l.count, 6);
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_str_eq(l.names[i], want[i]);
+	tfs_dirlist_release(&l);
+	cr_assert_eq(tfs_vfs_list(e.vfs, "/s/__schema", &l, &e.d), TFS_E_OK);
+	cr_assert_eq(l.count, 2);
+	cr_expect_str_eq(l.names[1], "__enumerations");
+	{
+		struct tfs_name_info ni;
+
+		cr_assert_eq(tfs_name_parse(l.names[0], &ni), TFS_E_OK);
+		cr_expect_eq(ni.t1, ni.t2);
+		cr_expect_eq(strlen(ni.uuid), 32);
+		cr_expect_eq(strlen(l.names[0]), 2 + 13 + 1 + 13 + 1 + 32);
+	}
+	tfs_dirlist_release(&l);
+	cr_assert_eq(tfs_array_open("/s", &e.oo, &a, &e.d), TFS_E_OK);
+	cr_expect_eq(tfs_array_schema(a)->version, TFS_FORMAT_VERSION_WRITE);
+	cr_expect_eq(tfs_array_schema(a)->version, 22);
+	tfs_array_close(a);
+	tfs_vfs_free(e.vfs);
+}
+
 Test(create, refuses_non_empty_folders)
 {
 	struct env e;
@@ -760,3 +830,129 @@ static void alloc_case(bool dense)
 
 Test(alloc, sparse_write) { alloc_case(false); }
 Test(alloc, streaming_box_write) { alloc_case(true); }
+
+/* ---- Garbage in ------------------------------------------------------------- */
+
+static uint32_t lcg(uint64_t *seed)
+{
+	*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(*seed >> 33);
+}
+
+/* Batches with random names, types, sizes, offsets and validity: every
+ * append either succeeds or is refused with a message; nothing crashes
+ * (the ASan build checks every access), and a refused batch leaves the
+ * writer failed. */
+Test(garbage, random_batches)
+{
+	struct env e;
+	uint64_t seed = 99;
+	static const char *const names[] = { "x", "y", "v", "zz", "" };
+	static const uint8_t types[] = { TFS_INT32, TFS_INT64, TFS_FLOAT64,
+					 TFS_STRING_ASCII, TFS_UINT8 };
+
+	unsigned accepted = 0, refused = 0;
+
+	env_init(&e);
+	make_sparse(&e, "/s", false);
+	for (int round = 0; round < 300; round++) {
+		struct tfs_column cols[4];
+		uint8_t data[4][256];
+		uint64_t offs[4][17];
+		uint8_t valid[4][16];
+		struct tfs_batch b;
+		struct tfs_writer *w;
+		struct tfs_write_result res;
+		enum tfs_err err;
+		size_t ncol;
+
+#define RND() lcg(&seed)
+		/* Mostly a valid batch (x, y, v as int32 in the domain), each
+		 * property spoiled now and then. */
+		ncol = RND() % 8 ? 3 : RND() % 5;
+		memset(&b, 0, sizeof(b));
+		b.cell_num = RND() % 17;
+		b.column_num = ncol;
+		b.columns = cols;
+		for (size_t c = 0; c < ncol; c++) {
+			bool spoil = RND() % 6 == 0;
+			unsigned what = RND() % 7;
+
+			memset(&cols[c], 0, sizeof(cols[c]));
+			for (size_t k = 0; k < 64; k++) {
+				int32_t v = (int32_t)(RND() % 100);
+
+				memcpy(data[c] + 4 * k, &v, 4);
+			}
+			cols[c].name = names[c < 3 ? c : 3];
+			cols[c].type = TFS_INT32;
+			cols[c].cell_val_num = 1;
+			cols[c].data = data[c];
+			cols[c].data_len = 4 * b.cell_num;
+			if (!spoil)
+				continue;
+			switch (what) {
+			case 0:
+				cols[c].name = names[RND() % 5];
+				break;
+			case 1:
+				cols[c].type = types[RND() % 5];
+				break;
+			case 2:
+				cols[c].var = true;
+				cols[c].cell_val_num = TFS_VAR_NUM;
+				offs[c][0] = RND() % 3;
+				for (int i = 1; i < 17; i++)
+					offs[c][i] = offs[c][i - 1] + RND() % 24 -
+						     (RND() % 8 == 0 ? 30 : 0);
+				cols[c].offsets = offs[c];
+				cols[c].data_len = RND() % 257;
+				break;
+			case 3:
+				for (int i = 0; i < 16; i++)
+					valid[c][i] = (uint8_t)(RND() % 2);
+				cols[c].validity = valid[c];
+				break;
+			case 4:
+				cols[c].data = RND() % 2 ? NULL : data[c];
+				cols[c].data_len = RND() % 257;
+				break;
+			case 5:
+				for (size_t k = 0; k < 256; k++)
+					data[c][k] = (uint8_t)RND();
+				break;
+			default:
+				cols[c].cell_val_num = 2;
+				break;
+			}
+		}
+		tfs_diag_init(&e.d);
+		cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_UNORDERED, NULL,
+					     &w, &e.d),
+			     TFS_E_OK);
+		err = tfs_writer_append(w, &b, NULL, &e.d);
+		if (err) {
+			cr_expect_neq(e.d.msg[0], '\0');
+			cr_expect_eq(tfs_writer_commit(w, &res, &e.d), TFS_E_INVALID);
+			refused++;
+		} else {
+			err = tfs_writer_commit(w, &res, &e.d);
+			cr_expect(err == TFS_E_OK || err == TFS_E_INVALID, "%s",
+				  tfs_diag_msg(&e.d));
+			accepted += err == TFS_E_OK && res.cell_num > 0;
+		}
+		tfs_writer_free(w);
+#undef RND
+	}
+	cr_expect_gt(accepted, 0);
+	cr_expect_gt(refused, 0);
+	cr_log_info("%u batches written, %u refused", accepted, refused);
+	{
+		/* Whatever was accepted reads back. */
+		struct wt_dump got;
+
+		read_xyv(&e, "/s", &got);
+		wt_dump_release(&got);
+	}
+	tfs_vfs_free(e.vfs);
+}
