@@ -38,6 +38,7 @@ struct col {
 	size_t csv_col;   /* 1-based field index, 0 = not in the file */
 	size_t cell_size; /* fixed-size cells */
 	bool fast;        /* one fixed-size number per cell */
+	uint8_t *null_fill; /* cell_size bytes a null fixed-size cell holds */
 	/* Fast columns of integer types: parsed by tfs__int_parse with these
 	 * limits; dimensions also check their domain as integers. */
 	bool is_int, is_signed;
@@ -86,13 +87,14 @@ struct ingest {
 static void ingest_release(struct ingest *in)
 {
 	for (size_t i = 0; i < in->col_num; i++) {
+		tfs_free(in->cols[i].null_fill);
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_release(&in->cols[i].data[k]);
 			tfs_buf_release(&in->cols[i].offsets[k]);
 			tfs_buf_release(&in->cols[i].validity[k]);
 		}
 	}
-	for (size_t i = 0; i < in->header_num; i++)
+	for (size_t i = 0; in->header && i < in->header_num; i++)
 		tfs_free(in->header[i]);
 	tfs_free(in->header);
 	tfs_free(in->cols);
@@ -207,6 +209,15 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 			tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
 		}
 		in->col_num++;
+		if (c->nullable && !c->var) {
+			const struct tfs_attr *at = c->attr;
+
+			/* The fill value, or zeros if the schema's is short. */
+			if (!(c->null_fill = tfs_callocn(1, c->cell_size)))
+				return nomem(in, d);
+			if (at->fill && at->fill_size >= c->cell_size)
+				memcpy(c->null_fill, at->fill, c->cell_size);
+		}
 	}
 	/* Names that are no field, or a field twice. */
 	for (size_t k = 0; k < in->header_num; k++) {
@@ -317,11 +328,11 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 			e = tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], &why);
 		} else if (null) {
 			if (c->fast) {
-				memcpy(c->data[k].data + row * c->cell_size, c->attr->fill,
+				memcpy(c->data[k].data + row * c->cell_size, c->null_fill,
 				       c->cell_size);
 				continue;
 			}
-			if (tfs_buf_append(&c->data[k], c->attr->fill, c->cell_size))
+			if (tfs_buf_append(&c->data[k], c->null_fill, c->cell_size))
 				return nomem(in, d);
 			continue;
 		} else if (c->is_int) {
@@ -517,6 +528,8 @@ static void report(struct ingest *in)
 			.bytes_done = tfs__csv_offset(&in->lx),
 			.bytes_total = in->lx.size,
 			.rows = run->rows,
+			.pass = run->pass ? run->pass : 1,
+			.passes = run->passes ? run->passes : 1,
 		};
 
 		run->progress(&p, run->progress_arg);

@@ -1,11 +1,9 @@
 /* The public CSV entry points (tfs_write.h): the rows-to-batches engine
- * feeding a fragment writer, which commits only after the last row, so a
- * bad row anywhere leaves the array as it was. Batches are handed to the
- * writer on a second thread while the next batch is parsed. */
+ * (csv_ingest.c) feeding a fragment writer, which commits only after the
+ * last row, so a bad row anywhere leaves the array as it was; and arrays
+ * made from a CSV with an inferred schema, undone on failure. */
 #include "ingest_internal.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -64,7 +62,7 @@ static bool empty_file(const char *path)
 }
 
 static enum tfs_err ingest(const char *array_path, const char *csv_path,
-			   const struct tfs_ingest_opts *opts, bool no_dims,
+			   const struct tfs_ingest_opts *opts, bool inferred,
 			   enum tfs_write_layout layout, const struct tfs_range *box,
 			   struct tfs_ingest_result *result, struct tfs_diag *d)
 {
@@ -74,7 +72,9 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 	struct tfs__ingest_run run = {
 		.csv_path = csv_path,
 		.display_name = ws.name,
-		.no_dims = no_dims,
+		.no_dims = inferred,
+		.pass = inferred ? 2 : 1,
+		.passes = inferred ? 2 : 1,
 		.progress = opts ? opts->progress : NULL,
 		.progress_arg = opts ? opts->progress_arg : NULL,
 	};
@@ -144,6 +144,22 @@ static void undo_create(const struct tfs_write_opts *wo, const char *path,
 	tfs_vfs_free(posix);
 }
 
+static bool empty_folder(const struct tfs_write_opts *wo, const char *path)
+{
+	struct tfs_vfs *posix = NULL, *v = wo->vfs;
+	struct tfs_dirlist l = {0};
+	bool empty = false;
+
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v && !tfs_vfs_list(v, path, &l, NULL)) {
+		empty = l.count == 0;
+		tfs_dirlist_release(&l);
+	}
+	tfs_vfs_free(posix);
+	return empty;
+}
+
 enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 				const struct tfs_ingest_opts *opts,
 				struct tfs_ingest_result *result,
@@ -160,7 +176,9 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 
 	memset(result, 0, sizeof(*result));
 	write_opts(&wo, opts);
-	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0, d)))
+	if ((e = tfs__schema_infer(&s, &rows, csv_path, name, 0,
+				   opts ? opts->progress : NULL,
+				   opts ? opts->progress_arg : NULL, d)))
 		return e;
 	/* An empty folder may be made the array; anything else there makes
 	 * tfs_array_create refuse. Only what this call made is undone. */
@@ -171,12 +189,18 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	} else {
 		existed = stat(array_path, &st) == 0;
 	}
+	/* Something already there that is not an empty folder is never
+	 * touched, whatever fails. */
+	if (existed && !empty_folder(&wo, array_path)) {
+		tfs_schema_release(&s);
+		return tfs_fail(d, TFS_E_EXISTS, "%s: '%s' exists and is not an empty folder",
+				name, array_path);
+	}
 	tfs_diag_init(&wd);
 	e = tfs_array_create(array_path, &s, &wo, &wd);
 	tfs_schema_release(&s);
 	if (e) {
-		if (e != TFS_E_EXISTS && e != TFS_E_INVALID)
-			undo_create(&wo, array_path, existed);
+		undo_create(&wo, array_path, existed);
 		return tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&wd));
 	}
 	result->created = true;

@@ -140,6 +140,7 @@ struct tfs__ingest_run {
 	bool no_dims;
 	void (*progress)(const struct tfs_ingest_progress *p, void *arg);
 	void *progress_arg;
+	unsigned pass, passes; /* reported as is; 0 = 1 of 1 */
 	/* Out: data rows parsed. */
 	uint64_t rows;
 };
@@ -154,9 +155,13 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 /* ---- Schema inference (schema_infer.c) ---------------------------------- */
 
 /* Reads the whole CSV once (bounded memory) and builds the schema SPEC §6
- * gives a CSV dropped into a plain folder; *rows = data rows. */
+ * gives a CSV dropped into a plain folder; *rows = data rows. progress
+ * (may be NULL) hears of it as pass 1 of 2. */
 enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
 			       const char *csv_path, const char *display_name,
-			       size_t block, struct tfs_diag *d) TFS_WUR;
+			       size_t block,
+			       void (*progress)(const struct tfs_ingest_progress *p,
+						void *arg),
+			       void *progress_arg, struct tfs_diag *d) TFS_WUR;
 
 #endif

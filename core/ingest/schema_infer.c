@@ -12,6 +12,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_datatype.h"
+#include "tilefs/tilefs.h"
 
 #define INFER_CAPACITY 10000
 #define INFER_TILE 10000
@@ -174,9 +175,28 @@ static enum tfs_err build_schema(struct tfs_schema *s, char **names,
 	return TFS_E_OK;
 }
 
+static void report(const struct tfs__csv_lexer *lx, uint64_t rows,
+		   void (*progress)(const struct tfs_ingest_progress *p, void *arg),
+		   void *arg)
+{
+	struct tfs_ingest_progress p = {
+		.bytes_done = tfs__csv_offset(lx),
+		.bytes_total = lx->size,
+		.rows = rows,
+		.pass = 1,
+		.passes = 2,
+	};
+
+	if (progress)
+		progress(&p, arg);
+}
+
 enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
 			       const char *csv_path, const char *display_name,
-			       size_t block, struct tfs_diag *d)
+			       size_t block,
+			       void (*progress)(const struct tfs_ingest_progress *p,
+						void *arg),
+			       void *progress_arg, struct tfs_diag *d)
 {
 	struct tfs__csv_lexer lx;
 	struct infer_col *cols = NULL;
@@ -249,8 +269,10 @@ enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
 		}
 		for (size_t k = 0; k < n; k++)
 			observe(&cols[k], &lx.fields[k]);
-		(*rows)++;
+		if (++*rows % 65536 == 0)
+			report(&lx, *rows, progress, progress_arg);
 	}
+	report(&lx, *rows, progress, progress_arg);
 	if ((e = build_schema(out, names, cols, n, *rows))) {
 		e = tfs_fail(d, e, "%s: out of memory", lx.name);
 		tfs_schema_release(out);

@@ -879,10 +879,13 @@ parsed:
 	tfs_buf_init(&bytes, TFS_BUF_NO_MAX);
 	tfs_diag_init(&pd);
 	if ((e = tfs_schema_serialize(&bytes, &s))) {
-		e = tfs_fail(d, TFS_E_INVALID, "schema JSON: not a valid schema (%s)",
-			     tfs_strerror(e));
+		e = e == TFS_E_NOMEM || e == TFS_E_TOO_BIG
+			    ? tfs_fail(d, e, "schema JSON: out of memory")
+			    : tfs_fail(d, TFS_E_INVALID, "schema JSON: not a valid schema (%s)",
+				       tfs_strerror(e));
 	} else if ((e = tfs_schema_parse(out, bytes.data, bytes.len, NULL, &pd))) {
-		e = tfs_fail(d, TFS_E_INVALID, "schema JSON: %s", tfs_diag_msg(&pd));
+		e = tfs_fail(d, e == TFS_E_NOMEM ? e : TFS_E_INVALID, "schema JSON: %s",
+			     tfs_diag_msg(&pd));
 	} else {
 		out->t1 = s.t1;
 		out->t2 = s.t2;

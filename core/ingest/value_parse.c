@@ -304,18 +304,27 @@ bad:
 
 /* ---- Dates and times ----------------------------------------------------- */
 
-/* Days from 1970-01-01 of a proleptic Gregorian date: count in 400-year
- * eras starting in March, so the leap day is the last of its year. */
-int64_t tfs__days_from_civil(int64_t y, unsigned m, unsigned d)
+typedef __int128 i128;
+
+/* Days from 1970-01-01 of a proleptic Gregorian date, for any int64 year
+ * (the renderer writes the extreme values of DATETIME_DAY as years of
+ * 17 digits): count in 400-year eras starting in March, so the leap day
+ * is the last of its year. */
+static i128 days_from_civil(int64_t y, unsigned m, unsigned d)
 {
-	int64_t yy = m <= 2 ? y - 1 : y;
-	int64_t era = (yy >= 0 ? yy : yy - 399) / 400;
-	int64_t yoe = yy - era * 400;
-	int64_t mp = m > 2 ? (int64_t)m - 3 : (int64_t)m + 9;
-	int64_t doy = (153 * mp + 2) / 5 + (int64_t)d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	i128 yy = m <= 2 ? (i128)y - 1 : (i128)y;
+	i128 era = (yy >= 0 ? yy : yy - 399) / 400;
+	i128 yoe = yy - era * 400;
+	i128 mp = m > 2 ? (i128)m - 3 : (i128)m + 9;
+	i128 doy = (153 * mp + 2) / 5 + (i128)d - 1;
+	i128 doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 
 	return era * 146097 + doe - 719468;
+}
+
+int64_t tfs__days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	return (int64_t)days_from_civil(y, m, d);
 }
 
 static bool leap(int64_t y)
@@ -351,8 +360,6 @@ static bool fixed_digits(const uint8_t *p, size_t len, size_t *i, unsigned n,
 	return true;
 }
 
-typedef __int128 i128;
-
 #define ATTO INT64_C(1000000000000000000)
 
 /* A date/time text: the date's fields (month, day default 1), and the
@@ -383,9 +390,10 @@ static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
 
 		/* Four digits; more only after a sign (ISO-8601 expanded
 		 * years), so a plain number is never read as a year. */
-		while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 12)
+		while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 18)
 			y = y * 10 + (p[i++] - '0');
-		if (i - s < 4 || (i - s > 4 && s == 0))
+		if (i - s < 4 || (i - s > 4 && s == 0) ||
+		    (i < len && p[i] >= '0' && p[i] <= '9'))
 			return false;
 		t->year = neg ? -y : y;
 	}
@@ -482,59 +490,80 @@ static const i128 unit_atto[] = {
 	INT64_C(1000000), INT64_C(1000), INT64_C(1),
 };
 
-static enum tfs_err store_units(i128 total, i128 per_unit, void *dst,
-				const char **why)
+static enum tfs_err out_of_range(const char **why)
 {
-	i128 q = total / per_unit;
+	*why = "date/time out of the type's range";
+	return TFS_E_RANGE;
+}
 
-	if (total % per_unit) {
-		*why = "not a whole number of the type's unit";
-		return TFS_E_RANGE;
-	}
-	if (q > INT64_MAX || q < INT64_MIN) {
-		*why = "date/time out of the type's range";
-		return TFS_E_RANGE;
-	}
-	int64_t v = (int64_t)q;
+static enum tfs_err not_whole(const char **why)
+{
+	*why = "not a whole number of the type's unit";
+	return TFS_E_RANGE;
+}
 
-	memcpy(dst, &v, sizeof(v));
+static enum tfs_err store_i128(i128 v, void *dst, const char **why)
+{
+	int64_t x;
+
+	if (v > INT64_MAX || v < INT64_MIN)
+		return out_of_range(why);
+	x = (int64_t)v;
+	memcpy(dst, &x, sizeof(x));
 	return TFS_E_OK;
 }
 
+/* Days and the time of day are kept apart (not one count of
+ * attoseconds), so the whole int64 range of every unit is reachable. */
 static enum tfs_err parse_datetime(uint8_t type, const uint8_t *p, size_t len,
 				   void *dst, const char **why)
 {
+	static const i128 day = (i128)86400 * ATTO;
 	struct iso_time t;
-	int64_t days, v;
+	i128 days, rem;
 
 	if (!parse_iso(p, len, &t)) {
 		*why = "not an ISO-8601 date/time";
 		return TFS_E_INVALID;
 	}
-	days = tfs__days_from_civil(t.year, t.month, t.day);
-	i128 total = ((i128)days * 86400) * ATTO + t.atto;
-
+	days = days_from_civil(t.year, t.month, t.day);
+	/* A zone offset can move the time of day past either midnight. */
+	rem = t.atto % day;
+	days += t.atto / day;
+	if (rem < 0) {
+		rem += day;
+		days--;
+	}
 	switch (type - TFS_DATETIME_YEAR) {
 	case 0: /* YEAR */
 	case 1: /* MONTH */
-		if (total != (i128)tfs__days_from_civil(t.year, t.month, 1) * 86400 *
-				     ATTO ||
-		    (type == TFS_DATETIME_YEAR && t.month != 1)) {
-			*why = "not a whole number of the type's unit";
-			return TFS_E_RANGE;
-		}
-		v = t.year - 1970;
-		if (type != TFS_DATETIME_YEAR)
-			v = v * 12 + (int64_t)t.month - 1;
-		memcpy(dst, &v, sizeof(v));
-		return TFS_E_OK;
+		if (rem || days != days_from_civil(t.year, t.month, 1) ||
+		    (type == TFS_DATETIME_YEAR && t.month != 1))
+			return not_whole(why);
+		if (type == TFS_DATETIME_YEAR)
+			return store_i128((i128)t.year - 1970, dst, why);
+		return store_i128(((i128)t.year - 1970) * 12 + t.month - 1, dst, why);
 	case 2: /* WEEK */
-		return store_units(total, (i128)7 * 86400 * ATTO, dst, why);
+		if (rem || days % 7)
+			return not_whole(why);
+		return store_i128(days / 7, dst, why);
 	case 3: /* DAY */
-		return store_units(total, (i128)86400 * ATTO, dst, why);
-	default:
-		return store_units(total, unit_atto[type - TFS_DATETIME_YEAR - 4],
-				   dst, why);
+		if (rem)
+			return not_whole(why);
+		return store_i128(days, dst, why);
+	default: {
+		i128 unit = unit_atto[type - TFS_DATETIME_YEAR - 4];
+		i128 per_day = day / unit;
+
+		if (rem % unit)
+			return not_whole(why);
+		/* Past this the product leaves int64 anyway (and could
+		 * overflow 128 bits for the finest units). */
+		if (days > (i128)INT64_MAX / per_day + 1 ||
+		    days < (i128)INT64_MIN / per_day - 1)
+			return out_of_range(why);
+		return store_i128(days * per_day + rem / unit, dst, why);
+	}
 	}
 }
 
@@ -581,10 +610,19 @@ static enum tfs_err parse_time(uint8_t type, const uint8_t *p, size_t len,
 	}
 	if (i != len)
 		goto bad;
-	total = (h * 3600 + mi * 60 + sec) * ATTO + frac;
-	if (neg)
-		total = -total;
-	return store_units(total, unit_atto[type - TFS_TIME_HR], dst, why);
+	{
+		i128 unit = unit_atto[type - TFS_TIME_HR];
+		i128 per_hour = (i128)3600 * ATTO / unit;
+		i128 part = ((i128)mi * 60 + sec) * ATTO + frac; /* < 1 hour */
+
+		if (part % unit)
+			return not_whole(why);
+		/* Hours past this leave int64 anyway. */
+		if (h > (i128)INT64_MAX / per_hour + 1)
+			return out_of_range(why);
+		total = h * per_hour + part / unit;
+		return store_i128(neg ? -total : total, dst, why);
+	}
 bad:
 	*why = "not a time (HH:MM:SS.fff)";
 	return TFS_E_INVALID;

@@ -5,8 +5,8 @@
  * FLOAT64, INT32, FLOAT32), rows in coordinate order, values from a
  * formula of the row number. Creates a fresh array (ZSTD on every
  * attribute), ingests the file with tfs_ingest_csv and reports MB/s of
- * CSV and the peak RSS of the ingest (measured in a child process, so the
- * generator's memory does not count). Then reads a sample of cells back
+ * CSV, the CPU time and the peak RSS of the ingest (measured in a child
+ * process, so the generator's memory does not count). Then reads a sample of cells back
  * through tfs_query and compares them with the formula. Everything is
  * made in a fresh folder under --dir (default /tmp) and removed at the
  * end unless --keep. */
@@ -95,6 +95,7 @@ static void on_progress(const struct tfs_ingest_progress *p, void *arg)
 
 struct measured {
 	double seconds;
+	double cpu; /* user + system of the ingesting process */
 	long maxrss_kb;
 	int status;
 };
@@ -152,6 +153,8 @@ static struct measured run_ingest(const char *array, const char *csv, unsigned t
 		exit(1);
 	}
 	m.maxrss_kb = ru.ru_maxrss;
+	m.cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	return m;
 }
 
@@ -299,6 +302,10 @@ int main(int argc, char **argv)
 	printf("ingest: %.2f s, %.1f MB/s of CSV, %.2f M rows/s, peak RSS %.1f MiB\n",
 	       m.seconds, (double)st.st_size / 1e6 / m.seconds,
 	       (double)rows / 1e6 / m.seconds, (double)m.maxrss_kb / 1024.0);
+	/* CPU time says what the work costs when other processes share the
+	 * CPUs and stretch the wall time. */
+	printf("CPU: %.2f s (%.0f%% of one core), %.1f MB of CSV per CPU second\n", m.cpu,
+	       100.0 * m.cpu / m.seconds, (double)st.st_size / 1e6 / m.cpu);
 	uint64_t checked = verify(array, rows, 64);
 
 	printf("verified %" PRIu64 " cells read back\n", checked);

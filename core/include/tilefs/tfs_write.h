@@ -140,8 +140,11 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 /* ---- CSV ingest and schema JSON (core/ingest) --------------------------- */
 
 struct tfs_ingest_progress {
-	uint64_t bytes_done, bytes_total; /* of the CSV file */
-	uint64_t rows;
+	uint64_t bytes_done, bytes_total; /* of the CSV file, in this pass */
+	uint64_t rows;                    /* rows read in this pass */
+	/* Pass 1 of 2 of tfs_ingest_csv_new reads the file to infer the
+	 * schema; the last pass (1 of 1 for tfs_ingest_csv) writes. */
+	unsigned pass, passes;
 };
 
 struct tfs_ingest_opts {

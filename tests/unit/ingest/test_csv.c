@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ingest_internal.h"
+#include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
 
 struct collect {
@@ -268,4 +269,53 @@ Test(csv, long_strings_end_batches_early)
 	tfs_buf_release(&c.text);
 	tfs_buf_release(&text);
 	free(s);
+}
+
+/* Counts cells without allocating (the allocator is failing). */
+static enum tfs_err count_append(void *ctx, const struct tfs_batch *b,
+				 const uint64_t *tags, struct tfs_diag *d)
+{
+	(void)tags;
+	(void)d;
+	*(uint64_t *)ctx += b->cell_num;
+	return TFS_E_OK;
+}
+
+/* Every allocation of a run failing in turn: out of memory, nothing
+ * leaked (the sanitizer build checks), never a crash. */
+Test(csv, every_allocation_failing)
+{
+	static const char text[] = "s,a,y,x\n\"q\"\"r\",1,2,3\nz,4,5,6\n";
+	unsigned failures = 0;
+
+	for (long n = 0;; n++) {
+		uint64_t cells = 0;
+		struct tfs_diag d;
+		enum tfs_err e;
+		struct tfs_array *a = open_corpus("sparse_2d_int");
+		char *path = write_temp(text, strlen(text));
+		struct tfs__ingest_run run = {
+			.schema = tfs_array_schema(a), .csv_path = path,
+			.display_name = "in.csv", .block = 3, .batch_rows = 1,
+		};
+		struct tfs__ingest_sink sink = {.append = count_append, .ctx = &cells};
+
+		tfs_diag_init(&d);
+		tfs_alloc_fail_after(n);
+		e = tfs__ingest_run(&run, &sink, &d);
+		tfs_alloc_fail_after(-1);
+		unlink(path);
+		free(path);
+		tfs_array_close(a);
+		if (e == TFS_E_OK) {
+			cr_assert_eq(run.rows, 2);
+			cr_assert_eq(cells, 2);
+			break;
+		}
+		cr_assert_eq(e, TFS_E_NOMEM, "allocation %ld: %s", n, tfs_diag_msg(&d));
+		cr_assert(strstr(d.msg, "out of memory"), "%s", d.msg);
+		failures++;
+		cr_assert_lt(n, 10000);
+	}
+	cr_assert_gt(failures, 5);
 }

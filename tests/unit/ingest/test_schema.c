@@ -10,6 +10,7 @@
 
 #include "array_json.h"
 #include "ingest_internal.h"
+#include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
 
 static void render(struct tfs_buf *out, struct tfs_array *a)
@@ -294,7 +295,7 @@ Test(infer, column_types)
 	};
 
 	tfs_diag_init(&d);
-	cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 5, &d), TFS_E_OK, "%s",
+	cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 5, NULL, NULL, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 	cr_assert_eq(rows, 3);
 	cr_assert_eq(s.array_type, TFS_DENSE);
@@ -348,10 +349,74 @@ Test(infer, refusals)
 		uint64_t rows;
 
 		tfs_diag_init(&d);
-		cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 0, &d),
+		cr_assert_eq(tfs__schema_infer(&s, &rows, path, "t.csv", 0, NULL, NULL, &d),
 			     TFS_E_INVALID);
 		cr_assert_str_eq(d.msg, t[i].msg);
 		unlink(path);
 		free(path);
 	}
+}
+
+/* Every allocation failing in turn, for both parsers: out of memory or
+ * success, nothing leaked, never a crash. */
+Test(schema_json, every_allocation_failing)
+{
+	static const char json[] =
+		"{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"d\",\"type\":\"INT64\","
+		"\"domain\":[0,9],\"tile\":2},{\"name\":\"s\",\"type\":\"STRING_ASCII\"}],"
+		"\"attrs\":[{\"name\":\"a\",\"type\":\"FLOAT32\",\"cell_val_num\":2,\"fill\":[1,2],"
+		"\"filters\":[\"ZSTD(level=3)\"]},{\"name\":\"b\",\"type\":\"BLOB\","
+		"\"cell_val_num\":\"var\",\"nullable\":true}],\"current_domain\":[[0,5],[\"a\",\"z\"]]}";
+	unsigned failures = 0;
+
+	for (long n = 0;; n++) {
+		struct tfs_schema s;
+		struct tfs_diag d;
+		enum tfs_err e;
+
+		tfs_diag_init(&d);
+		tfs_alloc_fail_after(n);
+		e = tfs_schema_from_json(&s, json, strlen(json), &d);
+		tfs_alloc_fail_after(-1);
+		if (e == TFS_E_OK) {
+			cr_assert_eq(s.attr_num, 2);
+			cr_assert(s.has_current_domain);
+			tfs_schema_release(&s);
+			break;
+		}
+		cr_assert_eq(e, TFS_E_NOMEM, "%ld: %s", n, tfs_diag_msg(&d));
+		failures++;
+		cr_assert_lt(n, 10000);
+	}
+	cr_assert_gt(failures, 3);
+}
+
+Test(infer, every_allocation_failing)
+{
+	char *path = temp_csv("a,b,c\n1,x,2020-01-01\n,y,\n");
+	unsigned failures = 0;
+
+	for (long n = 0;; n++) {
+		struct tfs_schema s;
+		struct tfs_diag d;
+		uint64_t rows;
+		enum tfs_err e;
+
+		tfs_diag_init(&d);
+		tfs_alloc_fail_after(n);
+		e = tfs__schema_infer(&s, &rows, path, "t.csv", 2, NULL, NULL, &d);
+		tfs_alloc_fail_after(-1);
+		if (e == TFS_E_OK) {
+			cr_assert_eq(rows, 2);
+			cr_assert_eq(s.attr_num, 3);
+			tfs_schema_release(&s);
+			break;
+		}
+		cr_assert_eq(e, TFS_E_NOMEM, "%s", tfs_diag_msg(&d));
+		failures++;
+		cr_assert_lt(n, 10000);
+	}
+	cr_assert_gt(failures, 3);
+	unlink(path);
+	free(path);
 }
