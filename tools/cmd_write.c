@@ -129,6 +129,7 @@ struct progress {
 	bool draw;
 	double start, last;
 	bool drawn;
+	unsigned pass; /* the pass being drawn (rate and ETA restart) */
 };
 
 static double now_s(void)
@@ -151,8 +152,9 @@ static void human_bytes(char *out, size_t cap, double v)
 	snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
 }
 
-/* Draws "[#####.....]  45%  12.0 MB of 26.7 MB  1.2 MB/s  ETA 0:12
- * 120000 rows" over itself, at most ten times a second. */
+/* Draws "[#####.....]  45%  12.0 MB of 26.7 MB  1.2 MB/s  ETA 0:00:12
+ * 120000 rows" over itself, at most ten times a second; with --new,
+ * "1/2 schema " (inference) or "2/2 write " before it. */
 static void on_progress(const struct tfs_ingest_progress *p, void *arg)
 {
 	struct progress *pr = arg;
@@ -161,9 +163,21 @@ static void on_progress(const struct tfs_ingest_progress *p, void *arg)
 	char bar[31];
 	unsigned fill;
 
-	if (!pr->draw || (pr->drawn && t - pr->last < 0.1 &&
-			  p->bytes_done < p->bytes_total))
+	char stage[32] = "";
+
+	if (!pr->draw)
 		return;
+	if (p->pass != pr->pass) {
+		pr->pass = p->pass;
+		pr->start = t;
+		el = 0;
+	} else if (pr->drawn && t - pr->last < 0.1 &&
+		   p->bytes_done < p->bytes_total) {
+		return;
+	}
+	if (p->passes > 1)
+		snprintf(stage, sizeof(stage), "%u/%u %s ", p->pass, p->passes,
+			 p->pass < p->passes ? "schema" : "write");
 	pr->last = t;
 	pr->drawn = true;
 	frac = p->bytes_total ? (double)p->bytes_done / (double)p->bytes_total
@@ -185,8 +199,10 @@ static void on_progress(const struct tfs_ingest_progress *p, void *arg)
 		snprintf(eta, sizeof(eta), "  ETA %u:%02u:%02u", s / 3600,
 			 s / 60 % 60, s % 60);
 	}
-	fprintf(stderr, "\r[%s] %3u%%  %s of %s  %s/s%s  %" PRIu64 " rows\033[K",
-		bar, (unsigned)(frac * 100), done, total, speed, eta, p->rows);
+	fprintf(stderr,
+		"\r%s[%s] %3u%%  %s of %s  %s/s%s  %" PRIu64 " rows\033[K",
+		stage, bar, (unsigned)(frac * 100), done, total, speed, eta,
+		p->rows);
 	fflush(stderr);
 }
 
