@@ -1173,3 +1173,59 @@ Test(maintain, open_window_start)
 	tfs_array_close(a);
 	tfs_vfs_free(v);
 }
+
+/* Cells of a full read through an already open array, one line each. */
+static size_t read_count(struct tfs_array *a, uint64_t *sum)
+{
+	struct tfs_query_opts qo = {0};
+	const struct tfs_batch *b;
+	struct tfs_query *q;
+	struct tfs_diag d;
+	size_t n = 0;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	*sum = 0;
+	while (tfs_query_next(q, &b, &d) == TFS_E_OK && b) {
+		n += b->cell_num;
+		for (size_t c = 0; c < b->column_num; c++)
+			for (uint64_t i = 0; i < b->columns[c].data_len; i++)
+				*sum = *sum * 31 + b->columns[c].data[i];
+	}
+	cr_assert_eq(d.code, TFS_E_OK, "%s", tfs_diag_msg(&d));
+	tfs_query_close(q);
+	return n;
+}
+
+/* Readers that opened the array before a consolidation read the same
+ * afterwards: consolidation only adds files. */
+Test(maintain, open_readers_keep_working)
+{
+	static const char *const arrays[] = {"dense_fragments_overlap",
+					     "sparse_timetravel", "metadata"};
+
+	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
+		struct tfs_vfs *v = mem_copy(arrays[k]);
+		struct tfs_open_opts oo = {.vfs = v, .threads = 1,
+					   .timestamp = FAR_FUTURE};
+		struct tfs_array *a;
+		struct tfs_diag d;
+		char made[256];
+		uint64_t sum0, sum1;
+		size_t n0, n1;
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_array_open("/A", &oo, &a, &d), TFS_E_OK);
+		n0 = read_count(a, &sum0);
+		for (int m = 0; m < 4; m++)
+			cr_assert_eq(consolidate(v, (enum tfs_consolidate_mode)m,
+						 0, 0, made, &d),
+				     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		n1 = read_count(a, &sum1);
+		cr_assert_eq(n1, n0, "%s", arrays[k]);
+		cr_assert_eq(sum1, sum0, "%s", arrays[k]);
+		tfs_array_close(a);
+		tfs_vfs_free(v);
+	}
+}
