@@ -155,6 +155,16 @@ expect 3 "export of nothing" -- "$tfs" export "$tmp/nothing-here"
 expect 2 "export raw of every field" -- "$tfs" export "$corpus/dense_1d" --format raw
 expect 2 "export unknown format" -- "$tfs" export "$corpus/dense_1d" --format png
 expect 5 "export into a missing folder" -- "$tfs" export "$corpus/dense_1d" -o "$tmp/no/such/file"
+if [ -w /dev/full ]; then
+  expect 5 "export to a full device" -- "$tfs" export "$corpus/dense_1d" -o /dev/full
+  stderr_has "No space left" "full device message"
+fi
+expect 4 "export of a 100 kB selection" -- "$tfs" export "$corpus/dense_1d" "$(head -c 100000 /dev/zero | tr '\0' 1)"
+expect 4 "export of bytes that are no text" -- "$tfs" export "$corpus/dense_1d" "$(printf '\377\376:')"
+expect 4 "export of an unclosed slice" -- "$tfs" export "$corpus/dense_1d" 'slice[1:3' --field a
+expect 2 "export with too many threads" -- "$tfs" export "$corpus/dense_1d" --threads 99999
+expect 2 "export of an empty field name" -- "$tfs" export "$corpus/dense_1d" --field ""
+expect 3 "info of an empty path" -- "$tfs" info ""
 
 # create and ingest.
 "$tfs" info "$corpus/dense_1d" --json >"$tmp/schema.json"
