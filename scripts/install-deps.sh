@@ -6,6 +6,7 @@ set -euo pipefail
 
 pkgs=(
   build-essential cmake pkg-config                       # toolchain
+  dpkg-dev                                               # cpack -G DEB (dpkg-shlibdeps)
   libzstd-dev zlib1g-dev liblz4-dev libbz2-dev           # codecs of the filters
   libssl-dev libwebp-dev                                 # AES/MD5/SHA-256, WebP
   libcriterion-dev                                       # unit tests

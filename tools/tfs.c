@@ -1,6 +1,6 @@
-/* The `tfs` command-line tool: subcommands over the public API of the core.
- * `tfs dump` prints an array or a group as the corpus JSON
- * (corpus/README.md). */
+/* The `tfs` command-line tool: subcommands over the public API of the core
+ * (SPEC §8). `tfs dump` prints an array or a group as the corpus JSON
+ * (corpus/README.md); the others live in cmd_*.c and share cli.h. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -8,19 +8,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "tfs_alloc.h"
 #include <tilefs/tilefs.h>
 
 static const char usage_text[] =
+	"usage: tfs COMMAND [options] ...      (tfs COMMAND --help for each)\n"
+	"\n"
+	"  info         schema, fragments, metadata, non-empty domain (--json)\n"
+	"  dump         the array or group as the corpus JSON, with reads\n"
+	"  export       a selection as raw, txt, csv, json or npy\n"
+	"  create       a new array from a schema JSON file\n"
+	"  ingest       a CSV file into an array (--new: into a new array)\n"
+	"  consolidate  merge fragments, fragment metadata, commits or metadata\n"
+	"  vacuum       remove what consolidation made obsolete\n"
+	"  --version    the version\n"
+	"\n"
+	"exit status: 0 ok, 1 error, 2 usage, 3 not found (no such path, not\n"
+	"an array or group), 4 input refused (bad CSV, schema, selection),\n"
+	"5 I/O error or corrupt data, 6 missing or wrong key, 7 unsupported\n"
+	"format feature, 8 already exists; `tfs dump` uses 0-3 only\n";
+
+static const char dump_usage_text[] =
 	"usage: tfs dump PATH [--key HEX] [--timestamp T] "
 	"[--subarray lo:hi,...]... [--no-full] [--name NAME] [--threads N]\n"
-	"       tfs --version\n"
 	"\n"
-	"  dump   print the array at PATH as JSON: schema, non-empty domain,\n"
-	"         metadata, fragments and reads (the whole non-empty domain,\n"
-	"         then one read per --subarray, inclusive ranges); a group\n"
-	"         as its metadata and members, each member dumped in turn\n"
+	"Prints the array at PATH as JSON: schema, non-empty domain,\n"
+	"metadata, fragments and reads (the whole non-empty domain, then one\n"
+	"read per --subarray, inclusive ranges); a group as its metadata and\n"
+	"members, each member dumped in turn.\n"
 	"\n"
 	"exit status: 0 ok, 1 error, 2 usage, 3 not an array or group\n";
 
@@ -29,22 +46,15 @@ static int usage(const char *why)
 	if (why)
 		fprintf(stderr, "tfs: %s\n", why);
 	fputs(usage_text, stderr);
-	return DUMP_USAGE;
+	return CLI_USAGE;
 }
 
-static bool parse_u64(const char *text, uint64_t *out)
+static int dump_usage(const char *why)
 {
-	char *end;
-	unsigned long long v;
-
-	if (!text[0] || strchr(text, '-'))
-		return false;
-	errno = 0;
-	v = strtoull(text, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
+	if (why)
+		fprintf(stderr, "tfs dump: %s\n", why);
+	fputs(dump_usage_text, stderr);
+	return DUMP_USAGE;
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -79,9 +89,9 @@ static int cmd_dump(int argc, char **argv)
 			o.key_hex = optarg;
 			break;
 		case OPT_TIMESTAMP:
-			if (!parse_u64(optarg, &o.timestamp)) {
+			if (!cli_parse_u64(optarg, &o.timestamp)) {
 				tfs_free(subs);
-				return usage("--timestamp takes milliseconds "
+				return dump_usage("--timestamp takes milliseconds "
 					     "since the epoch");
 			}
 			o.has_timestamp = true;
@@ -96,25 +106,26 @@ static int cmd_dump(int argc, char **argv)
 			o.name = optarg;
 			break;
 		case OPT_THREADS:
-			if (!parse_u64(optarg, &threads) || threads > 4096) {
+			if (!cli_parse_u64(optarg, &threads) || threads > 4096) {
 				tfs_free(subs);
-				return usage("--threads takes a number of "
+				return dump_usage("--threads takes a number of "
 					     "threads (0 = one per CPU)");
 			}
 			o.threads = (unsigned)threads;
 			break;
 		case 'h':
 			tfs_free(subs);
-			fputs(usage_text, stdout);
+			fputs(dump_usage_text, stdout);
 			return DUMP_OK;
 		default:
 			tfs_free(subs);
-			return usage(NULL);
+			fputs(dump_usage_text, stderr);
+			return DUMP_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		tfs_free(subs);
-		return usage(optind == argc ? "dump needs one PATH"
+		return dump_usage(optind == argc ? "dump needs one PATH"
 					    : "dump takes one PATH");
 	}
 	o.path = argv[optind];
@@ -136,8 +147,22 @@ int main(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "dump"))
-		return cmd_dump(argc - 1, argv + 1);
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{"dump", cmd_dump},
+		{"info", cmd_info},
+		{"export", cmd_export},
+		{"create", cmd_create},
+		{"ingest", cmd_ingest},
+		{"consolidate", cmd_consolidate},
+		{"vacuum", cmd_vacuum},
+	};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "tfs: unknown command '%s'\n", argv[1]);
 	return usage(NULL);
 }

@@ -242,7 +242,7 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 		arr->own_vfs = true;
 	}
 	dopts.key = opts ? opts->key : NULL;
-	dopts.t0 = 0;
+	dopts.t0 = opts ? opts->timestamp_start : 0;
 	dopts.t1 = opts && opts->timestamp ? opts->timestamp : UINT64_MAX;
 	e = tfs_arraydir_open(arr->vfs, path, &dopts, &arr->dir, d);
 	if (e)

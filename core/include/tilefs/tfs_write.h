@@ -229,8 +229,20 @@ struct tfs_consolidate_opts {
 };
 
 /* Consolidates as format/consolidated.md describes, so that TileDB and
- * tilefs read the array identically before and after; readers that have
- * the array open keep working. *made (may be NULL) names what was written. */
+ * tilefs read the array identically before and after, at every time;
+ * readers that have the array open keep working (files are written whole
+ * under hidden names and renamed into place; nothing is removed). *made
+ * (may be NULL) names what was written, "" when there was nothing to do
+ * (fewer than two fragments or metadata files, commits already in one
+ * .con). FRAGMENTS: dense arrays get one dense fragment over the bounding
+ * box of the range's fragments, read as of the range's end and named
+ * [t1min, t2max]; sparse arrays one sparse fragment of the range's cells
+ * (the window [t1min, t2max]), which carries no per-cell timestamps and
+ * is therefore stamped [t2max, t2max] from format 15 on, so that windows
+ * ending inside the range still read the originals. A range that another
+ * fragment overlaps in time is TFS_E_INVALID. FRAGMENT_META and COMMITS
+ * need format 12 or later (TFS_E_UNSUPPORTED). On failure the array reads
+ * as before. */
 enum tfs_err tfs_array_consolidate(const char *path,
 				   enum tfs_consolidate_mode mode,
 				   const struct tfs_consolidate_opts *opts,
@@ -238,7 +250,13 @@ enum tfs_err tfs_array_consolidate(const char *path,
 				   struct tfs_diag *d) TFS_WUR;
 /* Removes what consolidation of this mode made obsolete (fragments named
  * by .vac files, their commits, consolidated metadata files) and nothing
- * else. *removed (may be NULL) counts the removed objects. */
+ * else. *removed (may be NULL) counts the removed objects. FRAGMENTS:
+ * only .vac files of committed consolidated fragments count; a listed
+ * fragment's commit goes first (an .ign file first when a .con names
+ * it), then its folder, then the .vac. FRAGMENT_META keeps the newest
+ * .meta; COMMITS removes what the newest .con holds; ARRAY_META the files
+ * .vac files list, then the .vac files. Every mode also removes temporary
+ * files of consolidations that died an hour ago or more. */
 enum tfs_err tfs_array_vacuum(const char *path, enum tfs_consolidate_mode mode,
 			      const struct tfs_write_opts *opts,
 			      unsigned *removed, struct tfs_diag *d) TFS_WUR;

@@ -60,6 +60,11 @@ struct tfs_open_opts {
 	/* Decoded tiles shared by many arrays (it must outlive them); NULL =
 	 * none: every read decodes what it touches. */
 	struct tfs_tile_cache *cache;
+	/* Start of the opening window (ms; 0 = the beginning): fragments,
+	 * deletes and metadata are taken from [timestamp_start, timestamp]
+	 * (format/layout.md §6). Consolidation reads the fragments of its
+	 * range this way. */
+	uint64_t timestamp_start;
 };
 
 enum tfs_object { TFS_OBJECT_NONE, TFS_OBJECT_ARRAY, TFS_OBJECT_GROUP };

@@ -1,0 +1,126 @@
+/* Shared parts of the `tfs` subcommands: exit statuses, messages and the
+ * options most of them take (cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tfsd.h"
+
+enum cli_status cli_status_of(enum tfs_err e)
+{
+	switch (e) {
+	case TFS_E_OK:
+		return CLI_OK;
+	case TFS_E_NOT_FOUND:
+	case TFS_E_NOT_ARRAY:
+		return CLI_NOT_FOUND;
+	case TFS_E_INVALID:
+	case TFS_E_RANGE:
+	case TFS_E_TOO_BIG:
+		return CLI_REFUSED;
+	case TFS_E_IO:
+	case TFS_E_CORRUPT:
+	case TFS_E_CHECKSUM:
+	case TFS_E_NOSPC:
+	case TFS_E_READONLY:
+	case TFS_E_PERM:
+		return CLI_IO;
+	case TFS_E_KEY:
+		return CLI_KEY;
+	case TFS_E_UNSUPPORTED:
+		return CLI_UNSUPPORTED;
+	case TFS_E_EXISTS:
+		return CLI_EXISTS;
+	case TFS_E_NOMEM:
+	case TFS_E_BUSY:
+	case TFS_E_INTERNAL:
+	case TFS_E__COUNT:
+		break;
+	}
+	return CLI_ERROR;
+}
+
+void cli_errorf(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tfs %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+enum cli_status cli_fail(const char *cmd, const struct tfs_diag *d,
+			 enum tfs_err e)
+{
+	cli_errorf(cmd, "%s", d && d->code ? tfs_diag_msg(d) : tfs_strerror(e));
+	return cli_status_of(e);
+}
+
+enum cli_status cli_usage(const char *cmd, const char *why)
+{
+	if (why)
+		cli_errorf(cmd, "%s (see tfs %s --help)", why, cmd);
+	return CLI_USAGE;
+}
+
+bool cli_parse_u64(const char *text, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!text[0] || strchr(text, '-') || strchr(text, ' '))
+		return false;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool cli_parse_key(const char *cmd, struct cli_common *c, const char *hex)
+{
+	if (tfs_key_from_hex(c->key, hex)) {
+		cli_usage(cmd, "--key takes 64 hex digits");
+		return false;
+	}
+	c->key_hex = hex;
+	c->has_key = true;
+	return true;
+}
+
+bool cli_parse_timestamp(const char *cmd, struct cli_common *c,
+			 const char *text)
+{
+	if (tfsd_parse_time(text, &c->timestamp) || c->timestamp == 0) {
+		cli_usage(cmd, "--timestamp takes milliseconds since the epoch "
+			       "or ISO-8601 UTC");
+		return false;
+	}
+	return true;
+}
+
+bool cli_parse_threads(const char *cmd, struct cli_common *c,
+		       const char *text)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64(text, &v) || v > 1024) {
+		cli_usage(cmd, "--threads takes 0..1024 (0 = one per CPU)");
+		return false;
+	}
+	c->threads = (unsigned)v;
+	return true;
+}
+
+void cli_common_release(struct cli_common *c)
+{
+	memset(c->key, 0, sizeof(c->key));
+	c->has_key = false;
+}
