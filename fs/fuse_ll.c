@@ -856,8 +856,8 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 	}
 	if (c->max_memory &&
 	    (tfsd_parse_size(c->max_memory, &cfg->max_memory) ||
-	     cfg->max_memory < ((uint64_t)16 << 20))) {
-		fprintf(stderr, "tilefs: max_memory='%s': not a size of 16M or "
+	     cfg->max_memory < ((uint64_t)1 << 20))) {
+		fprintf(stderr, "tilefs: max_memory='%s': not a size of 1M or "
 				"more\n",
 			c->max_memory);
 		return 2;

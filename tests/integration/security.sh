@@ -11,7 +11,7 @@ chmod 755 "$WORK"
 src=$WORK/src
 outside=$WORK/outside
 mkdir -p "$src" "$outside"
-copy_corpus "$src" dense_1d sparse_2d_int encrypted
+copy_corpus "$src" dense_1d sparse_2d_int encrypted dense_big_tile
 copy_corpus "$outside" dense_2d_rowmajor
 ln -s "$outside/dense_2d_rowmajor" "$src/link_to_array"
 ln -s "$outside" "$src/link_to_folder"
@@ -99,6 +99,28 @@ case "$err" in *"File too large"*) ;; *) fail "sparse over the cap: '$err', want
 cat "$m/encrypted/a/slice[:].txt" | wc -l | grep -qx 30 || fail "30 sparse cells, at the cap"
 grep -q "over max_cells=30" "$LOG" || fail "no log line for max_cells"
 echo "caps: max_cells refused with EFBIG and a log line"
+
+# max_memory=1M: the caches get half, renderings in flight the rest. A
+# stream kept open holds its buffer; a second one that would go over is
+# ENOMEM with a log line, and works again once the first is closed.
+mount_tilefs "$src" "$WORK/mm" -o ro,max_memory=1M,whole_max=1
+"$PY" - "$WORK/mm" <<'PYEOF' || fail "max_memory"
+import errno, sys
+m = sys.argv[1]
+a = open(m + "/dense_big_tile/slice[:].json", "rb", buffering=0)
+first = a.read(400000)
+try:
+    open(m + "/dense_big_tile/data.csv", "rb").read()
+    sys.exit("a second rendering went over max_memory")
+except OSError as e:
+    if e.errno != errno.ENOMEM:
+        sys.exit("over max_memory: %s, want ENOMEM" % e)
+a.close()
+if len(open(m + "/dense_big_tile/data.csv", "rb").read()) < 100000:
+    sys.exit("data.csv after the first closed")
+PYEOF
+grep -q "max_memory=1048576" "$LOG" || fail "no log line for max_memory"
+echo "caps: max_memory refused with ENOMEM and a log line"
 
 # Keys: not in the command line, the environment, the log, listings or
 # extended attributes, even after reading the encrypted array with them.
