@@ -50,15 +50,57 @@ static const char *const mut_names[MUT__COUNT] = {
 	"truncate", "flip", "shuffle", "zero", "extend", "swap", "wrong-key",
 };
 
+/* What a mutated file is, for the summary (format/array.md layout). */
+enum file_class {
+	FC_SCHEMA,
+	FC_FRAGMENT_META,
+	FC_TILE,
+	FC_COMMIT,
+	FC_CONSOLIDATED,
+	FC_METADATA,
+	FC_OTHER,
+	FC__COUNT
+};
+
+static const char *const class_names[FC__COUNT] = {
+	"schema", "fragment-metadata", "tile", "commit", "consolidated",
+	"array-metadata", "other",
+};
+
+static enum file_class classify(const char *rel)
+{
+	size_t n = strlen(rel);
+
+	if (!strncmp(rel, "__schema/", 9) || !strcmp(rel, "__array_schema.tdb"))
+		return FC_SCHEMA;
+	if (!strncmp(rel, "__fragment_meta/", 16) ||
+	    (n > 4 && (!strcmp(rel + n - 4, ".con") ||
+		       !strcmp(rel + n - 4, ".vac") ||
+		       !strcmp(rel + n - 4, ".ign"))))
+		return FC_CONSOLIDATED;
+	if (n >= 23 && !strcmp(rel + n - 23, "__fragment_metadata.tdb"))
+		return FC_FRAGMENT_META;
+	if (!strncmp(rel, "__commits/", 10))
+		return FC_COMMIT;
+	if (!strncmp(rel, "__meta/", 7))
+		return FC_METADATA;
+	/* __fragments/<name>/ since v12, <name>/ at the top before. */
+	if (strchr(rel, '/'))
+		return FC_TILE;
+	return FC_OTHER;
+}
+
 struct subject {
 	struct rb_array arr;
 	bool encrypted;
 	struct tfs_buf want; /* the unmutated read */
 	uint64_t want_cells;
 	bool *checksummed; /* per file: a tile file under a checksum */
+	uint8_t *cls;      /* per file: enum file_class */
 };
 
 struct stats {
+	unsigned long by_class[FC__COUNT];
 	unsigned long tried;
 	unsigned long by_kind[MUT__COUNT];
 	unsigned long errors[TFS_E__COUNT];
@@ -156,18 +198,20 @@ static bool load_subject(struct subject *sub, const char *name,
 		goto out_vfs;
 	}
 	sub->checksummed = calloc(sub->arr.file_num, sizeof(bool));
+	sub->cls = calloc(sub->arr.file_num, 1);
 	memset(&oo, 0, sizeof(oo));
 	oo.vfs = v;
 	oo.key = sub->encrypted ? key : NULL;
 	oo.threads = 1;
 	tfs_diag_init(&d);
-	if (!sub->checksummed || tfs_array_open(RB_ROOT, &oo, &a, &d))
+	if (!sub->checksummed || !sub->cls || tfs_array_open(RB_ROOT, &oo, &a, &d))
 		goto out_vfs;
 	for (size_t i = 0; i < sub->arr.file_num; i++) {
 		const struct tfs_pipeline *p =
 			tile_pipeline(tfs_array_schema(a), sub->arr.files[i].rel);
 
 		sub->checksummed[i] = p && has_checksum(p);
+		sub->cls[i] = (uint8_t)classify(sub->arr.files[i].rel);
 	}
 	tfs_array_close(a);
 	ok = true;
@@ -181,6 +225,7 @@ static void release_subject(struct subject *sub)
 	rb_array_release(&sub->arr);
 	tfs_buf_release(&sub->want);
 	free(sub->checksummed);
+	free(sub->cls);
 }
 
 /* An error a reader may see from damaged files. */
@@ -209,9 +254,30 @@ struct mutation {
 	char what[200];
 };
 
+/* A file of a class drawn uniformly among the array's classes, so that
+ * the few consolidated and metadata files get their share. */
+static size_t pick_file(const struct subject *sub, uint64_t *rng)
+{
+	size_t count[FC__COUNT] = {0}, classes = 0, want, seen = 0;
+	int c;
+
+	for (size_t i = 0; i < sub->arr.file_num; i++)
+		if (count[sub->cls[i]]++ == 0)
+			classes++;
+	want = (size_t)rb_below(rng, classes);
+	for (c = 0; c < FC__COUNT; c++)
+		if (count[c] && seen++ == want)
+			break;
+	want = (size_t)rb_below(rng, count[c]);
+	for (size_t i = 0; i < sub->arr.file_num; i++)
+		if (sub->cls[i] == c && want-- == 0)
+			return i;
+	return 0;
+}
+
 /* Draws case k's mutation of sub. */
 static bool make_mutation(const struct subject *sub, uint64_t seed,
-			  unsigned long k, struct mutation *m)
+			  unsigned long k, bool uniform, struct mutation *m)
 {
 	uint64_t rng = seed;
 	const struct rb_file *f;
@@ -227,7 +293,8 @@ static bool make_mutation(const struct subject *sub, uint64_t seed,
 		m->kind = MUT_FLIP;
 	if (m->kind == MUT_SWAP && sub->arr.file_num < 2)
 		m->kind = MUT_TRUNCATE;
-	m->file = (size_t)rb_below(&rng, sub->arr.file_num);
+	m->file = uniform ? (size_t)rb_below(&rng, sub->arr.file_num)
+			  : pick_file(sub, &rng);
 	f = &sub->arr.files[m->file];
 	n = f->len;
 	/* An empty file (a commit marker) can only grow. */
@@ -350,7 +417,8 @@ static void fail_case(struct stats *st, const char *what, const char *detail)
 }
 
 static void run_case(const struct subject *sub, const uint8_t *key,
-		     uint64_t seed, unsigned long k, struct stats *st)
+		     uint64_t seed, unsigned long k, bool uniform,
+		     struct stats *st)
 {
 	const struct rb_array *a = &sub->arr;
 	struct rb_limits lim = {sub->want_cells * 16 + 65536,
@@ -364,7 +432,7 @@ static void run_case(const struct subject *sub, const uint8_t *key,
 	const uint8_t *use_key = sub->encrypted ? key : NULL;
 	enum tfs_err e;
 
-	if (!make_mutation(sub, seed, k, &m)) {
+	if (!make_mutation(sub, seed, k, uniform, &m)) {
 		fprintf(stderr, "out of memory\n");
 		exit(2);
 	}
@@ -390,6 +458,8 @@ static void run_case(const struct subject *sub, const uint8_t *key,
 	}
 	st->tried++;
 	st->by_kind[m.kind]++;
+	if (m.kind != MUT_WRONG_KEY)
+		st->by_class[sub->cls[m.file]]++;
 	tfs_buf_init(&got, TFS_BUF_NO_MAX);
 	tfs_diag_init(&d);
 	e = rb_read(v, use_key, &lim, &got, &d);
@@ -428,7 +498,8 @@ static void run_case(const struct subject *sub, const uint8_t *key,
 	tfs_free(m.data);
 }
 
-/* Cases that found bugs, run first whatever the time budget (seed 1). */
+/* Cases that found bugs, run first whatever the time budget (seed 1,
+ * files drawn uniformly as when they were found). */
 static const struct {
 	const char *array;
 	unsigned long k;
@@ -447,7 +518,8 @@ static void run_regressions(struct subject *subs, size_t sub_num,
 	     r++)
 		for (size_t i = 0; i < sub_num; i++)
 			if (!strcmp(subs[i].arr.name, regressions[r].array))
-				run_case(&subs[i], key, 1, regressions[r].k, st);
+				run_case(&subs[i], key, 1, regressions[r].k,
+					 true, st);
 }
 
 /* A tile file of a committed fragment that is gone: EIO (TFS_E_CORRUPT)
@@ -573,7 +645,7 @@ int main(void)
 		for (size_t i = 0; i < sub_num && st.failures < MAX_FAILURES;
 		     i++) {
 			alarm(case_secs);
-			run_case(&subs[i], key, seed, k, &st);
+			run_case(&subs[i], key, seed, k, false, &st);
 			alarm(0);
 		}
 	}
@@ -584,6 +656,9 @@ int main(void)
 	printf("  by mutation:");
 	for (int i = 0; i < MUT__COUNT; i++)
 		printf(" %s %lu", mut_names[i], st.by_kind[i]);
+	printf("\n  by file:");
+	for (int i = 0; i < FC__COUNT; i++)
+		printf(" %s %lu", class_names[i], st.by_class[i]);
 	printf("\n  outcome: same bytes %lu, other bytes where nothing "
 	       "covers them %lu, stopped by the test's cell bound %lu\n",
 	       st.same, st.undetected, st.bounded);
