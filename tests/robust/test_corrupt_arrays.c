@@ -22,7 +22,9 @@
  *   TFS_CORRUPT_ONLY      one array by name
  *   TFS_CORRUPT_FROM      first case index (default 0)
  *   TFS_CORRUPT_CASES     at most this many cases per array (default: no
- *                         limit but the time) */
+ *                         limit but the time)
+ *   TFS_CORRUPT_VERBOSE   print every case and its outcome (after a crash,
+ *                         the last line names the case) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 
 #include "robust_util.h"
 #include "tfs_alloc.h"
+#include "tfs_bytes.h"
 
 #define MAX_ARRAYS 128
 #define MAX_FAILURES 20
@@ -491,8 +494,9 @@ static void run_case(const struct subject *sub, const uint8_t *key,
 			st->covered++;
 	}
 	if (getenv("TFS_CORRUPT_VERBOSE"))
-		fprintf(stderr, "%s -> %s%s\n", current_case,
-			e ? tfs_strerror(e) : "ok", e ? d.msg : "");
+		fprintf(stderr, "%s -> %s%s%s\n", current_case,
+			e ? tfs_strerror(e) : "ok", e ? ": " : "",
+			e ? d.msg : "");
 	tfs_buf_release(&got);
 	tfs_vfs_free(v);
 	tfs_free(m.data);
@@ -564,6 +568,71 @@ static void missing_tile_file(const struct subject *sub, struct stats *st)
 	}
 	if (removed == 0)
 		fail_case(st, "no fragment file 'a0.tdb' in ", a->name);
+}
+
+/* The footer of a fragment's metadata (format/fragment.md §3) is neither
+ * encrypted nor checksummed: its non-empty domain, shrunk inside the
+ * schema's domain, must still be refused (EIO), by the AES-GCM-covered
+ * R-tree of sparse fragments and the tile count of dense ones, never
+ * silently drop cells. */
+static void footer_domain_shrunk(const struct subject *sub,
+				 const uint8_t *key, struct stats *st)
+{
+	struct rb_limits lim = {UINT64_C(1) << 26, 1, NULL};
+	const struct rb_array *a = &sub->arr;
+	unsigned done = 0;
+
+	for (size_t i = 0; i < a->file_num; i++) {
+		const struct rb_file *f = &a->files[i];
+		struct rb_subst s;
+		struct tfs_buf got;
+		struct tfs_diag d;
+		struct tfs_vfs *v;
+		uint64_t flen, at, nlen;
+		uint8_t *copy;
+		int32_t lo, hi;
+		enum tfs_err e;
+
+		if (sub->cls[i] != FC_FRAGMENT_META || f->len < 8 + 14)
+			continue;
+		flen = tfs_get_u64(f->data + f->len - 8);
+		if (flen > f->len - 8 - 14)
+			continue;
+		at = f->len - 8 - flen; /* version u32, name length u64 */
+		nlen = tfs_get_u64(f->data + at + 4);
+		if (nlen > flen - 14 - 8)
+			continue;
+		at += 4 + 8 + nlen + 2; /* dense and empty flags */
+		lo = (int32_t)tfs_get_u32(f->data + at);
+		hi = (int32_t)tfs_get_u32(f->data + at + 4);
+		if (hi - lo < 2)
+			continue;
+		copy = tfs_memdup(f->data, f->len);
+		if (!copy)
+			exit(2);
+		tfs_put_u32(copy + at + 4, (uint32_t)(lo + (hi - lo) / 2));
+		snprintf(current_case, sizeof(current_case),
+			 "array %s: the footer of '%s' with dimension 0 to %d "
+			 "instead of %d",
+			 a->name, f->rel, lo + (hi - lo) / 2, hi);
+		s = (struct rb_subst){i, copy, f->len};
+		v = rb_array_to_mem(a, &s, 1);
+		if (!v)
+			exit(2);
+		tfs_buf_init(&got, TFS_BUF_NO_MAX);
+		tfs_diag_init(&d);
+		e = rb_read(v, sub->encrypted ? key : NULL, &lim, &got, &d);
+		if (e != TFS_E_CORRUPT)
+			fail_case(st, "want corrupt data, got: ",
+				  e ? d.msg : "success");
+		tfs_buf_release(&got);
+		tfs_vfs_free(v);
+		tfs_free(copy);
+		done++;
+	}
+	if (!done)
+		fail_case(st, "no fragment footer with an int32 domain in ",
+			  a->name);
 }
 
 static size_t corpus_names(char names[][96], size_t cap)
@@ -638,6 +707,11 @@ int main(void)
 		for (size_t i = 0; i < sub_num; i++)
 			if (!strcmp(subs[i].arr.name, "dense_1d"))
 				missing_tile_file(&subs[i], &st);
+		for (size_t i = 0; i < sub_num; i++)
+			if (!strcmp(subs[i].arr.name, "dense_1d") ||
+			    !strcmp(subs[i].arr.name, "sparse_2d_int") ||
+			    !strcmp(subs[i].arr.name, "encrypted"))
+				footer_domain_shrunk(&subs[i], key, &st);
 	}
 	for (k = from; k - from < max_cases && rb_now() - start < budget &&
 		       st.failures < MAX_FAILURES;
