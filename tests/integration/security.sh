@@ -142,7 +142,14 @@ for d, dirs, files in os.walk(root):
             if raw in v or key.encode() in v.lower():
                 sys.exit(p + " " + name)
 PYEOF
-echo "keys: not in cmdline, environ, log, listings, xattrs"
+# Nor in the debug log of every request (-d), nor from a keyfile.
+printf '* %s\n' "$key" >"$WORK/keys"
+mount_tilefs "$src" "$WORK/md" -d -o "ro,keyfile=$WORK/keys"
+cat "$WORK/md/encrypted/data.csv" >/dev/null || fail "encrypted array with keyfile="
+grep -q "LOOKUP" "$LOG" || fail "-d logged no requests"
+grep -qi "$key" "$LOG" && fail "key in the debug log"
+tr '\0' '\n' </proc/"${PIDS[-1]}"/cmdline | grep -qi "$key" && fail "key in cmdline"
+echo "keys: not in cmdline, environ, log (-d too), listings, xattrs"
 
 # Read-only: every kind of write is EROFS.
 f=$m/dense_1d/schema.json
