@@ -180,6 +180,7 @@ static void renders_put(struct tfsd_renders *r, uint64_t gen,
 /* ---- Plans ------------------------------------------------------------- */
 
 struct plan {
+	struct tfsd *fs;
 	struct tfsd_arr *arr; /* a reference */
 	struct tfsd_prefetch *prefetch;
 	const struct tfs_schema *s;
@@ -300,6 +301,15 @@ static enum tfs_err plan_npy_header(struct plan *p, const uint64_t *widths,
 }
 
 /* Plans the slice file of node n on the node's array version. */
+static enum tfs_err over_max_cells(const struct tfsd *fs, uint64_t cells,
+				   struct tfs_diag *d)
+{
+	return tfs_fail(d, TFS_E_TOO_BIG,
+			"selection of %s%" PRIu64 " cells is over max_cells=%" PRIu64,
+			fs->cfg.max_cells == cells ? "more than " : "", cells,
+			fs->cfg.max_cells);
+}
+
 static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 			      struct plan *p, struct tfs_diag *d)
 {
@@ -310,6 +320,7 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 	memset(p, 0, sizeof(*p));
 	tfs_buf_init(&p->header, TFS_BUF_NO_MAX);
 	p->arr = n->arr;
+	p->fs = fs;
 	p->prefetch = fs->prefetch;
 	tfsd_arr_get(fs->arrays, n->arr);
 	p->s = s;
@@ -384,6 +395,10 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 					     "cells");
 				goto fail;
 			}
+		if (fs->cfg.max_cells && p->cells > fs->cfg.max_cells) {
+			e = over_max_cells(fs, p->cells, d);
+			goto fail;
+		}
 		if (p->fixed && p->fmt == TFSD_FMT_NPY &&
 		    (e = plan_npy_header(p, NULL, 0))) {
 			e = tfs_fail(d, e, "cannot build the .npy header");
@@ -742,10 +757,41 @@ struct stream {
 	uint64_t next_cell;  /* dense */
 	struct tfs_query *q; /* sparse */
 	uint64_t *widths;    /* .npy: per output field */
+	uint64_t charged;    /* bytes counted in fs->render_bytes */
 };
+
+/* Counts the stream's buffer in the daemon's renderings in flight; over
+ * max_memory the rendering stops with ENOMEM (the buffer grew by at most
+ * one step past the limit) rather than growing with the selection. */
+static enum tfs_err stream_account(struct stream *st, struct tfs_diag *d)
+{
+	struct tfsd *fs = st->em.p ? st->em.p->fs : NULL;
+	uint64_t now = st->out.cap, total;
+
+	if (!fs || !fs->render_limit || now == st->charged)
+		return TFS_E_OK;
+	if (now < st->charged) {
+		__atomic_sub_fetch(&fs->render_bytes, st->charged - now,
+				   __ATOMIC_RELAXED);
+		st->charged = now;
+		return TFS_E_OK;
+	}
+	total = __atomic_add_fetch(&fs->render_bytes, now - st->charged,
+				   __ATOMIC_RELAXED);
+	st->charged = now;
+	if (total > fs->render_limit)
+		return tfs_fail(d, TFS_E_NOMEM,
+				"rendering needs more memory than max_memory=%" PRIu64
+				" leaves (%" PRIu64 " bytes in flight)",
+				fs->cfg.max_memory, total);
+	return TFS_E_OK;
+}
 
 static void stream_release(struct stream *st)
 {
+	if (st->charged && st->em.p && st->em.p->fs)
+		__atomic_sub_fetch(&st->em.p->fs->render_bytes, st->charged,
+				   __ATOMIC_RELAXED);
 	tfs_query_close(st->q);
 	tfsd_text_render_free(st->em.text);
 	tfs_buf_release(&st->out);
@@ -810,6 +856,9 @@ static enum tfs_err stream_measure(struct stream *st, struct tfs_diag *d)
 			if (e || !b)
 				break;
 			e = emit_sparse_batch(&m, b);
+			if (!e && p->fs->cfg.max_cells &&
+			    m.count > p->fs->cfg.max_cells)
+				e = over_max_cells(p->fs, p->fs->cfg.max_cells, d);
 		}
 		tfs_query_close(q);
 	}
@@ -869,8 +918,13 @@ static enum tfs_err stream_step(struct stream *st, struct tfs_diag *d)
 		e = tfs_query_next(st->q, &b, d);
 		if (e)
 			return e;
-		if (b)
-			return emit_sparse_batch(&st->em, b);
+		if (b) {
+			e = emit_sparse_batch(&st->em, b);
+			if (!e && p->fs->cfg.max_cells &&
+			    st->em.count > p->fs->cfg.max_cells)
+				e = over_max_cells(p->fs, p->fs->cfg.max_cells, d);
+			return e;
+		}
 	}
 	st->done = true;
 	if (st->em.text)
@@ -885,8 +939,11 @@ static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
 	struct stream st;
 	enum tfs_err e = stream_init(&st, p);
 
-	while (!e && !st.done)
+	while (!e && !st.done) {
 		e = stream_step(&st, d);
+		if (!e)
+			e = stream_account(&st, d);
+	}
 	if (!e)
 		e = tfs_buf_append(out, st.out.data, st.out.len);
 	stream_release(&st);
@@ -1151,6 +1208,8 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 	}
 	while (!e && !st->done && st->base + st->out.len < off + len) {
 		e = stream_step(st, d);
+		if (!e)
+			e = stream_account(st, d);
 		/* Drop what lies well behind the reader. */
 		if (!e && off > st->base + KEEP_BEHIND) {
 			uint64_t drop = off - KEEP_BEHIND - st->base;

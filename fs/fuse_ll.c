@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
@@ -359,24 +360,49 @@ static bool node_takes_writes(const struct tfsd_node *n)
 	}
 }
 
+/* Owner and permission bits of the source folder that a node shows (a
+ * folder, or the array folder of everything inside an array), so that
+ * with allow_other and default_permissions the kernel keeps a private
+ * folder of SOURCE private. 0755 when it cannot be read. */
+static mode_t node_owner(const struct tfsd_node *n, struct stat *st)
+{
+	const char *src = n->src;
+	char *path = NULL;
+	struct stat s;
+	mode_t mode = 0755;
+
+	if (!src && n->rel) {
+		path = *n->rel ? tfs_path_join(tfs_daemon.cfg.source, n->rel)
+			       : tfs_strdup(tfs_daemon.cfg.source);
+		src = path;
+	}
+	if (src && stat(src, &s) == 0) {
+		st->st_uid = s.st_uid;
+		st->st_gid = s.st_gid;
+		mode = s.st_mode & 0777;
+	}
+	tfs_free(path);
+	return mode;
+}
+
 /* Attributes of a resolved node. */
 static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 			      fuse_ino_t ino, struct stat *st,
 			      struct tfs_diag *d)
 {
+	mode_t mode;
+
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
 	st->st_blksize = 1 << 20;
+	mode = node_owner(n, st);
 	if (n->kind == TFSD_N_FOLDER) {
 		struct stat src;
 
-		if (stat(n->src, &src) == 0) {
+		if (stat(n->src, &src) == 0)
 			st->st_mtim = src.st_mtim;
-			st->st_uid = src.st_uid;
-			st->st_gid = src.st_gid;
-		}
 	} else if (n->arr) {
 		uint64_t last = 0;
 
@@ -393,11 +419,11 @@ static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 	if (tfsd_node_is_dir(n)) {
-		st->st_mode = S_IFDIR | (node_takes_writes(n) ? 0755 : 0555);
+		st->st_mode = S_IFDIR | (mode & (node_takes_writes(n) ? 0777 : 0555));
 		st->st_nlink = 2;
 		return TFS_E_OK;
 	}
-	st->st_mode = S_IFREG | (node_takes_writes(n) ? 0644 : 0444);
+	st->st_mode = S_IFREG | (mode & (node_takes_writes(n) ? 0666 : 0444));
 	st->st_nlink = 1;
 	{
 		struct tfsd_size sz;
@@ -1596,7 +1622,11 @@ struct cli {
 	char *whole_max;
 	char *staging;
 	char *cleanup_grace;
+	char *max_cells;
+	char *max_memory;
 	int read_only;
+	int allow_other;
+	int default_permissions;
 	int show_help;
 	int show_version;
 };
@@ -1611,6 +1641,8 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("whole_max=%s", whole_max),
 	CLI_OPT("staging=%s", staging),
 	CLI_OPT("cleanup_grace=%s", cleanup_grace),
+	CLI_OPT("max_cells=%s", max_cells),
+	CLI_OPT("max_memory=%s", max_memory),
 	FUSE_OPT_END,
 };
 
@@ -1628,6 +1660,10 @@ static int cli_proc(void *data, const char *arg, int key,
 	}
 	if (key == FUSE_OPT_KEY_OPT && strcmp(arg, "ro") == 0)
 		c->read_only = 1;
+	if (key == FUSE_OPT_KEY_OPT && strcmp(arg, "allow_other") == 0)
+		c->allow_other = 1;
+	if (key == FUSE_OPT_KEY_OPT && strcmp(arg, "default_permissions") == 0)
+		c->default_permissions = 1;
 	return 1; /* keep: libfuse and the kernel see it too */
 }
 
@@ -1652,6 +1688,12 @@ static void usage(const char *prog)
 	       "    -o cleanup_grace=S     uncommitted fragment folders older than S\n"
 	       "                           seconds are removed as crashed writes, at\n"
 	       "                           mount time and every 10 minutes (default 900)\n"
+	       "    -o max_cells=N         cells of one file at most; more: EFBIG and a\n"
+	       "                           log line (default: no limit)\n"
+	       "    -o max_memory=SIZE     the daemon's data at most, caches included;\n"
+	       "                           cache= shrinks to half of it if larger, and a\n"
+	       "                           rendering that would go over fails with ENOMEM\n"
+	       "                           and a log line (default: no limit)\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"
@@ -1738,6 +1780,22 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 			c->whole_max);
 		return 2;
 	}
+	if (c->max_cells && (tfsd_parse_size(c->max_cells, &cfg->max_cells) ||
+			     cfg->max_cells == 0)) {
+		fprintf(stderr, "tilefs: max_cells='%s': not a positive number\n",
+			c->max_cells);
+		return 2;
+	}
+	if (c->max_memory &&
+	    (tfsd_parse_size(c->max_memory, &cfg->max_memory) ||
+	     cfg->max_memory < ((uint64_t)1 << 20))) {
+		fprintf(stderr, "tilefs: max_memory='%s': not a size of 1M or "
+				"more\n",
+			c->max_memory);
+		return 2;
+	}
+	if (cfg->max_memory && cfg->cache_bytes > cfg->max_memory / 2)
+		cfg->cache_bytes = cfg->max_memory / 2;
 	if (c->timestamp && (tfsd_parse_time(c->timestamp, &cfg->timestamp) ||
 			     cfg->timestamp == 0)) {
 		fprintf(stderr, "tilefs: timestamp='%s': not ms since the epoch "
@@ -1777,6 +1835,15 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
 		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 2;
+	}
+	/* Keys live in many places (options, each opened array, cipher
+	 * contexts): no core file may hold them, and no process of the same
+	 * user may read them with ptrace or /proc/PID/mem (as ssh-agent). */
+	if ((cfg->has_default_key || cfg->key_num) &&
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		fprintf(stderr, "tilefs: cannot protect the keys: %s\n",
+			strerror(errno));
+		return 1;
 	}
 	return 0;
 }
@@ -1871,6 +1938,11 @@ int main(int argc, char *argv[])
 			goto out_fs;
 		}
 	}
+	/* Other users see the mount only under the modes of SOURCE: the
+	 * daemon does no permission checks of its own. */
+	if (c.allow_other && !c.default_permissions &&
+	    fuse_opt_add_arg(&args, "-odefault_permissions") != 0)
+		goto out_fs;
 	se = fuse_session_new(&args, &tfsd_ops, sizeof(tfsd_ops), fs);
 	if (!se)
 		goto out_fs;
@@ -1888,6 +1960,9 @@ int main(int argc, char *argv[])
 	/* cache= bounds the daemon's data: 3/4 for decoded tiles, 1/8 for
 	 * rendered files, 1/8 for the tiles and windows of reads in flight
 	 * (an evicted tile lives on while a reader holds it). */
+	/* max_memory: what the caches leave, for renderings in flight. */
+	if (fs->cfg.max_memory)
+		fs->render_limit = fs->cfg.max_memory - fs->cfg.cache_bytes;
 	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new((fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count()) - 1,
 			 &fs->pool) ||
@@ -1947,6 +2022,8 @@ out_args:
 	free(c.whole_max);
 	free(c.staging);
 	free(c.cleanup_grace);
+	free(c.max_cells);
+	free(c.max_memory);
 	fuse_opt_free_args(&args);
 	return ret;
 }

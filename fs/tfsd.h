@@ -19,6 +19,8 @@ struct tfs_tile_cache;
 
 /* Dimensions of a schema at most (format/schema.md). */
 #define TFSD_MAX_DIMS 128
+/* Bytes of one name of the mount at most (longer: ENAMETOOLONG). */
+#define TFSD_NAME_MAX 255
 
 /* ---- Configuration (options.c) ------------------------------------------ */
 
@@ -39,6 +41,11 @@ struct tfsd_config {
 	/* Selections of at most this many cells × fields are rendered whole
 	 * at stat/open with an exact size; larger ones stream. */
 	uint64_t whole_max_cells;
+	/* Resource caps (0 = none): cells of one rendered file (more:
+	 * EFBIG), and bytes of the daemon's data, caches included (a
+	 * rendering that would go over: ENOMEM). */
+	uint64_t max_cells;
+	uint64_t max_memory;
 	bool has_default_key;
 	uint8_t default_key[32];
 	struct tfsd_key *keys; /* from keyfile=, sorted by path */
@@ -128,6 +135,10 @@ struct tfsd {
 	/* Writing (tfsd_write.h); NULL on a read-only mount. */
 	struct tfsd_staging *staging;
 	struct tfsd_ilog *ilog;
+	/* Bytes of renderings in flight (stream buffers), atomic; bounded
+	 * by cfg.max_memory less the caches' budget. */
+	uint64_t render_bytes;
+	uint64_t render_limit; /* 0 = none */
 };
 
 enum tfsd_node_kind {

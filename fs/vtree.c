@@ -529,9 +529,15 @@ enum tfs_err tfsd_resolve_child(struct tfsd *fs, const struct tfsd_node *dir,
 				const char *name, struct tfsd_node *out,
 				struct tfs_diag *d)
 {
+	size_t len = strlen(name);
+
 	memset(out, 0, sizeof(*out));
-	if (strlen(name) > 4096)
-		return tfs_fail(d, TFS_E_NOT_FOUND, "name too long");
+	/* NAME_MAX, as statfs reports and readdir's d_name holds: a longer
+	 * name could be looked up but never listed or copied elsewhere. */
+	if (len > TFSD_NAME_MAX)
+		return tfs_fail(d, TFS_E_NAME_TOO_LONG,
+				"name of %zu bytes (at most %d)", len,
+				TFSD_NAME_MAX);
 	switch (dir->kind) {
 	case TFSD_N_FOLDER: return child_of_folder(fs, dir, name, out, d);
 	case TFSD_N_ARRAY: return child_of_array(fs, dir, name, out, d);

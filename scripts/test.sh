@@ -3,7 +3,9 @@
 # errors and runs the CTest suite (unit tests, the public corpus through
 # `tfs dump`, CLI checks, fuzz regressions), then builds again with
 # AddressSanitizer + UndefinedBehaviorSanitizer and runs the whole suite
-# there too, then runs every fuzz target briefly (scripts/fuzz.sh, clang).
+# there too, then builds the daemon with ThreadSanitizer and runs the
+# concurrency tests with it, then runs every fuzz target briefly
+# (scripts/fuzz.sh, clang).
 # Exits non-zero if anything fails; the last line is the summary.
 #   TFS_JOBS=N          parallel build and test jobs (default 2)
 #   TFS_FUZZ_SECONDS=N  seconds per fuzz target (default 10; 0 skips)
@@ -37,9 +39,32 @@ suite() {
   result[$name]="ok"
 }
 
+# The daemon under ThreadSanitizer, small on purpose: only the daemon is
+# built and only the concurrency tests run (about 2 minutes on 2 CPUs).
+tsan_suite() {
+  local dir=build-tsan
+  echo "=== tsan: configure and build the daemon in $dir"
+  if ! cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFS_WERROR=ON \
+      -DTFS_TSAN=ON; then
+    result[tsan]="configure failed"; return 1
+  fi
+  if ! cmake --build "$dir" -j "$jobs" --target tilefs_daemon; then
+    result[tsan]="build failed"; return 1
+  fi
+  echo "=== tsan: concurrency tests"
+  # A report fails the test through the daemon's log (lib/common.sh).
+  if ! TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1} \
+      ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
+      -R '^it_(concurrency|stress_readers|stress_versions)$'; then
+    result[tsan]="tests failed"; return 1
+  fi
+  result[tsan]="ok"
+}
+
 status=0
 suite release build-release || status=1
 suite asan+ubsan build-asan -DTFS_SANITIZE=ON || status=1
+tsan_suite || status=1
 
 # A short fuzzing run of every target (about 2 minutes on 2 CPUs); any
 # crash, leak or timeout fails it and leaves its reproducer in
@@ -54,7 +79,7 @@ else
   status=1
 fi
 
-summary="release: ${result[release]}, asan+ubsan: ${result[asan+ubsan]}, fuzz: ${result[fuzz]}"
+summary="release: ${result[release]}, asan+ubsan: ${result[asan+ubsan]}, tsan: ${result[tsan]}, fuzz: ${result[fuzz]}"
 if [ "$status" -eq 0 ]; then
   echo "test.sh: PASS ($summary)"
 else

@@ -29,6 +29,7 @@
 	X(NOSPC, ENOSPC, "no space left on device")                      \
 	X(READONLY, EROFS, "read-only")                                  \
 	X(BUSY, EBUSY, "resource busy")                                  \
+	X(NAME_TOO_LONG, ENAMETOOLONG, "file name too long")             \
 	X(INTERNAL, EIO, "internal error")
 
 enum tfs_err {

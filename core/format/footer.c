@@ -174,8 +174,27 @@ static enum tfs_err read_ned(struct tfs__rd *r, struct tfs_footer *f,
 				return e;
 		}
 	}
-	return tfs__ranges_own(r, from, r->c.pos, f->ned, s->dim_num,
-			       &f->ned_bytes);
+	e = tfs__ranges_own(r, from, r->c.pos, f->ned, s->dim_num,
+			    &f->ned_bytes);
+	if (e)
+		return e;
+	/* TileDB writes only inside the domain: a box reaching outside it
+	 * is damage, and left in place it would make every read of the
+	 * array's non-empty domain an invalid query instead of EIO. */
+	for (uint32_t i = 0; i < s->dim_num; i++) {
+		const struct tfs_dim *dim = &s->dims[i];
+
+		if (dim->var || !dim->has_domain)
+			continue;
+		if (tfs_value_cmp(dim->type, f->ned[i].lo, f->ned[i].hi) > 0 ||
+		    tfs_value_cmp(dim->type, f->ned[i].lo, dim->domain[0]) < 0 ||
+		    tfs_value_cmp(dim->type, f->ned[i].hi, dim->domain[1]) > 0)
+			return tfs__bad(r,
+					"non-empty domain of dimension '%s' "
+					"is not inside its domain",
+					dim->name);
+	}
+	return TFS_E_OK;
 }
 
 static enum tfs_err read_optional_sections(struct tfs__rd *r,

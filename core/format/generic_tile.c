@@ -117,14 +117,10 @@ enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
 		return tfs_fail(d, TFS_E_KEY,
 				"generic tile: not encrypted but a key was "
 				"given");
-	if (h.tile_size > max_payload)
-		return tfs_fail(d, TFS_E_TOO_BIG,
-				"generic tile: payload of %llu bytes exceeds "
-				"the limit of %zu",
-				(unsigned long long)h.tile_size, max_payload);
 	/* The chunks must add up to the header's size before we allocate
 	 * it: a lying header costs a failed parse, not up to max_payload
-	 * bytes of memory. */
+	 * bytes of memory. Checked before the limit, so that a damaged size
+	 * is EIO, and only a tile that really holds more is "too big". */
 	if (!chunks_total(buf + h.header_size, (size_t)h.persisted_size,
 			  &total))
 		return tfs_fail(d, TFS_E_CORRUPT,
@@ -137,6 +133,11 @@ enum tfs_err tfs_generic_tile_decode(const uint8_t *buf, size_t len,
 				"the header says %llu",
 				(unsigned long long)total,
 				(unsigned long long)h.tile_size);
+	if (h.tile_size > max_payload)
+		return tfs_fail(d, TFS_E_TOO_BIG,
+				"generic tile: payload of %llu bytes exceeds "
+				"the limit of %zu",
+				(unsigned long long)h.tile_size, max_payload);
 	out = tfs_malloc((size_t)h.tile_size);
 	if (!out)
 		return tfs_fail(d, TFS_E_NOMEM,

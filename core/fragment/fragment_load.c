@@ -739,6 +739,15 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 	err = tfs__read_tile_at(a, path, size, off,
 				(size_t)(8 + 8 * f->tile_num), &payload, &plen,
 				d);
+	if (err == TFS_E_TOO_BIG && d && d->code == TFS_E_TOO_BIG) {
+		/* The limit is the list's exact size: more is damage (a
+		 * footer whose domain lost tiles), EIO rather than EFBIG. */
+		tfs_diag_init(d);
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u %s holds more than "
+				"the fragment's %" PRIu64 " tiles",
+				f->name, slot, what, f->tile_num);
+	}
 	if (err)
 		return err;
 	tfs_diag_init(&ld);
@@ -901,6 +910,39 @@ enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 	return err;
 }
 
+/* A sparse fragment's non-empty domain is the union of its tiles' MBRs
+ * (format/fragment.md). The footer that holds it is never encrypted nor
+ * checksummed, while the R-tree is a generic tile (AES-GCM in encrypted
+ * arrays): a domain that does not hold every MBR is damage, and left in,
+ * reads of the array's domain would silently drop the cells outside it. */
+static enum tfs_err rtree_inside_ned(const struct tfs_fragment *f,
+				     struct tfs_diag *d)
+{
+	const struct tfs_schema *s = f->schema;
+
+	if (f->footer.empty || !f->footer.ned)
+		return TFS_E_OK;
+	for (uint64_t t = 0; t < f->rtree.leaf_num; t++) {
+		for (uint32_t k = 0; k < s->dim_num; k++) {
+			const struct tfs_range *mbr =
+				&f->rtree.leaves[t * s->dim_num + k];
+			const struct tfs_range *ned = &f->footer.ned[k];
+			uint8_t type = s->dims[k].type;
+
+			if (s->dims[k].var)
+				continue;
+			if (tfs_value_cmp(type, mbr->lo, ned->lo) < 0 ||
+			    tfs_value_cmp(type, mbr->hi, ned->hi) > 0)
+				return tfs_fail(d, TFS_E_CORRUPT,
+						"fragment '%s': tile %" PRIu64
+						" reaches outside the non-empty "
+						"domain of dimension '%s'",
+						f->name, t, s->dims[k].name);
+		}
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 				const struct tfs_rtree **out,
 				struct tfs_diag *d)
@@ -938,6 +980,9 @@ enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 				       f->name, f->rtree.leaf_num, f->tile_num);
 			tfs_rtree_release(&f->rtree);
 		}
+		if (!err && !f->footer.dense &&
+		    (err = rtree_inside_ned(f, d)))
+			tfs_rtree_release(&f->rtree);
 		if (!err)
 			f->rtree_loaded = true;
 	}

@@ -117,6 +117,16 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
 	e = tfs_vfs_read(a->vfs, path, start, bytes, (size_t)(end - start), d);
+	if (e == TFS_E_NOT_FOUND && d && d->code == TFS_E_NOT_FOUND) {
+		/* The fragment is committed and its metadata lists this file:
+		 * a missing file is a damaged array (EIO), not a missing
+		 * object (ENOENT, which the daemon would show as a file that
+		 * vanished). */
+		tfs_diag_init(d);
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "fragment '%s': file '%s' is missing", f->name,
+			     path);
+	}
 	tfs_free(path);
 	if (e) {
 		tfs_free(bytes);

@@ -2,7 +2,8 @@
 # Writes the seed inputs of every fuzz target into OUTDIR/<target>/:
 #   tests/fuzz/seeds.sh OUTDIR [SEEDGEN [CORPUS]]
 # SEEDGEN is the fuzz_seedgen program (default build-fuzz's), CORPUS the
-# public TileDB corpus (default ../shared/corpus/public beside the tree).
+# public TileDB corpus (default $TFS_CORPUS_DIR, else
+# ../shared/corpus/public beside the tree).
 # fuzz_seedgen extracts the corpus files and makes the synthetic filter
 # and condition seeds; the selection seeds are selection_seeds.txt, one
 # file per line and array choice. OUTDIR is emptied first.
@@ -10,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: seeds.sh OUTDIR [SEEDGEN [CORPUS]]}
 seedgen=${2:-$here/../../build-fuzz/tests/fuzz/fuzz_seedgen}
-corpus=${3:-$here/../../../shared/corpus/public}
+corpus=${3:-${TFS_CORPUS_DIR:-$here/../../../shared/corpus/public}}
 
 rm -rf "$out"
 mkdir -p "$out/fuzz_selection" "$out/fuzz_csv" "$out/fuzz_schema_json"

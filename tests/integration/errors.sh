@@ -8,10 +8,11 @@ source "$(dirname "$0")/lib/common.sh"
 # --version, --help, and bad options refused before mounting.
 "$TILEFS" --version | grep -q '^tilefs [0-9]' || fail "--version"
 "$TILEFS" --help >"$WORK/help" || fail "--help exit status"
-for opt in ro key= keyfile= cache= threads= timestamp= whole_max=; do
+for opt in ro key= keyfile= cache= threads= timestamp= whole_max= max_cells= max_memory=; do
   grep -q -- "$opt" "$WORK/help" || fail "--help does not mention $opt"
 done
-for bad in cache=lots threads=0 timestamp=yesterday key=abc; do
+for bad in cache=lots threads=0 timestamp=yesterday key=abc max_cells=0 \
+           max_cells=many max_memory=100k; do
   mkdir -p "$WORK/never"
   if timeout 10 "$TILEFS" -f -o "$bad" "$CORPUS" "$WORK/never" 2>"$WORK/err"; then
     fail "-o $bad was accepted"

@@ -34,7 +34,7 @@ cleanup() {
     kill "$p" 2>/dev/null || true
   done
   for m in "${MOUNTS[@]}"; do
-    if grep -q -e 'AddressSanitizer' -e 'runtime error:' -e 'LeakSanitizer' "$m.log" 2>/dev/null; then
+    if grep -q -e 'AddressSanitizer' -e 'runtime error:' -e 'LeakSanitizer' -e 'ThreadSanitizer' "$m.log" 2>/dev/null; then
       echo "FAIL: the daemon of $m reported a sanitizer error:" >&2
       grep -A 20 -e 'Sanitizer' -e 'runtime error:' "$m.log" | head -40 >&2
       bad=1

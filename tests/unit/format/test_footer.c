@@ -499,3 +499,50 @@ Test(footer, v4_mixed_dims_refused)
 	footer_free_built(&f);
 	free_schema(&s);
 }
+
+/* A non-empty domain that leaves the schema's domain (or has lo > hi) is
+ * damage: left in, every read of the array's non-empty domain became an
+ * invalid query (ERANGE) instead of EIO (found by the corrupt-array
+ * test). */
+Test(footer, non_empty_domain_outside_domain)
+{
+	static const struct {
+		uint32_t lo, hi;
+		bool ok;
+	} cases[] = {
+		{1, 10, true}, {1, 1, true}, {0, 10, false}, {5, 4, false},
+		{1, 0x7fffffff, false}, {0x80000000u, 3, false},
+	};
+	uint8_t file[2048];
+	struct tfs_schema s;
+	struct tfs_diag d;
+	size_t len;
+
+	example_schema(&s);
+	cr_assert_eq(tfs_datatype_size(s.dims[0].type), 4);
+	cr_assert_leq(tfs_value_as_i64(s.dims[0].type, s.dims[0].domain[0]), 1);
+	cr_assert_geq(tfs_value_as_i64(s.dims[0].type, s.dims[0].domain[1]), 10);
+	cr_assert_lt(tfs_value_as_i64(s.dims[0].type, s.dims[0].domain[1]),
+		     0x7fffffff);
+	len = example_footer(file);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tfs_footer f;
+		enum tfs_err e;
+
+		/* version, schema name length and name, two flags */
+		tfs_put_u32(file + 4 + 8 + 62 + 2, cases[i].lo);
+		tfs_put_u32(file + 4 + 8 + 62 + 2 + 4, cases[i].hi);
+		tfs_diag_init(&d);
+		e = tfs_footer_parse(&f, file, len, &s, &d);
+		if (cases[i].ok) {
+			cr_expect_eq(e, TFS_E_OK, "case %zu: %s", i, d.msg);
+			if (!e)
+				tfs_footer_release(&f);
+		} else {
+			cr_expect_eq(e, TFS_E_CORRUPT, "case %zu", i);
+			cr_expect(strstr(d.msg, "not inside its domain"),
+				  "case %zu: %s", i, d.msg);
+		}
+	}
+	tfs_schema_release(&s);
+}

@@ -126,6 +126,25 @@ Test(generic_tile, size_must_match_chunks)
 	cr_expect(strstr(d.msg, "chunks decode to"), "%s", d.msg);
 }
 
+/* A damaged size over the caller's limit is corruption (EIO), not "too
+ * big" (EFBIG, which the daemon showed for a bit flip in a schema; found
+ * by the corrupt-array test). */
+Test(generic_tile, damaged_size_over_the_limit_is_corrupt)
+{
+	uint8_t copy[sizeof(example)];
+	struct tfs_diag d;
+	uint8_t *payload;
+	size_t plen;
+
+	memcpy(copy, example, sizeof(copy));
+	copy[12 + 4] = 0x01; /* tile size += 4 GiB */
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_generic_tile_decode(copy, sizeof(copy), NULL, 1024,
+					     &payload, &plen, NULL, &d),
+		     TFS_E_CORRUPT, "%s", d.msg);
+	cr_expect_null(payload);
+}
+
 Test(generic_tile, newer_versions_unsupported)
 {
 	static const uint32_t versions[] = {24, 0x80000012u, 0xffffffffu};
