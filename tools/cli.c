@@ -21,6 +21,7 @@ enum cli_status cli_status_of(enum tfs_err e)
 	case TFS_E_INVALID:
 	case TFS_E_RANGE:
 	case TFS_E_TOO_BIG:
+	case TFS_E_NAME_TOO_LONG:
 		return CLI_REFUSED;
 	case TFS_E_IO:
 	case TFS_E_CORRUPT:
