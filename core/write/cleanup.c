@@ -139,6 +139,11 @@ static enum tfs_err sweep(struct tfs_vfs *vfs, const char *dir,
 		snprintf(cname, sizeof(cname), "%s%s", n, suffix);
 		if (has_name(commits, cname))
 			continue;
+		/* Some writers put the .ok beside the folder inside
+		 * __fragments/ (format/layout.md §6): committed too. */
+		snprintf(cname, sizeof(cname), "%s.ok", n);
+		if (has_name(&l, cname))
+			continue;
 		p = tfs_path_join(dir, n);
 		if (!p) {
 			tfs_dirlist_release(&l);

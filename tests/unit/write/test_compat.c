@@ -783,3 +783,34 @@ Test(compat_cleanup, many_fragments)
 {
 	cleanup_case("many_fragments", "__fragments", false);
 }
+
+/* A fragment committed by a .ok file beside it inside __fragments/ (an
+ * array of an experimental format version, which no reader opens) is
+ * committed all the same: cleanup leaves it. */
+Test(compat_cleanup, ok_inside_fragments)
+{
+	char src[512], frag[700];
+	struct tfs_vfs *posix, *mem;
+	struct tfs_write_opts wo;
+	struct tfs_stat st;
+	struct tfs_diag d;
+	unsigned removed = 7;
+
+	tfs_diag_init(&d);
+	snprintf(src, sizeof(src), "%s/legacy/experimental_array_vUINT32_MAX",
+		 CORPUS);
+	cr_assert_eq(tfs_vfs_posix_new(&posix), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mem_new(&mem), TFS_E_OK);
+	copy_tree(posix, src, mem, ARR, "\\x01");
+	memset(&wo, 0, sizeof(wo));
+	wo.vfs = mem;
+	cr_assert_eq(tfs_array_cleanup(ARR, &wo, 0, &removed, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_expect_eq(removed, 0);
+	snprintf(frag, sizeof(frag), "%s/__fragments/__1657562300109_1657562300109_"
+		 "8dc3a927a28e445080d5dfd288825e1d_4294967295", ARR);
+	cr_assert_eq(tfs_vfs_stat(mem, frag, &st, &d), TFS_E_OK);
+	cr_expect(st.exists && st.is_dir, "the committed fragment was removed");
+	tfs_vfs_free(mem);
+	tfs_vfs_free(posix);
+}
