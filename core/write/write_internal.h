@@ -78,9 +78,10 @@ struct tfs__order {
 	uint32_t dim_num;
 	bool hilbert;
 	/* Keyed orders keep a u64 per cell that decides first: the Hilbert
-	 * value, or the cell's space tile numbered in tile order (when every
-	 * dimension takes part in the tile comparison and the tile grid has
-	 * fewer than 2^64 tiles), so sorting divides once per cell. */
+	 * value, or the cell's space tile numbered in tile order over the
+	 * dimensions that take part in the tile comparison (when there are
+	 * any and their grid has fewer than 2^64 tiles), so sorting divides
+	 * once per cell. */
 	bool keyed;
 	uint64_t tile_stride[128];
 	bool col_tiles, col_cells;

@@ -191,16 +191,6 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 	if ((e = tfs_arraydir_open(w->vfs, w->path, &ao, &w->ad, d)))
 		goto out_fail;
 	s = w->s = w->ad->schema;
-	if (s->version < 5 && s->version >= 1) {
-		/* A v1–4 schema has no dimension slots in its version; the
-		 * fragment would be v23 with a schema that TileDB rewrites on
-		 * open. */
-		e = tfs_fail(d, TFS_E_UNSUPPORTED,
-			     "array '%s': writing to format version %" PRIu32
-			     " arrays is not supported",
-			     path, s->version);
-		goto out_fail;
-	}
 	w->version = s->version >= 7 ? s->version : 23;
 	if (s->dim_num > 128) {
 		e = tfs_fail(d, TFS_E_UNSUPPORTED, "array '%s': too many dimensions",

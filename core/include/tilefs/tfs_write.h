@@ -69,8 +69,10 @@ enum tfs_write_layout {
 /* Opens a write of one fragment into the array at path, with the schema
  * in force now. box (DENSE_BOX only) holds dim_num inclusive ranges inside
  * the domain (and the current domain). Refuses arrays whose schema needs a
- * filter without an encoder (TFS_E_UNSUPPORTED, naming it), encrypted
- * arrays without a key (TFS_E_KEY). */
+ * filter without an encoder (TFS_E_UNSUPPORTED, naming it) and encrypted
+ * arrays without a key or with a wrong one (TFS_E_KEY). The fragment's
+ * format version is the schema's from 7 on, else 23 (format/write.md §1),
+ * for arrays of every format version. */
 enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts,
 			     enum tfs_write_layout layout,
 			     const struct tfs_range *box,
