@@ -104,9 +104,9 @@ static bool follows(struct detect *t)
 	return false; /* past the box's last cell */
 }
 
-enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
-			     const char *display_name, size_t block, bool *is_box,
-			     uint8_t box[2][128][8], struct tfs_diag *d)
+static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
+			   const char *display_name, size_t block, bool *is_box,
+			   uint8_t box[2][128][8], struct tfs_diag *d)
 {
 	struct tfs__csv_lexer lx;
 	struct detect *t;
@@ -130,8 +130,8 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 	if ((e = tfs__csv_open(&lx, csv_path, display_name, block, d)))
 		goto out_free;
 	if ((e = tfs__csv_next(&lx, &got, d)) || !got) {
-		/* Unreadable or empty: the ingest pass says so. */
-		e = e == TFS_E_IO ? e : TFS_E_OK;
+		/* Malformed or empty: the ingest pass says so. */
+		e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
 		goto out_close;
 	}
 	field_num = lx.field_num;
@@ -150,7 +150,7 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 	while (ok) {
 		if ((e = tfs__csv_next(&lx, &got, d))) {
 			ok = false;
-			e = e == TFS_E_IO ? e : TFS_E_OK;
+			e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
 			break;
 		}
 		if (!got)
@@ -197,4 +197,21 @@ out_close:
 out_free:
 	tfs_free(t);
 	return e;
+}
+
+enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
+			     const char *display_name, size_t block, bool *is_box,
+			     uint8_t box[2][128][8], struct tfs_diag *d)
+{
+	struct tfs_diag own;
+	enum tfs_err e;
+
+	/* Problems of the file are the ingest pass's to report: a message
+	 * recorded here would stand in for its (a diagnostic keeps only the
+	 * first failure). */
+	tfs_diag_init(&own);
+	e = detect(s, csv_path, display_name, block, is_box, box, &own);
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&own));
+	return TFS_E_OK;
 }

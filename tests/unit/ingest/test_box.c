@@ -159,3 +159,32 @@ Test(box, written_as_a_dense_box)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* A file the box check gives up on is reported by the ingest pass with
+ * the first problem in the file, not one the check ran into. */
+Test(box, first_problem_reported)
+{
+	char tmp[] = "/tmp/tfs_boxe_XXXXXX", cmd[2048], arr[1100], csv[1100];
+	struct tfs_ingest_opts o = {.display_name = "e.csv"};
+	struct tfs_ingest_result r;
+	struct tfs_diag d;
+	FILE *f;
+
+	cr_assert(mkdtemp(tmp));
+	snprintf(arr, sizeof(arr), "%s/a", tmp);
+	snprintf(csv, sizeof(csv), "%s/e.csv", tmp);
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/dense_2d_rowmajor' '%s'", TFS_CORPUS_DIR, arr);
+	cr_assert_eq(system(cmd), 0);
+	f = fopen(csv, "w");
+	cr_assert(f);
+	/* A bad attribute on line 2 (the check reads only coordinates),
+	 * an unterminated quote on line 3 (the check's tokenizer stops
+	 * there). */
+	fprintf(f, "r,c,a,f,s\n1,1,zz,0,x\n1,2,1,0,\"x\n");
+	fclose(f);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_ingest_csv(arr, csv, &o, &r, &d), TFS_E_INVALID);
+	cr_assert_str_eq(d.msg, "e.csv: line 2, column 3 ('a'): not an integer");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	cr_assert_eq(system(cmd), 0);
+}
