@@ -105,6 +105,7 @@ static bool follows(struct detect *t)
 }
 
 static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
+			   const void *mem, size_t mem_len,
 			   const char *display_name, size_t block, bool *is_box,
 			   uint8_t box[2][128][8], struct tfs_diag *d)
 {
@@ -113,7 +114,7 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 	size_t field_num;
 	uint64_t rows = 0;
 	bool got, ok = true;
-	enum tfs_err e;
+	enum tfs_err e = TFS_E_OK;
 
 	*is_box = false;
 	if (s->array_type != TFS_DENSE || s->dim_num > MAX_DIMS)
@@ -127,7 +128,11 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 	t->dim_num = s->dim_num;
 	for (uint32_t k = 0; k < s->dim_num; k++)
 		dim_int_init(&t->di[k], &s->dims[k]);
-	if ((e = tfs__csv_open(&lx, csv_path, display_name, block, d)))
+	if (csv_path)
+		e = tfs__csv_open(&lx, csv_path, display_name, block, d);
+	else
+		tfs__csv_open_mem(&lx, mem, mem_len, display_name, block);
+	if (e)
 		goto out_free;
 	if ((e = tfs__csv_next(&lx, &got, d)) || !got) {
 		/* Malformed or empty: the ingest pass says so. */
@@ -200,6 +205,7 @@ out_free:
 }
 
 enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
+			     const void *mem, size_t mem_len,
 			     const char *display_name, size_t block, bool *is_box,
 			     uint8_t box[2][128][8], struct tfs_diag *d)
 {
@@ -210,7 +216,7 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 	 * recorded here would stand in for its (a diagnostic keeps only the
 	 * first failure). */
 	tfs_diag_init(&own);
-	e = detect(s, csv_path, display_name, block, is_box, box, &own);
+	e = detect(s, csv_path, mem, mem_len, display_name, block, is_box, box, &own);
 	if (e)
 		return tfs_fail(d, e, "%s", tfs_diag_msg(&own));
 	return TFS_E_OK;

@@ -26,7 +26,8 @@ static bool detect(const char *array, const char *text, int32_t lo[2], int32_t h
 	snprintf(path, sizeof(path), "%s/%s", TFS_CORPUS_DIR, array);
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_array_open(path, NULL, &a, &d), TFS_E_OK);
-	cr_assert_eq(tfs__box_detect(tfs_array_schema(a), csv, "b.csv", 3, &is_box, box, &d),
+	cr_assert_eq(tfs__box_detect(tfs_array_schema(a), csv, NULL, 0, "b.csv", 3, &is_box,
+				     box, &d),
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	for (uint32_t k = 0; is_box && k < tfs_array_schema(a)->dim_num; k++) {
 		memcpy(&lo[k], box[0][k], 4);
