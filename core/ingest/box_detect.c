@@ -104,16 +104,17 @@ static bool follows(struct detect *t)
 	return false; /* past the box's last cell */
 }
 
-enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
-			     const char *display_name, size_t block, bool *is_box,
-			     uint8_t box[2][128][8], struct tfs_diag *d)
+static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
+			   const void *mem, size_t mem_len,
+			   const char *display_name, size_t block, bool *is_box,
+			   uint8_t box[2][128][8], struct tfs_diag *d)
 {
 	struct tfs__csv_lexer lx;
 	struct detect *t;
 	size_t field_num;
 	uint64_t rows = 0;
 	bool got, ok = true;
-	enum tfs_err e;
+	enum tfs_err e = TFS_E_OK;
 
 	*is_box = false;
 	if (s->array_type != TFS_DENSE || s->dim_num > MAX_DIMS)
@@ -127,11 +128,15 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 	t->dim_num = s->dim_num;
 	for (uint32_t k = 0; k < s->dim_num; k++)
 		dim_int_init(&t->di[k], &s->dims[k]);
-	if ((e = tfs__csv_open(&lx, csv_path, display_name, block, d)))
+	if (csv_path)
+		e = tfs__csv_open(&lx, csv_path, display_name, block, d);
+	else
+		tfs__csv_open_mem(&lx, mem, mem_len, display_name, block);
+	if (e)
 		goto out_free;
 	if ((e = tfs__csv_next(&lx, &got, d)) || !got) {
-		/* Unreadable or empty: the ingest pass says so. */
-		e = e == TFS_E_IO ? e : TFS_E_OK;
+		/* Malformed or empty: the ingest pass says so. */
+		e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
 		goto out_close;
 	}
 	field_num = lx.field_num;
@@ -150,7 +155,7 @@ enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
 	while (ok) {
 		if ((e = tfs__csv_next(&lx, &got, d))) {
 			ok = false;
-			e = e == TFS_E_IO ? e : TFS_E_OK;
+			e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
 			break;
 		}
 		if (!got)
@@ -197,4 +202,22 @@ out_close:
 out_free:
 	tfs_free(t);
 	return e;
+}
+
+enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
+			     const void *mem, size_t mem_len,
+			     const char *display_name, size_t block, bool *is_box,
+			     uint8_t box[2][128][8], struct tfs_diag *d)
+{
+	struct tfs_diag own;
+	enum tfs_err e;
+
+	/* Problems of the file are the ingest pass's to report: a message
+	 * recorded here would stand in for its (a diagnostic keeps only the
+	 * first failure). */
+	tfs_diag_init(&own);
+	e = detect(s, csv_path, mem, mem_len, display_name, block, is_box, box, &own);
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&own));
+	return TFS_E_OK;
 }

@@ -119,7 +119,7 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 				e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
 				goto out;
 			}
-			if ((e = tfs__box_detect(s, csv_path, ws.name, 0, &is_box, bytes, d))) {
+			if ((e = tfs__box_detect(s, csv_path, NULL, 0, ws.name, 0, &is_box, bytes, d))) {
 				tfs_free(bytes);
 				goto out;
 			}

@@ -159,9 +159,11 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 
 /* *is_box = whether the CSV's rows are exactly the cells of one box of the
  * dense array in row-major order; box receives its lo and hi per
- * dimension (values of the dimension type). Only I/O and memory failures
- * are errors. */
+ * dimension (values of the dimension type). The CSV is the file at
+ * csv_path, or when that is NULL the mem_len bytes at mem. Only I/O and
+ * memory failures are errors. */
 enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
+			     const void *mem, size_t mem_len,
 			     const char *display_name, size_t block, bool *is_box,
 			     uint8_t box[2][128][8], struct tfs_diag *d) TFS_WUR;
 

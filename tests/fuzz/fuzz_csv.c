@@ -4,7 +4,9 @@
  * multi-value, strings, blobs, dates and times); the rest is the CSV,
  * tokenized with a block size from the second byte so records straddle
  * block boundaries. Every refusal must be TFS_E_INVALID or TFS_E_RANGE
- * with a message naming the file; every batch must be consistent. */
+ * with a message naming the file; every batch must be consistent. For the
+ * dense schema, a file the box check takes for one box must parse to
+ * exactly that box's number of cells. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +100,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(e == TFS_E_INVALID || e == TFS_E_RANGE);
 		FUZZ_CHECK(strncmp(d.msg, "f.csv: line ", 12) == 0);
 		FUZZ_CHECK(!strchr(d.msg, '\n'));
+	}
+	if (run.schema->array_type == TFS_DENSE) {
+		static uint8_t box[2][128][8];
+		bool is_box;
+
+		tfs_diag_init(&d);
+		FUZZ_CHECK(tfs__box_detect(run.schema, NULL, run.csv_mem, run.csv_mem_len,
+					   "f.csv", run.block, &is_box, box, &d) == TFS_E_OK);
+		if (is_box && !e) {
+			/* The dense schema has one UINT64 dimension. */
+			uint64_t lo, hi;
+
+			memcpy(&lo, box[0][0], 8);
+			memcpy(&hi, box[1][0], 8);
+			FUZZ_CHECK(lo <= hi && run.rows == hi - lo + 1);
+		}
 	}
 	return 0;
 }

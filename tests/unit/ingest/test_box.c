@@ -26,7 +26,8 @@ static bool detect(const char *array, const char *text, int32_t lo[2], int32_t h
 	snprintf(path, sizeof(path), "%s/%s", TFS_CORPUS_DIR, array);
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_array_open(path, NULL, &a, &d), TFS_E_OK);
-	cr_assert_eq(tfs__box_detect(tfs_array_schema(a), csv, "b.csv", 3, &is_box, box, &d),
+	cr_assert_eq(tfs__box_detect(tfs_array_schema(a), csv, NULL, 0, "b.csv", 3, &is_box,
+				     box, &d),
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	for (uint32_t k = 0; is_box && k < tfs_array_schema(a)->dim_num; k++) {
 		memcpy(&lo[k], box[0][k], 4);
@@ -156,6 +157,35 @@ Test(box, written_as_a_dense_box)
 		}
 	}
 	tfs_array_close(a);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* A file the box check gives up on is reported by the ingest pass with
+ * the first problem in the file, not one the check ran into. */
+Test(box, first_problem_reported)
+{
+	char tmp[] = "/tmp/tfs_boxe_XXXXXX", cmd[2048], arr[1100], csv[1100];
+	struct tfs_ingest_opts o = {.display_name = "e.csv"};
+	struct tfs_ingest_result r;
+	struct tfs_diag d;
+	FILE *f;
+
+	cr_assert(mkdtemp(tmp));
+	snprintf(arr, sizeof(arr), "%s/a", tmp);
+	snprintf(csv, sizeof(csv), "%s/e.csv", tmp);
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/dense_2d_rowmajor' '%s'", TFS_CORPUS_DIR, arr);
+	cr_assert_eq(system(cmd), 0);
+	f = fopen(csv, "w");
+	cr_assert(f);
+	/* A bad attribute on line 2 (the check reads only coordinates),
+	 * an unterminated quote on line 3 (the check's tokenizer stops
+	 * there). */
+	fprintf(f, "r,c,a,f,s\n1,1,zz,0,x\n1,2,1,0,\"x\n");
+	fclose(f);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_ingest_csv(arr, csv, &o, &r, &d), TFS_E_INVALID);
+	cr_assert_str_eq(d.msg, "e.csv: line 2, column 3 ('a'): not an integer");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 }

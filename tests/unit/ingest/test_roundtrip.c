@@ -92,6 +92,7 @@ Test(roundtrip, corpus_data_csv)
 		if (tfs_array_open(src, NULL, &a, &d))
 			continue; /* groups, the encrypted array */
 		struct tfs_range ned[128];
+		bool dense = tfs_array_schema(a)->array_type == TFS_DENSE;
 
 		ok = applies(a) && tfs_array_non_empty_domain(a, ned);
 		tfs_array_close(a);
@@ -109,6 +110,8 @@ Test(roundtrip, corpus_data_csv)
 		tfs_diag_init(&d);
 		cr_assert_eq(tfs_ingest_csv(dst, csv, &o, &r, &d), TFS_E_OK, "%s: %s",
 			     de->d_name, tfs_diag_msg(&d));
+		/* data.csv of a dense array is its non-empty domain, a box. */
+		cr_assert_eq(r.write.dense, dense, "%s", de->d_name);
 		render(dst, &after);
 		cr_assert(before.len == after.len &&
 				  memcmp(before.data, after.data, before.len) == 0,
