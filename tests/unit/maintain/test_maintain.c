@@ -1316,3 +1316,52 @@ Test(maintain, sparse_with_timestamps)
 	tfs_array_close(a);
 	tfs_vfs_free(v);
 }
+
+/* A range holding a fragment with timestamps of its own (TileDB's
+ * consolidation in the corpus) and a newer one: merged without
+ * timestamps, stamped [t2max, t2max], the same reads at every time. */
+Test(maintain, sparse_over_timestamped_fragment)
+{
+	struct tfs_vfs *v = mem_copy("consolidated_fragments");
+	struct tfs_write_opts wo = {.vfs = v, .threads = 1};
+	int32_t r[3] = {1, 2, 500}, c[3] = {1, 2, 600}, a[3] = {-1, -2, -3};
+	uint64_t offs[4] = {0, 1, 3, 6};
+	struct tfs_column cols[4] = {
+		{.name = "r", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (const uint8_t *)r, .data_len = 12},
+		{.name = "c", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (const uint8_t *)c, .data_len = 12},
+		{.name = "a", .type = TFS_INT32, .cell_val_num = 1,
+		 .data = (const uint8_t *)a, .data_len = 12},
+		{.name = "s", .type = TFS_STRING_ASCII,
+		 .cell_val_num = TFS_VAR_NUM, .var = true,
+		 .data = (const uint8_t *)"xyyzzz", .data_len = 6,
+		 .offsets = offs}};
+	struct tfs_batch b = {.cell_num = 3, .column_num = 4, .columns = cols};
+	struct tfs_writer *w;
+	struct tfs_write_result res;
+	struct tfs_diag d;
+	struct snaps s;
+	char made[256], prefix[64];
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_writer_open("/A", &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+	snap_ned = false;
+	snaps_take(&s, v, 8);
+	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	snprintf(prefix, sizeof(prefix), "__%" PRIu64 "_%" PRIu64 "_", res.t2,
+		 res.t2);
+	cr_assert(!strncmp(made, prefix, strlen(prefix)), "%s", made);
+	snaps_check(&s, v, "over a timestamped fragment");
+	snap_ned = true;
+	snaps_release(&s);
+	tfs_vfs_free(v);
+}
