@@ -1,7 +1,8 @@
 /* Creating an array folder the way TileDB does (format/layout.md §9): the
  * reserved folders, then the schema as one generic tile named
- * `__schema/__<t>_<t>_<uuid>`, written under a temporary name and renamed,
- * so a crash never leaves a half-written schema that readers would pick. */
+ * `__schema/__<t>_<t>_<uuid>`, written under a temporary name in the
+ * array folder and renamed into place, so a crash never leaves a
+ * half-written schema that readers would pick. */
 #include "write_internal.h"
 
 #include <inttypes.h>
@@ -111,10 +112,12 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			goto out_remove;
 	}
 	file = tfs_path_join(sdir, name);
-	tmp = file ? tfs_malloc(strlen(file) + 5) : NULL;
+	/* Written beside __schema/ and renamed in: nothing but complete
+	 * schemas is ever in __schema/ (write.md §9), and the name is no
+	 * timestamped one that readers of the array folder would consider. */
+	tmp = file ? tfs_path_join(path, ".tfs-schema.tmp") : NULL;
 	if (!tmp)
 		goto out_nomem;
-	snprintf(tmp, strlen(file) + 5, "%s.tmp", file);
 	if ((e = tfs__write_file(vfs, tmp, tile.data, tile.len, d)) ||
 	    (e = vfs->ops->rename(vfs, tmp, file, d)) ||
 	    (e = vfs->ops->fsync(vfs, sdir, d)) ||

@@ -128,15 +128,19 @@ void tfs__order_init(struct tfs__order *o, const struct tfs_schema *s,
 		o->key2 = true;
 	if (o->hilbert || s->dim_num > 128)
 		return;
-	/* Tile numbers: strides in tile order over the whole grid. */
+	/* Tile numbers: strides in tile order over the grid of the
+	 * dimensions that take part in the tile comparison (the others, string
+	 * dimensions, add nothing to it, as in read.md §5). */
 	uint64_t stride = 1;
+	bool any = false;
 
 	for (uint32_t n = 0; n < s->dim_num; n++) {
 		uint32_t k = o->col_tiles ? n : s->dim_num - 1 - n;
 		uint64_t tiles;
 
 		if (!o->tile_dim[k])
-			return;
+			continue;
+		any = true;
 		tiles = tile_idx(&s->dims[k], s->dims[k].domain[1]);
 		if (tiles == UINT64_MAX)
 			return;
@@ -146,7 +150,7 @@ void tfs__order_init(struct tfs__order *o, const struct tfs_schema *s,
 			return;
 		stride *= tiles;
 	}
-	o->keyed = true;
+	o->keyed = any;
 	o->key2 = true;
 }
 
@@ -190,9 +194,11 @@ uint64_t tfs__order_key(const struct tfs__order *o, const struct tfs__cells *c,
 	if (o->hilbert)
 		return tfs__hilbert_key(o, c, i);
 	for (uint32_t k = 0; k < o->dim_num; k++)
-		key += o->tile_stride[k] *
-		       tile_idx(&o->s->dims[k],
-				c->cols[k].data.data + i * o->fields[k].cell_size);
+		if (o->tile_dim[k])
+			key += o->tile_stride[k] *
+			       tile_idx(&o->s->dims[k],
+					c->cols[k].data.data +
+						i * o->fields[k].cell_size);
 	return key;
 }
 

@@ -1,9 +1,11 @@
 /* External sort of the cells of one write into global order (format/
  * write.md §5 step 3). Cells collect in memory up to the budget; then they
  * are sorted (a stable merge sort of keyed entries) and spilled as a
- * run of blocks to a file in the spill folder. At the end the runs (or the
- * one in-memory set) stream out merged, equal coordinates checked on the
- * way: refused naming both tags, or all but the last appended dropped. */
+ * run of blocks to a file in the spill folder. At the end, merge passes
+ * over consecutive runs leave few enough runs for one merge to stay within
+ * the budget; then the runs (or the one in-memory set) stream out merged,
+ * equal coordinates checked on the way: refused naming both tags, or all
+ * but the last appended dropped. */
 #include "write_internal.h"
 
 #include <inttypes.h>

@@ -79,9 +79,10 @@ struct tfs__order {
 	uint32_t dim_num;
 	bool hilbert;
 	/* Keyed orders keep a u64 per cell that decides first: the Hilbert
-	 * value, or the cell's space tile numbered in tile order (when every
-	 * dimension takes part in the tile comparison and the tile grid has
-	 * fewer than 2^64 tiles), so sorting divides once per cell. */
+	 * value, or the cell's space tile numbered in tile order over the
+	 * dimensions that take part in the tile comparison (when there are
+	 * any and their grid has fewer than 2^64 tiles), so sorting divides
+	 * once per cell. */
 	bool keyed;
 	uint64_t tile_stride[128];
 	bool col_tiles, col_cells;
@@ -192,6 +193,20 @@ enum tfs_err tfs__tw_add_many(struct tfs__tw *t, const struct tfs__cells *c,
  * written into the folder. */
 enum tfs_err tfs__tw_finish(struct tfs__tw *t, uint64_t *bytes,
 			    uint64_t *cell_num, struct tfs_diag *d) TFS_WUR;
+
+/* ---- Dense boxes by rows of tiles (dense_box.c) ---------------------------- */
+
+/* Drops the first k cells of c. */
+void tfs__cells_drop_front(struct tfs__cells *c, const struct tfs__field *fields,
+			   uint64_t k);
+/* Feeds the tiles of one row of space tiles to tw in global order (tile
+ * order row-major): c holds, row-major, the box cells of dimension-0
+ * offsets [row0, row0 + nrows) (one tile row, clipped to the box); box
+ * bounds are offsets from the domain's low ends. */
+enum tfs_err tfs__box_emit(struct tfs__tw *tw, const struct tfs__cells *c,
+			   const struct tfs_schema *s, const uint64_t *boxlo,
+			   const uint64_t *boxhi, uint64_t row0, uint64_t nrows,
+			   struct tfs_diag *d) TFS_WUR;
 
 /* ---- Helpers shared by the module ------------------------------------------ */
 

@@ -53,6 +53,10 @@ struct tfs_writer {
 	struct tfs__cells scratch;
 	struct tfs__tw *tw;
 	struct tfs_range stream_box[128];
+	/* Streaming by rows of tiles (dense_box.c): box rows already
+	 * written, cells of one box row. */
+	bool tilerow;
+	uint64_t rows_done, row_cells;
 };
 
 static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
@@ -187,16 +191,6 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 	if ((e = tfs_arraydir_open(w->vfs, w->path, &ao, &w->ad, d)))
 		goto out_fail;
 	s = w->s = w->ad->schema;
-	if (s->version < 5 && s->version >= 1) {
-		/* A v1–4 schema has no dimension slots in its version; the
-		 * fragment would be v23 with a schema that TileDB rewrites on
-		 * open. */
-		e = tfs_fail(d, TFS_E_UNSUPPORTED,
-			     "array '%s': writing to format version %" PRIu32
-			     " arrays is not supported",
-			     path, s->version);
-		goto out_fail;
-	}
 	w->version = s->version >= 7 ? s->version : 23;
 	if (s->dim_num > 128) {
 		e = tfs_fail(d, TFS_E_UNSUPPORTED, "array '%s': too many dimensions",
@@ -303,6 +297,13 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 			    s->cell_order != TFS_ROW_MAJOR || ext == 0 ||
 			    w->boxlo[k] / ext != w->boxhi[k] / ext)
 				w->stream = false;
+		}
+		/* Otherwise, with row-major tile order, a row of tiles at a
+		 * time (dense_box.c). */
+		if (!w->stream && s->tile_order == TFS_ROW_MAJOR) {
+			w->stream = w->tilerow = true;
+			w->row_cells = w->box_cells /
+				       (w->boxhi[0] - w->boxlo[0] + 1);
 		}
 	} else if (layout != TFS_WRITE_UNORDERED) {
 		e = tfs_fail(d, TFS_E_INVALID, "unknown write layout");
@@ -475,8 +476,14 @@ static enum tfs_err map_columns(struct tfs_writer *w, const struct tfs_batch *b,
 					fd->name);
 		}
 		col = &b->columns[w->colmap[f]];
-		if (col->type != fd->type || col->var != fd->var ||
-		    (!fd->var && col->cell_val_num != fd->cell_val_num))
+		if (col->type == fd->type && !col->var && !fd->var &&
+		    col->cell_val_num != fd->cell_val_num)
+			return tfs_fail(d, TFS_E_INVALID,
+					"column '%s': %" PRIu32 " values a cell, "
+					"field has %" PRIu32,
+					col->name, col->cell_val_num,
+					fd->cell_val_num);
+		if (col->type != fd->type || col->var != fd->var)
 			return tfs_fail(d, TFS_E_INVALID,
 					"column '%s': type %s%s, field is %s%s",
 					col->name, tfs_datatype_name(col->type),
@@ -1029,10 +1036,39 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 	return tfs__tw_new(&to, &w->tw, d);
 }
 
+/* Writes every row of tiles whose cells are all in. */
+static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
+{
+	uint64_t ext0 = tfs_value_as_u64(w->s->dims[0].type,
+					 w->s->dims[0].extent);
+	enum tfs_err e;
+
+	for (;;) {
+		uint64_t row = w->boxlo[0] + w->rows_done, end, nrows;
+
+		if (row > w->boxhi[0])
+			return TFS_E_OK;
+		end = (row / ext0 + 1) * ext0 - 1;
+		if (end > w->boxhi[0])
+			end = w->boxhi[0];
+		nrows = end - row + 1;
+		if (w->scratch.cell_num < nrows * w->row_cells)
+			return TFS_E_OK;
+		if ((e = tfs__box_emit(w->tw, &w->scratch, w->s, w->boxlo,
+				       w->boxhi, row, nrows, d)))
+			return e;
+		tfs__cells_drop_front(&w->scratch, w->fields,
+				      nrows * w->row_cells);
+		w->rows_done += nrows;
+	}
+}
+
 static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d)
 {
 	enum tfs_err e;
 
+	if (w->tilerow)
+		return stream_rows(w, d);
 	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
 		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
 			return e;
@@ -1092,6 +1128,9 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 		dense = dense && vol == total;
 	}
 	if (w->stream) {
+		if (w->scratch.cell_num)
+			return tfs_fail(d, TFS_E_INTERNAL,
+					"box cells left unwritten");
 		if ((e = tfs__tw_finish(w->tw, &w->res.bytes, &w->res.cell_num,
 					d)))
 			return e;

@@ -64,19 +64,21 @@ enum tfs_write_layout {
 	 * box become a dense fragment, anything else a sparse fragment. */
 	TFS_WRITE_UNORDERED,
 	/* Dense arrays: the cells of one box (tfs_writer_open's box), row-major
-	 * over the box as a dense read returns them, attributes only. When
-	 * every dimension but the first stays inside one space tile (any
-	 * 1-D box) and the orders are row-major, cells go to the files as
-	 * they are appended (memory: the tiles in flight); otherwise they
-	 * are sorted like UNORDERED cells. */
+	 * over the box as a dense read returns them, attributes only. With
+	 * row-major tile order cells go to the files as they are appended,
+	 * a row of space tiles at a time (memory: that row and the tiles in
+	 * flight; for any 1-D box just the tiles); with column-major tile
+	 * order they are sorted like UNORDERED cells. */
 	TFS_WRITE_DENSE_BOX,
 };
 
 /* Opens a write of one fragment into the array at path, with the schema
  * in force now. box (DENSE_BOX only) holds dim_num inclusive ranges inside
  * the domain (and the current domain). Refuses arrays whose schema needs a
- * filter without an encoder (TFS_E_UNSUPPORTED, naming it), encrypted
- * arrays without a key (TFS_E_KEY). */
+ * filter without an encoder (TFS_E_UNSUPPORTED, naming it) and encrypted
+ * arrays without a key or with a wrong one (TFS_E_KEY). The fragment's
+ * format version is the schema's from 7 on, else 23 (format/write.md §1),
+ * for arrays of every format version. */
 enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts,
 			     enum tfs_write_layout layout,
 			     const struct tfs_range *box,

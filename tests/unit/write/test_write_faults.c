@@ -224,6 +224,22 @@ Test(refuse, outside_domain_and_missing_fields)
 	cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_INVALID);
 	cr_expect_str_eq(tfs_diag_msg(&e.d), "column 'zz': no such field");
 	tfs_writer_free(w);
+	/* Two values a cell for a one-value field. */
+	struct tfs_column c3[3];
+	struct tfs_batch b3 = { .cell_num = 2, .column_num = 3, .columns = c3 };
+
+	col_i32(&c3[0], "x", x, 2);
+	col_i32(&c3[1], "y", y, 2);
+	col_i32(&c3[2], "v", v, 2);
+	c3[2].cell_val_num = 2;
+	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &e.d),
+		     TFS_E_OK);
+	tfs_diag_init(&e.d);
+	cr_assert_eq(tfs_writer_append(w, &b3, NULL, &e.d), TFS_E_INVALID);
+	cr_expect_str_eq(tfs_diag_msg(&e.d),
+			 "column 'v': 2 values a cell, field has 1");
+	tfs_writer_free(w);
 	/* A box write into a sparse array. */
 	cr_assert_eq(tfs_writer_open("/s", &e.wo, TFS_WRITE_DENSE_BOX, NULL, &w,
 				     &e.d),
@@ -354,6 +370,7 @@ Test(spill, runs_merge_in_global_order)
 	cr_assert_eq(write3_batches(&e, "/s", x, y, v, N, 97, &res), TFS_E_OK, "%s",
 		     tfs_diag_msg(&e.d));
 	cr_expect_eq(res.cell_num, 10000);
+	wt_check_order_2d_i32(e.vfs, "/s");
 	read_xyv(&e, "/s", &got);
 	cr_assert_eq(got.n, 10000);
 	{
@@ -743,15 +760,15 @@ static void version_case(uint32_t version, bool sparse)
 	tfs_vfs_free(e.vfs);
 }
 
-Test(versions, sparse_5_to_23)
+Test(versions, sparse_1_to_23)
 {
-	for (uint32_t v = 5; v <= 23; v++)
+	for (uint32_t v = 1; v <= 23; v++)
 		version_case(v, true);
 }
 
-Test(versions, dense_array_unordered_5_to_23)
+Test(versions, dense_array_unordered_1_to_23)
 {
-	for (uint32_t v = 5; v <= 23; v++)
+	for (uint32_t v = 1; v <= 23; v++)
 		version_case(v, false);
 }
 
@@ -953,6 +970,211 @@ Test(garbage, random_batches)
 
 		read_xyv(&e, "/s", &got);
 		wt_dump_release(&got);
+	}
+	tfs_vfs_free(e.vfs);
+}
+
+/* A fault at any one call of tfs_array_create: refused, and no folder left
+ * (a folder that existed empty stays, empty). */
+Test(faults, array_create)
+{
+	struct env e;
+	struct tfs_vfs *faulty;
+	unsigned long start, calls;
+	struct tfs_schema s;
+
+	env_init(&e);
+	cr_assert_eq(tfs_vfs_faulty_new(e.vfs, &faulty), TFS_E_OK);
+	lb_schema_init(&s, 22, true, 4);
+	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	e.wo.vfs = faulty;
+	start = tfs_vfs_faulty_calls(faulty);
+	cr_assert_eq(tfs_array_create("/ok", &s, &e.wo, &e.d), TFS_E_OK);
+	calls = tfs_vfs_faulty_calls(faulty) - start;
+	for (unsigned long n = 0; n < calls; n++) {
+		char path[32];
+		struct tfs_stat st;
+
+		snprintf(path, sizeof(path), "/c%lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_EIO, n, true);
+		tfs_diag_init(&e.d);
+		cr_expect_neq(tfs_array_create(path, &s, &e.wo, &e.d), TFS_E_OK,
+			      "fault at call %lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
+		cr_assert_eq(tfs_vfs_stat(e.vfs, path, &st, &e.d), TFS_E_OK);
+		cr_expect_not(st.exists, "fault at call %lu left '%s'", n, path);
+	}
+	tfs_schema_release(&s);
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(e.vfs);
+}
+
+/* A fault at any one call of a metadata write: refused, and the array's
+ * metadata unchanged. */
+Test(faults, metadata_write)
+{
+	struct env e;
+	struct tfs_vfs *mem, *faulty;
+	unsigned long start, calls;
+	int32_t one = 1;
+	char key[] = "k";
+	struct tfs_meta_kv kv = { .key = key, .key_len = 1, .type = TFS_INT32,
+				  .value_num = 1, .value = (uint8_t *)&one };
+	struct tfs_array *a;
+
+	env_init(&e);
+	mem = e.vfs;
+	cr_assert_eq(tfs_vfs_faulty_new(mem, &faulty), TFS_E_OK);
+	make_sparse(&e, "/s", false);
+	e.wo.vfs = faulty;
+	start = tfs_vfs_faulty_calls(faulty);
+	cr_assert_eq(tfs_array_metadata_write("/s", &kv, 1, &e.wo, &e.d), TFS_E_OK);
+	calls = tfs_vfs_faulty_calls(faulty) - start;
+	one = 2;
+	for (unsigned long n = 0; n < calls; n++) {
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_EIO, n, true);
+		tfs_diag_init(&e.d);
+		cr_expect_neq(tfs_array_metadata_write("/s", &kv, 1, &e.wo, &e.d),
+			      TFS_E_OK, "fault at call %lu", n);
+		tfs_vfs_faulty_arm(faulty, TFS_FAULT_NONE, 0, false);
+		cr_assert_eq(tfs_array_open("/s", &e.oo, &a, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		cr_assert_eq(tfs_array_metadata_count(a), 1);
+		cr_expect_eq(*(const int32_t *)tfs_array_metadata(a, 0)->value, 1,
+			     "fault at call %lu", n);
+		tfs_array_close(a);
+	}
+	tfs_vfs_free(faulty);
+	tfs_vfs_free(mem);
+}
+
+/* Whether var-size offsets are stored follows the schema's version
+ * (write.md §1, tile.md §4): ASCII + RLE embeds them from v12, UTF-8 +
+ * RLE from v17. An embedded offsets tile is 8 bytes (no chunks). */
+Test(versions, offsets_embedded_by_schema_version)
+{
+	static const uint32_t versions[] = { 11, 12, 16, 17, 22 };
+
+	for (size_t vi = 0; vi < sizeof(versions) / sizeof(*versions); vi++) {
+		uint32_t ver = versions[vi];
+		struct env e;
+		struct tfs_schema s;
+		struct lb_array la;
+		struct tfs_attr *at;
+		struct tfs_column cols[3];
+		struct tfs_batch b = { .cell_num = 3, .column_num = 3, .columns = cols };
+		int32_t x[3] = { 1, 2, 3 };
+		uint64_t offs[4] = { 0, 2, 5, 6 };
+		struct tfs_write_result res;
+		struct tfs_writer *w;
+		char p[512];
+
+		env_init(&e);
+		lb_schema_init(&s, ver, true, 100);
+		lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+		at = lb_add_attr(&s, "asc", TFS_STRING_ASCII, TFS_VAR_NUM, false);
+		lb_add_filter(&at->filters, TFS_FILTER_RLE);
+		at = lb_add_attr(&s, "utf", TFS_STRING_UTF8, TFS_VAR_NUM, false);
+		lb_add_filter(&at->filters, TFS_FILTER_RLE);
+		lb_array_create(&la, e.vfs, "/v", &s, 1000);
+		tfs_schema_release(&s);
+		col_i32(&cols[0], "x", x, 3);
+		for (int c = 1; c < 3; c++) {
+			memset(&cols[c], 0, sizeof(cols[c]));
+			cols[c].name = c == 1 ? "asc" : "utf";
+			cols[c].type = c == 1 ? TFS_STRING_ASCII : TFS_STRING_UTF8;
+			cols[c].cell_val_num = TFS_VAR_NUM;
+			cols[c].var = true;
+			cols[c].data = (const uint8_t *)"aabbbc";
+			cols[c].data_len = 6;
+			cols[c].offsets = offs;
+		}
+		cr_assert_eq(tfs_writer_open("/v", &e.wo, TFS_WRITE_UNORDERED, NULL,
+					     &w, &e.d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&e.d));
+		cr_assert_eq(tfs_writer_append(w, &b, NULL, &e.d), TFS_E_OK);
+		cr_assert_eq(tfs_writer_commit(w, &res, &e.d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&e.d));
+		tfs_writer_free(w);
+		for (int a = 0; a < 2; a++) {
+			struct tfs_stat st;
+			bool embedded = a == 0 ? ver >= 12 : ver >= 17;
+
+			snprintf(p, sizeof(p), "/v/%s%s/a%d.tdb",
+				 ver >= 12 ? "__fragments/" : "", res.name, a);
+			cr_assert_eq(tfs_vfs_stat(e.vfs, p, &st, &e.d), TFS_E_OK);
+			cr_assert(st.exists, "%s", p);
+			cr_expect_eq(st.size == 8, embedded,
+				     "v%u attribute %d: offsets file of %" PRIu64
+				     " bytes", ver, a, st.size);
+		}
+		{
+			/* And it reads back. */
+			struct wt_dump got;
+
+			read_xyv(&e, "/v", &got);
+			cr_expect_eq(got.n, 3);
+			cr_expect_str_eq(got.lines[1], "02000000|626262|626262");
+			wt_dump_release(&got);
+		}
+		lb_array_release(&la);
+		tfs_vfs_free(e.vfs);
+	}
+}
+
+/* Dense array, unordered cells as many as their bounding box holds but
+ * with one duplicate (dropped by dedup): not a full box after all, so the
+ * write becomes a sparse fragment of the 39 distinct cells. */
+Test(refuse, dedup_leaves_box_short)
+{
+	struct env e;
+	struct tfs_schema s;
+	int32_t x[40], y[40], v[40];
+	struct tfs_write_result res;
+	int n = 0;
+
+	env_init(&e);
+	lb_schema_init(&s, 22, false, 16);
+	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
+	lb_add_dim(&s, "y", TFS_INT32, 0, 99, 10);
+	lb_add_attr(&s, "v", TFS_INT32, 1, false);
+	cr_assert_eq(tfs_array_create("/d", &s, &e.wo, &e.d), TFS_E_OK);
+	tfs_schema_release(&s);
+	/* Box [2,6] x [3,10] = 40 cells; (4, 5) missing, (2, 3) twice. */
+	for (int32_t i = 2; i <= 6; i++)
+		for (int32_t j = 3; j <= 10; j++)
+			if (i != 4 || j != 5) {
+				x[n] = i;
+				y[n] = j;
+				v[n] = n;
+				n++;
+			}
+	x[n] = 2;
+	y[n] = 3;
+	v[n] = 777;
+	n++;
+	cr_assert_eq(n, 40);
+	e.wo.dedup = true;
+	cr_assert_eq(write3(&e, "/d", x, y, v, 40, NULL, &res), TFS_E_OK, "%s",
+		     tfs_diag_msg(&e.d));
+	cr_expect_not(res.dense);
+	cr_expect_eq(res.cell_num, 39);
+	{
+		struct tfs_array *a;
+		int32_t lo[2] = { 2, 3 }, hi[2] = { 2, 3 };
+		struct tfs_range sub[2] = {
+			{ (const uint8_t *)&lo[0], (const uint8_t *)&hi[0], 4, 4 },
+			{ (const uint8_t *)&lo[1], (const uint8_t *)&hi[1], 4, 4 },
+		};
+		struct wt_dump got;
+
+		cr_assert_eq(tfs_array_open("/d", &e.oo, &a, &e.d), TFS_E_OK);
+		wt_read(a, sub, &got);
+		cr_assert_eq(got.n, 1);
+		cr_expect_str_eq(got.lines[0], "02000000|03000000|09030000");
+		wt_dump_release(&got);
+		tfs_array_close(a);
 	}
 	tfs_vfs_free(e.vfs);
 }

@@ -1,7 +1,10 @@
 /* Helpers of the writer's tests (write_test_util.h). */
 #include "write_test_util.h"
 
+#include "tfs_fragment.h"
+
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,3 +126,128 @@ void wt_expect_same_cells(struct tfs_array *a, struct tfs_array *b)
 	wt_dump_release(&da);
 	wt_dump_release(&db);
 }
+
+/* Global order of two int32 coordinates (read.md §5, §6), written out
+ * here again from the format description rather than shared with the
+ * writer, so the two can check each other. */
+static int order_cmp(const struct tfs_schema *s, const int32_t *a,
+		     const int32_t *b)
+{
+	if (s->cell_order == TFS_HILBERT) {
+		unsigned bits = 63 / 2;
+		uint64_t xa[2], xb[2], ha, hb;
+
+		for (int k = 0; k < 2; k++) {
+			xa[k] = tfs_hilbert_map_num(TFS_INT32, &a[k], s->dims[k].domain[0],
+						    s->dims[k].domain[1], bits);
+			xb[k] = tfs_hilbert_map_num(TFS_INT32, &b[k], s->dims[k].domain[0],
+						    s->dims[k].domain[1], bits);
+		}
+		ha = tfs_hilbert_index(xa, 2, bits);
+		hb = tfs_hilbert_index(xb, 2, bits);
+		if (ha != hb)
+			return ha < hb ? -1 : 1;
+		for (int k = 0; k < 2; k++)
+			if (a[k] != b[k])
+				return a[k] < b[k] ? -1 : 1;
+		return 0;
+	}
+	for (int n = 0; n < 2; n++) {
+		int k = s->tile_order == TFS_COL_MAJOR ? 1 - n : n;
+		int32_t lo, ext;
+
+		memcpy(&lo, s->dims[k].domain[0], 4);
+		memcpy(&ext, s->dims[k].extent, 4);
+		if ((a[k] - lo) / ext != (b[k] - lo) / ext)
+			return (a[k] - lo) / ext < (b[k] - lo) / ext ? -1 : 1;
+	}
+	for (int n = 0; n < 2; n++) {
+		int k = s->cell_order == TFS_COL_MAJOR ? 1 - n : n;
+
+		if (a[k] != b[k])
+			return a[k] < b[k] ? -1 : 1;
+	}
+	return 0;
+}
+
+/* Decodes the coordinate files of every fragment of a 2-D int32 sparse
+ * array and checks its cells are in strict global order and inside their
+ * tile's MBR. */
+void wt_check_order_2d_i32(struct tfs_vfs *vfs, const char *path)
+{
+	struct tfs_diag dd, *d = &dd;
+	struct tfs_arraydir *ad;
+	/* Every fragment, also those stamped ahead of the clock. */
+	struct tfs_arraydir_opts ao = { .t1 = UINT64_MAX - 1 };
+
+	tfs_diag_init(d);
+	cr_assert_eq(tfs_arraydir_open(vfs, path, &ao, &ad, d), TFS_E_OK,
+		     "%s", tfs_diag_msg(d));
+	cr_assert_gt(ad->fragment_num, 0);
+	for (size_t fi = 0; fi < ad->fragment_num; fi++) {
+		struct tfs_fragment *f = ad->fragments[fi];
+		const struct tfs_schema *s = f->schema;
+		const struct tfs_rtree *rt;
+		int32_t *coords[2] = { NULL, NULL };
+		uint64_t n = 0;
+
+		cr_assert_eq(tfs_fragment_rtree(ad, f, &rt, d), TFS_E_OK);
+		for (uint32_t k = 0; k < 2; k++) {
+			uint32_t slot = tfs_fragment_dim_slot(f, k);
+			const struct tfs_slot_tiles *st;
+			char *fp = tfs_fragment_file_path(f, slot, TFS_FILE_FIXED);
+			uint8_t *file;
+			size_t flen;
+			struct tfs_tile_ctx ctx = { .type = TFS_INT32, .cell_size = 4,
+						    .fragment_version = f->footer.version };
+
+			cr_assert_eq(tfs_fragment_slot_tiles(ad, f, slot, &st, d),
+				     TFS_E_OK);
+			cr_assert_eq(tfs_vfs_read_all(vfs, fp, 1 << 30, &file, &flen,
+						      d),
+				     TFS_E_OK);
+			coords[k] = malloc(4 * f->cell_num + 4);
+			n = 0;
+			for (uint64_t t = 0; t < f->tile_num; t++) {
+				uint64_t end = t + 1 < f->tile_num ? st->offsets[t + 1]
+								   : flen;
+				uint64_t cells = t + 1 < f->tile_num
+							 ? s->capacity
+							 : f->footer.last_tile_cell_num;
+
+				cr_assert_eq(tfs_tile_decode(&s->dims[k].filters, &ctx,
+							     (uint8_t *)(coords[k] + n),
+							     4 * cells,
+							     file + st->offsets[t],
+							     end - st->offsets[t],
+							     d),
+					     TFS_E_OK, "%s", tfs_diag_msg(d));
+				/* Every cell inside its tile's MBR. */
+				for (uint64_t i = n; i < n + cells; i++) {
+					int32_t lo, hi;
+
+					memcpy(&lo, rt->leaves[t * 2 + k].lo, 4);
+					memcpy(&hi, rt->leaves[t * 2 + k].hi, 4);
+					cr_assert(coords[k][i] >= lo && coords[k][i] <= hi);
+				}
+				n += cells;
+			}
+			free(file);
+			free(fp);
+		}
+		cr_assert_eq(n, f->cell_num);
+		for (uint64_t i = 1; i < n; i++) {
+			int32_t a[2] = { coords[0][i - 1], coords[1][i - 1] };
+			int32_t b[2] = { coords[0][i], coords[1][i] };
+
+			cr_assert_lt(order_cmp(s, a, b), 0,
+				     "cells %" PRIu64 " and %" PRIu64
+				     " out of global order: (%d, %d) then (%d, %d)",
+				     i - 1, i, a[0], a[1], b[0], b[1]);
+		}
+		free(coords[0]);
+		free(coords[1]);
+	}
+	tfs_arraydir_close(ad);
+}
+

@@ -28,5 +28,9 @@ void wt_dump_batch(struct wt_dump *out, const struct tfs_batch *b);
 void wt_dump_sort(struct wt_dump *d);
 void wt_expect_dump_eq(const struct wt_dump *got, const struct wt_dump *want);
 void wt_expect_same_cells(struct tfs_array *a, struct tfs_array *b);
+/* Decodes the coordinates of every fragment of a sparse array with two
+ * int32 dimensions (array folder at path) and asserts they are in strict
+ * global order and inside their tiles' MBRs. */
+void wt_check_order_2d_i32(struct tfs_vfs *vfs, const char *path);
 
 #endif
