@@ -37,6 +37,7 @@ struct col {
 	bool var, nullable;
 	size_t csv_col;   /* 1-based field index, 0 = not in the file */
 	size_t cell_size; /* fixed-size cells */
+	bool skip;        /* a dimension of a box write: not parsed */
 	bool fast;        /* one fixed-size number per cell */
 	uint8_t *null_fill; /* cell_size bytes a null fixed-size cell holds */
 	/* Fast columns of integer types: parsed by tfs__int_parse with these
@@ -151,6 +152,7 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 				continue;
 			c->name = dim->name;
 			c->is_dim = true;
+			c->skip = in->run->skip_dims;
 			c->dim = dim;
 			c->type = dim->type;
 			c->cell_val_num = dim->cell_val_num;
@@ -182,7 +184,7 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 			continue; /* a nullable attribute: null in every cell */
 		c->cell_size = c->var ? 0
 				      : tfs_datatype_size(c->type) * (size_t)c->cell_val_num;
-		c->fast = !c->var && c->cell_val_num == 1 &&
+		c->fast = !c->skip && !c->var && c->cell_val_num == 1 &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
 			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
 		if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
@@ -202,7 +204,7 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
 			}
 		}
-		in->has_slow |= !c->fast;
+		in->has_slow |= !c->fast && !c->skip;
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
 			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
@@ -316,6 +318,9 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 		const struct tfs__csv_field *f = &lx->fields[c->csv_col - 1];
 		const char *why = NULL;
 		bool null = c->nullable && !f->quoted && f->len == 0;
+
+		if (c->skip)
+			continue;
 
 		if (c->nullable)
 			c->validity[k].data[row] = !null;
@@ -470,13 +475,18 @@ static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
 	struct handoff *ho = &in->ho;
 	uint64_t n = in->rows_in_batch;
 	unsigned k = in->cur;
+	size_t j = 0;
 	enum tfs_err e;
 
 	if (n == 0)
 		return TFS_E_OK;
 	for (size_t i = 0; i < in->col_num; i++) {
 		struct col *c = &in->cols[i];
-		struct tfs_column *bc = &in->batch_cols[k][i];
+		struct tfs_column *bc = &in->batch_cols[k][j];
+
+		if (c->skip)
+			continue;
+		j++;
 
 		if (c->var) {
 			uint64_t end = c->data[k].len;
@@ -497,7 +507,7 @@ static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
 			.validity = c->nullable ? c->validity[k].data : NULL,
 		};
 	}
-	in->batch[k] = (struct tfs_batch){.cell_num = n, .column_num = in->col_num,
+	in->batch[k] = (struct tfs_batch){.cell_num = n, .column_num = j,
 					  .columns = in->batch_cols[k]};
 	in->run->rows += n;
 	in->rows_in_batch = 0;

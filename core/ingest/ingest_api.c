@@ -61,9 +61,28 @@ static bool empty_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
+static enum tfs_err open_writer(struct writer_sink *ws, const char *array_path,
+				const struct tfs_write_opts *wo,
+				enum tfs_write_layout layout,
+				const struct tfs_range *box, struct tfs_diag *d)
+{
+	struct tfs_diag wd;
+	enum tfs_err e;
+
+	tfs_diag_init(&wd);
+	if ((e = tfs_writer_open(array_path, wo, layout, box, &ws->w, &wd)))
+		return tfs_fail(d, e, "%s: %s", ws->name, tfs_diag_msg(&wd));
+	return TFS_E_OK;
+}
+
+/* inferred: the array was made from this file (tfs_ingest_csv_new): a
+ * box of all its rows, no dimension columns. Otherwise a dense array
+ * whose file holds exactly one box in row-major order, with row-major
+ * tiles, is written as that box (streamed by the writer); anything else
+ * as unordered cells. */
 static enum tfs_err ingest(const char *array_path, const char *csv_path,
 			   const struct tfs_ingest_opts *opts, bool inferred,
-			   enum tfs_write_layout layout, const struct tfs_range *box,
+			   const struct tfs_range *inferred_box,
 			   struct tfs_ingest_result *result, struct tfs_diag *d)
 {
 	struct tfs_write_opts wo;
@@ -79,13 +98,49 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 		.progress_arg = opts ? opts->progress_arg : NULL,
 	};
 	struct tfs__ingest_sink sink = {.append = writer_append, .ctx = &ws};
-	struct tfs_diag wd;
 	enum tfs_err e;
 
 	write_opts(&wo, opts);
-	tfs_diag_init(&wd);
-	if ((e = tfs_writer_open(array_path, &wo, layout, box, &ws.w, &wd)))
-		return tfs_fail(d, e, "%s: %s", ws.name, tfs_diag_msg(&wd));
+	if (inferred) {
+		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX,
+				     inferred_box, d)))
+			return e;
+	} else {
+		const struct tfs_schema *s;
+		uint8_t (*bytes)[128][8] = NULL;
+		struct tfs_range box[128];
+		bool is_box = false;
+
+		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_UNORDERED, NULL, d)))
+			return e;
+		s = tfs_writer_schema(ws.w);
+		if (s->array_type == TFS_DENSE && s->tile_order == TFS_ROW_MAJOR) {
+			if (!(bytes = tfs_callocn(2, sizeof(*bytes)))) {
+				e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
+				goto out;
+			}
+			if ((e = tfs__box_detect(s, csv_path, ws.name, 0, &is_box, bytes, d))) {
+				tfs_free(bytes);
+				goto out;
+			}
+		}
+		if (is_box) {
+			uint32_t dim_num = s->dim_num;
+
+			for (uint32_t k = 0; k < dim_num; k++)
+				box[k] = (struct tfs_range){
+					.lo = bytes[0][k], .hi = bytes[1][k],
+					.lo_len = tfs_datatype_size(s->dims[k].type),
+					.hi_len = tfs_datatype_size(s->dims[k].type)};
+			tfs_writer_free(ws.w);
+			ws.w = NULL;
+			e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX, box, d);
+			run.skip_dims = true;
+		}
+		tfs_free(bytes);
+		if (e)
+			goto out;
+	}
 	run.schema = tfs_writer_schema(ws.w);
 	if ((e = tfs__ingest_run(&run, &sink, d)))
 		goto out;
@@ -105,8 +160,7 @@ enum tfs_err tfs_ingest_csv(const char *array_path, const char *csv_path,
 	memset(result, 0, sizeof(*result));
 	if (empty_file(csv_path))
 		return TFS_E_OK;
-	return ingest(array_path, csv_path, opts, false, TFS_WRITE_UNORDERED, NULL,
-		      result, d);
+	return ingest(array_path, csv_path, opts, false, NULL, result, d);
 }
 
 /* Removes what tfs_ingest_csv_new made after a failure: the folder's
@@ -210,7 +264,7 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	struct tfs_range box = {.lo = (const uint8_t *)&lo, .hi = (const uint8_t *)&hi,
 				.lo_len = 8, .hi_len = 8};
 
-	e = ingest(array_path, csv_path, opts, true, TFS_WRITE_DENSE_BOX, &box, result, d);
+	e = ingest(array_path, csv_path, opts, true, &box, result, d);
 	if (!e)
 		return TFS_E_OK;
 	undo_create(&wo, array_path, existed);

@@ -138,6 +138,9 @@ struct tfs__ingest_run {
 	/* Attributes only, dims generated (inferred schemas): no dimension
 	 * column is expected. */
 	bool no_dims;
+	/* Dimension columns are expected but not parsed nor passed on (a
+	 * box write: tfs__box_detect has read them). */
+	bool skip_dims;
 	void (*progress)(const struct tfs_ingest_progress *p, void *arg);
 	void *progress_arg;
 	unsigned pass, passes; /* reported as is; 0 = 1 of 1 */
@@ -151,6 +154,16 @@ struct tfs__ingest_run {
 enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 			     const struct tfs__ingest_sink *sink,
 			     struct tfs_diag *d) TFS_WUR;
+
+/* ---- Box detection (box_detect.c) --------------------------------------- */
+
+/* *is_box = whether the CSV's rows are exactly the cells of one box of the
+ * dense array in row-major order; box receives its lo and hi per
+ * dimension (values of the dimension type). Only I/O and memory failures
+ * are errors. */
+enum tfs_err tfs__box_detect(const struct tfs_schema *s, const char *csv_path,
+			     const char *display_name, size_t block, bool *is_box,
+			     uint8_t box[2][128][8], struct tfs_diag *d) TFS_WUR;
 
 /* ---- Schema inference (schema_infer.c) ---------------------------------- */
 

@@ -11,6 +11,7 @@
 #include "ingest_internal.h"
 
 #include <json-c/json.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #define DEFAULT_CAPACITY 10000
 #define DEFAULT_CHUNK 65536
+#define MAX_CELL_SIZE ((uint64_t)1 << 24)
 
 /* A JSON path for messages, "$.attrs[2].fill". */
 struct jpath {
@@ -544,6 +546,11 @@ static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
 				return e;
 			if (n == 0)
 				return FAIL(d, &kp, "at least 1");
+			/* The format module's bound: a fill of that size is
+			 * built in memory. */
+			if (n * tfs_datatype_size(at->type) > MAX_CELL_SIZE)
+				return FAIL(d, &kp, "a cell of %" PRIu64 " values of %s is too large",
+					    n, tfs_datatype_name(at->type));
 			at->cell_val_num = (uint32_t)n;
 		}
 	}
@@ -564,7 +571,7 @@ static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
 		struct tfs_buf b;
 
 		jpath_key(&kp, jp, "fill");
-		tfs_buf_init(&b, (size_t)1 << 20);
+		tfs_buf_init(&b, (size_t)MAX_CELL_SIZE);
 		e = get_cell(fill, at->type, at->var, at->cell_val_num, &kp, &b, d);
 		if (e) {
 			tfs_buf_release(&b);

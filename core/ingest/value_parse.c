@@ -386,16 +386,21 @@ static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
 		neg = p[i++] == '-';
 	{
 		size_t s = i;
-		int64_t y = 0;
+		uint64_t y = 0;
 
-		/* Four digits; more only after a sign (ISO-8601 expanded
-		 * years), so a plain number is never read as a year. */
-		while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 18)
-			y = y * 10 + (p[i++] - '0');
-		if (i - s < 4 || (i - s > 4 && s == 0) ||
-		    (i < len && p[i] >= '0' && p[i] <= '9'))
+		/* A year alone has four digits (and a sign or not), so other
+		 * plain numbers are counts of the unit. Before a month, four
+		 * or more (the renderer writes years past 9999 without
+		 * ISO's '+'), three or more after a sign (printf's %04 of a
+		 * year below zero). Up to 19 digits: the years of the whole
+		 * int64 range. */
+		while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 19)
+			y = y * 10 + (uint64_t)(p[i++] - '0');
+		if ((i == len ? i - s != 4 : i - s < (s == 0 ? 4u : 3u)) ||
+		    (i < len && p[i] >= '0' && p[i] <= '9') ||
+		    y > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
 			return false;
-		t->year = neg ? -y : y;
+		t->year = neg ? (int64_t)((uint64_t)0 - y) : (int64_t)y;
 	}
 	if (i == len)
 		return true;
@@ -522,7 +527,24 @@ static enum tfs_err parse_datetime(uint8_t type, const uint8_t *p, size_t len,
 	struct iso_time t;
 	i128 days, rem;
 
+	/* DATETIME_YEAR is written as the year alone, of any length. */
+	if (type == TFS_DATETIME_YEAR) {
+		uint64_t y;
+
+		if (len && tfs__int_parse(p, len, true, INT64_MAX, &y, why) == TFS_E_OK)
+			return store_i128((i128)(int64_t)y - 1970, dst, why);
+	}
 	if (!parse_iso(p, len, &t)) {
+		uint64_t raw;
+
+		/* A count of the type's units, as the renderer writes
+		 * weeks too far out for a date, and as epoch counts come:
+		 * only what cannot be read as ISO-8601 (a plain number
+		 * of four digits or fewer is a year). */
+		if (len && tfs__int_parse(p, len, true, INT64_MAX, &raw, why) == TFS_E_OK) {
+			memcpy(dst, &raw, sizeof(raw));
+			return TFS_E_OK;
+		}
 		*why = "not an ISO-8601 date/time";
 		return TFS_E_INVALID;
 	}

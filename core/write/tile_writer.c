@@ -1143,7 +1143,9 @@ static enum tfs_err gather(struct tfs__tw *t, const struct tfs__cells *src,
 				const uint8_t *p = tfs__var_cell(src, f, idx[k], &len);
 
 				tfs_put_u64(op + 8 * k, dc->data.len);
-				memcpy(dc->data.data + dc->data.len, p, (size_t)len);
+				/* Empty cells only: data may still be NULL. */
+				if (len)
+					memcpy(dc->data.data + dc->data.len, p, (size_t)len);
 				dc->data.len += (size_t)len;
 			}
 			dc->offs.len += (size_t)(8 * n);

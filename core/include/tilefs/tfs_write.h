@@ -175,8 +175,9 @@ struct tfs_ingest_result {
  * of the array at array_path (format/write.md; SPEC §6). The header names
  * the columns: every dimension and every attribute except nullable ones,
  * in any order. Values in the text forms of SPEC §4 (ISO-8601 dates and
- * times at the type's unit, blobs as hex, several values of a cell
- * separated by one space); an unquoted empty field is null in a nullable
+ * times at the type's unit, or a count of the unit where the text is no
+ * ISO-8601 form; blobs as hex; several values of a cell separated by one
+ * space); an unquoted empty field is null in a nullable
  * attribute, "" is an empty string. Blank lines are skipped; lines are
  * counted from 1 (the header). Any bad row refuses the whole file with
  * TFS_E_INVALID (or TFS_E_RANGE) and a message "FILE: line L, column C

@@ -227,6 +227,9 @@ Test(schema_json, refusals)
 	bad("{\"array_type\":\"dense\"," DIMS ",\"attrs\":[{\"name\":\"a\",\"type\":\"INT32\","
 	    "\"cell_val_num\":2,\"fill\":[1]}]}",
 	    "schema JSON: $.attrs[0].fill: 4 bytes do not make a cell of cell_val_num values");
+	bad("{\"array_type\":\"dense\"," DIMS ",\"attrs\":[{\"name\":\"a\",\"type\":\"INT64\","
+	    "\"cell_val_num\":2147483648}]}",
+	    "schema JSON: $.attrs[0].cell_val_num: a cell of 2147483648 values of INT64 is too large");
 	bad("{\"array_type\":\"dense\"," DIMS ",\"attrs\":[{\"name\":\"a\",\"type\":\"INT32\","
 	    "\"enumeration\":\"e\"}]}",
 	    "schema JSON: $.attrs[0].enumeration: enumerations are not supported in schema JSON");
