@@ -125,5 +125,8 @@ run_tfs info "$data/inventory"
 run_tfs export "$data/temperature" 0:2,0:3 --field celsius --format json
 echo
 echo "Try any tool on $mnt (README.md: the view, the slice grammar, tfs)."
+echo "The tool:      $tfs info $data/stations"
+echo "               $tfs export $data/temperature 88:92,0:4 --field celsius --format txt"
+echo "               $tfs consolidate $data/inventory && $tfs vacuum $data/inventory"
 echo "More arrays: tilefs -o ro ../shared/corpus/public /some/folder"
 echo "Unmount with:  fusermount3 -u $mnt"

@@ -15,14 +15,22 @@
  *   as one dense fragment named with the range [t1min, t2max]. Its .vac
  *   and the fragment itself apply only to windows that contain the whole
  *   range, so time travel into the range still sees the originals.
- * - sparse arrays: the cells of the fragments of the range alone (a read
- *   of the window [t1min, t2max]), written as one sparse fragment. TileDB
- *   keeps per-cell timestamps in such a fragment because from format 15
- *   on a sparse fragment and its .vac apply to any window that overlaps
- *   their range; the writer keeps none, so the fragment and its .vac are
- *   stamped [t2max, t2max] (fragments of format < 15: [t1min, t2max]).
- *   Then windows that end inside the range read the originals and later
- *   ones the merged cells, exactly as before.
+ * - sparse arrays of format 15 or later (TileDB's consolidation with
+ *   timestamps): every cell of every fragment of the range, each fragment
+ *   read alone in the window of its own time range, with the fragment's
+ *   t1 stored as the cell's timestamp (t.tdb) and every version of a
+ *   coordinate kept; named [t1min, t2max]. Such a fragment and its .vac
+ *   apply to every window that overlaps the range, and the reader keeps
+ *   only the cells whose timestamp is inside the window, so time travel
+ *   into the range reads what it read before. Delete conditions stay in
+ *   force and apply per cell timestamp.
+ * - other sparse ranges (format < 15, or a fragment of the range that
+ *   has timestamps of its own, whose older versions cannot be read back
+ *   one by one): the cells of the range's fragments alone (the window
+ *   [t1min, t2max]) without timestamps, stamped [t2max, t2max] from
+ *   format 15 on (where fragments and .vac files apply to every window
+ *   that overlaps them) and [t1min, t2max] before, so that windows ending
+ *   inside the range read the originals and later ones the merged cells.
  * Either way the range must not interleave in time with a fragment left
  * out of it (its place in the newest-wins order would change). */
 #include <inttypes.h>
@@ -1047,6 +1055,140 @@ out:
 	return e;
 }
 
+/* Whether the range's fragments can be merged with per-cell timestamps:
+ * none carries timestamps of its own (their older versions could not be
+ * read back one by one), and no two start at the same time (the cell
+ * timestamp is the fragment's t1, which decides newest-wins). */
+static enum tfs_err can_stamp(const struct mt *m, const struct frag_set *fs,
+			      bool *out, struct tfs_diag *d)
+{
+	struct tfs_arraydir_opts ao = {.key = m->key, .t0 = 0,
+				       .t1 = UINT64_MAX};
+	struct tfs_arraydir *ad;
+	enum tfs_err e;
+
+	*out = fs->max_version >= 15;
+	for (size_t i = 0; *out && i < fs->num; i++)
+		for (size_t k = i + 1; k < fs->num; k++)
+			if (fs->in[i].t1 == fs->in[k].t1)
+				*out = false;
+	if (!*out)
+		return TFS_E_OK;
+	e = tfs_arraydir_open(m->vfs, m->path, &ao, &ad, d);
+	if (e)
+		return e;
+	for (size_t i = 0; i < ad->listed_num; i++) {
+		const struct tfs_fragment *f = ad->listed[i];
+
+		if (!f->footer.has_timestamps && !f->footer.has_delete_meta)
+			continue;
+		for (size_t k = 0; k < fs->num; k++)
+			if (!strcmp(fs->in[k].name, f->name))
+				*out = false;
+	}
+	tfs_arraydir_close(ad);
+	return TFS_E_OK;
+}
+
+/* Sparse, as TileDB consolidates from format 15 on: every cell of every
+ * fragment of the range, each read alone in the window of its own time
+ * range, with the fragment's t1 as the cell's timestamp; all versions of
+ * a coordinate are kept, and the reader picks per cell by time
+ * (format/read.md §7). Named [t1min, t2max]. *fallback when a fragment
+ * does not read alone in its window. */
+static enum tfs_err write_sparse_stamped(const struct mt *m,
+					 const struct tfs_consolidate_opts *opts,
+					 const struct frag_set *fs,
+					 struct tfs_write_result *res,
+					 bool *fallback, struct tfs_diag *d)
+{
+	struct tfs_write_opts wo = opts->write;
+	struct tfs_writer *w = NULL;
+	struct tfs_column *cols = NULL;
+	uint64_t *stamps = NULL;
+	size_t stamps_cap = 0;
+	enum tfs_err e;
+
+	*fallback = false;
+	wo.t1 = fs->t1min;
+	wo.t2 = fs->t2max;
+	wo.cell_timestamps = true;
+	e = tfs_writer_open(m->path, &wo, TFS_WRITE_UNORDERED, NULL, &w, d);
+	for (size_t k = 0; !e && !*fallback && k < fs->num; k++) {
+		const struct tfs_fragment_info *fk = &fs->in[k];
+		struct tfs_query_opts qo = {0};
+		struct tfs_query *q = NULL;
+		struct tfs_array *a;
+		size_t visible = 0;
+
+		e = mt_open(m, fk->t1, fk->t2, &a, d);
+		if (e)
+			break;
+		if (strcmp(tfs_writer_schema(w)->name,
+			   tfs_array_schema(a)->name)) {
+			e = tfs_fail(d, TFS_E_UNSUPPORTED,
+				     "array '%s': the schema changed after the "
+				     "range; consolidate before the change",
+				     m->path);
+			tfs_array_close(a);
+			break;
+		}
+		for (size_t i = 0; i < tfs_array_fragment_count(a); i++) {
+			struct tfs_fragment_info f;
+
+			tfs_array_fragment(a, i, &f);
+			if (f.visible) {
+				visible++;
+				if (strcmp(f.name, fk->name))
+					*fallback = true;
+			}
+		}
+		if (visible != 1)
+			*fallback = true;
+		if (!*fallback)
+			e = tfs_query_open(a, &qo, &q, d);
+		while (!e && !*fallback) {
+			const struct tfs_batch *b;
+			struct tfs_batch sb;
+
+			e = tfs_query_next(q, &b, d);
+			if (e || !b)
+				break;
+			if (b->cell_num > stamps_cap) {
+				tfs_free(stamps);
+				stamps_cap = b->cell_num;
+				stamps = tfs_mallocn(stamps_cap, 8);
+			}
+			tfs_free(cols);
+			cols = tfs_mallocn(b->column_num + 1, sizeof(*cols));
+			if (!stamps || !cols) {
+				e = nomem(d);
+				break;
+			}
+			for (uint64_t i = 0; i < b->cell_num; i++)
+				stamps[i] = fk->t1;
+			memcpy(cols, b->columns, b->column_num * sizeof(*cols));
+			cols[b->column_num] = (struct tfs_column){
+				.name = "__timestamps", .type = TFS_UINT64,
+				.cell_val_num = 1,
+				.data = (const uint8_t *)stamps,
+				.data_len = b->cell_num * 8};
+			sb = *b;
+			sb.columns = cols;
+			sb.column_num = b->column_num + 1;
+			e = tfs_writer_append(w, &sb, NULL, d);
+		}
+		tfs_query_close(q);
+		tfs_array_close(a);
+	}
+	if (!e && !*fallback)
+		e = tfs_writer_commit(w, res, d);
+	tfs_writer_free(w);
+	tfs_free(cols);
+	tfs_free(stamps);
+	return e;
+}
+
 /* Sparse: every cell of the range's fragments (newest wins where the
  * array has no duplicates), read in the window of the range. */
 static enum tfs_err write_sparse(const struct mt *m,
@@ -1145,8 +1287,18 @@ static enum tfs_err consolidate_fragments(const struct mt *m,
 	e = pick_fragments(m, a, start, end, &fs, d);
 	if (e || fs.num < 2)
 		goto out;
-	e = dense ? write_dense(m, opts, &fs, &res, d)
-		  : write_sparse(m, opts, &fs, &res, d);
+	if (dense) {
+		e = write_dense(m, opts, &fs, &res, d);
+	} else {
+		bool stamp, fallback = true;
+
+		e = can_stamp(m, &fs, &stamp, d);
+		if (!e && stamp)
+			e = write_sparse_stamped(m, opts, &fs, &res, &fallback,
+						 d);
+		if (!e && fallback)
+			e = write_sparse(m, opts, &fs, &res, d);
+	}
 	if (e || res.cell_num == 0)
 		goto out;
 	tfs_buf_init(&vac, TFS_BUF_NO_MAX);

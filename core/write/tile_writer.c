@@ -703,7 +703,9 @@ static char *file_path(const struct tfs__tw *tw, const struct tfs__field *fd,
 	char base[600];
 	size_t at = 0;
 
-	if (tw->o.version >= 9) {
+	if (fd->is_timestamps) {
+		snprintf(base, sizeof(base), "t%s", sfx[kind]);
+	} else if (tw->o.version >= 9) {
 		snprintf(base, sizeof(base), "%c%" PRIu32 "%s",
 			 fd->is_dim ? 'd' : 'a', fd->index, sfx[kind]);
 	} else {
@@ -792,7 +794,8 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 	t->o = *o;
 	t->A = s->attr_num;
 	t->D = s->dim_num;
-	t->slot_num = tfs_slot_count(o->version, t->A, t->D, false, false);
+	t->slot_num = tfs_slot_count(o->version, t->A, t->D, o->timestamps,
+				     false);
 	t->capacity = s->capacity ? s->capacity : 10000;
 	tfs_buf_init(&t->tilebuf, TFS_BUF_NO_MAX);
 	t->slots = tfs_callocn(t->slot_num, sizeof(*t->slots));
@@ -1582,6 +1585,7 @@ static enum tfs_err write_metadata(struct tfs__tw *t, struct tfs_diag *d)
 	f.sparse_tile_num = t->o.dense ? 0 : t->tile_num;
 	f.last_tile_cell_num = t->o.dense ? t->cpt : t->last_tile_cells;
 	f.slot_num = num;
+	f.has_timestamps = t->o.timestamps;
 	for (uint32_t i = 0; i < num; i++) {
 		f.file_sizes[i] = t->slots[i].file_size;
 		f.file_var_sizes[i] = t->slots[i].var_file_size;

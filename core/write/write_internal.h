@@ -28,6 +28,7 @@ struct tfs__field {
 	uint32_t slot;      /* fragment.md §1 */
 	uint64_t cell_size; /* fixed: bytes per cell; var: element size */
 	const struct tfs_pipeline *filters;
+	bool is_timestamps; /* the per-cell timestamps (t.tdb) */
 };
 
 /* The cells of one field: fixed values, or var values with one u64 start
@@ -174,6 +175,7 @@ struct tfs__tw_opts {
 	bool dense;
 	/* Dense: the box (NED) as int64/uint64 raw values per dimension. */
 	const struct tfs_range *box;
+	bool timestamps; /* a field is_timestamps: the footer says so */
 };
 
 enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,

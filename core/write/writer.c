@@ -213,7 +213,16 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 	/* Fields: dimensions, then attributes. */
 	w->D = s->dim_num;
 	w->A = s->attr_num;
-	w->field_num = w->D + w->A;
+	w->field_num = w->D + w->A + (opts->cell_timestamps ? 1 : 0);
+	if (opts->cell_timestamps &&
+	    (s->array_type != TFS_SPARSE || w->version < 15 ||
+	     layout != TFS_WRITE_UNORDERED)) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "array '%s': per-cell timestamps need an unordered "
+			     "write to a sparse array of format 15 or later",
+			     path);
+		goto out_fail;
+	}
 	w->fields = tfs_callocn(w->field_num, sizeof(*w->fields));
 	w->colmap = tfs_callocn(w->field_num, sizeof(int));
 	if (!w->fields || !w->colmap) {
@@ -248,6 +257,19 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 		f->cell_size = f->var ? tfs_datatype_size(at->type)
 				      : tfs_attr_cell_size(at);
 		f->filters = &at->filters;
+	}
+	if (opts->cell_timestamps) {
+		/* The slot after the dimensions (fragment.md §1), coordinate
+		 * filters (consolidated.md §5). */
+		struct tfs__field *f = &w->fields[w->D + w->A];
+
+		f->name = "__timestamps";
+		f->type = TFS_UINT64;
+		f->cell_val_num = 1;
+		f->slot = w->A + 1 + w->D;
+		f->cell_size = 8;
+		f->filters = &s->coords_filters;
+		f->is_timestamps = true;
 	}
 	tfs__order_init(&w->order, s, w->fields);
 	if (layout == TFS_WRITE_DENSE_BOX) {
@@ -307,7 +329,8 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 	so.field_num = w->field_num;
 	so.memory = opts->memory ? opts->memory : (uint64_t)256 << 20;
 	so.spill_dir = spill;
-	so.check_dups = !s->allows_dups || s->array_type == TFS_DENSE;
+	so.check_dups = (!s->allows_dups || s->array_type == TFS_DENSE) &&
+			!opts->cell_timestamps;
 	so.dedup = opts->dedup;
 	so.tag_word = opts->tag_word;
 	if ((e = tfs__sorter_new(&so, &w->sorter))) {
@@ -876,6 +899,7 @@ static void tw_opts(struct tfs_writer *w, struct tfs__tw_opts *to, bool dense,
 	to->jobs = 2 * w->threads;
 	to->dense = dense;
 	to->box = box;
+	to->timestamps = w->o.cell_timestamps;
 }
 
 static enum tfs_err write_cells(struct tfs_writer *w, bool dense,

@@ -50,6 +50,12 @@ struct tfs_write_opts {
 	bool dedup;
 	/* Word naming a cell's tag in messages ("line"), NULL = "cell". */
 	const char *tag_word;
+	/* Sparse arrays of format 15 or later (consolidation, core/maintain):
+	 * UNORDERED batches also carry a UINT64 column "__timestamps", the
+	 * time each cell was written, stored as the fragment's per-cell
+	 * timestamps (t.tdb, format/consolidated.md §5). Equal coordinates
+	 * are then kept, whatever the schema says about duplicates. */
+	bool cell_timestamps;
 };
 
 enum tfs_write_layout {
@@ -236,10 +242,13 @@ struct tfs_consolidate_opts {
  * (fewer than two fragments or metadata files, commits already in one
  * .con). FRAGMENTS: dense arrays get one dense fragment over the bounding
  * box of the range's fragments, read as of the range's end and named
- * [t1min, t2max]; sparse arrays one sparse fragment of the range's cells
- * (the window [t1min, t2max]), which carries no per-cell timestamps and
- * is therefore stamped [t2max, t2max] from format 15 on, so that windows
- * ending inside the range still read the originals. A range that another
+ * [t1min, t2max]; sparse arrays of format 15 or later one sparse fragment
+ * of every version of every cell with its write time (t.tdb, named
+ * [t1min, t2max], as TileDB does); when a fragment of the range has
+ * timestamps of its own (or before format 15), one fragment of the
+ * range's merged cells without timestamps, stamped [t2max, t2max] from
+ * format 15 on so that windows ending inside the range still read the
+ * originals. A range that another
  * fragment overlaps in time is TFS_E_INVALID. FRAGMENT_META and COMMITS
  * need format 12 or later (TFS_E_UNSUPPORTED). On failure the array reads
  * as before. */

@@ -102,9 +102,7 @@ static size_t count_files(struct tfs_vfs *v, const char *dir, const char *ext)
 
 /* The key arrays are opened with (the encrypted test sets it). */
 static const uint8_t *test_key;
-/* Whether snapshots hold the non-empty domain: consolidating a sparse
- * array drops the cells that delete conditions removed, so its bounding
- * box may shrink while every read stays the same. */
+/* Whether snapshots hold the non-empty domain (see fragments_roundtrip). */
 static bool snap_ned = true;
 
 static int line_cmp(const void *a, const void *b)
@@ -505,6 +503,7 @@ Test(maintain, array_meta)
 }
 
 static void fragments_roundtrip(struct tfs_vfs *v, const char *what);
+static bool is_sparse(struct tfs_vfs *v);
 
 /* The key of the corpus's encrypted array, from its JSON. */
 static void corpus_key(uint8_t key[32])
@@ -565,6 +564,21 @@ Test(maintain, encrypted)
 
 /* Consolidates every fragment, checks reads at every time, vacuums,
  * checks the read now. */
+static bool is_sparse(struct tfs_vfs *v)
+{
+	struct tfs_open_opts oo = {.vfs = v, .key = test_key, .threads = 1};
+	struct tfs_array *a;
+	struct tfs_diag d;
+	bool sparse;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_open("/A", &oo, &a, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	sparse = tfs_array_schema(a)->array_type == TFS_SPARSE;
+	tfs_array_close(a);
+	return sparse;
+}
+
 static void fragments_roundtrip(struct tfs_vfs *v, const char *what)
 {
 	struct snaps s;
@@ -572,7 +586,15 @@ static void fragments_roundtrip(struct tfs_vfs *v, const char *what)
 	char made[256];
 	unsigned removed;
 	size_t n;
+	bool sparse = is_sparse(v);
+	char *far_before = snapshot(v, FAR_FUTURE), *far_after;
 
+	/* A sparse fragment with per-cell timestamps counts its whole
+	 * bounding box in the non-empty domain as soon as any of its cells
+	 * is visible, as in TileDB: inside the range only the cells are
+	 * compared, after it the non-empty domain too. */
+	if (sparse)
+		snap_ned = false;
 	snaps_take(&s, v, 12);
 	n = listed_fragments(v, NULL);
 	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
@@ -580,19 +602,31 @@ static void fragments_roundtrip(struct tfs_vfs *v, const char *what)
 	if (n < 2) {
 		cr_assert_str_eq(made, "", "%s", what);
 		snaps_release(&s);
+		snap_ned = true;
+		free(far_before);
 		return;
 	}
 	cr_assert(made[0], "%s", what);
 	cr_assert_eq(count_files(v, "/A/__commits", ".vac"), 1, "%s", what);
 	cr_assert_eq(listed_fragments(v, NULL), 1, "%s", what);
 	snaps_check(&s, v, what);
+	snap_ned = true;
+	far_after = snapshot(v, FAR_FUTURE);
+	cr_assert_str_eq(far_after, far_before, "%s: read far ahead", what);
+	free(far_after);
 	cr_assert_eq(vacuum(v, TFS_CONSOLIDATE_FRAGMENTS, &removed, &d),
 		     TFS_E_OK, "%s: %s", what, tfs_diag_msg(&d));
 	cr_assert_eq(removed, n, "%s: %u of %zu removed", what, removed, n);
 	cr_assert_eq(count_files(v, "/A/__commits", ".vac"), 0);
 	cr_assert_eq(count_files(v, "/A/__commits", ".wrt"), 1);
 	cr_assert_eq(listed_fragments(v, NULL), 1);
+	snap_ned = !sparse;
 	snaps_check_now(&s, v, what);
+	snap_ned = true;
+	far_after = snapshot(v, FAR_FUTURE);
+	cr_assert_str_eq(far_after, far_before, "%s: after vacuum", what);
+	free(far_after);
+	free(far_before);
 	snaps_release(&s);
 }
 
@@ -607,9 +641,7 @@ Test(maintain, fragments_corpus)
 	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
 		struct tfs_vfs *v = mem_copy(arrays[k]);
 
-		snap_ned = strcmp(arrays[k], "delete_condition") != 0;
 		fragments_roundtrip(v, arrays[k]);
-		snap_ned = true;
 		tfs_vfs_free(v);
 	}
 }
@@ -811,8 +843,12 @@ static void faults(const char *array, enum tfs_consolidate_mode mode,
 		unsigned removed;
 		enum tfs_err e;
 
-		if (nth == 0)
+		/* Sparse: cells only (see fragments_roundtrip). */
+		if (nth == 0) {
+			snap_ned = mode != TFS_CONSOLIDATE_FRAGMENTS ||
+				   !is_sparse(v);
 			snaps_take(&s, v, 6);
+		}
 		if (vac)
 			cr_assert_eq(consolidate(v, mode, 0, 0, made, &d),
 				     TFS_E_OK, "%s", tfs_diag_msg(&d));
@@ -831,6 +867,7 @@ static void faults(const char *array, enum tfs_consolidate_mode mode,
 		tfs_vfs_free(f);
 		tfs_vfs_free(v);
 	}
+	snap_ned = true;
 	cr_assert(done, "%s: never succeeded", array);
 	/* The operation touches storage several times: that many faults. */
 	cr_assert_geq(failed, 3, "%s: only %lu faults", array, failed);
@@ -1228,4 +1265,103 @@ Test(maintain, open_readers_keep_working)
 		tfs_array_close(a);
 		tfs_vfs_free(v);
 	}
+}
+
+/* Sparse arrays of format 15 and later: what TileDB's consolidation makes
+ * (consolidated.md §5, the corpus's consolidated_fragments): one fragment
+ * named with the whole range, with per-cell timestamps (t.tdb), every
+ * version of a coordinate kept, and a .vac of the same name. */
+Test(maintain, sparse_with_timestamps)
+{
+	struct tfs_vfs *v = mem_copy("sparse_timetravel");
+	struct tfs_open_opts oo = {.vfs = v, .threads = 1};
+	struct tfs_array *a;
+	struct tfs_stat st;
+	struct tfs_diag d;
+	char made[256], *p;
+	uint64_t cells_before = 0;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_open("/A", &oo, &a, &d), TFS_E_OK);
+	for (size_t i = 0; i < tfs_array_fragment_count(a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		cells_before += f.cell_num;
+	}
+	tfs_array_close(a);
+	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert(!strncmp(made, "__1700000001000_1700000003000_", 30), "%s",
+		  made);
+	p = fmt("/A/__fragments/%s/t.tdb", made);
+	cr_assert_eq(tfs_vfs_stat(v, p, &st, &d), TFS_E_OK);
+	cr_assert(st.exists, "no t.tdb in %s", made);
+	free(p);
+	p = fmt("/A/__commits/%s.vac", made);
+	cr_assert_eq(tfs_vfs_stat(v, p, &st, &d), TFS_E_OK);
+	cr_assert(st.exists);
+	free(p);
+	/* Every version of every coordinate. */
+	cr_assert_eq(tfs_array_open("/A", &oo, &a, &d), TFS_E_OK);
+	cr_assert_eq(tfs_array_fragment_count(a), 1);
+	{
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, 0, &f);
+		cr_assert_eq(f.cell_num, cells_before);
+		cr_assert_eq(f.t1, 1700000001000);
+		cr_assert_eq(f.t2, 1700000003000);
+	}
+	tfs_array_close(a);
+	tfs_vfs_free(v);
+}
+
+/* A range holding a fragment with timestamps of its own (TileDB's
+ * consolidation in the corpus) and a newer one: merged without
+ * timestamps, stamped [t2max, t2max], the same reads at every time. */
+Test(maintain, sparse_over_timestamped_fragment)
+{
+	struct tfs_vfs *v = mem_copy("consolidated_fragments");
+	struct tfs_write_opts wo = {.vfs = v, .threads = 1};
+	int32_t r[3] = {1, 2, 500}, c[3] = {1, 2, 600}, a[3] = {-1, -2, -3};
+	uint64_t offs[4] = {0, 1, 3, 6};
+	struct tfs_column cols[4] = {
+		{.name = "r", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (const uint8_t *)r, .data_len = 12},
+		{.name = "c", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (const uint8_t *)c, .data_len = 12},
+		{.name = "a", .type = TFS_INT32, .cell_val_num = 1,
+		 .data = (const uint8_t *)a, .data_len = 12},
+		{.name = "s", .type = TFS_STRING_ASCII,
+		 .cell_val_num = TFS_VAR_NUM, .var = true,
+		 .data = (const uint8_t *)"xyyzzz", .data_len = 6,
+		 .offsets = offs}};
+	struct tfs_batch b = {.cell_num = 3, .column_num = 4, .columns = cols};
+	struct tfs_writer *w;
+	struct tfs_write_result res;
+	struct tfs_diag d;
+	struct snaps s;
+	char made[256], prefix[64];
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_writer_open("/A", &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+	snap_ned = false;
+	snaps_take(&s, v, 8);
+	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	snprintf(prefix, sizeof(prefix), "__%" PRIu64 "_%" PRIu64 "_", res.t2,
+		 res.t2);
+	cr_assert(!strncmp(made, prefix, strlen(prefix)), "%s", made);
+	snaps_check(&s, v, "over a timestamped fragment");
+	snap_ned = true;
+	snaps_release(&s);
+	tfs_vfs_free(v);
 }
