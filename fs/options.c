@@ -248,7 +248,8 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 	}
 	memset(line, 0, sizeof(line));
 	fclose(f);
-	if (!e)
+	/* A keyfile of only a default has no list (qsort takes no NULL). */
+	if (!e && c->key_num)
 		qsort(c->keys, c->key_num, sizeof(*c->keys), key_cmp);
 	return e;
 }

@@ -135,6 +135,20 @@ Test(options, keyfile)
 	cr_expect(strstr(tfs_diag_msg(&d), "line 1"), "%s", tfs_diag_msg(&d));
 	cr_expect(!strstr(tfs_diag_msg(&d), "0011"), "key text in message");
 	tfsd_config_release(&c);
+
+	/* Only a default key: no per-array list to sort (qsort of NULL was
+	 * undefined behaviour, stopped by UBSan; found by security.sh). */
+	f = fopen(path, "w");
+	fprintf(f, "* %s\n", key_def);
+	fclose(f);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_expect_eq(c.key_num, 0);
+	k = tfsd_config_key(&c, "any/array");
+	cr_assert(k);
+	cr_expect_eq(k[0], 0xff);
+	tfsd_config_release(&c);
 	unlink(path);
 }
 
