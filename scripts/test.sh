@@ -55,7 +55,7 @@ tsan_suite() {
   # A report fails the test through the daemon's log (lib/common.sh).
   if ! TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1} \
       ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
-      -R '^it_(concurrency|stress_readers|stress_versions)$'; then
+      -R '^it_(concurrency|stress_readers|stress_versions|write_concurrent)$'; then
     result[tsan]="tests failed"; return 1
   fi
   result[tsan]="ok"
