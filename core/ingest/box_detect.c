@@ -111,7 +111,6 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 {
 	struct tfs__csv_lexer lx;
 	struct detect *t;
-	size_t field_num;
 	uint64_t rows = 0;
 	bool got, ok = true;
 	enum tfs_err e = TFS_E_OK;
@@ -139,7 +138,6 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 		e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
 		goto out_close;
 	}
-	field_num = lx.field_num;
 	for (uint32_t k = 0; k < s->dim_num && ok; k++) {
 		size_t hits = 0;
 
@@ -152,6 +150,11 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 		}
 		ok = hits == 1;
 	}
+	/* Only the dimension columns matter here: a ragged row that the
+	 * skip hides is refused by the ingest pass all the same. */
+	for (uint32_t k = 0; k < s->dim_num && ok; k++)
+		if (t->col[k] + 1 > lx.field_limit)
+			lx.field_limit = t->col[k] + 1;
 	while (ok) {
 		if ((e = tfs__csv_next(&lx, &got, d))) {
 			ok = false;
@@ -160,7 +163,7 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 		}
 		if (!got)
 			break;
-		if (lx.field_num != field_num) {
+		if (lx.field_num < lx.field_limit) {
 			ok = false;
 			break;
 		}

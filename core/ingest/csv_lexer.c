@@ -332,6 +332,26 @@ static enum scan scan_record(struct tfs__csv_lexer *lx, enum tfs_err *err,
 				return SCAN_FAIL;
 		}
 		/* buf[i] is a separator, a line end, or i == end at EOF. */
+		if (i < end && buf[i] == ',' && lx->field_limit &&
+		    lx->field_num >= lx->field_limit) {
+			/* The caller needs no more fields: jump to the line's
+			 * end when the rest holds no quote and no lone CR, so
+			 * no line break can hide in it. */
+			const uint8_t *nl = memchr(buf + i, '\n', end - i);
+			size_t rest;
+
+			if (!nl && !lx->eof)
+				return SCAN_MORE;
+			rest = nl ? (size_t)(nl - (buf + i)) : 0;
+			if (rest && buf[i + rest - 1] == '\r')
+				rest--;
+			if (nl && !memchr(buf + i, '"', rest) &&
+			    !memchr(buf + i, '\r', rest)) {
+				i = (size_t)(nl - buf) + 1;
+				line++;
+				goto done;
+			}
+		}
 		if (i < end && buf[i] == ',') {
 			i++;
 			continue;
@@ -347,6 +367,7 @@ static enum scan scan_record(struct tfs__csv_lexer *lx, enum tfs_err *err,
 			i++;
 			line++;
 		}
+done:
 		for (size_t k = 0; k < lx->field_num; k++) {
 			struct tfs__csv_field *f = &lx->fields[k];
 

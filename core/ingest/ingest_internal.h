@@ -47,6 +47,10 @@ struct tfs__csv_lexer {
 	bool started;          /* BOM check done */
 	struct tfs__csv_field *fields;
 	size_t field_num, field_cap;
+	/* 0, or the number of leading fields the caller needs: a record's
+	 * remaining fields may then be skipped without being split (and
+	 * field_num may stop at field_limit). */
+	size_t field_limit;
 	uint64_t record_line;  /* line the current record starts on */
 	/* Column names for messages, once the header is known (borrowed). */
 	const char *const *col_names;

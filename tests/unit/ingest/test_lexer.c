@@ -8,6 +8,8 @@
 #include "tfs_buf.h"
 
 static const size_t blocks[] = {1, 2, 3, 5, 4096};
+/* lx.field_limit for the next tokenize calls (0 = every field). */
+static size_t field_limit;
 
 /* Records as text: fields joined by '|', quoted fields in <>, each record
  * prefixed by its line and ended by ';'. */
@@ -19,6 +21,7 @@ static enum tfs_err tokenize(const char *in, size_t len, size_t block,
 	bool got;
 
 	tfs__csv_open_mem(&lx, in, len, "t.csv", block);
+	lx.field_limit = field_limit;
 	for (;;) {
 		if ((e = tfs__csv_next(&lx, &got, d)) || !got)
 			break;
@@ -49,7 +52,8 @@ static void expect(const char *in, size_t len, const char *want)
 		cr_assert_eq(tokenize(in, len, blocks[b], &out, &d), TFS_E_OK,
 			     "block %zu: %s", blocks[b], tfs_diag_msg(&d));
 		cr_assert(!tfs_buf_append_u8(&out, 0));
-		cr_assert_str_eq((const char *)out.data, want, "block %zu", blocks[b]);
+		cr_assert_str_eq((const char *)out.data, want, "block %zu: got %s", blocks[b],
+				 (const char *)out.data);
 		tfs_buf_release(&out);
 	}
 }
@@ -254,4 +258,16 @@ Test(lexer, message_text_escapes_and_cuts)
 		tfs__msg_text(out, cap, "\x01\x02\x03\x04\x05xyzxyz", 11);
 		cr_assert_lt(strlen(out), cap);
 	}
+}
+
+/* With a field limit the rest of a record is skipped only when no quote
+ * and no lone CR could hide a line break in it; line numbers stay exact. */
+Test(lexer, field_limit_skips_only_plain_rests)
+{
+	field_limit = 1;
+	EXPECT("a,b,c\n1,2,3\r\n4,\"x\ny\",5\n6,7\r8\n9\n10,11",
+	       "1:a;2:1;3:4|<x\ny>;5:6|7;6:8;7:9;8:10|11;");
+	field_limit = 2;
+	EXPECT("a,b,c\n1,2\n", "1:a|b;2:1|2;");
+	field_limit = 0;
 }
