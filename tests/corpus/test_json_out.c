@@ -5,6 +5,9 @@
 #include <criterion/criterion.h>
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +120,61 @@ Test(json_out, floats_round_trip_as_float)
 			continue;
 		json_fmt_f32(t, sizeof(t), v);
 		cr_assert_eq(strtof(t, NULL), v, "%s", t);
+	}
+}
+
+/* The text of the search over every precision from 1: the definition of
+ * the shortest round-trip form that the formatters shortcut. */
+static void shortest_by_search(char *out, size_t cap, double v, bool single)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, cap, "%.*g", prec, v);
+		if (single ? strtof(out, NULL) == (float)v : strtod(out, NULL) == v)
+			return;
+	}
+}
+
+/* Random bit patterns, decimal-looking values (k / 10^j), subnormals and
+ * the neighbours of powers of two: the same text as the full search. */
+Test(json_out, shortest_text_equals_the_full_search)
+{
+	unsigned seed = 4242;
+
+	for (int i = 0; i < 60000; i++) {
+		uint64_t bits = 0;
+		double v;
+		float f;
+		char got[40], want[40];
+
+		for (int k = 0; k < 4; k++)
+			bits = (bits << 16) ^ (uint64_t)(rand_r(&seed) & 0xffff);
+		switch (i % 4) {
+		case 0:
+			memcpy(&v, &bits, sizeof(v));
+			break;
+		case 1:
+			v = (double)(int64_t)(bits >> 20) / pow(10, (double)(i % 19));
+			break;
+		case 2:
+			v = ldexp((double)(bits >> 12), -1074 + i % 60); /* subnormals */
+			break;
+		default:
+			v = nextafter(ldexp(1, i % 200 - 100), (i & 4) ? 0 : 1e300);
+			break;
+		}
+		if (isfinite(v) && v != trunc(v)) {
+			json_fmt_f64(got, sizeof(got), v);
+			shortest_by_search(want, sizeof(want), v, false);
+			cr_assert_str_eq(got, want, "double %a", v);
+		}
+		f = (float)v;
+		if (i % 4 == 0)
+			memcpy(&f, &bits, sizeof(f));
+		if (isfinite(f) && f != truncf(f)) {
+			json_fmt_f32(got, sizeof(got), f);
+			shortest_by_search(want, sizeof(want), (double)f, true);
+			cr_assert_str_eq(got, want, "float %a", (double)f);
+		}
 	}
 }
 
