@@ -198,6 +198,23 @@ static enum tfs_err put_hex(struct tfs_buf *out, const uint8_t *p, uint64_t len,
 	return e;
 }
 
+/* Decimal digits of v (with a '-' when negative) at the end of a 24-byte
+ * text; returns where they start. printf's general machinery costs
+ * several times this per value, and tables are mostly integers. */
+static char *decimal(char text[24], uint64_t mag, bool negative)
+{
+	char *p = text + 23;
+
+	*p = '\0';
+	do {
+		*--p = (char)('0' + mag % 10);
+		mag /= 10;
+	} while (mag);
+	if (negative)
+		*--p = '-';
+	return p;
+}
+
 /* One value of a numeric type. */
 static enum tfs_err put_number(struct tfs_buf *out, uint8_t type, const uint8_t *p,
 			       enum tfsd_text_style style)
@@ -212,9 +229,15 @@ static enum tfs_err put_number(struct tfs_buf *out, uint8_t type, const uint8_t 
 				   tfs_value_as_i64(type, p));
 		quote = style == TFSD_TEXT_JSON;
 	} else if (tfs_datatype_class(type) == TFS_CLASS_SIGNED) {
-		snprintf(text, sizeof(text), "%" PRId64, tfs_value_as_i64(type, p));
+		int64_t v = tfs_value_as_i64(type, p);
+		const char *t = decimal(text, v < 0 ? 0 - (uint64_t)v : (uint64_t)v,
+					v < 0);
+
+		return tfs_buf_append(out, t, (size_t)(text + 23 - t));
 	} else if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED) {
-		snprintf(text, sizeof(text), "%" PRIu64, tfs_value_as_u64(type, p));
+		const char *t = decimal(text, tfs_value_as_u64(type, p), false);
+
+		return tfs_buf_append(out, t, (size_t)(text + 23 - t));
 	} else {
 		double v = tfs_value_as_f64(type, p);
 

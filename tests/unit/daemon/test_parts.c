@@ -253,6 +253,19 @@ Test(value_text, numbers_and_times)
 	cr_expect_str_eq(cell(TFS_INT32, &i, 4, TFSD_TEXT_TXT), "-42");
 	cr_expect_str_eq(cell(TFS_UINT64, &u, 8, TFSD_TEXT_CSV),
 			 "18446744073709551615");
+	{
+		int64_t lim[] = {INT64_MIN, INT64_MAX, 0, -1, 10};
+		const char *want[] = {"-9223372036854775808",
+				      "9223372036854775807", "0", "-1", "10"};
+		uint8_t u8 = 0;
+		int8_t i8 = -128;
+
+		for (size_t k = 0; k < sizeof(lim) / sizeof(lim[0]); k++)
+			cr_expect_str_eq(cell(TFS_INT64, &lim[k], 8, TFSD_TEXT_CSV),
+					 want[k]);
+		cr_expect_str_eq(cell(TFS_UINT8, &u8, 1, TFSD_TEXT_JSON), "0");
+		cr_expect_str_eq(cell(TFS_INT8, &i8, 1, TFSD_TEXT_TXT), "-128");
+	}
 	cr_expect_str_eq(cell(TFS_FLOAT32, &f, 4, TFSD_TEXT_TXT), "0.1");
 	cr_expect_str_eq(cell(TFS_FLOAT32, &inf, 4, TFSD_TEXT_TXT), "inf");
 	cr_expect_str_eq(cell(TFS_FLOAT32, &inf, 4, TFSD_TEXT_JSON), "\"inf\"");
