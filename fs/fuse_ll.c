@@ -538,7 +538,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
  * fragments that the cached handle (re-checked at most twice a second)
  * still lists. The array is opened again and n resolved again, once, for
  * a step that has served nothing yet; true (n replaced) when the caller
- * should retry it. A damaged array fails the same way again. */
+ * should retry it. A damaged array fails the same way every time; a
+ * vacuum still running may remove more under the retry, hence a few. */
+#define STALE_RETRIES 4
 static bool stale_retry(struct tfsd_node *n, const char *vpath,
 			enum tfs_err e)
 {
@@ -662,7 +664,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	e = node_entry(&n, vpath, &ep, &d);
-	if (stale_retry(&n, vpath, e)) {
+	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, vpath, e); i++) {
 		tfs_diag_init(&d);
 		e = node_entry(&n, vpath, &ep, &d);
 	}
@@ -714,7 +716,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
 	if (!e) {
 		e = node_stat(&n, in->vpath, ino, &st, &d);
-		if (stale_retry(&n, in->vpath, e)) {
+		for (int i = 0; i < STALE_RETRIES &&
+				stale_retry(&n, in->vpath, e); i++) {
 			tfs_diag_init(&d);
 			e = node_stat(&n, in->vpath, ino, &st, &d);
 		}
@@ -1062,7 +1065,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
-	if (stale_retry(&n, in->vpath, e)) {
+	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, in->vpath, e); i++) {
 		tfs_diag_init(&d);
 		e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
 	}
