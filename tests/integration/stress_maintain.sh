@@ -100,7 +100,7 @@ maintain() {
 maintain &
 mpid=$!
 # On a failure the loops stop before the common trap removes their files.
-trap 's=$?; rm -f "$WORK/go"; wait "$mpid" "${pids[@]}" 2>/dev/null; (exit $s); cleanup' EXIT
+trap 's=$?; set +e; rm -f "$WORK/go"; wait "$mpid" "${pids[@]}" 2>/dev/null; (exit $s); cleanup' EXIT
 
 end=$(( $(date +%s) + SECS ))
 k=0
