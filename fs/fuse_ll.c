@@ -534,6 +534,30 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 /* The entry of a resolved node: its inode (one more lookup reference),
  * attributes and timeouts. */
+/* A file of the current view found missing: a vacuum may have removed
+ * fragments that the cached handle (re-checked at most twice a second)
+ * still lists. The array is opened again and n resolved again, once, for
+ * a step that has served nothing yet; true (n replaced) when the caller
+ * should retry it. A damaged array fails the same way every time; a
+ * vacuum still running may remove more under the retry, hence a few. */
+#define STALE_RETRIES 4
+static bool stale_retry(struct tfsd_node *n, const char *vpath,
+			enum tfs_err e)
+{
+	struct tfsd_node fresh;
+	struct tfs_diag d;
+
+	if (e != TFS_E_CORRUPT || !n->arr || n->timestamp != 0 || !n->rel)
+		return false;
+	tfsd_arrays_invalidate(tfs_daemon.arrays, n->rel);
+	tfs_diag_init(&d);
+	if (tfsd_resolve(&tfs_daemon, vpath, &fresh, &d))
+		return false;
+	tfsd_node_release(&tfs_daemon, n);
+	*n = fresh;
+	return true;
+}
+
 static enum tfs_err node_entry(const struct tfsd_node *n, const char *vpath,
 			       struct fuse_entry_param *ep, struct tfs_diag *d)
 {
@@ -640,6 +664,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	e = node_entry(&n, vpath, &ep, &d);
+	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, vpath, e); i++) {
+		tfs_diag_init(&d);
+		e = node_entry(&n, vpath, &ep, &d);
+	}
 	if (e)
 		goto out_fail;
 	fuse_reply_entry(req, &ep);
@@ -688,6 +716,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	e = tfsd_resolve(&tfs_daemon, in->vpath, &n, &d);
 	if (!e) {
 		e = node_stat(&n, in->vpath, ino, &st, &d);
+		for (int i = 0; i < STALE_RETRIES &&
+				stale_retry(&n, in->vpath, e); i++) {
+			tfs_diag_init(&d);
+			e = node_stat(&n, in->vpath, ino, &st, &d);
+		}
 		if (!e)
 			fuse_reply_attr(req, &st, node_timeout(&n));
 		tfsd_node_release(&tfs_daemon, &n);
@@ -1032,6 +1065,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
+	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, in->vpath, e); i++) {
+		tfs_diag_init(&d);
+		e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
+	}
 	if (e) {
 		tfsd_node_release(&tfs_daemon, &n);
 		fh_free(h);
