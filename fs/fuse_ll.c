@@ -532,15 +532,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = (unsigned)MAX_READ;
 }
 
-/* The entry of a resolved node: its inode (one more lookup reference),
- * attributes and timeouts. */
+#define STALE_RETRIES 4
+
 /* A file of the current view found missing: a vacuum may have removed
  * fragments that the cached handle (re-checked at most twice a second)
  * still lists. The array is opened again and n resolved again, once, for
  * a step that has served nothing yet; true (n replaced) when the caller
  * should retry it. A damaged array fails the same way every time; a
  * vacuum still running may remove more under the retry, hence a few. */
-#define STALE_RETRIES 4
 static bool stale_retry(struct tfsd_node *n, const char *vpath,
 			enum tfs_err e)
 {
@@ -558,6 +557,8 @@ static bool stale_retry(struct tfsd_node *n, const char *vpath,
 	return true;
 }
 
+/* The entry of a resolved node: its inode (one more lookup reference),
+ * attributes and timeouts. */
 static enum tfs_err node_entry(const struct tfsd_node *n, const char *vpath,
 			       struct fuse_entry_param *ep, struct tfs_diag *d)
 {
