@@ -62,18 +62,15 @@ enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
 			      struct tfs_diag *d)
 {
 	struct tfsd_staging *st = tfs_callocn(1, sizeof(*st));
-	struct tfs_buf b;
 
 	*out = NULL;
 	if (!st)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	pthread_mutex_init(&st->lock, NULL);
-	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	if (dir) {
 		struct stat sb;
 
 		if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-			tfs_buf_release(&b);
 			tfsd_staging_free(st);
 			return tfs_fail(d, TFS_E_INVALID,
 					"staging folder '%s': not a folder", dir);
@@ -82,22 +79,23 @@ enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
 		remove_orphans(dir);
 	} else {
 		const char *tmp = getenv("TMPDIR");
+		char prefix[64], tmpl[4096];
 
-		if (tfs_buf_printf(&b, "%s/tilefs-staging.%ld.XXXXXX%c",
-				   tmp && *tmp ? tmp : "/tmp", (long)getpid(),
-				   '\0') == TFS_E_OK &&
-		    mkdtemp((char *)b.data)) {
-			st->dir = (char *)tfs_buf_detach(&b, NULL);
-			st->own_dir = true;
-		} else if (b.data) {
-			tfs_buf_release(&b);
+		snprintf(prefix, sizeof(prefix), "tilefs-staging.%ld.",
+			 (long)getpid());
+		if (!tfs_temp_template(tmpl, sizeof(tmpl),
+				       tmp && *tmp ? tmp : "/tmp", prefix) ||
+		    !mkdtemp(tmpl)) {
 			tfsd_staging_free(st);
 			return tfs_fail(d, TFS_E_IO,
 					"cannot make a staging folder: %s",
 					strerror(errno));
 		}
+		st->dir = tfs_strdup(tmpl);
+		st->own_dir = true;
+		if (!st->dir)
+			rmdir(tmpl);
 	}
-	tfs_buf_release(&b);
 	if (!st->dir) {
 		tfsd_staging_free(st);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");

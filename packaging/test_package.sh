@@ -21,7 +21,7 @@ done
 dpkg -s tilefs >/dev/null 2>&1 && skip "a tilefs package is installed already"
 [ -e /usr/bin/tilefs ] || [ -e /usr/bin/tfs ] && skip "/usr/bin has a tilefs or tfs"
 
-work=$(mktemp -d /tmp/tilefs-pkg.XXXXXX)
+work=$(mktemp -d)
 installed=
 cleanup() {
   if mountpoint -q "$work/mnt" 2>/dev/null; then

@@ -34,7 +34,7 @@ if mountpoint -q "$mnt"; then
 fi
 rm -rf "$data"
 mkdir -p "$data" "$mnt"
-csv=$(mktemp -d /tmp/tilefs-demo-csv.XXXXXX)
+csv=$(mktemp -d)
 trap 'rm -rf "$csv"' EXIT
 
 echo "demo: writing arrays into $data"

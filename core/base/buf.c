@@ -137,3 +137,15 @@ uint8_t *tfs_buf_detach(struct tfs_buf *b, size_t *len)
 	b->cap = 0;
 	return p;
 }
+
+char *tfs_temp_template(char *out, size_t cap, const char *dir,
+			const char *prefix)
+{
+	int n = snprintf(out, cap, "%s/%s", dir, prefix);
+
+	if (n < 0 || (size_t)n + 7 > cap)
+		return NULL;
+	memset(out + n, 'X', 6);
+	out[n + 6] = '\0';
+	return out;
+}

@@ -39,4 +39,10 @@ enum tfs_err tfs_buf_printf(struct tfs_buf *b, const char *fmt, ...)
 /* Hands the bytes to the caller (free with tfs_free) and empties b. */
 uint8_t *tfs_buf_detach(struct tfs_buf *b, size_t *len);
 
+/* Fills out with the mkdtemp/mkstemp template "<dir>/<prefix>" followed by
+ * the six characters those functions replace; NULL when cap is too small
+ * (out is then unusable). */
+char *tfs_temp_template(char *out, size_t cap, const char *dir,
+			const char *prefix);
+
 #endif

@@ -46,10 +46,10 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
 
 Test(array_json, dimension_labels)
 {
-	char tmp[] = "/tmp/tfs_labels_XXXXXX", *dir, *json, *want;
+	char tmp[64], *dir, *json, *want;
 	struct tfs_vfs *v;
 
-	cr_assert_not_null(mkdtemp(tmp));
+	cr_assert_not_null(mkdtemp(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_labels_")));
 	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
 	cr_assert_neq(asprintf(&dir, "%s/A", tmp), -1);
 	lb_write_labelled(v, dir, 22);

@@ -10,7 +10,7 @@
 set -euo pipefail
 tfs=${1:-build-release/tools/tfs}
 n=${2:-1000}
-work=$(mktemp -d /tmp/tfs-bench-consolidate.XXXXXX)
+work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 arr=$work/A
 

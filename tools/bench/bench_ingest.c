@@ -264,8 +264,8 @@ int main(int argc, char **argv)
 	struct stat st;
 	double t0;
 
-	snprintf(root, sizeof(root), "%s/tfs-bench-ingest-XXXXXX", dir);
-	if (!mkdtemp(root)) {
+	if (!tfs_temp_template(root, sizeof(root), dir, "tfs-bench-ingest-") ||
+	    !mkdtemp(root)) {
 		perror(root);
 		return 1;
 	}

@@ -15,7 +15,7 @@ if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null 2>&1; then
   exit 77
 fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tilefs-it.XXXXXX")
+WORK=$(mktemp -d)
 MOUNTS=()
 PIDS=()
 

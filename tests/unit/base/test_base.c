@@ -43,6 +43,23 @@ Test(buf, grows_and_keeps_bytes)
 	cr_assert_eq(b.cap, 0);
 }
 
+Test(buf, temp_template_ends_in_the_six_replaced_characters)
+{
+	char t[32], small[12];
+	size_t n;
+
+	cr_assert_eq(tfs_temp_template(t, sizeof(t), "/tmp", "a."), t);
+	n = strlen(t);
+	cr_assert_eq(n, strlen("/tmp/a.") + 6);
+	cr_assert_eq(strncmp(t, "/tmp/a.", 7), 0);
+	for (size_t i = 7; i < n; i++)
+		cr_assert_eq(t[i], 'X');
+	/* "/tmp/a." and six more plus the NUL need 14 bytes. */
+	cr_assert_null(tfs_temp_template(small, sizeof(small), "/tmp", "a."));
+	cr_assert_not_null(tfs_temp_template(t, 14, "/tmp", "a."));
+	cr_assert_null(tfs_temp_template(t, 13, "/tmp", "a."));
+}
+
 Test(buf, integers_are_little_endian)
 {
 	struct tfs_buf b;

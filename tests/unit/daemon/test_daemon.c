@@ -96,8 +96,8 @@ Test(options, time_text_round_trips)
 
 Test(options, keyfile)
 {
-	char path[] = "/tmp/tfs_keyfile_XXXXXX";
-	int fd = mkstemp(path);
+	char path[64];
+	int fd = mkstemp(tfs_temp_template(path, sizeof(path), "/tmp", "tfs_keyfile_"));
 	FILE *f;
 	struct tfsd_config c = {0};
 	struct tfs_diag d;
@@ -559,8 +559,9 @@ static void group_setup(void)
 	char cmd[512], path[256];
 	FILE *f;
 
-	snprintf(group_root, sizeof(group_root), "%s/tfsd-group-XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	cr_assert(tfs_temp_template(group_root, sizeof(group_root),
+				    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+				    "tfsd-group-"));
 	cr_assert(mkdtemp(group_root));
 	snprintf(cmd, sizeof(cmd),
 		 "mkdir -p '%s/data' '%s/grp/__group' '%s/grp/__meta' && "

@@ -32,7 +32,7 @@ static void setup(void)
 {
 	char cmd[512];
 
-	snprintf(root, sizeof(root), "/tmp/tfs-write-test.XXXXXX");
+	cr_assert(tfs_temp_template(root, sizeof(root), "/tmp", "tfs-write-test."));
 	cr_assert(mkdtemp(root));
 	snprintf(cmd, sizeof(cmd),
 		 "cp -r %s/dense_1d %s/ && cp -r %s/sparse_2d_int %s/ && "

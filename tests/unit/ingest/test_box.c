@@ -13,12 +13,12 @@
 /* dense_2d_rowmajor: r in [1, 10], c in [1, 12], INT32; a, f, s. */
 static bool detect(const char *array, const char *text, int32_t lo[2], int32_t hi[2])
 {
-	char path[1024], csv[] = "/tmp/tfs_box_XXXXXX";
+	char path[1024], csv[64];
 	struct tfs_array *a;
 	struct tfs_diag d;
 	uint8_t box[2][128][8];
 	bool is_box;
-	int fd = mkstemp(csv);
+	int fd = mkstemp(tfs_temp_template(csv, sizeof(csv), "/tmp", "tfs_box_"));
 
 	cr_assert(fd >= 0);
 	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
@@ -114,7 +114,7 @@ static void cell_at(struct tfs_array *a, int32_t r, int32_t c, int32_t *av, char
 
 Test(box, written_as_a_dense_box)
 {
-	char tmp[] = "/tmp/tfs_boxw_XXXXXX", cmd[2048], arr[1100], csv[1100], bad[1100];
+	char tmp[64], cmd[2048], arr[1100], csv[1100], bad[1100];
 	struct tfs_ingest_opts o = {.display_name = "b.csv"};
 	struct tfs_ingest_result r;
 	struct tfs_array *a;
@@ -123,7 +123,7 @@ Test(box, written_as_a_dense_box)
 	char s[32];
 	FILE *f;
 
-	cr_assert(mkdtemp(tmp));
+	cr_assert(mkdtemp(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_boxw_")));
 	snprintf(arr, sizeof(arr), "%s/a", tmp);
 	snprintf(csv, sizeof(csv), "%s/b.csv", tmp);
 	snprintf(bad, sizeof(bad), "%s/c.csv", tmp);
@@ -167,13 +167,13 @@ Test(box, written_as_a_dense_box)
  * the first problem in the file, not one the check ran into. */
 Test(box, first_problem_reported)
 {
-	char tmp[] = "/tmp/tfs_boxe_XXXXXX", cmd[2048], arr[1100], csv[1100];
+	char tmp[64], cmd[2048], arr[1100], csv[1100];
 	struct tfs_ingest_opts o = {.display_name = "e.csv"};
 	struct tfs_ingest_result r;
 	struct tfs_diag d;
 	FILE *f;
 
-	cr_assert(mkdtemp(tmp));
+	cr_assert(mkdtemp(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_boxe_")));
 	snprintf(arr, sizeof(arr), "%s/a", tmp);
 	snprintf(csv, sizeof(csv), "%s/e.csv", tmp);
 	snprintf(cmd, sizeof(cmd), "cp -r '%s/dense_2d_rowmajor' '%s'", TFS_CORPUS_DIR, arr);

@@ -69,7 +69,8 @@ static struct tfs_array *open_corpus(const char *name)
 
 static char *write_temp(const char *text, size_t len)
 {
-	char *path = strdup("/tmp/tfs_ingest_XXXXXX");
+	char tmpl[64];
+	char *path = strdup(tfs_temp_template(tmpl, sizeof(tmpl), "/tmp", "tfs_ingest_"));
 	int fd = mkstemp(path);
 
 	cr_assert(fd >= 0);

@@ -18,7 +18,7 @@ static char tmp[64];
 
 static void make_tmp(void)
 {
-	snprintf(tmp, sizeof(tmp), "/tmp/tfs_e2e_XXXXXX");
+	cr_assert(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_e2e_"));
 	cr_assert(mkdtemp(tmp));
 }
 

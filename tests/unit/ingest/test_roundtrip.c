@@ -70,11 +70,11 @@ Test(roundtrip, corpus_data_csv)
 {
 	DIR *dir = opendir(TFS_CORPUS_DIR);
 	struct dirent *de;
-	char tmp[] = "/tmp/tfs_rt_XXXXXX";
+	char tmp[64];
 	unsigned done = 0;
 
 	cr_assert(dir);
-	cr_assert(mkdtemp(tmp));
+	cr_assert(mkdtemp(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_rt_")));
 	while ((de = readdir(dir))) {
 		char src[1024], dst[1024], csv[1024], cmd[4096];
 		struct tfs_array *a;

@@ -261,7 +261,8 @@ Test(schema_json, rules_of_the_format)
 
 static char *temp_csv(const char *text)
 {
-	char *path = strdup("/tmp/tfs_infer_XXXXXX");
+	char tmpl[64];
+	char *path = strdup(tfs_temp_template(tmpl, sizeof(tmpl), "/tmp", "tfs_infer_"));
 	int fd = mkstemp(path);
 
 	cr_assert(fd >= 0);

@@ -929,7 +929,7 @@ Test(maintain, refusals)
  * writing them). On disk, where file times can be set. */
 Test(maintain, stale_temporary_files)
 {
-	char root[] = "/tmp/tfs-maintain-XXXXXX";
+	char root[64];
 	char *cmd, *old_tmp, *new_tmp, *arr;
 	struct timeval tv[2];
 	struct tfs_write_opts wo = {0};
@@ -937,7 +937,7 @@ Test(maintain, stale_temporary_files)
 	unsigned removed;
 	FILE *f;
 
-	cr_assert(mkdtemp(root));
+	cr_assert(mkdtemp(tfs_temp_template(root, sizeof(root), "/tmp", "tfs-maintain-")));
 	cmd = fmt("cp -r '%s/dense_1d' '%s/A' && chmod -R u+w '%s/A'", CORPUS,
 		  root, root);
 	cr_assert_eq(system(cmd), 0);

@@ -40,7 +40,7 @@ struct tmp {
 
 static void tmp_new(struct tmp *t)
 {
-	snprintf(t->dir, sizeof(t->dir), "/tmp/tfs_legacy_XXXXXX");
+	cr_assert_not_null(tfs_temp_template(t->dir, sizeof(t->dir), "/tmp", "tfs_legacy_"));
 	cr_assert_not_null(mkdtemp(t->dir));
 	cr_assert_eq(tfs_vfs_posix_new(&t->vfs), TFS_E_OK);
 }

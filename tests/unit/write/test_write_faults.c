@@ -337,10 +337,10 @@ Test(spill, runs_merge_in_global_order)
 	int32_t *x = malloc(N * 4), *y = malloc(N * 4), *v = malloc(N * 4);
 	struct tfs_write_result res;
 	struct wt_dump got;
-	char spill[] = "/tmp/tfs_spill_XXXXXX";
+	char spill[64];
 	uint64_t seed = 12345;
 
-	cr_assert_not_null(mkdtemp(spill));
+	cr_assert_not_null(mkdtemp(tfs_temp_template(spill, sizeof(spill), "/tmp", "tfs_spill_")));
 	env_init(&e);
 	make_sparse(&e, "/s", false);
 	for (int i = 0; i < N; i++) {
