@@ -316,6 +316,28 @@ static void set_made(char *made, size_t cap, const char *name)
 		snprintf(made, cap, "%s", name ? name : "");
 }
 
+/* Writes len bytes as a new file "<dir>/<timestamped name><ext>" and
+ * names it in made on success. */
+static enum tfs_err write_new_file(const struct mt *m, const char *dir,
+				   uint64_t t1, uint64_t t2, uint32_t version,
+				   const char *ext, const uint8_t *data,
+				   size_t len, char *made, size_t made_cap,
+				   struct tfs_diag *d)
+{
+	char *name = new_name(t1, t2, version, ext);
+	char rel[512];
+	enum tfs_err e;
+
+	if (!name)
+		return nomem(d);
+	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
+	e = mt_write_file(m, rel, data, len, d);
+	if (!e)
+		set_made(made, made_cap, name);
+	tfs_free(name);
+	return e;
+}
+
 /* ---- A set of strings (sorted array; small) ------------------------------ */
 
 struct strset {
@@ -454,7 +476,6 @@ static enum tfs_err consolidate_fragment_meta(const struct mt *m,
 	uint64_t t1 = UINT64_MAX, t2 = 0;
 	uint32_t n = 0, version;
 	size_t frag_num;
-	char *name = NULL;
 	enum tfs_err e;
 
 	e = mt_open(m, 0, 0, &a, d);
@@ -526,21 +547,9 @@ static enum tfs_err consolidate_fragment_meta(const struct mt *m,
 	e = tfs_generic_tile_encode(&tile, dir.data, dir.len, m->key, d);
 	if (e)
 		goto out;
-	name = new_name(t1, t2, version, ".meta");
-	if (!name) {
-		e = nomem(d);
-		goto out;
-	}
-	{
-		char rel[512];
-
-		snprintf(rel, sizeof(rel), "__fragment_meta/%s", name);
-		e = mt_write_file(m, rel, tile.data, tile.len, d);
-	}
-	if (!e)
-		set_made(made, made_cap, name);
+	e = write_new_file(m, "__fragment_meta", t1, t2, version, ".meta",
+			   tile.data, tile.len, made, made_cap, d);
 out:
-	tfs_free(name);
 	tfs_buf_release(&dir);
 	tfs_buf_release(&footers);
 	tfs_buf_release(&tile);
@@ -674,7 +683,6 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 	size_t con_num = 0, loose = 0;
 	uint64_t t1 = UINT64_MAX, t2 = 0;
 	uint32_t version;
-	char *name = NULL;
 	enum tfs_err e;
 
 	e = mt_open(m, 0, 0, &a, d);
@@ -753,21 +761,9 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 		goto out;
 	if (t1 > t2)
 		t1 = t2;
-	name = new_name(t1, t2, version, ".con");
-	if (!name) {
-		e = nomem(d);
-		goto out;
-	}
-	{
-		char rel[512];
-
-		snprintf(rel, sizeof(rel), "__commits/%s", name);
-		e = mt_write_file(m, rel, out.data, out.len, d);
-	}
-	if (!e)
-		set_made(made, made_cap, name);
+	e = write_new_file(m, "__commits", t1, t2, version, ".con", out.data,
+			   out.len, made, made_cap, d);
 out:
-	tfs_free(name);
 	tfs_buf_release(&out);
 	con_items_release(&items);
 	strset_release(&ignored);
