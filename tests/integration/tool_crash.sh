@@ -102,12 +102,20 @@ snap() {
 }
 
 # run CASE ARRAY: the operation of a case on ARRAY.
-run() {
+# command_of OPERATION ARRAY: sets CMD to the tool's command line, so that
+# a background run is the tool's own process (a backgrounded shell function
+# would be a subshell, and killing it would leave the tool running).
+command_of() {
   case "$1" in
-    ingest) "$TFS" ingest "$2" "$WORK/k.csv" --quiet ;;
-    con-*) "$TFS" consolidate "$2" --mode "${1#con-}" ;;
-    vac-*) "$TFS" vacuum "$2" --mode "${1#vac-}" ;;
+    ingest) CMD=("$TFS" ingest "$2" "$WORK/k.csv" --quiet) ;;
+    con-*) CMD=("$TFS" consolidate "$2" --mode "${1#con-}") ;;
+    vac-*) CMD=("$TFS" vacuum "$2" --mode "${1#vac-}") ;;
   esac
+}
+
+run() {
+  command_of "$1" "$2"
+  "${CMD[@]}"
 }
 
 # Cases: ARRAY:OPERATION. A vacuum case starts from the array consolidated
@@ -172,7 +180,8 @@ while [ "$n" -lt "$ITER" ] || [ "$n" -lt "${#CASES[@]}" ]; do
   d=$WORK/case$c
   rm -rf "$d/try"
   cp -r "$d/start" "$d/try"
-  run "$op" "$d/try" >/dev/null 2>&1 &
+  command_of "$op" "$d/try"
+  "${CMD[@]}" >/dev/null 2>&1 &
   pid=$!
   ms=$(( RANDOM % WINDOW[$c] ))
   sleep "$(printf '%d.%03d' $(( ms / 1000 )) $(( ms % 1000 )))"
