@@ -9,15 +9,19 @@
 /* Countdown to injected failure; negative = never fail. Tests only. */
 static atomic_long fail_countdown = -1;
 
+/* Once the countdown reaches 0 every allocation fails. The decrement is
+ * a compare-and-swap so that threads allocating at once never take it
+ * below 0, which would switch injection off. */
 static int injected_failure(void)
 {
 	long left = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
 
-	if (left < 0)
-		return 0;
-	if (left == 0)
-		return 1;
-	return atomic_fetch_sub(&fail_countdown, 1) <= 0;
+	while (left > 0) {
+		if (atomic_compare_exchange_weak(&fail_countdown, &left,
+						 left - 1))
+			return 0;
+	}
+	return left == 0;
 }
 
 void tfs_alloc_fail_after(long n)

@@ -348,6 +348,53 @@ Test(alloc, fails_after_n_allocations)
 	tfs_free(c);
 }
 
+#define RACE_THREADS 4
+#define RACE_ROUNDS 500
+#define RACE_ALLOCS 64
+#define RACE_COUNTDOWN 5
+
+static atomic_long race_successes;
+static pthread_barrier_t race_start;
+
+static void *allocate_many(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&race_start);
+	for (int i = 0; i < RACE_ALLOCS; i++) {
+		void *p = tfs_malloc(8);
+
+		if (p)
+			atomic_fetch_add(&race_successes, 1);
+		tfs_free(p);
+	}
+	return NULL;
+}
+
+/* Threads allocating at once as the countdown runs out: exactly N
+ * allocations succeed, and every one after them fails (the countdown
+ * never passes 0, which would switch injection off). Many short rounds,
+ * so that the threads meet at the boundary. */
+Test(alloc, countdown_is_exact_across_threads)
+{
+	pthread_t t[RACE_THREADS];
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		atomic_store(&race_successes, 0);
+		pthread_barrier_init(&race_start, NULL, RACE_THREADS);
+		tfs_alloc_fail_after(RACE_COUNTDOWN);
+		for (int i = 0; i < RACE_THREADS; i++)
+			cr_assert_eq(pthread_create(&t[i], NULL, allocate_many,
+						    NULL), 0);
+		for (int i = 0; i < RACE_THREADS; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&race_start);
+		cr_assert_null(tfs_malloc(1), "round %d: still failing", round);
+		tfs_alloc_fail_after(-1);
+		cr_assert_eq(atomic_load(&race_successes), RACE_COUNTDOWN,
+			     "round %d", round);
+	}
+}
+
 Test(alloc, fail_now_and_buffers_report_nomem)
 {
 	struct tfs_buf b;
