@@ -6,14 +6,14 @@
 # times) must read exactly the state before or the state after the
 # operation, whatever the killed run left behind, and the same operation
 # run again must succeed and give the state after. TFS_CRASH_ITERATIONS
-# sets the number of kills (150 by default, for CI; 300 for a long run),
-# TFS_CRASH_SECONDS stops earlier (120 by default; every case runs once
+# sets the number of kills (300 by default, for CI; more for a long run),
+# TFS_CRASH_SECONDS stops earlier (150 by default; every case runs once
 # at least), so that a sanitizer build stays within CTest's timeout.
 source "$(dirname "$0")/lib/common.sh"
 : "${TFS:?TFS must name the tfs tool}"
 
-ITER=${TFS_CRASH_ITERATIONS:-150}
-SECS=${TFS_CRASH_SECONDS:-120}
+ITER=${TFS_CRASH_ITERATIONS:-300}
+SECS=${TFS_CRASH_SECONDS:-150}
 B=$WORK/base
 mkdir -p "$B"
 cp -r "$CORPUS/dense_fragments_overlap" "$CORPUS/many_fragments" \
