@@ -92,7 +92,10 @@ void tfsd_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 	}
 	switch (type) {
 	case TFS_DATETIME_YEAR:
-		snprintf(out, cap, "%04" PRId64, 1970 + v);
+		if (__builtin_add_overflow(v, 1970, &y))
+			snprintf(out, cap, "%" PRId64, v);
+		else
+			snprintf(out, cap, "%04" PRId64, y);
 		return;
 	case TFS_DATETIME_YEAR + 1: /* MONTH */
 		y = floor_div(v, 12, &rem);

@@ -284,6 +284,36 @@ Test(value_text, numbers_and_times)
 			 "00:28:20.000000322");
 }
 
+/* Every date and time unit at the ends of int64 and around the epoch:
+ * the text is a date (or, for a year past int64, the raw count), and no
+ * step overflows (UBSan in the sanitizer suite). */
+Test(value_text, times_at_the_limits)
+{
+	const int64_t vals[] = {INT64_MIN, INT64_MIN + 1, -719469, -719468,
+				-1, 0, 1, 146096, 146097, INT64_MAX - 719468,
+				INT64_MAX - 1, INT64_MAX};
+	int64_t max_year = INT64_MAX, min_day = INT64_MIN, max_day = INT64_MAX;
+
+	for (uint8_t t = TFS_DATETIME_YEAR; t <= TFS_DATETIME_YEAR + 12; t++)
+		for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++)
+			cr_expect_gt(strlen(cell(t, &vals[k], 8, TFSD_TEXT_CSV)),
+				     3, "type %u value %" PRId64, t, vals[k]);
+	for (uint8_t t = TFS_TIME_HR; t <= TFS_TIME_AS; t++)
+		for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++)
+			cr_expect_gt(strlen(cell(t, &vals[k], 8, TFSD_TEXT_CSV)),
+				     1, "type %u value %" PRId64, t, vals[k]);
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR, &max_year, 8, TFSD_TEXT_CSV),
+			 "9223372036854775807");
+	/* Day -719468 is 0000-03-01; the extremes follow the proleptic
+	 * Gregorian calendar (checked with exact integer arithmetic). */
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &vals[3], 8,
+			      TFSD_TEXT_CSV), "0000-03-01");
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &max_day, 8,
+			      TFSD_TEXT_CSV), "25252734927768524-07-27");
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &min_day, 8,
+			      TFSD_TEXT_CSV), "-25252734927764585-06-07");
+}
+
 Test(value_text, strings_quoted_per_style)
 {
 	cr_expect_str_eq(cell(TFS_STRING_UTF8, "a,b", 3, TFSD_TEXT_CSV),
