@@ -297,81 +297,65 @@ static enum tfs_err job_init(struct job *j, const struct tfs_pipeline *p,
 	return TFS_E_OK;
 }
 
+static enum tfs_err none_reverse(struct tfs__stage *st,
+				 const struct tfs__fctx *fc)
+{
+	(void)fc;
+	return tfs__stage_pass(st, st->in, st->in_len);
+}
+
+static enum tfs_err none_forward(struct tfs__fwd *w, const struct tfs__fctx *fc)
+{
+	(void)w;
+	(void)fc;
+	return TFS_E_OK;
+}
+
+/* Both directions of every filter, by algorithm; the compression family
+ * shares one wrapper that picks the codec. */
+static const struct {
+	enum tfs_err (*reverse)(struct tfs__stage *st,
+				const struct tfs__fctx *fc);
+	enum tfs_err (*forward)(struct tfs__fwd *w, const struct tfs__fctx *fc);
+} filter_fns[TFS__INVALID] = {
+	[TFS__NONE] = {none_reverse, none_forward},
+	[TFS__GZIP] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__ZSTD] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__LZ4] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__RLE] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__BZIP2] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__DOUBLE_DELTA] = {tfs__compression_reverse,
+			       tfs__compression_forward},
+	[TFS__DICTIONARY] = {tfs__compression_reverse,
+			     tfs__compression_forward},
+	[TFS__DELTA] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__AES] = {tfs__aes_reverse, tfs__aes_forward},
+	[TFS__BIT_WIDTH] = {tfs__bitwidth_reverse, tfs__bitwidth_forward},
+	[TFS__BITSHUFFLE] = {tfs__bitshuffle_reverse, tfs__bitshuffle_forward},
+	[TFS__BYTESHUFFLE] = {tfs__byteshuffle_reverse,
+			      tfs__byteshuffle_forward},
+	[TFS__POSITIVE_DELTA] = {tfs__posdelta_reverse, tfs__posdelta_forward},
+	[TFS__MD5] = {tfs__checksum_reverse, tfs__checksum_forward},
+	[TFS__SHA256] = {tfs__checksum_reverse, tfs__checksum_forward},
+	[TFS__SCALE_FLOAT] = {tfs__scale_float_reverse,
+			      tfs__scale_float_forward},
+	[TFS__XOR] = {tfs__xor_reverse, tfs__xor_forward},
+	[TFS__WEBP] = {tfs__webp_reverse, tfs__webp_forward},
+};
+
 static enum tfs_err reverse_one(struct tfs__stage *st,
 				const struct tfs__fctx *fc)
 {
-	switch (fc->algo) {
-	case TFS__NONE:
-		return tfs__stage_pass(st, st->in, st->in_len);
-	case TFS__GZIP:
-	case TFS__ZSTD:
-	case TFS__LZ4:
-	case TFS__RLE:
-	case TFS__BZIP2:
-	case TFS__DOUBLE_DELTA:
-	case TFS__DICTIONARY:
-	case TFS__DELTA:
-		return tfs__compression_reverse(st, fc);
-	case TFS__AES:
-		return tfs__aes_reverse(st, fc);
-	case TFS__BIT_WIDTH:
-		return tfs__bitwidth_reverse(st, fc);
-	case TFS__BITSHUFFLE:
-		return tfs__bitshuffle_reverse(st, fc);
-	case TFS__BYTESHUFFLE:
-		return tfs__byteshuffle_reverse(st, fc);
-	case TFS__POSITIVE_DELTA:
-		return tfs__posdelta_reverse(st, fc);
-	case TFS__MD5:
-	case TFS__SHA256:
-		return tfs__checksum_reverse(st, fc);
-	case TFS__SCALE_FLOAT:
-		return tfs__scale_float_reverse(st, fc);
-	case TFS__XOR:
-		return tfs__xor_reverse(st, fc);
-	case TFS__WEBP:
-		return tfs__webp_reverse(st, fc);
-	default:
+	if (fc->algo >= TFS__INVALID || !filter_fns[fc->algo].reverse)
 		return tfs__stage_fail(st, TFS_E_CORRUPT, "invalid filter");
-	}
+	return filter_fns[fc->algo].reverse(st, fc);
 }
 
 static enum tfs_err forward_one(struct tfs__fwd *w, const struct tfs__fctx *fc)
 {
-	switch (fc->algo) {
-	case TFS__NONE:
-		return TFS_E_OK;
-	case TFS__GZIP:
-	case TFS__ZSTD:
-	case TFS__LZ4:
-	case TFS__RLE:
-	case TFS__BZIP2:
-	case TFS__DOUBLE_DELTA:
-	case TFS__DICTIONARY:
-	case TFS__DELTA:
-		return tfs__compression_forward(w, fc);
-	case TFS__AES:
-		return tfs__aes_forward(w, fc);
-	case TFS__BIT_WIDTH:
-		return tfs__bitwidth_forward(w, fc);
-	case TFS__BITSHUFFLE:
-		return tfs__bitshuffle_forward(w, fc);
-	case TFS__BYTESHUFFLE:
-		return tfs__byteshuffle_forward(w, fc);
-	case TFS__POSITIVE_DELTA:
-		return tfs__posdelta_forward(w, fc);
-	case TFS__MD5:
-	case TFS__SHA256:
-		return tfs__checksum_forward(w, fc);
-	case TFS__SCALE_FLOAT:
-		return tfs__scale_float_forward(w, fc);
-	case TFS__XOR:
-		return tfs__xor_forward(w, fc);
-	case TFS__WEBP:
-		return tfs__webp_forward(w, fc);
-	default:
+	if (fc->algo >= TFS__INVALID || !filter_fns[fc->algo].forward)
 		return tfs__fwd_fail(w, TFS_E_INVALID, "invalid filter");
-	}
+	return filter_fns[fc->algo].forward(w, fc);
 }
 
 /* Where string-mode offsets of the current chunk go. */
