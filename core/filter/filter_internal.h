@@ -125,6 +125,53 @@ enum tfs_err tfs__stage_md_alloc(struct tfs__stage *st, size_t n,
 enum tfs_err tfs__stage_fail(struct tfs__stage *st, enum tfs_err e,
 			     const char *why);
 
+/* The `u32 count, u32 len…` table the per-part filters keep as metadata
+ * (shuffles, XOR, float scale, WebP): *lens points at the count lengths and
+ * *total (unless NULL) is their sum. A table that does not fit the metadata
+ * fails with `why`. */
+enum tfs_err tfs__stage_lengths(struct tfs__stage *st, const char *why,
+				const uint8_t **lens, uint32_t *count,
+				uint64_t *total) TFS_WUR;
+
+/* The header of the filters that list every metadata and data part
+ * (compression, encryption, checksums): `u32 n_md, u32 n_data`, then one
+ * row of a fixed size per part, metadata parts first. */
+struct tfs__part_table {
+	uint32_t n_md;
+	uint64_t n; /* n_md + n_data */
+	const uint8_t *rows;
+};
+
+/* Reads it; fails with why_header when the two counts are missing, with
+ * why_rows when the rows do not fit the metadata. */
+enum tfs_err tfs__stage_part_table(struct tfs__stage *st, size_t row_size,
+				   const char *why_header,
+				   const char *why_rows,
+				   struct tfs__part_table *t) TFS_WUR;
+
+/* Where a consuming filter decodes its parts to: the first n_md parts one
+ * after the other into the new metadata, the others into the data. */
+struct tfs__split_out {
+	uint8_t *md, *data;
+	uint64_t n_md;
+};
+
+/* Reserves md_len bytes of metadata and data_len bytes of data output. */
+enum tfs_err tfs__stage_alloc_split(struct tfs__stage *st, uint64_t n_md,
+				    size_t md_len, size_t data_len,
+				    struct tfs__split_out *o) TFS_WUR;
+
+/* Destination of part i, len bytes long (parts are taken in order). */
+static inline uint8_t *tfs__split_next(struct tfs__split_out *o, uint64_t i,
+				       size_t len)
+{
+	uint8_t **at = i < o->n_md ? &o->md : &o->data;
+	uint8_t *p = *at;
+
+	*at += len;
+	return p;
+}
+
 /* A list of parts, each an owned buffer (write direction). */
 struct tfs__parts {
 	struct tfs_buf *v;
@@ -141,6 +188,8 @@ enum tfs_err tfs__parts_prepend(struct tfs__parts *ps,
 /* Drops every part, then pushes b. */
 enum tfs_err tfs__parts_replace(struct tfs__parts *ps,
 				struct tfs_buf *b) TFS_WUR;
+/* Drops every part, then takes over those of from (left empty). */
+void tfs__parts_replace_all(struct tfs__parts *ps, struct tfs__parts *from);
 size_t tfs__parts_total(const struct tfs__parts *ps);
 
 /* One filter applied to one chunk. */

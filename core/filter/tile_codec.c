@@ -113,6 +113,51 @@ enum tfs_err tfs__stage_md_alloc(struct tfs__stage *st, size_t n, uint8_t **p)
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs__stage_lengths(struct tfs__stage *st, const char *why,
+				const uint8_t **lens, uint32_t *count,
+				uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	if (!tfs_cur_u32(&st->md, count) ||
+	    *count > tfs_cur_left(&st->md) / 4 ||
+	    !tfs_cur_take(&st->md, (size_t)*count * 4, lens))
+		return tfs__stage_fail(st, TFS_E_CORRUPT, why);
+	for (uint32_t i = 0; total && i < *count; i++)
+		sum += tfs_get_u32(*lens + 4 * i);
+	if (total)
+		*total = sum;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_part_table(struct tfs__stage *st, size_t row_size,
+				   const char *why_header,
+				   const char *why_rows,
+				   struct tfs__part_table *t)
+{
+	uint32_t n_data;
+
+	if (!tfs_cur_u32(&st->md, &t->n_md) || !tfs_cur_u32(&st->md, &n_data))
+		return tfs__stage_fail(st, TFS_E_CORRUPT, why_header);
+	t->n = (uint64_t)t->n_md + n_data;
+	if (t->n > tfs_cur_left(&st->md) / row_size ||
+	    !tfs_cur_take(&st->md, (size_t)t->n * row_size, &t->rows))
+		return tfs__stage_fail(st, TFS_E_CORRUPT, why_rows);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_alloc_split(struct tfs__stage *st, uint64_t n_md,
+				    size_t md_len, size_t data_len,
+				    struct tfs__split_out *o)
+{
+	enum tfs_err e = tfs__stage_md_alloc(st, md_len, &o->md);
+
+	if (!e)
+		e = tfs__stage_alloc(st, data_len, &o->data);
+	o->n_md = n_md;
+	return e;
+}
+
 /* ---- part lists (write direction) ---- */
 
 void tfs__parts_init(struct tfs__parts *ps)
@@ -182,6 +227,13 @@ enum tfs_err tfs__parts_replace(struct tfs__parts *ps, struct tfs_buf *b)
 		tfs_buf_release(&ps->v[i]);
 	ps->n = 0;
 	return tfs__parts_push(ps, b);
+}
+
+void tfs__parts_replace_all(struct tfs__parts *ps, struct tfs__parts *from)
+{
+	tfs__parts_release(ps);
+	*ps = *from;
+	tfs__parts_init(from);
 }
 
 size_t tfs__parts_total(const struct tfs__parts *ps)
