@@ -218,6 +218,95 @@ static inline unsigned tfs__bw(uint64_t x)
 	return 8;
 }
 
+/* Whether a stored integer width is one the format allows. */
+static inline bool tfs__width_ok(uint64_t w)
+{
+	return w == 1 || w == 2 || w == 4 || w == 8;
+}
+
+/* Little-endian integer of `width` bytes (1, 2, 4 or 8), sign-extended
+ * when is_signed. A switch of plain casts: the value loops of the filters
+ * call it per element and it must stay as cheap as a typed load. */
+static inline uint64_t tfs__get_int(const void *p, size_t width,
+				    bool is_signed)
+{
+	switch (width) {
+	case 1: {
+		uint8_t v = *(const uint8_t *)p;
+
+		return is_signed ? (uint64_t)(int64_t)(int8_t)v : v;
+	}
+	case 2: {
+		uint16_t v = tfs_get_u16(p);
+
+		return is_signed ? (uint64_t)(int64_t)(int16_t)v : v;
+	}
+	case 4: {
+		uint32_t v = tfs_get_u32(p);
+
+		return is_signed ? (uint64_t)(int64_t)(int32_t)v : v;
+	}
+	default:
+		return tfs_get_u64(p);
+	}
+}
+
+/* The header both string codecs start with (filters.md §4.4, §4.5):
+ * `u32 n_md (0), u32 n_data (1), u32 in_size, u32 out_size, u32
+ * off_size`, then two integer widths. */
+#define TFS__STR_HEADER_SIZE 22u
+
+struct tfs__str_header {
+	uint32_t in_size;  /* bytes of the strings */
+	uint32_t out_size; /* bytes of the encoded data */
+	uint32_t off_size; /* 8 per cell */
+	uint8_t width[2];  /* RLE: run, string length; dictionary: id, length */
+};
+
+/* Reads the header; false when the metadata is too short. */
+static inline bool tfs__str_header_get(struct tfs_cursor *md,
+				       struct tfs__str_header *h)
+{
+	uint32_t n_md, n_data;
+
+	return tfs_cur_u32(md, &n_md) && tfs_cur_u32(md, &n_data) &&
+	       tfs_cur_u32(md, &h->in_size) && tfs_cur_u32(md, &h->out_size) &&
+	       tfs_cur_u32(md, &h->off_size) && tfs_cur_u8(md, &h->width[0]) &&
+	       tfs_cur_u8(md, &h->width[1]);
+}
+
+/* Writes the header's TFS__STR_HEADER_SIZE bytes at dst. */
+static inline void tfs__str_header_put(uint8_t *dst,
+				       const struct tfs__str_header *h)
+{
+	tfs_put_u32(dst, 0);
+	tfs_put_u32(dst + 4, 1);
+	tfs_put_u32(dst + 8, h->in_size);
+	tfs_put_u32(dst + 12, h->out_size);
+	tfs_put_u32(dst + 16, h->off_size);
+	dst[20] = h->width[0];
+	dst[21] = h->width[1];
+}
+
+/* Windows of bit width reduction and positive delta (filters.md §5.3,
+ * §5.4): max_window bytes of a part rounded down to whole values, at least
+ * one value, or the whole part when it is shorter than a value. */
+static inline size_t tfs__window_size(size_t part, uint32_t max_window,
+				      size_t ts)
+{
+	size_t m = part < max_window ? part : max_window;
+	size_t w = m / ts * ts;
+
+	if (w == 0)
+		w = part >= ts ? ts : part;
+	return w;
+}
+
+/* Integer type T of positive delta (filters.md §5.4): its size in bytes
+ * and signedness, 0 when the filter passes the type through. Bit width
+ * reduction takes the same types but those of one byte. */
+size_t tfs__window_int_type(const struct tfs__fctx *fc, bool *is_signed);
+
 /* ---- per-part codecs of the compression family (filters.md §3–4) ----
  * Decoders produce exactly dst_len bytes or fail; encoders append. */
 enum tfs_err tfs__zlib_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
