@@ -132,21 +132,15 @@ static enum tfs_err mt_list(const struct mt *m, const char *rel,
 			    struct tfs_dirlist *out, struct tfs_diag *d)
 {
 	char *dir = rel ? mt_path(m, rel) : tfs_strdup(m->path);
-	struct tfs_diag ld;
 	enum tfs_err e;
 
 	out->names = NULL;
 	out->count = 0;
 	if (!dir)
 		return nomem(d);
-	tfs_diag_init(&ld);
-	e = tfs_vfs_list(m->vfs, dir, out, &ld);
+	e = tfs_vfs_list_or_empty(m->vfs, dir, out, d);
 	tfs_free(dir);
-	if (e == TFS_E_NOT_FOUND)
-		return TFS_E_OK;
-	if (e)
-		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
-	return TFS_E_OK;
+	return e;
 }
 
 static enum tfs_err mt_read(const struct mt *m, const char *rel,

@@ -37,15 +37,11 @@ static enum tfs_err max_in(struct tfs_vfs *vfs, const char *dir, uint64_t *max,
 			   struct tfs_diag *d)
 {
 	struct tfs_dirlist l;
-	struct tfs_diag ld;
 	enum tfs_err e;
 
-	tfs_diag_init(&ld);
-	e = tfs_vfs_list(vfs, dir, &l, &ld);
-	if (e == TFS_E_NOT_FOUND)
-		return TFS_E_OK;
+	e = tfs_vfs_list_or_empty(vfs, dir, &l, d);
 	if (e)
-		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+		return e;
 	for (size_t i = 0; i < l.count; i++) {
 		struct tfs_name_info ni;
 
