@@ -130,24 +130,10 @@ out_nomem:
 out_remove:
 	/* Leave the folder as it was found: gone, or empty. */
 	if (made) {
-		if (st.exists) {
-			struct tfs_dirlist l;
-			struct tfs_diag ld;
-
-			tfs_diag_init(&ld);
-			if (!tfs_vfs_list(vfs, path, &l, &ld)) {
-				for (size_t i = 0; i < l.count; i++) {
-					char *p = tfs_path_join(path, l.names[i]);
-
-					if (p)
-						tfs__remove_tree(vfs, p);
-					tfs_free(p);
-				}
-				tfs_dirlist_release(&l);
-			}
-		} else {
+		if (st.exists)
+			tfs__empty_dir(vfs, path);
+		else
 			tfs__remove_tree(vfs, path);
-		}
 	}
 out:
 	tfs_free(sdir);

@@ -79,25 +79,34 @@ enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,
 	return TFS_E_OK;
 }
 
-void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)
+void tfs__empty_dir(struct tfs_vfs *vfs, const char *path)
 {
 	struct tfs_dirlist l;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	if (tfs_vfs_list(vfs, path, &l, &d))
+		return;
+	for (size_t i = 0; i < l.count; i++) {
+		char *p = tfs_path_join(path, l.names[i]);
+
+		if (p)
+			tfs__remove_tree(vfs, p);
+		tfs_free(p);
+	}
+	tfs_dirlist_release(&l);
+}
+
+void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)
+{
 	struct tfs_diag d;
 	struct tfs_stat st;
 
 	tfs_diag_init(&d);
 	if (tfs_vfs_stat(vfs, path, &st, &d) || !st.exists)
 		return;
-	if (st.is_dir && !tfs_vfs_list(vfs, path, &l, &d)) {
-		for (size_t i = 0; i < l.count; i++) {
-			char *p = tfs_path_join(path, l.names[i]);
-
-			if (p)
-				tfs__remove_tree(vfs, p);
-			tfs_free(p);
-		}
-		tfs_dirlist_release(&l);
-	}
+	if (st.is_dir)
+		tfs__empty_dir(vfs, path);
 	(void)vfs->ops->remove(vfs, path, &d);
 }
 

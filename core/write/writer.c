@@ -59,15 +59,6 @@ struct tfs_writer {
 	uint64_t rows_done, row_cells;
 };
 
-static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
-{
-	if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-		return (uint64_t)tfs_value_as_i64(dm->type, v) -
-		       (uint64_t)tfs_value_as_i64(dm->type, dm->domain[0]);
-	return tfs_value_as_u64(dm->type, v) -
-	       tfs_value_as_u64(dm->type, dm->domain[0]);
-}
-
 const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w)
 {
 	return w->s;
@@ -128,8 +119,8 @@ static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
 			return tfs_fail(d, TFS_E_INVALID,
 					"box: dimension '%s': low above high",
 					dm->name);
-		w->boxlo[k] = dim_off(dm, box[k].lo);
-		w->boxhi[k] = dim_off(dm, box[k].hi);
+		w->boxlo[k] = tfs__dim_off(dm, box[k].lo);
+		w->boxhi[k] = tfs__dim_off(dm, box[k].hi);
 		memcpy(w->boxbytes[0][k], box[k].lo, sz);
 		memcpy(w->boxbytes[1][k], box[k].hi, sz);
 		n = w->boxhi[k] - w->boxlo[k] + 1;
@@ -793,8 +784,8 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 						      (base + imin) * fd->cell_size;
 				const uint8_t *vmax = dst->data.data +
 						      (base + imax) * fd->cell_size;
-				uint64_t omin = dim_off(&w->s->dims[k], vmin);
-				uint64_t omax = dim_off(&w->s->dims[k], vmax);
+				uint64_t omin = tfs__dim_off(&w->s->dims[k], vmin);
+				uint64_t omax = tfs__dim_off(&w->s->dims[k], vmax);
 				bool first = w->appended == 0;
 				size_t sz = (size_t)fd->cell_size;
 
@@ -828,7 +819,7 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 						cell_tag(w, tags, i), d)))
 				goto out_rollback;
 			if (w->s->array_type == TFS_DENSE) {
-				uint64_t off = dim_off(&w->s->dims[k], v);
+				uint64_t off = tfs__dim_off(&w->s->dims[k], v);
 
 				bool first = w->appended == 0 && i == 0;
 
