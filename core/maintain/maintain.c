@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
@@ -276,33 +275,14 @@ static enum tfs_err mt_remove(const struct mt *m, const char *rel,
 	return e;
 }
 
-/* "__<t1>_<t2>_<uuid>[_<v>]<ext>" into out (a new string). version 0 =
- * no version part (metadata files). */
-static char *new_name(uint64_t t1, uint64_t t2, uint32_t version,
-		      const char *ext)
+/* A new timestamped name (tfs_name_new) into name[TFS_NAME_MAX]. */
+static enum tfs_err new_name(char *name, uint64_t t1, uint64_t t2,
+			     uint32_t version, const char *ext,
+			     struct tfs_diag *d)
 {
-	uint8_t r[16];
-	char uuid[33];
-	struct tfs_buf b;
-	enum tfs_err e;
+	enum tfs_err e = tfs_name_new(name, TFS_NAME_MAX, t1, t2, version, ext);
 
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return NULL;
-	for (size_t i = 0; i < sizeof(r); i++)
-		snprintf(uuid + 2 * i, 3, "%02x", r[i]);
-	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	if (version)
-		e = tfs_buf_printf(&b, "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32
-				   "%s",
-				   t1, t2, uuid, version, ext);
-	else
-		e = tfs_buf_printf(&b, "__%" PRIu64 "_%" PRIu64 "_%s%s", t1, t2,
-				   uuid, ext);
-	if (e || tfs_buf_append_u8(&b, 0)) {
-		tfs_buf_release(&b);
-		return NULL;
-	}
-	return (char *)tfs_buf_detach(&b, NULL);
+	return e ? tfs_fail(d, e, "no random bytes for a new name") : TFS_E_OK;
 }
 
 static void set_made(char *made, size_t cap, const char *name)
@@ -319,17 +299,16 @@ static enum tfs_err write_new_file(const struct mt *m, const char *dir,
 				   size_t len, char *made, size_t made_cap,
 				   struct tfs_diag *d)
 {
-	char *name = new_name(t1, t2, version, ext);
-	char rel[512];
+	char name[TFS_NAME_MAX], rel[512];
 	enum tfs_err e;
 
-	if (!name)
-		return nomem(d);
+	e = new_name(name, t1, t2, version, ext, d);
+	if (e)
+		return e;
 	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
 	e = mt_write_file(m, rel, data, len, d);
 	if (!e)
 		set_made(made, made_cap, name);
-	tfs_free(name);
 	return e;
 }
 
@@ -824,7 +803,7 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 	struct tfs_meta_file mf;
 	struct tfs_buf payload, tile, vac;
 	uint64_t t1 = UINT64_MAX, t2 = 0;
-	char *name = NULL, rel[512];
+	char name[TFS_NAME_MAX], rel[512];
 	enum tfs_err e;
 
 	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
@@ -873,11 +852,9 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 				    d);
 	if (e)
 		goto out;
-	name = new_name(t1, t2, 0, "");
-	if (!name) {
-		e = nomem(d);
+	e = new_name(name, t1, t2, 0, "", d);
+	if (e)
 		goto out;
-	}
 	/* The merged file first, then the list of what it replaces: until
 	 * the .vac exists both are read, and they agree (metadata.md §2:
 	 * reapplying the inputs after the merge changes nothing). */
@@ -890,7 +867,6 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 	if (!e)
 		set_made(made, made_cap, name);
 out:
-	tfs_free(name);
 	tfs_metadata_release(&merged);
 	tfs_buf_release(&payload);
 	tfs_buf_release(&tile);
@@ -1435,18 +1411,11 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 	}
 	if (!e && ign.len) {
 		struct tfs_name_info ni;
-		char *name;
 
 		if (tfs_name_parse(cname, &ni))
 			ni.t1 = ni.t2 = 0;
-		name = new_name(ni.t1, ni.t2, version, ".ign");
-		if (!name) {
-			e = nomem(d);
-		} else {
-			snprintf(rel, sizeof(rel), "__commits/%s", name);
-			e = mt_write_file(m, rel, ign.data, ign.len, d);
-			tfs_free(name);
-		}
+		e = write_new_file(m, "__commits", ni.t1, ni.t2, version,
+				   ".ign", ign.data, ign.len, NULL, 0, d);
 	}
 	for (size_t i = 0; !e && i < lines.count; i++) {
 		char *norm = tfs_vac_line_normalize(lines.items[i]);

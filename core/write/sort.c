@@ -313,7 +313,7 @@ static enum tfs_err new_run(struct tfs__sorter *s, struct run **out,
 	s->runs = grown;
 	r = &s->runs[s->run_num];
 	memset(r, 0, sizeof(*r));
-	if ((e = tfs__uuid(id)))
+	if ((e = tfs_uuid_new(id)))
 		return tfs_fail(d, e, "spill: no random bytes");
 	snprintf(name, sizeof(name), "tfs-spill-%ld-%s.run", (long)getpid(), id);
 	r->path = tfs_path_join(s->o.spill_dir, name);

@@ -1,29 +1,13 @@
-/* Small helpers of the writer: random uuids, the clock, the greatest
- * timestamp already used in an array folder (format/write.md §2), durable
- * whole-file writes, and removing a staged folder. */
+/* Small helpers of the writer: the clock, the greatest timestamp already
+ * used in an array folder (format/write.md §2), durable whole-file writes,
+ * and removing a staged folder. */
 #include "write_internal.h"
 
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
-
-enum tfs_err tfs__uuid(char buf[33])
-{
-	unsigned char raw[16];
-	static const char hex[] = "0123456789abcdef";
-
-	if (RAND_bytes(raw, sizeof(raw)) != 1)
-		return TFS_E_INTERNAL;
-	for (int i = 0; i < 16; i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
-	}
-	buf[32] = '\0';
-	return TFS_E_OK;
-}
 
 uint64_t tfs__now_ms(void)
 {

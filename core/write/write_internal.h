@@ -211,8 +211,6 @@ enum tfs_err tfs__box_emit(struct tfs__tw *tw, const struct tfs__cells *c,
 
 /* ---- Helpers shared by the module ------------------------------------------ */
 
-/* 32 lowercase hex characters of random bytes into buf[33]. */
-enum tfs_err tfs__uuid(char buf[33]) TFS_WUR;
 uint64_t tfs__now_ms(void);
 /* Greatest t1/t2 of every timestamped name in the array folder, its
  * __fragments/, __commits/ (and, when meta, __meta/). */

@@ -940,7 +940,6 @@ out:
 static enum tfs_err choose_name(struct tfs_writer *w, struct tfs_diag *d)
 {
 	struct tfs_write_result *res = &w->res;
-	char uuid[33];
 	uint64_t t1, t2;
 	enum tfs_err e;
 	const char *ext = w->version >= 12 ? ".wrt" : ".ok";
@@ -955,11 +954,9 @@ static enum tfs_err choose_name(struct tfs_writer *w, struct tfs_diag *d)
 			return e;
 		t1 = t2 = max >= now ? max + 1 : now;
 	}
-	if ((e = tfs__uuid(uuid)))
+	if ((e = tfs_name_new(res->name, sizeof(res->name), t1, t2, w->version,
+			      "")))
 		return tfs_fail(d, e, "no random bytes for a fragment name");
-	snprintf(res->name, sizeof(res->name),
-		 "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32, t1, t2, uuid,
-		 w->version);
 	res->t1 = t1;
 	res->t2 = t2;
 	if (w->version >= 12) {
