@@ -118,18 +118,12 @@ static unsigned window_bits(uint64_t range, size_t ts, bool is_signed)
 	return bits <= 8 ? 8 : bits <= 16 ? 16 : bits <= 32 ? 32 : 64;
 }
 
-struct window {
-	uint64_t offset;
-	unsigned bits;
-	size_t len;
-};
-
 enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 				   const struct tfs__fctx *fc)
 {
 	bool is_signed;
 	size_t ts = bwr_type(fc, &is_signed);
-	size_t total = tfs__parts_total(&w->data), nwin = 0, o = 0;
+	size_t total = tfs__parts_total(&w->data), nwin, o = 0;
 	struct tfs_buf hdr, out;
 	uint8_t *h, *p;
 	enum tfs_err e;
@@ -138,13 +132,7 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 		return TFS_E_OK;
 	if (total > UINT32_MAX)
 		return tfs__fwd_fail(w, TFS_E_TOO_BIG, "chunk exceeds 4 GiB");
-	for (size_t i = 0; i < w->data.n; i++) {
-		size_t len = w->data.v[i].len;
-		size_t ws = tfs__window_size(len, fc->f->max_window, ts);
-
-		if (len)
-			nwin += (len + ws - 1) / ws;
-	}
+	nwin = tfs__window_count(&w->data, fc->f->max_window, ts);
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
 	e = tfs__buf_sized(&hdr, 8 + nwin * (ts + 5), &h);
 	if (!e)

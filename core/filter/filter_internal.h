@@ -306,6 +306,9 @@ static inline size_t tfs__window_size(size_t part, uint32_t max_window,
  * and signedness, 0 when the filter passes the type through. Bit width
  * reduction takes the same types but those of one byte. */
 size_t tfs__window_int_type(const struct tfs__fctx *fc, bool *is_signed);
+/* Windows the data parts are cut into (each part on its own). */
+size_t tfs__window_count(const struct tfs__parts *data, uint32_t max_window,
+			 size_t ts);
 
 /* ---- per-part codecs of the compression family (filters.md §3–4) ----
  * Decoders produce exactly dst_len bytes or fail; encoders append. */

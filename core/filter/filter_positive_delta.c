@@ -92,6 +92,21 @@ enum tfs_err tfs__posdelta_reverse(struct tfs__stage *st,
 	return TFS_E_OK;
 }
 
+size_t tfs__window_count(const struct tfs__parts *data, uint32_t max_window,
+			 size_t ts)
+{
+	size_t nwin = 0;
+
+	for (size_t i = 0; i < data->n; i++) {
+		size_t len = data->v[i].len;
+		size_t ws = tfs__window_size(len, max_window, ts);
+
+		if (len)
+			nwin += (len + ws - 1) / ws;
+	}
+	return nwin;
+}
+
 static bool decreases(uint64_t cur, uint64_t prev, size_t ts, bool is_signed)
 {
 	if (!is_signed)
@@ -109,20 +124,14 @@ enum tfs_err tfs__posdelta_forward(struct tfs__fwd *w,
 {
 	bool is_signed;
 	size_t ts = tfs__window_int_type(fc, &is_signed);
-	size_t total = tfs__parts_total(&w->data), nwin = 0, o = 0;
+	size_t total = tfs__parts_total(&w->data), nwin, o = 0;
 	struct tfs_buf hdr, out;
 	uint8_t *h, *p;
 	enum tfs_err e;
 
 	if (ts == 0)
 		return TFS_E_OK;
-	for (size_t i = 0; i < w->data.n; i++) {
-		size_t len = w->data.v[i].len;
-		size_t ws = tfs__window_size(len, fc->f->max_window, ts);
-
-		if (len)
-			nwin += (len + ws - 1) / ws;
-	}
+	nwin = tfs__window_count(&w->data, fc->f->max_window, ts);
 	if (nwin > UINT32_MAX)
 		return tfs__fwd_fail(w, TFS_E_TOO_BIG, "too many windows");
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
