@@ -172,8 +172,9 @@ enum tfs_err tfs_name_new(char *dst, size_t cap, uint64_t t1, uint64_t t2,
 	if (e)
 		return e;
 	if (version)
-		n = snprintf(dst, cap, "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32 "%s",
-			     t1, t2, uuid, version, ext);
+		n = snprintf(dst, cap,
+			     "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32 "%s", t1,
+			     t2, uuid, version, ext);
 	else
 		n = snprintf(dst, cap, "__%" PRIu64 "_%" PRIu64 "_%s%s", t1, t2,
 			     uuid, ext);

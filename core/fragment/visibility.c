@@ -563,8 +563,10 @@ static enum tfs_err read_cons(struct scan *s, const struct tfs_dirlist *commits,
 
 /* Whether fragment `name` has its "name.ok" commit marker: in the sorted
  * root listing, or listed by a .con file. */
-static enum tfs_err has_ok_marker(const struct scan *s, const struct tfs_dirlist *root,
-			   const char *name, bool *out, struct tfs_diag *d)
+static enum tfs_err has_ok_marker(const struct scan *s,
+				  const struct tfs_dirlist *root,
+				  const char *name, bool *out,
+				  struct tfs_diag *d)
 {
 	size_t n = strlen(name);
 	char *ok = tfs_malloc(n + 4);

@@ -473,8 +473,8 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 				if (!hi || tfs_value_cmp(fd->type, p, hi) > 0)
 					hi = p;
 			}
-			return put_fixed_dim_bounds(o, lo, hi, col->data.data, n,
-						    cs);
+			return put_fixed_dim_bounds(o, lo, hi, col->data.data,
+						    n, cs);
 		}
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t len;

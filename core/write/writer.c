@@ -784,8 +784,9 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 						      (base + imin) * fd->cell_size;
 				const uint8_t *vmax = dst->data.data +
 						      (base + imax) * fd->cell_size;
-				uint64_t omin = tfs__dim_off(&w->s->dims[k], vmin);
-				uint64_t omax = tfs__dim_off(&w->s->dims[k], vmax);
+				const struct tfs_dim *dm = &w->s->dims[k];
+				uint64_t omin = tfs__dim_off(dm, vmin);
+				uint64_t omax = tfs__dim_off(dm, vmax);
 				bool first = w->appended == 0;
 				size_t sz = (size_t)fd->cell_size;
 
