@@ -39,6 +39,32 @@ static enum tfs_err put_filters(struct json_out *j, const struct tfs_pipeline *p
 	return e;
 }
 
+/* The "filters" and "max_chunk_size" members of a dimension or attribute. */
+static enum tfs_err put_field_filters(struct json_out *j,
+				      const struct tfs_pipeline *p)
+{
+	enum tfs_err e;
+
+	json_out_key(j, "filters");
+	if ((e = put_filters(j, p)))
+		return e;
+	json_out_key(j, "max_chunk_size");
+	json_out_u64(j, p->max_chunk_size);
+	return TFS_E_OK;
+}
+
+/* Opens the object of a dimension, attribute or enumeration, on a line of
+ * its own, with its name and type. */
+static void begin_named(struct json_out *j, const char *name, uint8_t type)
+{
+	json_out_space(j, "\n   ");
+	json_out_begin_object(j);
+	json_out_key(j, "name");
+	json_out_cstr(j, name);
+	json_out_key(j, "type");
+	json_out_cstr(j, tfs_datatype_name(type));
+}
+
 static void put_cell_val_num(struct json_out *j, bool var, uint32_t n)
 {
 	if (var)
@@ -51,13 +77,7 @@ static enum tfs_err put_dim(struct json_out *j, const struct tfs_dim *dim)
 {
 	enum tfs_err e;
 
-
-	json_out_space(j, "\n   ");
-	json_out_begin_object(j);
-	json_out_key(j, "name");
-	json_out_cstr(j, dim->name);
-	json_out_key(j, "type");
-	json_out_cstr(j, tfs_datatype_name(dim->type));
+	begin_named(j, dim->name, dim->type);
 	json_out_key(j, "domain");
 	if (dim->has_domain) {
 		json_out_begin_array(j);
@@ -74,11 +94,8 @@ static enum tfs_err put_dim(struct json_out *j, const struct tfs_dim *dim)
 		json_out_null(j);
 	json_out_key(j, "var");
 	json_out_bool(j, dim->var);
-	json_out_key(j, "filters");
-	if ((e = put_filters(j, &dim->filters)))
+	if ((e = put_field_filters(j, &dim->filters)))
 		return e;
-	json_out_key(j, "max_chunk_size");
-	json_out_u64(j, dim->filters.max_chunk_size);
 	json_out_end_object(j);
 	return TFS_E_OK;
 }
@@ -87,13 +104,7 @@ static enum tfs_err put_attr(struct json_out *j, const struct tfs_attr *at)
 {
 	enum tfs_err e;
 
-
-	json_out_space(j, "\n   ");
-	json_out_begin_object(j);
-	json_out_key(j, "name");
-	json_out_cstr(j, at->name);
-	json_out_key(j, "type");
-	json_out_cstr(j, tfs_datatype_name(at->type));
+	begin_named(j, at->name, at->type);
 	json_out_key(j, "cell_val_num");
 	put_cell_val_num(j, at->var, at->cell_val_num);
 	json_out_key(j, "nullable");
@@ -105,11 +116,8 @@ static enum tfs_err put_attr(struct json_out *j, const struct tfs_attr *at)
 		json_out_key(j, "fill_valid");
 		json_out_bool(j, at->fill_valid != 0);
 	}
-	json_out_key(j, "filters");
-	if ((e = put_filters(j, &at->filters)))
+	if ((e = put_field_filters(j, &at->filters)))
 		return e;
-	json_out_key(j, "max_chunk_size");
-	json_out_u64(j, at->filters.max_chunk_size);
 	json_out_key(j, "enumeration");
 	if (at->enumeration)
 		json_out_cstr(j, at->enumeration);
@@ -127,12 +135,7 @@ static enum tfs_err put_enumeration(struct json_out *j,
 			    : tfs_datatype_size(en->type) *
 				      (uint64_t)en->cell_val_num;
 
-	json_out_space(j, "\n   ");
-	json_out_begin_object(j);
-	json_out_key(j, "name");
-	json_out_cstr(j, en->name);
-	json_out_key(j, "type");
-	json_out_cstr(j, tfs_datatype_name(en->type));
+	begin_named(j, en->name, en->type);
 	json_out_key(j, "cell_val_num");
 	put_cell_val_num(j, var, en->cell_val_num);
 	json_out_key(j, "ordered");

@@ -12,11 +12,6 @@ struct entry {
 	size_t len;
 };
 
-static bool width_ok(unsigned w)
-{
-	return w == 1 || w == 2 || w == 4 || w == 8;
-}
-
 /* Splits the serialized dictionary into entries; *out is owned by the
  * caller. */
 static enum tfs_err parse_dict(const uint8_t *dict, size_t size, unsigned sl,
@@ -56,7 +51,8 @@ out_corrupt:
 enum tfs_err tfs__dict_reverse(struct tfs__stage *st,
 			       const struct tfs__fctx *fc)
 {
-	uint32_t n_md, n_data, in_size, out_size, off_size, dict_size;
+	struct tfs__str_header sh;
+	uint32_t in_size, out_size, dict_size;
 	uint8_t idb, sl;
 	const uint8_t *dict;
 	struct entry *ent = NULL;
@@ -66,23 +62,24 @@ enum tfs_err tfs__dict_reverse(struct tfs__stage *st,
 	enum tfs_err e;
 
 	(void)fc;
-	if (!tfs_cur_u32(&st->md, &n_md) || !tfs_cur_u32(&st->md, &n_data) ||
-	    !tfs_cur_u32(&st->md, &in_size) ||
-	    !tfs_cur_u32(&st->md, &out_size) ||
-	    !tfs_cur_u32(&st->md, &off_size) || !tfs_cur_u8(&st->md, &idb) ||
-	    !tfs_cur_u8(&st->md, &sl) || !tfs_cur_u32(&st->md, &dict_size) ||
+	if (!tfs__str_header_get(&st->md, &sh) ||
+	    !tfs_cur_u32(&st->md, &dict_size) ||
 	    !tfs_cur_take(&st->md, dict_size, &dict))
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "dictionary header truncated");
-	if (!width_ok(idb) || !width_ok(sl))
+	in_size = sh.in_size;
+	out_size = sh.out_size;
+	idb = sh.width[0];
+	sl = sh.width[1];
+	if (!tfs__width_ok(idb) || !tfs__width_ok(sl))
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "dictionary integer width not 1, 2, 4 "
 				       "or 8");
-	if (off_size % 8 != 0 || off_size / 8 > st->offsets_left)
+	if (sh.off_size % 8 != 0 || sh.off_size / 8 > st->offsets_left)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "dictionary cell count does not match "
 				       "the tile");
-	cells = off_size / 8;
+	cells = sh.off_size / 8;
 	if (out_size > st->in_len || cells * idb != out_size)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "dictionary ids do not match the cell "
@@ -236,18 +233,15 @@ enum tfs_err tfs__dict_forward(struct tfs__fwd *w, const struct tfs__fctx *fc)
 				  "string tile too large for a dictionary");
 		goto out_release;
 	}
-	e = tfs__buf_sized(&hdr, 26 + dict_size, &h);
+	e = tfs__buf_sized(&hdr, TFS__STR_HEADER_SIZE + 4 + dict_size, &h);
 	if (e)
 		goto out_release;
-	tfs_put_u32(h, 0);
-	tfs_put_u32(h + 4, 1);
-	tfs_put_u32(h + 8, (uint32_t)size);
-	tfs_put_u32(h + 12, (uint32_t)out_size);
-	tfs_put_u32(h + 16, (uint32_t)(fc->cell_count * 8));
-	h[20] = (uint8_t)idb;
-	h[21] = (uint8_t)sl;
-	tfs_put_u32(h + 22, (uint32_t)dict_size);
-	h += 26;
+	tfs__str_header_put(h, &(struct tfs__str_header){
+		.in_size = (uint32_t)size, .out_size = (uint32_t)out_size,
+		.off_size = (uint32_t)(fc->cell_count * 8),
+		.width = {(uint8_t)idb, (uint8_t)sl}});
+	tfs_put_u32(h + TFS__STR_HEADER_SIZE, (uint32_t)dict_size);
+	h += TFS__STR_HEADER_SIZE + 4;
 	for (size_t i = 0; i < b.count; i++) {
 		tfs_put_be(h, sl, b.ent[i].len);
 		h += sl;

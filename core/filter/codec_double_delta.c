@@ -6,44 +6,6 @@
 
 #include "filter_internal.h"
 
-static uint64_t load(const uint8_t *p, size_t ts, bool is_signed)
-{
-	switch (ts) {
-	case 1:
-		return is_signed ? (uint64_t)(int64_t)(int8_t)p[0] : p[0];
-	case 2: {
-		uint16_t v = tfs_get_u16(p);
-
-		return is_signed ? (uint64_t)(int64_t)(int16_t)v : v;
-	}
-	case 4: {
-		uint32_t v = tfs_get_u32(p);
-
-		return is_signed ? (uint64_t)(int64_t)(int32_t)v : v;
-	}
-	default:
-		return tfs_get_u64(p);
-	}
-}
-
-static void store(uint8_t *p, size_t ts, uint64_t v)
-{
-	switch (ts) {
-	case 1:
-		p[0] = (uint8_t)v;
-		break;
-	case 2:
-		tfs_put_u16(p, (uint16_t)v);
-		break;
-	case 4:
-		tfs_put_u32(p, (uint32_t)v);
-		break;
-	default:
-		tfs_put_u64(p, v);
-		break;
-	}
-}
-
 /* Reads the bit stream: words are loaded only when a bit of them is
  * needed, which is exactly what a writer stores. */
 struct bit_reader {
@@ -117,8 +79,8 @@ enum tfs_err tfs__dd_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
 	memcpy(dst, src, n >= 2 ? 2 * ts : ts);
 	if (n <= 2)
 		return TFS_E_OK;
-	prev2 = load(src, ts, is_signed);
-	prev1 = load(src + ts, ts, is_signed);
+	prev2 = tfs__get_int(src, ts, is_signed);
+	prev1 = tfs__get_int(src + ts, ts, is_signed);
 	r.p = src + 2 * ts;
 	r.len = src_len - 2 * ts;
 	r.pos = 0;
@@ -131,7 +93,7 @@ enum tfs_err tfs__dd_decode(uint8_t *dst, size_t dst_len, const uint8_t *src,
 			return TFS_E_CORRUPT;
 		/* v = dd + 2·v[i-1] − v[i-2], wrapping like TileDB's int64. */
 		v = (sign ? 0 - mag : mag) + 2 * prev1 - prev2;
-		store(dst + i * ts, ts, v);
+		tfs_put_uint(dst + i * ts, ts, v);
 		prev2 = prev1;
 		prev1 = v;
 	}
@@ -195,13 +157,14 @@ enum tfs_err tfs__dd_encode(struct tfs_buf *out, const uint8_t *src,
 	n = len / ts;
 	if (n > 2) {
 		/* The first delta counts too (filters.md §4.2). */
-		uint64_t d1 = load(src + ts, ts, is_signed) -
-			      load(src, ts, is_signed);
+		uint64_t d1 = tfs__get_int(src + ts, ts, is_signed) -
+			      tfs__get_int(src, ts, is_signed);
 		uint64_t m = abs64(d1), prev = d1;
 
 		for (size_t i = 2; i < n; i++) {
-			uint64_t d = load(src + i * ts, ts, is_signed) -
-				     load(src + (i - 1) * ts, ts, is_signed);
+			uint64_t d =
+				tfs__get_int(src + i * ts, ts, is_signed) -
+				tfs__get_int(src + (i - 1) * ts, ts, is_signed);
 			uint64_t a = abs64(d - prev);
 
 			if (a > m)
@@ -227,12 +190,13 @@ enum tfs_err tfs__dd_encode(struct tfs_buf *out, const uint8_t *src,
 	w.word = 0;
 	w.bit = 63;
 	{
-		uint64_t prev = load(src + ts, ts, is_signed) -
-				load(src, ts, is_signed);
+		uint64_t prev = tfs__get_int(src + ts, ts, is_signed) -
+				tfs__get_int(src, ts, is_signed);
 
 		for (size_t i = 2; !e && i < n; i++) {
-			uint64_t d = load(src + i * ts, ts, is_signed) -
-				     load(src + (i - 1) * ts, ts, is_signed);
+			uint64_t d =
+				tfs__get_int(src + i * ts, ts, is_signed) -
+				tfs__get_int(src + (i - 1) * ts, ts, is_signed);
 			uint64_t dd = d - prev;
 
 			e = put_bits(&w, 1, (int64_t)dd < 0);

@@ -86,15 +86,11 @@ enum tfs_err tfs__rle_encode(struct tfs_buf *out, const uint8_t *src,
 	return put_run(out, prev, value_size, run);
 }
 
-static bool width_ok(unsigned w)
-{
-	return w == 1 || w == 2 || w == 4 || w == 8;
-}
-
 enum tfs_err tfs__rle_str_reverse(struct tfs__stage *st,
 				  const struct tfs__fctx *fc)
 {
-	uint32_t n_md, n_data, in_size, out_size, off_size;
+	struct tfs__str_header sh;
+	uint32_t in_size, out_size;
 	uint8_t rl, sl;
 	uint64_t cells, cell = 0;
 	size_t pos = 0, o = 0;
@@ -102,25 +98,25 @@ enum tfs_err tfs__rle_str_reverse(struct tfs__stage *st,
 	enum tfs_err e;
 
 	(void)fc;
-	if (!tfs_cur_u32(&st->md, &n_md) || !tfs_cur_u32(&st->md, &n_data) ||
-	    !tfs_cur_u32(&st->md, &in_size) ||
-	    !tfs_cur_u32(&st->md, &out_size) ||
-	    !tfs_cur_u32(&st->md, &off_size) || !tfs_cur_u8(&st->md, &rl) ||
-	    !tfs_cur_u8(&st->md, &sl))
+	if (!tfs__str_header_get(&st->md, &sh))
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "string RLE header truncated");
-	if (!width_ok(rl) || !width_ok(sl))
+	in_size = sh.in_size;
+	out_size = sh.out_size;
+	rl = sh.width[0];
+	sl = sh.width[1];
+	if (!tfs__width_ok(rl) || !tfs__width_ok(sl))
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "string RLE integer width not 1, 2, 4 "
 				       "or 8");
-	if (off_size % 8 != 0 || off_size / 8 > st->offsets_left)
+	if (sh.off_size % 8 != 0 || sh.off_size / 8 > st->offsets_left)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "string RLE cell count does not match "
 				       "the tile");
 	if (out_size > st->in_len)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "string RLE data larger than the chunk");
-	cells = off_size / 8;
+	cells = sh.off_size / 8;
 	e = tfs__stage_alloc(st, in_size, &values);
 	if (e)
 		return e;
@@ -228,16 +224,13 @@ enum tfs_err tfs__rle_str_forward(struct tfs__fwd *w,
 	    fc->cell_count > UINT32_MAX / 8)
 		return tfs__fwd_fail(w, TFS_E_TOO_BIG,
 				     "string tile too large for RLE");
-	e = tfs__buf_sized(&hdr, 22, &h);
+	e = tfs__buf_sized(&hdr, TFS__STR_HEADER_SIZE, &h);
 	if (e)
 		return e;
-	tfs_put_u32(h, 0);
-	tfs_put_u32(h + 4, 1);
-	tfs_put_u32(h + 8, (uint32_t)size);
-	tfs_put_u32(h + 12, (uint32_t)out_size);
-	tfs_put_u32(h + 16, (uint32_t)(fc->cell_count * 8));
-	h[20] = (uint8_t)rl;
-	h[21] = (uint8_t)sl;
+	tfs__str_header_put(h, &(struct tfs__str_header){
+		.in_size = (uint32_t)size, .out_size = (uint32_t)out_size,
+		.off_size = (uint32_t)(fc->cell_count * 8),
+		.width = {(uint8_t)rl, (uint8_t)sl}});
 	e = tfs__buf_sized(&data, out_size, &o);
 	if (e)
 		goto out_release;

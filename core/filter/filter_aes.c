@@ -37,34 +37,29 @@ static enum tfs_err decrypt_part(EVP_CIPHER_CTX *cx, const uint8_t *key,
 
 enum tfs_err tfs__aes_reverse(struct tfs__stage *st, const struct tfs__fctx *fc)
 {
-	uint32_t n_md, n_data;
-	uint64_t nparts, md_total = 0, data_total = 0;
-	const uint8_t *table;
-	uint8_t *md_out, *data_out;
-	size_t src = 0, mo = 0, dof = 0;
+	struct tfs__part_table t;
+	struct tfs__split_out out;
+	uint64_t md_total = 0, data_total = 0;
+	size_t src = 0;
 	EVP_CIPHER_CTX *cx;
 	enum tfs_err e;
 
 	if (!fc->key)
 		return tfs__stage_fail(st, TFS_E_KEY,
 				       "tile is encrypted and no key was given");
-	if (!tfs_cur_u32(&st->md, &n_md) || !tfs_cur_u32(&st->md, &n_data))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "encryption header truncated");
-	nparts = (uint64_t)n_md + n_data;
-	if (nparts > tfs_cur_left(&st->md) / ENTRY_SIZE ||
-	    !tfs_cur_take(&st->md, (size_t)nparts * ENTRY_SIZE, &table))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "encryption part table truncated");
-	for (uint64_t i = 0; i < nparts; i++) {
-		const uint8_t *row = table + ENTRY_SIZE * i;
+	e = tfs__stage_part_table(st, ENTRY_SIZE, "encryption header truncated",
+				  "encryption part table truncated", &t);
+	if (e)
+		return e;
+	for (uint64_t i = 0; i < t.n; i++) {
+		const uint8_t *row = t.rows + ENTRY_SIZE * i;
 		uint32_t plain = tfs_get_u32(row);
 
 		if (tfs_get_u32(row + 4) != plain)
 			return tfs__stage_fail(st, TFS_E_CORRUPT,
 					       "ciphertext length differs from "
 					       "plaintext length");
-		if (i < n_md)
+		if (i < t.n_md)
 			md_total += plain;
 		else
 			data_total += plain;
@@ -72,30 +67,21 @@ enum tfs_err tfs__aes_reverse(struct tfs__stage *st, const struct tfs__fctx *fc)
 	if (md_total + data_total > st->in_len)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "encrypted parts exceed the chunk");
-	e = tfs__stage_md_alloc(st, (size_t)md_total, &md_out);
-	if (e)
-		return e;
-	e = tfs__stage_alloc(st, (size_t)data_total, &data_out);
+	e = tfs__stage_alloc_split(st, t.n_md, (size_t)md_total,
+				   (size_t)data_total, &out);
 	if (e)
 		return e;
 	cx = EVP_CIPHER_CTX_new();
 	if (!cx)
 		return TFS_E_NOMEM;
-	for (uint64_t i = 0; i < nparts; i++) {
-		const uint8_t *row = table + ENTRY_SIZE * i;
+	for (uint64_t i = 0; i < t.n; i++) {
+		const uint8_t *row = t.rows + ENTRY_SIZE * i;
 		uint32_t len = tfs_get_u32(row);
-		uint8_t *dst;
 
-		if (i < n_md) {
-			dst = md_out + mo;
-			mo += len;
-		} else {
-			dst = data_out + dof;
-			dof += len;
-		}
 		e = decrypt_part(cx, fc->key, row + 8,
-				 row + 8 + TFS__AES_IV_BYTES, dst,
-				 st->in + src, len);
+				 row + 8 + TFS__AES_IV_BYTES,
+				 tfs__split_next(&out, i, len), st->in + src,
+				 len);
 		if (e) {
 			tfs__stage_fail(st, e,
 					e == TFS_E_KEY

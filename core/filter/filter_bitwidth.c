@@ -7,47 +7,14 @@
 
 #include "filter_internal.h"
 #include "tfs_alloc.h"
-#include "tfs_datatype.h"
 
-/* Size and signedness of T; 0 when the filter is a no-op. */
+/* Size and signedness of T; 0 when the filter is a no-op: positive
+ * delta's types without those of one byte. */
 static size_t bwr_type(const struct tfs__fctx *fc, bool *is_signed)
 {
-	*is_signed = false;
-	switch (fc->type) {
-	case TFS_INT16:
-		*is_signed = true;
-		return 2;
-	case TFS_UINT16:
-		return 2;
-	case TFS_INT32:
-		*is_signed = true;
-		return 4;
-	case TFS_UINT32:
-		return 4;
-	case TFS_INT64:
-		*is_signed = true;
-		return 8;
-	case TFS_UINT64:
-		return 8;
-	default:
-		if (tfs_datatype_is_datetime(fc->type) &&
-		    fc->fragment_version >= 20) {
-			*is_signed = true;
-			return 8;
-		}
-		return 0;
-	}
-}
+	size_t ts = tfs__window_int_type(fc, is_signed);
 
-static uint64_t extend(uint64_t v, size_t bytes, bool is_signed)
-{
-	unsigned shift = (unsigned)(64 - 8 * bytes);
-
-	if (bytes >= 8)
-		return v;
-	if (!is_signed)
-		return v & ((UINT64_C(1) << (8 * bytes)) - 1);
-	return (uint64_t)((int64_t)(v << shift) >> shift);
+	return ts == 1 ? 0 : ts;
 }
 
 enum tfs_err tfs__bitwidth_reverse(struct tfs__stage *st,
@@ -104,8 +71,7 @@ enum tfs_err tfs__bitwidth_reverse(struct tfs__stage *st,
 			return tfs__stage_fail(st, TFS_E_CORRUPT,
 					       "bit width data truncated");
 		for (size_t k = 0; k < n; k++) {
-			uint64_t v = extend(tfs_get_uint(st->in + in, vb), vb,
-					    is_signed);
+			uint64_t v = tfs__get_int(st->in + in, vb, is_signed);
 
 			tfs_put_uint(out + o, ts, v + offset);
 			in += vb;
@@ -152,28 +118,12 @@ static unsigned window_bits(uint64_t range, size_t ts, bool is_signed)
 	return bits <= 8 ? 8 : bits <= 16 ? 16 : bits <= 32 ? 32 : 64;
 }
 
-struct window {
-	uint64_t offset;
-	unsigned bits;
-	size_t len;
-};
-
-static size_t window_size(size_t part, uint32_t max_window, size_t ts)
-{
-	size_t m = part < max_window ? part : max_window;
-	size_t w = m / ts * ts;
-
-	if (w == 0)
-		w = part >= ts ? ts : part;
-	return w;
-}
-
 enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 				   const struct tfs__fctx *fc)
 {
 	bool is_signed;
 	size_t ts = bwr_type(fc, &is_signed);
-	size_t total = tfs__parts_total(&w->data), nwin = 0, o = 0;
+	size_t total = tfs__parts_total(&w->data), nwin, o = 0;
 	struct tfs_buf hdr, out;
 	uint8_t *h, *p;
 	enum tfs_err e;
@@ -182,13 +132,7 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 		return TFS_E_OK;
 	if (total > UINT32_MAX)
 		return tfs__fwd_fail(w, TFS_E_TOO_BIG, "chunk exceeds 4 GiB");
-	for (size_t i = 0; i < w->data.n; i++) {
-		size_t len = w->data.v[i].len;
-		size_t ws = window_size(len, fc->f->max_window, ts);
-
-		if (len)
-			nwin += (len + ws - 1) / ws;
-	}
+	nwin = tfs__window_count(&w->data, fc->f->max_window, ts);
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
 	e = tfs__buf_sized(&hdr, 8 + nwin * (ts + 5), &h);
 	if (!e)
@@ -201,7 +145,7 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 	for (size_t i = 0; i < w->data.n; i++) {
 		const uint8_t *src = w->data.v[i].data;
 		size_t len = w->data.v[i].len;
-		size_t ws = window_size(len, fc->f->max_window, ts);
+		size_t ws = tfs__window_size(len, fc->f->max_window, ts);
 
 		for (size_t at = 0; at < len; at += ws) {
 			size_t wl = len - at < ws ? len - at : ws;
@@ -210,8 +154,8 @@ enum tfs_err tfs__bitwidth_forward(struct tfs__fwd *w,
 			unsigned bits = (unsigned)(8 * ts);
 
 			for (size_t k = 0; k < n; k++) {
-				uint64_t v = extend(tfs_get_uint(src + at + k * ts, ts),
-						    ts, is_signed);
+				uint64_t v = tfs__get_int(src + at + k * ts, ts,
+							  is_signed);
 				bool lt = is_signed ? (int64_t)v < (int64_t)mn
 						    : v < mn;
 				bool gt = is_signed ? (int64_t)v > (int64_t)mx

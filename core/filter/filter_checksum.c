@@ -32,30 +32,24 @@ enum tfs_err tfs__checksum_reverse(struct tfs__stage *st,
 {
 	size_t dlen, entry, md_pos, data_pos = 0;
 	const EVP_MD *md = digest_of(fc, &dlen);
-	uint32_t n_md, n_data;
-	uint64_t nparts;
-	const uint8_t *table;
+	struct tfs__part_table t;
+	enum tfs_err e;
 
 	entry = 8 + dlen;
-	if (!tfs_cur_u32(&st->md, &n_md) || !tfs_cur_u32(&st->md, &n_data))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "checksum header truncated");
-	nparts = (uint64_t)n_md + n_data;
-	if (nparts > tfs_cur_left(&st->md) / entry ||
-	    !tfs_cur_take(&st->md, (size_t)nparts * entry, &table))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "checksum part table truncated");
+	e = tfs__stage_part_table(st, entry, "checksum header truncated",
+				  "checksum part table truncated", &t);
+	if (e)
+		return e;
 	/* The metadata parts are what follows the header (left in place
 	 * for the previous filter); the data parts are the data. */
 	md_pos = st->md.pos;
-	for (uint64_t i = 0; i < nparts; i++) {
-		const uint8_t *row = table + entry * i;
+	for (uint64_t i = 0; i < t.n; i++) {
+		const uint8_t *row = t.rows + entry * i;
 		uint64_t len = tfs_get_u64(row);
 		uint8_t got[32];
 		const uint8_t *p;
-		enum tfs_err e;
 
-		if (i < n_md) {
+		if (i < t.n_md) {
 			if (len > st->md.len - md_pos)
 				return tfs__stage_fail(st, TFS_E_CORRUPT,
 						       "checksummed metadata "
@@ -75,7 +69,7 @@ enum tfs_err tfs__checksum_reverse(struct tfs__stage *st,
 			return e;
 		if (memcmp(got, row + 8, dlen) != 0)
 			return tfs__stage_fail(st, TFS_E_CHECKSUM,
-					       i < n_md ? "metadata checksum "
+					       i < t.n_md ? "metadata checksum "
 							  "mismatch"
 							: "data checksum "
 							  "mismatch");

@@ -70,11 +70,10 @@ static enum tfs_err encode_part(const struct tfs__fctx *fc, struct tfs_buf *out,
 enum tfs_err tfs__compression_reverse(struct tfs__stage *st,
 				      const struct tfs__fctx *fc)
 {
-	uint32_t n_md, n_data;
-	uint64_t nparts, md_total = 0, data_total = 0, comp_total = 0;
-	const uint8_t *table;
-	uint8_t *md_out, *data_out;
-	size_t src = 0, mo = 0, dof = 0;
+	struct tfs__part_table t;
+	struct tfs__split_out out;
+	uint64_t md_total = 0, data_total = 0, comp_total = 0;
+	size_t src = 0;
 	enum tfs_err e;
 
 	if (fc->string_mode)
@@ -84,45 +83,32 @@ enum tfs_err tfs__compression_reverse(struct tfs__stage *st,
 		return tfs__stage_fail(st, TFS_E_UNSUPPORTED,
 				       "dictionary encoding outside string "
 				       "mode");
-	if (!tfs_cur_u32(&st->md, &n_md) || !tfs_cur_u32(&st->md, &n_data))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "compression header truncated");
-	nparts = (uint64_t)n_md + n_data;
-	if (nparts > tfs_cur_left(&st->md) / 8 ||
-	    !tfs_cur_take(&st->md, (size_t)nparts * 8, &table))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "compression part table truncated");
-	for (uint64_t i = 0; i < nparts; i++) {
-		uint32_t orig = tfs_get_u32(table + 8 * i);
+	e = tfs__stage_part_table(st, 8, "compression header truncated",
+				  "compression part table truncated", &t);
+	if (e)
+		return e;
+	for (uint64_t i = 0; i < t.n; i++) {
+		uint32_t orig = tfs_get_u32(t.rows + 8 * i);
 
-		if (i < n_md)
+		if (i < t.n_md)
 			md_total += orig;
 		else
 			data_total += orig;
-		comp_total += tfs_get_u32(table + 8 * i + 4);
+		comp_total += tfs_get_u32(t.rows + 8 * i + 4);
 	}
 	if (comp_total > st->in_len)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "compressed parts exceed the chunk");
-	e = tfs__stage_md_alloc(st, (size_t)md_total, &md_out);
+	e = tfs__stage_alloc_split(st, t.n_md, (size_t)md_total,
+				   (size_t)data_total, &out);
 	if (e)
 		return e;
-	e = tfs__stage_alloc(st, (size_t)data_total, &data_out);
-	if (e)
-		return e;
-	for (uint64_t i = 0; i < nparts; i++) {
-		uint32_t orig = tfs_get_u32(table + 8 * i);
-		uint32_t comp = tfs_get_u32(table + 8 * i + 4);
-		uint8_t *dst;
+	for (uint64_t i = 0; i < t.n; i++) {
+		uint32_t orig = tfs_get_u32(t.rows + 8 * i);
+		uint32_t comp = tfs_get_u32(t.rows + 8 * i + 4);
 
-		if (i < n_md) {
-			dst = md_out + mo;
-			mo += orig;
-		} else {
-			dst = data_out + dof;
-			dof += orig;
-		}
-		e = decode_part(fc, dst, orig, st->in + src, comp);
+		e = decode_part(fc, tfs__split_next(&out, i, orig), orig,
+				st->in + src, comp);
 		if (e)
 			return tfs__stage_fail(st, e,
 					       e == TFS_E_UNSUPPORTED

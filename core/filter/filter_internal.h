@@ -125,6 +125,53 @@ enum tfs_err tfs__stage_md_alloc(struct tfs__stage *st, size_t n,
 enum tfs_err tfs__stage_fail(struct tfs__stage *st, enum tfs_err e,
 			     const char *why);
 
+/* The `u32 count, u32 len…` table the per-part filters keep as metadata
+ * (shuffles, XOR, float scale, WebP): *lens points at the count lengths and
+ * *total (unless NULL) is their sum. A table that does not fit the metadata
+ * fails with `why`. */
+enum tfs_err tfs__stage_lengths(struct tfs__stage *st, const char *why,
+				const uint8_t **lens, uint32_t *count,
+				uint64_t *total) TFS_WUR;
+
+/* The header of the filters that list every metadata and data part
+ * (compression, encryption, checksums): `u32 n_md, u32 n_data`, then one
+ * row of a fixed size per part, metadata parts first. */
+struct tfs__part_table {
+	uint32_t n_md;
+	uint64_t n; /* n_md + n_data */
+	const uint8_t *rows;
+};
+
+/* Reads it; fails with why_header when the two counts are missing, with
+ * why_rows when the rows do not fit the metadata. */
+enum tfs_err tfs__stage_part_table(struct tfs__stage *st, size_t row_size,
+				   const char *why_header,
+				   const char *why_rows,
+				   struct tfs__part_table *t) TFS_WUR;
+
+/* Where a consuming filter decodes its parts to: the first n_md parts one
+ * after the other into the new metadata, the others into the data. */
+struct tfs__split_out {
+	uint8_t *md, *data;
+	uint64_t n_md;
+};
+
+/* Reserves md_len bytes of metadata and data_len bytes of data output. */
+enum tfs_err tfs__stage_alloc_split(struct tfs__stage *st, uint64_t n_md,
+				    size_t md_len, size_t data_len,
+				    struct tfs__split_out *o) TFS_WUR;
+
+/* Destination of part i, len bytes long (parts are taken in order). */
+static inline uint8_t *tfs__split_next(struct tfs__split_out *o, uint64_t i,
+				       size_t len)
+{
+	uint8_t **at = i < o->n_md ? &o->md : &o->data;
+	uint8_t *p = *at;
+
+	*at += len;
+	return p;
+}
+
 /* A list of parts, each an owned buffer (write direction). */
 struct tfs__parts {
 	struct tfs_buf *v;
@@ -141,6 +188,8 @@ enum tfs_err tfs__parts_prepend(struct tfs__parts *ps,
 /* Drops every part, then pushes b. */
 enum tfs_err tfs__parts_replace(struct tfs__parts *ps,
 				struct tfs_buf *b) TFS_WUR;
+/* Drops every part, then takes over those of from (left empty). */
+void tfs__parts_replace_all(struct tfs__parts *ps, struct tfs__parts *from);
 size_t tfs__parts_total(const struct tfs__parts *ps);
 
 /* One filter applied to one chunk. */
@@ -168,6 +217,98 @@ static inline unsigned tfs__bw(uint64_t x)
 		return 4;
 	return 8;
 }
+
+/* Whether a stored integer width is one the format allows. */
+static inline bool tfs__width_ok(uint64_t w)
+{
+	return w == 1 || w == 2 || w == 4 || w == 8;
+}
+
+/* Little-endian integer of `width` bytes (1, 2, 4 or 8), sign-extended
+ * when is_signed. A switch of plain casts: the value loops of the filters
+ * call it per element and it must stay as cheap as a typed load. */
+static inline uint64_t tfs__get_int(const void *p, size_t width,
+				    bool is_signed)
+{
+	switch (width) {
+	case 1: {
+		uint8_t v = *(const uint8_t *)p;
+
+		return is_signed ? (uint64_t)(int64_t)(int8_t)v : v;
+	}
+	case 2: {
+		uint16_t v = tfs_get_u16(p);
+
+		return is_signed ? (uint64_t)(int64_t)(int16_t)v : v;
+	}
+	case 4: {
+		uint32_t v = tfs_get_u32(p);
+
+		return is_signed ? (uint64_t)(int64_t)(int32_t)v : v;
+	}
+	default:
+		return tfs_get_u64(p);
+	}
+}
+
+/* The header both string codecs start with (filters.md §4.4, §4.5):
+ * `u32 n_md (0), u32 n_data (1), u32 in_size, u32 out_size, u32
+ * off_size`, then two integer widths. */
+#define TFS__STR_HEADER_SIZE 22u
+
+struct tfs__str_header {
+	uint32_t in_size;  /* bytes of the strings */
+	uint32_t out_size; /* bytes of the encoded data */
+	uint32_t off_size; /* 8 per cell */
+	uint8_t width[2];  /* RLE: run, string length; dictionary: id, length */
+};
+
+/* Reads the header; false when the metadata is too short. */
+static inline bool tfs__str_header_get(struct tfs_cursor *md,
+				       struct tfs__str_header *h)
+{
+	uint32_t n_md, n_data;
+
+	return tfs_cur_u32(md, &n_md) && tfs_cur_u32(md, &n_data) &&
+	       tfs_cur_u32(md, &h->in_size) && tfs_cur_u32(md, &h->out_size) &&
+	       tfs_cur_u32(md, &h->off_size) && tfs_cur_u8(md, &h->width[0]) &&
+	       tfs_cur_u8(md, &h->width[1]);
+}
+
+/* Writes the header's TFS__STR_HEADER_SIZE bytes at dst. */
+static inline void tfs__str_header_put(uint8_t *dst,
+				       const struct tfs__str_header *h)
+{
+	tfs_put_u32(dst, 0);
+	tfs_put_u32(dst + 4, 1);
+	tfs_put_u32(dst + 8, h->in_size);
+	tfs_put_u32(dst + 12, h->out_size);
+	tfs_put_u32(dst + 16, h->off_size);
+	dst[20] = h->width[0];
+	dst[21] = h->width[1];
+}
+
+/* Windows of bit width reduction and positive delta (filters.md §5.3,
+ * §5.4): max_window bytes of a part rounded down to whole values, at least
+ * one value, or the whole part when it is shorter than a value. */
+static inline size_t tfs__window_size(size_t part, uint32_t max_window,
+				      size_t ts)
+{
+	size_t m = part < max_window ? part : max_window;
+	size_t w = m / ts * ts;
+
+	if (w == 0)
+		w = part >= ts ? ts : part;
+	return w;
+}
+
+/* Integer type T of positive delta (filters.md §5.4): its size in bytes
+ * and signedness, 0 when the filter passes the type through. Bit width
+ * reduction takes the same types but those of one byte. */
+size_t tfs__window_int_type(const struct tfs__fctx *fc, bool *is_signed);
+/* Windows the data parts are cut into (each part on its own). */
+size_t tfs__window_count(const struct tfs__parts *data, uint32_t max_window,
+			 size_t ts);
 
 /* ---- per-part codecs of the compression family (filters.md §3–4) ----
  * Decoders produce exactly dst_len bytes or fail; encoders append. */

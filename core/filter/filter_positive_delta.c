@@ -8,7 +8,7 @@
 #include "filter_internal.h"
 #include "tfs_datatype.h"
 
-static size_t pd_type(const struct tfs__fctx *fc, bool *is_signed)
+size_t tfs__window_int_type(const struct tfs__fctx *fc, bool *is_signed)
 {
 	*is_signed = false;
 	switch (fc->type) {
@@ -50,7 +50,7 @@ enum tfs_err tfs__posdelta_reverse(struct tfs__stage *st,
 				   const struct tfs__fctx *fc)
 {
 	bool is_signed;
-	size_t ts = pd_type(fc, &is_signed), o = 0;
+	size_t ts = tfs__window_int_type(fc, &is_signed), o = 0;
 	uint32_t nwin;
 	const uint8_t *table;
 	uint64_t total = 0;
@@ -92,14 +92,19 @@ enum tfs_err tfs__posdelta_reverse(struct tfs__stage *st,
 	return TFS_E_OK;
 }
 
-static size_t window_size(size_t part, uint32_t max_window, size_t ts)
+size_t tfs__window_count(const struct tfs__parts *data, uint32_t max_window,
+			 size_t ts)
 {
-	size_t m = part < max_window ? part : max_window;
-	size_t w = m / ts * ts;
+	size_t nwin = 0;
 
-	if (w == 0)
-		w = part >= ts ? ts : part;
-	return w;
+	for (size_t i = 0; i < data->n; i++) {
+		size_t len = data->v[i].len;
+		size_t ws = tfs__window_size(len, max_window, ts);
+
+		if (len)
+			nwin += (len + ws - 1) / ws;
+	}
+	return nwin;
 }
 
 static bool decreases(uint64_t cur, uint64_t prev, size_t ts, bool is_signed)
@@ -118,21 +123,15 @@ enum tfs_err tfs__posdelta_forward(struct tfs__fwd *w,
 				   const struct tfs__fctx *fc)
 {
 	bool is_signed;
-	size_t ts = pd_type(fc, &is_signed);
-	size_t total = tfs__parts_total(&w->data), nwin = 0, o = 0;
+	size_t ts = tfs__window_int_type(fc, &is_signed);
+	size_t total = tfs__parts_total(&w->data), nwin, o = 0;
 	struct tfs_buf hdr, out;
 	uint8_t *h, *p;
 	enum tfs_err e;
 
 	if (ts == 0)
 		return TFS_E_OK;
-	for (size_t i = 0; i < w->data.n; i++) {
-		size_t len = w->data.v[i].len;
-		size_t ws = window_size(len, fc->f->max_window, ts);
-
-		if (len)
-			nwin += (len + ws - 1) / ws;
-	}
+	nwin = tfs__window_count(&w->data, fc->f->max_window, ts);
 	if (nwin > UINT32_MAX)
 		return tfs__fwd_fail(w, TFS_E_TOO_BIG, "too many windows");
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
@@ -146,7 +145,7 @@ enum tfs_err tfs__posdelta_forward(struct tfs__fwd *w,
 	for (size_t i = 0; i < w->data.n; i++) {
 		const uint8_t *src = w->data.v[i].data;
 		size_t len = w->data.v[i].len;
-		size_t ws = window_size(len, fc->f->max_window, ts);
+		size_t ws = tfs__window_size(len, fc->f->max_window, ts);
 
 		for (size_t at = 0; at < len; at += ws) {
 			size_t wl = len - at < ws ? len - at : ws;

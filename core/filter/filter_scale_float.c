@@ -9,43 +9,6 @@
 #include "filter_internal.h"
 #include "tfs_datatype.h"
 
-static int64_t load_signed(const uint8_t *p, size_t bw)
-{
-	switch (bw) {
-	case 1:
-		return (int8_t)p[0];
-	case 2:
-		return (int16_t)tfs_get_u16(p);
-	case 4:
-		return (int32_t)tfs_get_u32(p);
-	default:
-		return (int64_t)tfs_get_u64(p);
-	}
-}
-
-static void store_unsigned(uint8_t *p, size_t bw, uint64_t v)
-{
-	switch (bw) {
-	case 1:
-		p[0] = (uint8_t)v;
-		break;
-	case 2:
-		tfs_put_u16(p, (uint16_t)v);
-		break;
-	case 4:
-		tfs_put_u32(p, (uint32_t)v);
-		break;
-	default:
-		tfs_put_u64(p, v);
-		break;
-	}
-}
-
-static bool width_ok(uint64_t bw)
-{
-	return bw == 1 || bw == 2 || bw == 4 || bw == 8;
-}
-
 static void decode_value(uint8_t *dst, size_t ts, int64_t w, double scale,
 			 double offset)
 {
@@ -72,7 +35,7 @@ enum tfs_err tfs__scale_float_reverse(struct tfs__stage *st,
 	size_t ts = tfs_datatype_size(fc->type), bw, in = 0, o = 0;
 	uint32_t count;
 	const uint8_t *lens;
-	uint64_t in_total = 0, out_total = 0;
+	uint64_t in_total, out_total = 0;
 	uint8_t *out;
 	enum tfs_err e;
 
@@ -80,22 +43,17 @@ enum tfs_err tfs__scale_float_reverse(struct tfs__stage *st,
 		return tfs__stage_fail(st, TFS_E_UNSUPPORTED,
 				       "float scale on a type that is not 4 or "
 				       "8 bytes");
-	if (!width_ok(fc->f->byte_width))
+	if (!tfs__width_ok(fc->f->byte_width))
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "float scale byte width not 1, 2, 4 or "
 				       "8");
 	bw = (size_t)fc->f->byte_width;
-	if (!tfs_cur_u32(&st->md, &count) ||
-	    count > tfs_cur_left(&st->md) / 4 ||
-	    !tfs_cur_take(&st->md, (size_t)count * 4, &lens))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "float scale header truncated");
-	for (uint32_t i = 0; i < count; i++) {
-		uint32_t len = tfs_get_u32(lens + 4 * i);
-
-		in_total += len;
-		out_total += (uint64_t)(len / bw) * ts;
-	}
+	e = tfs__stage_lengths(st, "float scale header truncated", &lens,
+			       &count, &in_total);
+	if (e)
+		return e;
+	for (uint32_t i = 0; i < count; i++)
+		out_total += (uint64_t)(tfs_get_u32(lens + 4 * i) / bw) * ts;
 	if (in_total > st->in_len)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "float scale parts exceed the chunk");
@@ -106,9 +64,11 @@ enum tfs_err tfs__scale_float_reverse(struct tfs__stage *st,
 		size_t len = tfs_get_u32(lens + 4 * i), n = len / bw;
 
 		for (size_t k = 0; k < n; k++) {
-			decode_value(out + o, ts,
-				     load_signed(st->in + in + k * bw, bw),
-				     fc->f->scale, fc->f->offset);
+			int64_t v = (int64_t)tfs__get_int(st->in + in + k * bw,
+							  bw, true);
+
+			decode_value(out + o, ts, v, fc->f->scale,
+				     fc->f->offset);
 			o += ts;
 		}
 		in += len;
@@ -143,7 +103,7 @@ static enum tfs_err encode_value(uint8_t *dst, size_t bw, const uint8_t *src,
 		return TFS_E_INVALID;
 	if (!(r >= -lim && r < lim))
 		return TFS_E_RANGE;
-	store_unsigned(dst, bw, (uint64_t)(int64_t)r);
+	tfs_put_uint(dst, bw, (uint64_t)(int64_t)r);
 	return TFS_E_OK;
 }
 
@@ -160,7 +120,7 @@ enum tfs_err tfs__scale_float_forward(struct tfs__fwd *w,
 		return tfs__fwd_fail(w, TFS_E_INVALID,
 				     "float scale on a type that is not 4 or 8 "
 				     "bytes");
-	if (!width_ok(fc->f->byte_width) || !isfinite(fc->f->scale) ||
+	if (!tfs__width_ok(fc->f->byte_width) || !isfinite(fc->f->scale) ||
 	    fc->f->scale == 0 || !isfinite(fc->f->offset))
 		return tfs__fwd_fail(w, TFS_E_INVALID,
 				     "bad float scale options");
@@ -202,11 +162,8 @@ enum tfs_err tfs__scale_float_forward(struct tfs__fwd *w,
 		}
 	}
 	e = tfs__parts_prepend(&w->md, &hdr);
-	if (e)
-		goto out_release;
-	tfs__parts_release(&w->data);
-	w->data = outs;
-	tfs__parts_init(&outs);
+	if (!e)
+		tfs__parts_replace_all(&w->data, &outs);
 
 out_release:
 	tfs_buf_release(&hdr);

@@ -51,49 +51,6 @@ static void byte_unshuffle(uint8_t *dst, const uint8_t *src, size_t len,
 		memcpy(dst + k * ts, src + k * ts, len % ts);
 }
 
-/* Reads the `u32 count, u32 len…` header; *total is the sum. */
-static enum tfs_err read_lengths(struct tfs__stage *st, const uint8_t **lens,
-				 uint32_t *count, uint64_t *total)
-{
-	*total = 0;
-	if (!tfs_cur_u32(&st->md, count) ||
-	    *count > tfs_cur_left(&st->md) / 4 ||
-	    !tfs_cur_take(&st->md, (size_t)*count * 4, lens))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "part length table truncated");
-	for (uint32_t i = 0; i < *count; i++)
-		*total += tfs_get_u32(*lens + 4 * i);
-	return TFS_E_OK;
-}
-
-enum tfs_err tfs__byteshuffle_reverse(struct tfs__stage *st,
-				      const struct tfs__fctx *fc)
-{
-	size_t ts = elem_size(fc), o = 0;
-	const uint8_t *lens;
-	uint32_t count;
-	uint64_t total;
-	uint8_t *out;
-	enum tfs_err e;
-
-	e = read_lengths(st, &lens, &count, &total);
-	if (e)
-		return e;
-	if (total > st->in_len)
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "shuffled parts exceed the chunk");
-	e = tfs__stage_alloc(st, (size_t)total, &out);
-	if (e)
-		return e;
-	for (uint32_t i = 0; i < count; i++) {
-		size_t len = tfs_get_u32(lens + 4 * i);
-
-		byte_unshuffle(out + o, st->in + o, len, ts);
-		o += len;
-	}
-	return TFS_E_OK;
-}
-
 /* Pass-through filters with a `count, len…` header and one output part:
  * builds the header and the concatenated output of every data part. */
 static enum tfs_err lengths_header(struct tfs__fwd *w, const size_t *lens,
@@ -238,35 +195,6 @@ static void bitshuffle_part(uint8_t *dst, const uint8_t *src, size_t len,
 		memcpy(dst + done * ts, src + done * ts, (n - done) * ts);
 }
 
-enum tfs_err tfs__bitshuffle_reverse(struct tfs__stage *st,
-				     const struct tfs__fctx *fc)
-{
-	size_t ts = elem_size(fc), o = 0;
-	const uint8_t *lens;
-	uint32_t count;
-	uint64_t total;
-	uint8_t *out;
-	enum tfs_err e;
-
-	e = read_lengths(st, &lens, &count, &total);
-	if (e)
-		return e;
-	if (total > st->in_len)
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "shuffled parts exceed the chunk");
-	e = tfs__stage_alloc(st, (size_t)total, &out);
-	if (e)
-		return e;
-	for (uint32_t i = 0; i < count; i++) {
-		size_t len = tfs_get_u32(lens + 4 * i);
-
-		if (len)
-			bitshuffle_part(out + o, st->in + o, len, ts, true);
-		o += len;
-	}
-	return TFS_E_OK;
-}
-
 enum tfs_err tfs__bitshuffle_forward(struct tfs__fwd *w,
 				     const struct tfs__fctx *fc)
 {
@@ -305,4 +233,51 @@ out_release:
 	tfs_buf_release(&out);
 	tfs_free(lens);
 	return e;
+}
+
+/* ---- both: reading ---- */
+
+/* Every listed part is unshuffled into the same place of the output. */
+static enum tfs_err shuffle_reverse(struct tfs__stage *st,
+				    const struct tfs__fctx *fc, bool bits)
+{
+	size_t ts = elem_size(fc), o = 0;
+	const uint8_t *lens;
+	uint32_t count;
+	uint64_t total;
+	uint8_t *out;
+	enum tfs_err e;
+
+	e = tfs__stage_lengths(st, "part length table truncated", &lens,
+			       &count, &total);
+	if (e)
+		return e;
+	if (total > st->in_len)
+		return tfs__stage_fail(st, TFS_E_CORRUPT,
+				       "shuffled parts exceed the chunk");
+	e = tfs__stage_alloc(st, (size_t)total, &out);
+	if (e)
+		return e;
+	for (uint32_t i = 0; i < count; i++) {
+		size_t len = tfs_get_u32(lens + 4 * i);
+
+		if (bits)
+			bitshuffle_part(out + o, st->in + o, len, ts, true);
+		else
+			byte_unshuffle(out + o, st->in + o, len, ts);
+		o += len;
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__byteshuffle_reverse(struct tfs__stage *st,
+				      const struct tfs__fctx *fc)
+{
+	return shuffle_reverse(st, fc, false);
+}
+
+enum tfs_err tfs__bitshuffle_reverse(struct tfs__stage *st,
+				     const struct tfs__fctx *fc)
+{
+	return shuffle_reverse(st, fc, true);
 }

@@ -53,11 +53,10 @@ enum tfs_err tfs__webp_reverse(struct tfs__stage *st,
 	if (!depth)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "WebP filter without a pixel format");
-	if (!tfs_cur_u32(&st->md, &count) ||
-	    count > tfs_cur_left(&st->md) / 4 ||
-	    !tfs_cur_take(&st->md, (size_t)count * 4, &lens))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "WebP header truncated");
+	e = tfs__stage_lengths(st, "WebP header truncated", &lens, &count,
+			       NULL);
+	if (e)
+		return e;
 	for (uint32_t i = 0; i < count; i++) {
 		size_t len = tfs_get_u32(lens + 4 * i);
 		int width, height;
@@ -193,11 +192,8 @@ enum tfs_err tfs__webp_forward(struct tfs__fwd *w, const struct tfs__fctx *fc)
 			goto out_release;
 	}
 	e = tfs__parts_prepend(&w->md, &hdr);
-	if (e)
-		goto out_release;
-	tfs__parts_release(&w->data);
-	w->data = outs;
-	tfs__parts_init(&outs);
+	if (!e)
+		tfs__parts_replace_all(&w->data, &outs);
 
 out_release:
 	tfs_buf_release(&hdr);

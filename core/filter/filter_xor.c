@@ -47,20 +47,17 @@ enum tfs_err tfs__xor_reverse(struct tfs__stage *st, const struct tfs__fctx *fc)
 	size_t ts = xor_size(fc), o = 0;
 	uint32_t count;
 	const uint8_t *lens;
-	uint64_t total = 0;
+	uint64_t total;
 	uint8_t *out;
 	enum tfs_err e;
 
 	if (ts == 0)
 		return tfs__stage_fail(st, TFS_E_UNSUPPORTED,
 				       "XOR on an element type of this size");
-	if (!tfs_cur_u32(&st->md, &count) ||
-	    count > tfs_cur_left(&st->md) / 4 ||
-	    !tfs_cur_take(&st->md, (size_t)count * 4, &lens))
-		return tfs__stage_fail(st, TFS_E_CORRUPT,
-				       "XOR header truncated");
-	for (uint32_t i = 0; i < count; i++)
-		total += tfs_get_u32(lens + 4 * i);
+	e = tfs__stage_lengths(st, "XOR header truncated", &lens, &count,
+			       &total);
+	if (e)
+		return e;
 	if (total > st->in_len)
 		return tfs__stage_fail(st, TFS_E_CORRUPT,
 				       "XOR parts exceed the chunk");

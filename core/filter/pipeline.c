@@ -43,7 +43,7 @@ const char *tfs_filter_name(unsigned type)
 	return filter_names[type];
 }
 
-static bool is_compression_type(unsigned type)
+bool tfs_filter_is_compression(unsigned type)
 {
 	switch (type) {
 	case TFS_FILTER_GZIP:
@@ -107,7 +107,7 @@ static uint8_t type_compressor(unsigned type)
 
 unsigned tfs__filter_algo(const struct tfs_filter *f)
 {
-	if (is_compression_type(f->type)) {
+	if (tfs_filter_is_compression(f->type)) {
 		static const unsigned by_comp[] = {
 			TFS__NONE,  TFS__GZIP,	       TFS__ZSTD,
 			TFS__LZ4,   TFS__RLE,	       TFS__BZIP2,
@@ -227,7 +227,7 @@ bool tfs_pipeline_has(const struct tfs_pipeline *p, enum tfs_filter_type type)
 
 		if (f->type == (unsigned)type)
 			return true;
-		if (is_compression_type(f->type) &&
+		if (tfs_filter_is_compression(f->type) &&
 		    compressor_filter_type(f->compressor) == (unsigned)type)
 			return true;
 	}
@@ -243,7 +243,7 @@ static enum tfs_err parse_options(struct tfs_filter *f, const uint8_t *opts,
 	const char *name = tfs_filter_name(f->type);
 
 	tfs_cur_init(&c, opts, len);
-	if (is_compression_type(f->type)) {
+	if (tfs_filter_is_compression(f->type)) {
 		if (!tfs_cur_u8(&c, &f->compressor) ||
 		    !tfs_cur_i32(&c, &f->level))
 			goto out_bad_len;
@@ -392,7 +392,7 @@ enum tfs_err tfs_pipeline_serialize(struct tfs_buf *out,
 
 		if (!tfs_filter_name(f->type))
 			return TFS_E_INVALID;
-		if (is_compression_type(f->type)) {
+		if (tfs_filter_is_compression(f->type)) {
 			opts[0] = f->compressor;
 			tfs_put_u32(opts + 1, (uint32_t)f->level);
 			n = 5;
@@ -488,7 +488,7 @@ enum tfs_err tfs_filter_describe(struct tfs_buf *out,
 
 	if (algo == TFS__INVALID)
 		return TFS_E_INVALID;
-	name = tfs_filter_name(is_compression_type(f->type)
+	name = tfs_filter_name(tfs_filter_is_compression(f->type)
 				       ? compressor_filter_type(f->compressor)
 				       : f->type);
 	switch (algo) {

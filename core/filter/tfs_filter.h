@@ -110,6 +110,9 @@ enum tfs_err tfs_pipeline_parse(struct tfs_pipeline *out, struct tfs_cursor *c,
 enum tfs_err tfs_pipeline_serialize(struct tfs_buf *out,
 				    const struct tfs_pipeline *p,
 				    uint32_t schema_version) TFS_WUR;
+/* Whether filters of this type are of the compression family (filters.md
+ * §3): gzip, zstd, LZ4, RLE, bzip2, double delta, dictionary, delta. */
+bool tfs_filter_is_compression(unsigned type);
 /* True if a filter of this type is in the list; a compression-family
  * filter counts as the type of its compressor byte too. */
 bool tfs_pipeline_has(const struct tfs_pipeline *p, enum tfs_filter_type type);

@@ -113,6 +113,51 @@ enum tfs_err tfs__stage_md_alloc(struct tfs__stage *st, size_t n, uint8_t **p)
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs__stage_lengths(struct tfs__stage *st, const char *why,
+				const uint8_t **lens, uint32_t *count,
+				uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	if (!tfs_cur_u32(&st->md, count) ||
+	    *count > tfs_cur_left(&st->md) / 4 ||
+	    !tfs_cur_take(&st->md, (size_t)*count * 4, lens))
+		return tfs__stage_fail(st, TFS_E_CORRUPT, why);
+	for (uint32_t i = 0; total && i < *count; i++)
+		sum += tfs_get_u32(*lens + 4 * i);
+	if (total)
+		*total = sum;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_part_table(struct tfs__stage *st, size_t row_size,
+				   const char *why_header,
+				   const char *why_rows,
+				   struct tfs__part_table *t)
+{
+	uint32_t n_data;
+
+	if (!tfs_cur_u32(&st->md, &t->n_md) || !tfs_cur_u32(&st->md, &n_data))
+		return tfs__stage_fail(st, TFS_E_CORRUPT, why_header);
+	t->n = (uint64_t)t->n_md + n_data;
+	if (t->n > tfs_cur_left(&st->md) / row_size ||
+	    !tfs_cur_take(&st->md, (size_t)t->n * row_size, &t->rows))
+		return tfs__stage_fail(st, TFS_E_CORRUPT, why_rows);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__stage_alloc_split(struct tfs__stage *st, uint64_t n_md,
+				    size_t md_len, size_t data_len,
+				    struct tfs__split_out *o)
+{
+	enum tfs_err e = tfs__stage_md_alloc(st, md_len, &o->md);
+
+	if (!e)
+		e = tfs__stage_alloc(st, data_len, &o->data);
+	o->n_md = n_md;
+	return e;
+}
+
 /* ---- part lists (write direction) ---- */
 
 void tfs__parts_init(struct tfs__parts *ps)
@@ -182,6 +227,13 @@ enum tfs_err tfs__parts_replace(struct tfs__parts *ps, struct tfs_buf *b)
 		tfs_buf_release(&ps->v[i]);
 	ps->n = 0;
 	return tfs__parts_push(ps, b);
+}
+
+void tfs__parts_replace_all(struct tfs__parts *ps, struct tfs__parts *from)
+{
+	tfs__parts_release(ps);
+	*ps = *from;
+	tfs__parts_init(from);
 }
 
 size_t tfs__parts_total(const struct tfs__parts *ps)
@@ -297,81 +349,65 @@ static enum tfs_err job_init(struct job *j, const struct tfs_pipeline *p,
 	return TFS_E_OK;
 }
 
+static enum tfs_err none_reverse(struct tfs__stage *st,
+				 const struct tfs__fctx *fc)
+{
+	(void)fc;
+	return tfs__stage_pass(st, st->in, st->in_len);
+}
+
+static enum tfs_err none_forward(struct tfs__fwd *w, const struct tfs__fctx *fc)
+{
+	(void)w;
+	(void)fc;
+	return TFS_E_OK;
+}
+
+/* Both directions of every filter, by algorithm; the compression family
+ * shares one wrapper that picks the codec. */
+static const struct {
+	enum tfs_err (*reverse)(struct tfs__stage *st,
+				const struct tfs__fctx *fc);
+	enum tfs_err (*forward)(struct tfs__fwd *w, const struct tfs__fctx *fc);
+} filter_fns[TFS__INVALID] = {
+	[TFS__NONE] = {none_reverse, none_forward},
+	[TFS__GZIP] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__ZSTD] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__LZ4] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__RLE] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__BZIP2] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__DOUBLE_DELTA] = {tfs__compression_reverse,
+			       tfs__compression_forward},
+	[TFS__DICTIONARY] = {tfs__compression_reverse,
+			     tfs__compression_forward},
+	[TFS__DELTA] = {tfs__compression_reverse, tfs__compression_forward},
+	[TFS__AES] = {tfs__aes_reverse, tfs__aes_forward},
+	[TFS__BIT_WIDTH] = {tfs__bitwidth_reverse, tfs__bitwidth_forward},
+	[TFS__BITSHUFFLE] = {tfs__bitshuffle_reverse, tfs__bitshuffle_forward},
+	[TFS__BYTESHUFFLE] = {tfs__byteshuffle_reverse,
+			      tfs__byteshuffle_forward},
+	[TFS__POSITIVE_DELTA] = {tfs__posdelta_reverse, tfs__posdelta_forward},
+	[TFS__MD5] = {tfs__checksum_reverse, tfs__checksum_forward},
+	[TFS__SHA256] = {tfs__checksum_reverse, tfs__checksum_forward},
+	[TFS__SCALE_FLOAT] = {tfs__scale_float_reverse,
+			      tfs__scale_float_forward},
+	[TFS__XOR] = {tfs__xor_reverse, tfs__xor_forward},
+	[TFS__WEBP] = {tfs__webp_reverse, tfs__webp_forward},
+};
+
 static enum tfs_err reverse_one(struct tfs__stage *st,
 				const struct tfs__fctx *fc)
 {
-	switch (fc->algo) {
-	case TFS__NONE:
-		return tfs__stage_pass(st, st->in, st->in_len);
-	case TFS__GZIP:
-	case TFS__ZSTD:
-	case TFS__LZ4:
-	case TFS__RLE:
-	case TFS__BZIP2:
-	case TFS__DOUBLE_DELTA:
-	case TFS__DICTIONARY:
-	case TFS__DELTA:
-		return tfs__compression_reverse(st, fc);
-	case TFS__AES:
-		return tfs__aes_reverse(st, fc);
-	case TFS__BIT_WIDTH:
-		return tfs__bitwidth_reverse(st, fc);
-	case TFS__BITSHUFFLE:
-		return tfs__bitshuffle_reverse(st, fc);
-	case TFS__BYTESHUFFLE:
-		return tfs__byteshuffle_reverse(st, fc);
-	case TFS__POSITIVE_DELTA:
-		return tfs__posdelta_reverse(st, fc);
-	case TFS__MD5:
-	case TFS__SHA256:
-		return tfs__checksum_reverse(st, fc);
-	case TFS__SCALE_FLOAT:
-		return tfs__scale_float_reverse(st, fc);
-	case TFS__XOR:
-		return tfs__xor_reverse(st, fc);
-	case TFS__WEBP:
-		return tfs__webp_reverse(st, fc);
-	default:
+	if (fc->algo >= TFS__INVALID || !filter_fns[fc->algo].reverse)
 		return tfs__stage_fail(st, TFS_E_CORRUPT, "invalid filter");
-	}
+	return filter_fns[fc->algo].reverse(st, fc);
 }
 
 static enum tfs_err forward_one(struct tfs__fwd *w, const struct tfs__fctx *fc)
 {
-	switch (fc->algo) {
-	case TFS__NONE:
-		return TFS_E_OK;
-	case TFS__GZIP:
-	case TFS__ZSTD:
-	case TFS__LZ4:
-	case TFS__RLE:
-	case TFS__BZIP2:
-	case TFS__DOUBLE_DELTA:
-	case TFS__DICTIONARY:
-	case TFS__DELTA:
-		return tfs__compression_forward(w, fc);
-	case TFS__AES:
-		return tfs__aes_forward(w, fc);
-	case TFS__BIT_WIDTH:
-		return tfs__bitwidth_forward(w, fc);
-	case TFS__BITSHUFFLE:
-		return tfs__bitshuffle_forward(w, fc);
-	case TFS__BYTESHUFFLE:
-		return tfs__byteshuffle_forward(w, fc);
-	case TFS__POSITIVE_DELTA:
-		return tfs__posdelta_forward(w, fc);
-	case TFS__MD5:
-	case TFS__SHA256:
-		return tfs__checksum_forward(w, fc);
-	case TFS__SCALE_FLOAT:
-		return tfs__scale_float_forward(w, fc);
-	case TFS__XOR:
-		return tfs__xor_forward(w, fc);
-	case TFS__WEBP:
-		return tfs__webp_forward(w, fc);
-	default:
+	if (fc->algo >= TFS__INVALID || !filter_fns[fc->algo].forward)
 		return tfs__fwd_fail(w, TFS_E_INVALID, "invalid filter");
-	}
+	return filter_fns[fc->algo].forward(w, fc);
 }
 
 /* Where string-mode offsets of the current chunk go. */

@@ -5,8 +5,15 @@
  *
  * Where TileDB's sscanf would silently leave a timestamp at 0, we refuse
  * the name instead: a component that must be a decimal number and is not
- * makes the name "not a timestamped name" (TFS_E_INVALID). */
+ * makes the name "not a timestamped name" (TFS_E_INVALID).
+ *
+ * New names are made here too, so that the writer and consolidation make
+ * them one way; their uuid is the one thing in this module that is not a
+ * function of its input (random bytes from the kernel). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "tfs_format.h"
 
@@ -138,4 +145,38 @@ enum tfs_err tfs_name_parse(const char *name, struct tfs_name_info *out)
 	if (out->t1 > out->t2)
 		return TFS_E_INVALID;
 	return TFS_E_OK;
+}
+
+enum tfs_err tfs_uuid_new(char buf[33])
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t raw[UUID_LEN / 2];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return TFS_E_INTERNAL;
+	for (size_t i = 0; i < sizeof(raw); i++) {
+		buf[2 * i] = hex[raw[i] >> 4];
+		buf[2 * i + 1] = hex[raw[i] & 15];
+	}
+	buf[UUID_LEN] = '\0';
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_name_new(char *dst, size_t cap, uint64_t t1, uint64_t t2,
+			  uint32_t version, const char *ext)
+{
+	char uuid[UUID_LEN + 1];
+	enum tfs_err e = tfs_uuid_new(uuid);
+	int n;
+
+	if (e)
+		return e;
+	if (version)
+		n = snprintf(dst, cap,
+			     "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32 "%s", t1,
+			     t2, uuid, version, ext);
+	else
+		n = snprintf(dst, cap, "__%" PRIu64 "_%" PRIu64 "_%s%s", t1, t2,
+			     uuid, ext);
+	return n >= 0 && (size_t)n < cap ? TFS_E_OK : TFS_E_TOO_BIG;
 }

@@ -39,6 +39,22 @@ struct tfs_name_info {
  * TFS_E_INVALID if it is not a timestamped name or t1 > t2. */
 enum tfs_err tfs_name_parse(const char *name, struct tfs_name_info *out) TFS_WUR;
 
+/* Room for any name tfs_name_new makes with an extension of up to 16
+ * characters, NUL included. */
+#define TFS_NAME_MAX 128
+
+/* 32 lowercase hex digits of fresh random bytes into buf[33]: the uuid of
+ * a new name, or of any file that must not collide. TFS_E_INTERNAL when
+ * the system gives no random bytes. Thread-safe. */
+enum tfs_err tfs_uuid_new(char buf[33]) TFS_WUR;
+
+/* A new timestamped name "__<t1>_<t2>_<uuid>[_<version>]<ext>" with a
+ * fresh uuid, into dst of cap bytes; version 0 leaves the version part out
+ * (schema and array metadata files), ext may be "". TFS_E_INTERNAL without
+ * random bytes, TFS_E_TOO_BIG when cap is too small. */
+enum tfs_err tfs_name_new(char *dst, size_t cap, uint64_t t1, uint64_t t2,
+			  uint32_t version, const char *ext) TFS_WUR;
+
 /* ---- Generic tiles (generic_tile.md) ----------------------------------- */
 
 struct tfs_generic_header {

@@ -194,7 +194,6 @@ static enum tfs_err apply_file(const struct meta_src *src, struct merge *m,
 static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
 			 struct tfs_diag *d)
 {
-	struct tfs_diag ld;
 	struct tfs_dirlist l = {NULL, 0};
 	struct meta_file_ref *files = NULL;
 	size_t file_num = 0;
@@ -208,15 +207,10 @@ static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
 	if (!dir)
 		return tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
 				src->noun, src->dir);
-	tfs_diag_init(&ld);
-	err = tfs_vfs_list(src->vfs, dir, &l, &ld);
-	if (err == TFS_E_NOT_FOUND) {
-		/* No metadata folder: no metadata (groups often have none). */
-		err = TFS_E_OK;
-	} else if (err) {
-		tfs_fail(d, err, "%s", tfs_diag_msg(&ld));
+	/* No metadata folder: no metadata (groups often have none). */
+	err = tfs_vfs_list_or_empty(src->vfs, dir, &l, d);
+	if (err)
 		goto out;
-	}
 	files = tfs_callocn(l.count ? l.count : 1, sizeof(*files));
 	if (!files) {
 		err = tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",

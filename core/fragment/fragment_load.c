@@ -715,6 +715,25 @@ static enum tfs_err meta_file_size(const struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
+/* The generic tile at off of the fragment metadata file (a new buffer). */
+static enum tfs_err read_meta_tile(const struct tfs_arraydir *a,
+				   const struct tfs_fragment *f, uint64_t off,
+				   uint8_t **payload, size_t *plen,
+				   struct tfs_diag *d)
+{
+	uint64_t size;
+	char *path;
+	enum tfs_err err;
+
+	err = meta_file_size(a, f, &path, &size, d);
+	if (err)
+		return err;
+	err = tfs__read_tile_at(a, path, size, off, TFS__FILE_MAX, payload,
+				plen, d);
+	tfs_free(path);
+	return err;
+}
+
 /* Reads one per-slot u64 list (fragment.md §6) and checks it has one entry
  * per tile, and, for offsets (limit != UINT64_MAX), that they do not
  * decrease and stay inside the data file of limit bytes. */
@@ -955,15 +974,9 @@ enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 		struct tfs_diag ld;
 		uint8_t *payload;
 		size_t plen;
-		uint64_t size;
-		char *path;
 
-		err = meta_file_size(a, f, &path, &size, d);
-		if (!err) {
-			err = tfs__read_tile_at(a, path, size, f->footer.rtree_off,
-						TFS__FILE_MAX, &payload, &plen, d);
-			tfs_free(path);
-		}
+		err = read_meta_tile(a, f, f->footer.rtree_off, &payload, &plen,
+				     d);
 		if (!err) {
 			tfs_diag_init(&ld);
 			err = tfs_rtree_parse(&f->rtree, payload, plen,
@@ -1010,16 +1023,9 @@ enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
 		struct tfs_diag ld;
 		uint8_t *payload;
 		size_t plen;
-		uint64_t size;
-		char *path;
 
-		err = meta_file_size(a, f, &path, &size, d);
-		if (!err) {
-			err = tfs__read_tile_at(a, path, size,
-						f->footer.processed_conditions_off,
-						TFS__FILE_MAX, &payload, &plen, d);
-			tfs_free(path);
-		}
+		err = read_meta_tile(a, f, f->footer.processed_conditions_off,
+				     &payload, &plen, d);
 		if (!err) {
 			tfs_diag_init(&ld);
 			err = tfs_strlist_parse(&f->processed_conditions, payload,

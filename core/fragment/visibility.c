@@ -561,9 +561,12 @@ static enum tfs_err read_cons(struct scan *s, const struct tfs_dirlist *commits,
 
 /* ---- steps 3–4: candidates ---------------------------------------------- */
 
-/* Whether the sorted root listing holds name + ".ok". */
-static enum tfs_err has_ok(const struct scan *s, const struct tfs_dirlist *root,
-			   const char *name, bool *out, struct tfs_diag *d)
+/* Whether fragment `name` has its "name.ok" commit marker: in the sorted
+ * root listing, or listed by a .con file. */
+static enum tfs_err has_ok_marker(const struct scan *s,
+				  const struct tfs_dirlist *root,
+				  const char *name, bool *out,
+				  struct tfs_diag *d)
 {
 	size_t n = strlen(name);
 	char *ok = tfs_malloc(n + 4);
@@ -573,8 +576,9 @@ static enum tfs_err has_ok(const struct scan *s, const struct tfs_dirlist *root,
 		return nomem(s, d);
 	memcpy(ok, name, n);
 	memcpy(ok + n, ".ok", 4);
-	*out = root->count && bsearch(&ok, root->names, root->count,
-				      sizeof(*root->names), str_cmp);
+	*out = (root->count && bsearch(&ok, root->names, root->count,
+				       sizeof(*root->names), str_cmp)) ||
+	       strset_has(&s->consolidated, ok);
 	tfs_free(ok);
 	return TFS_E_OK;
 }
@@ -597,20 +601,9 @@ static enum tfs_err scan_root(struct scan *s, const struct tfs_dirlist *root,
 		} else if (strchr(name, '_') && !strchr(name, '.') &&
 			   !tfs__is_reserved_name(name) &&
 			   tfs_name_parse(name, &ni) == TFS_E_OK) {
-			err = has_ok(s, root, name, &committed, d);
+			err = has_ok_marker(s, root, name, &committed, d);
 			if (err)
 				return err;
-			if (!committed) {
-				size_t n = strlen(name);
-				char *marker = tfs_malloc(n + 4);
-
-				if (!marker)
-					return nomem(s, d);
-				memcpy(marker, name, n);
-				memcpy(marker + n, ".ok", 4);
-				committed = strset_has(&s->consolidated, marker);
-				tfs_free(marker);
-			}
 			if (!committed && ni.version < 5) {
 				struct tfs_stat st;
 				char *p = tfs__array_path(a, name);

@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
@@ -132,21 +131,15 @@ static enum tfs_err mt_list(const struct mt *m, const char *rel,
 			    struct tfs_dirlist *out, struct tfs_diag *d)
 {
 	char *dir = rel ? mt_path(m, rel) : tfs_strdup(m->path);
-	struct tfs_diag ld;
 	enum tfs_err e;
 
 	out->names = NULL;
 	out->count = 0;
 	if (!dir)
 		return nomem(d);
-	tfs_diag_init(&ld);
-	e = tfs_vfs_list(m->vfs, dir, out, &ld);
+	e = tfs_vfs_list_or_empty(m->vfs, dir, out, d);
 	tfs_free(dir);
-	if (e == TFS_E_NOT_FOUND)
-		return TFS_E_OK;
-	if (e)
-		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
-	return TFS_E_OK;
+	return e;
 }
 
 static enum tfs_err mt_read(const struct mt *m, const char *rel,
@@ -162,6 +155,24 @@ static enum tfs_err mt_read(const struct mt *m, const char *rel,
 	return e;
 }
 
+/* The non-empty lines of a file (.ign, .vac). */
+static enum tfs_err mt_read_lines(const struct mt *m, const char *rel,
+				  struct tfs_strlist *lines, struct tfs_diag *d)
+{
+	uint8_t *buf;
+	size_t len;
+	enum tfs_err e;
+
+	lines->items = NULL;
+	lines->count = 0;
+	e = mt_read(m, rel, &buf, &len, d);
+	if (e)
+		return e;
+	e = tfs_lines_parse(lines, buf, len);
+	tfs_free(buf);
+	return e ? nomem(d) : TFS_E_OK;
+}
+
 static enum tfs_err mt_exists(const struct mt *m, const char *rel, bool *out,
 			      struct tfs_diag *d)
 {
@@ -169,6 +180,7 @@ static enum tfs_err mt_exists(const struct mt *m, const char *rel, bool *out,
 	struct tfs_stat st;
 	enum tfs_err e;
 
+	*out = false;
 	if (!p)
 		return nomem(d);
 	e = tfs_vfs_stat(m->vfs, p, &st, d);
@@ -281,33 +293,34 @@ static enum tfs_err mt_remove(const struct mt *m, const char *rel,
 	return e;
 }
 
-/* "__<t1>_<t2>_<uuid>[_<v>]<ext>" into out (a new string). version 0 =
- * no version part (metadata files). */
-static char *new_name(uint64_t t1, uint64_t t2, uint32_t version,
-		      const char *ext)
+/* A new timestamped name (tfs_name_new) into name[TFS_NAME_MAX]. */
+static enum tfs_err new_name(char *name, uint64_t t1, uint64_t t2,
+			     uint32_t version, const char *ext,
+			     struct tfs_diag *d)
 {
-	uint8_t r[16];
-	char uuid[33];
-	struct tfs_buf b;
-	enum tfs_err e;
+	enum tfs_err e = tfs_name_new(name, TFS_NAME_MAX, t1, t2, version, ext);
 
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return NULL;
-	for (size_t i = 0; i < sizeof(r); i++)
-		snprintf(uuid + 2 * i, 3, "%02x", r[i]);
-	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	if (version)
-		e = tfs_buf_printf(&b, "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32
-				   "%s",
-				   t1, t2, uuid, version, ext);
-	else
-		e = tfs_buf_printf(&b, "__%" PRIu64 "_%" PRIu64 "_%s%s", t1, t2,
-				   uuid, ext);
-	if (e || tfs_buf_append_u8(&b, 0)) {
-		tfs_buf_release(&b);
-		return NULL;
-	}
-	return (char *)tfs_buf_detach(&b, NULL);
+	return e ? tfs_fail(d, e, "no random bytes for a new name") : TFS_E_OK;
+}
+
+/* Widens the time range [*t1, *t2] to hold [a1, a2]. */
+static void widen(uint64_t *t1, uint64_t *t2, uint64_t a1, uint64_t a2)
+{
+	*t1 = a1 < *t1 ? a1 : *t1;
+	*t2 = a2 > *t2 ? a2 : *t2;
+}
+
+/* Fragment metadata and commits consolidation make files of the layout
+ * format 12 brought (consolidated.md §1–2). */
+static enum tfs_err need_v12(const struct mt *m, uint32_t version,
+			     const char *what, struct tfs_diag *d)
+{
+	if (version >= 12)
+		return TFS_E_OK;
+	return tfs_fail(d, TFS_E_UNSUPPORTED,
+			"array '%s': %s consolidation needs format version 12 "
+			"or later (the array has %" PRIu32 ")",
+			m->path, what, version);
 }
 
 static void set_made(char *made, size_t cap, const char *name)
@@ -324,17 +337,16 @@ static enum tfs_err write_new_file(const struct mt *m, const char *dir,
 				   size_t len, char *made, size_t made_cap,
 				   struct tfs_diag *d)
 {
-	char *name = new_name(t1, t2, version, ext);
-	char rel[512];
+	char name[TFS_NAME_MAX], rel[512];
 	enum tfs_err e;
 
-	if (!name)
-		return nomem(d);
+	e = new_name(name, t1, t2, version, ext, d);
+	if (e)
+		return e;
 	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
 	e = mt_write_file(m, rel, data, len, d);
 	if (!e)
 		set_made(made, made_cap, name);
-	tfs_free(name);
 	return e;
 }
 
@@ -388,34 +400,49 @@ static void strset_release(struct strset *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Every line of every .ign file of __commits/ (layout.md §6 step 1). */
-static enum tfs_err load_ignored(const struct mt *m,
-				 const struct tfs_dirlist *commits,
-				 struct strset *out, struct tfs_diag *d)
+/* Adds every line of every file ending in ext of folder dir (its entries
+ * in l) to out; .vac lines normalized (tfs_vac_line_normalize). */
+static enum tfs_err add_lines_of(const struct mt *m, const char *dir,
+				 const struct tfs_dirlist *l, const char *ext,
+				 bool vac_lines, struct strset *out,
+				 struct tfs_diag *d)
 {
 	enum tfs_err e = TFS_E_OK;
 
-	for (size_t i = 0; !e && i < commits->count; i++) {
-		struct tfs_strlist lines = {NULL, 0};
+	for (size_t i = 0; !e && i < l->count; i++) {
+		struct tfs_strlist lines;
 		char rel[512];
-		uint8_t *buf;
-		size_t len;
 
-		if (!ends_with(commits->names[i], ".ign"))
+		if (!ends_with(l->names[i], ext))
 			continue;
-		snprintf(rel, sizeof(rel), "__commits/%s", commits->names[i]);
-		e = mt_read(m, rel, &buf, &len, d);
+		snprintf(rel, sizeof(rel), "%s/%s", dir, l->names[i]);
+		e = mt_read_lines(m, rel, &lines, d);
 		if (e)
 			break;
-		e = tfs_lines_parse(&lines, buf, len);
-		tfs_free(buf);
-		for (size_t k = 0; !e && k < lines.count; k++)
-			e = strset_add(out, lines.items[k]);
+		for (size_t k = 0; !e && k < lines.count; k++) {
+			const char *line = lines.items[k];
+			char *norm = NULL;
+
+			if (vac_lines) {
+				norm = tfs_vac_line_normalize(line);
+				line = norm;
+			}
+			e = line ? strset_add(out, line) : TFS_E_NOMEM;
+			tfs_free(norm);
+		}
 		tfs_strlist_release(&lines);
 		if (e)
 			e = nomem(d);
 	}
 	return e;
+}
+
+/* Every line of every .ign file of __commits/ (layout.md §6 step 1). */
+static enum tfs_err load_ignored(const struct mt *m,
+				 const struct tfs_dirlist *commits,
+				 struct strset *out, struct tfs_diag *d)
+{
+	return add_lines_of(m, "__commits", commits, ".ign", false, out, d);
 }
 
 /* ---- Fragment metadata (consolidated.md §1) ------------------------------- */
@@ -482,13 +509,10 @@ static enum tfs_err consolidate_fragment_meta(const struct mt *m,
 	if (e)
 		return e;
 	version = tfs_array_schema(a)->version;
-	if (version < 12) {
+	e = need_v12(m, version, "fragment metadata", d);
+	if (e) {
 		tfs_array_close(a);
-		return tfs_fail(d, TFS_E_UNSUPPORTED,
-				"array '%s': fragment metadata consolidation "
-				"needs format version 12 or later (the array "
-				"has %" PRIu32 ")",
-				m->path, version);
+		return e;
 	}
 	tfs_buf_init(&dir, TFS_BUF_NO_MAX);
 	tfs_buf_init(&footers, TFS_BUF_NO_MAX);
@@ -534,8 +558,7 @@ static enum tfs_err consolidate_fragment_meta(const struct mt *m,
 			    tfs_buf_append(&dir, f.name, strlen(f.name)) ||
 			    tfs_buf_append_u64(&dir, off + before))
 				e = nomem(d);
-			t1 = f.t1 < t1 ? f.t1 : t1;
-			t2 = f.t2 > t2 ? f.t2 : t2;
+			widen(&t1, &t2, f.t1, f.t2);
 		}
 		if (e)
 			goto out;
@@ -690,12 +713,9 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 		return e;
 	version = tfs_array_schema(a)->version;
 	tfs_array_close(a);
-	if (version < 12)
-		return tfs_fail(d, TFS_E_UNSUPPORTED,
-				"array '%s': commits consolidation needs format "
-				"version 12 or later (the array has %" PRIu32
-				")",
-				m->path, version);
+	e = need_v12(m, version, "commits", d);
+	if (e)
+		return e;
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
 	e = mt_list(m, "__commits", &commits, d);
 	if (e)
@@ -748,8 +768,7 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 
 		if (tfs_name_parse(base ? base + 1 : it->marker, &ni) ==
 		    TFS_E_OK) {
-			t1 = ni.t1 < t1 ? ni.t1 : t1;
-			t2 = ni.t2 > t2 ? ni.t2 : t2;
+			widen(&t1, &t2, ni.t1, ni.t2);
 		}
 		if (tfs_buf_append(&out, it->marker, strlen(it->marker)) ||
 		    tfs_buf_append_u8(&out, '\n') ||
@@ -779,32 +798,9 @@ static enum tfs_err live_meta_files(const struct mt *m,
 				    struct strset *out, struct tfs_diag *d)
 {
 	struct strset hidden = {0};
-	enum tfs_err e = TFS_E_OK;
+	enum tfs_err e;
 
-	for (size_t i = 0; !e && i < meta->count; i++) {
-		struct tfs_strlist lines = {NULL, 0};
-		char rel[512];
-		uint8_t *buf;
-		size_t len;
-
-		if (!ends_with(meta->names[i], ".vac"))
-			continue;
-		snprintf(rel, sizeof(rel), "__meta/%s", meta->names[i]);
-		e = mt_read(m, rel, &buf, &len, d);
-		if (e)
-			break;
-		e = tfs_lines_parse(&lines, buf, len);
-		tfs_free(buf);
-		for (size_t k = 0; !e && k < lines.count; k++) {
-			char *norm = tfs_vac_line_normalize(lines.items[k]);
-
-			e = norm ? strset_add(&hidden, norm) : TFS_E_NOMEM;
-			tfs_free(norm);
-		}
-		tfs_strlist_release(&lines);
-		if (e)
-			e = nomem(d);
-	}
+	e = add_lines_of(m, "__meta", meta, ".vac", true, &hidden, d);
 	for (size_t i = 0; !e && i < meta->count; i++) {
 		const char *n = meta->names[i];
 		char rel[512];
@@ -829,7 +825,7 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 	struct tfs_meta_file mf;
 	struct tfs_buf payload, tile, vac;
 	uint64_t t1 = UINT64_MAX, t2 = 0;
-	char *name = NULL, rel[512];
+	char name[TFS_NAME_MAX], rel[512];
 	enum tfs_err e;
 
 	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
@@ -856,8 +852,7 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 				     m->path, live.items[i]);
 			goto out;
 		}
-		t1 = ni.t1 < t1 ? ni.t1 : t1;
-		t2 = ni.t2 > t2 ? ni.t2 : t2;
+		widen(&t1, &t2, ni.t1, ni.t2);
 		if (tfs_buf_printf(&vac, "__meta/%s\n", live.items[i])) {
 			e = nomem(d);
 			goto out;
@@ -878,11 +873,9 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 				    d);
 	if (e)
 		goto out;
-	name = new_name(t1, t2, 0, "");
-	if (!name) {
-		e = nomem(d);
+	e = new_name(name, t1, t2, 0, "", d);
+	if (e)
 		goto out;
-	}
 	/* The merged file first, then the list of what it replaces: until
 	 * the .vac exists both are read, and they agree (metadata.md §2:
 	 * reapplying the inputs after the merge changes nothing). */
@@ -895,7 +888,6 @@ static enum tfs_err consolidate_array_meta(const struct mt *m, char *made,
 	if (!e)
 		set_made(made, made_cap, name);
 out:
-	tfs_free(name);
 	tfs_metadata_release(&merged);
 	tfs_buf_release(&payload);
 	tfs_buf_release(&tile);
@@ -914,6 +906,52 @@ struct frag_set {
 	bool dense;
 	uint32_t max_version;
 };
+
+/* Refuses to merge cells read with another schema than the writer's. */
+static enum tfs_err same_schema(const struct mt *m, struct tfs_writer *w,
+				struct tfs_array *a, struct tfs_diag *d)
+{
+	if (strcmp(tfs_writer_schema(w)->name, tfs_array_schema(a)->name))
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"array '%s': the schema changed after the "
+				"range; consolidate before the change",
+				m->path);
+	return TFS_E_OK;
+}
+
+/* Writes every cell that qo reads from a as one new fragment (the
+ * writer opened with wo, layout and box) and commits it. */
+static enum tfs_err write_read(const struct mt *m, struct tfs_array *a,
+			       const struct tfs_query_opts *qo,
+			       const struct tfs_write_opts *wo,
+			       enum tfs_write_layout layout,
+			       const struct tfs_range *box,
+			       struct tfs_write_result *res,
+			       struct tfs_diag *d)
+{
+	struct tfs_writer *w = NULL;
+	struct tfs_query *q = NULL;
+	enum tfs_err e;
+
+	e = tfs_writer_open(m->path, wo, layout, box, &w, d);
+	if (!e)
+		e = same_schema(m, w, a, d);
+	if (!e)
+		e = tfs_query_open(a, qo, &q, d);
+	while (!e) {
+		const struct tfs_batch *b;
+
+		e = tfs_query_next(q, &b, d);
+		if (e || !b)
+			break;
+		e = tfs_writer_append(w, b, NULL, d);
+	}
+	if (!e)
+		e = tfs_writer_commit(w, res, d);
+	tfs_query_close(q);
+	tfs_writer_free(w);
+	return e;
+}
 
 /* Picks the fragments whose [t1, t2] lies in [start, end]; refuses a
  * range that interleaves with a fragment left out. */
@@ -935,8 +973,7 @@ static enum tfs_err pick_fragments(const struct mt *m, struct tfs_array *a,
 		if (f.t1 < start || f.t2 > end)
 			continue;
 		fs->in[fs->num++] = f;
-		fs->t1min = f.t1 < fs->t1min ? f.t1 : fs->t1min;
-		fs->t2max = f.t2 > fs->t2max ? f.t2 : fs->t2max;
+		widen(&fs->t1min, &fs->t2max, f.t1, f.t2);
 		if (f.version > fs->max_version)
 			fs->max_version = f.version;
 	}
@@ -971,8 +1008,6 @@ static enum tfs_err write_dense(const struct mt *m,
 	struct tfs_array *a = NULL;
 	const struct tfs_schema *s;
 	struct tfs_range *box = NULL;
-	struct tfs_writer *w = NULL;
-	struct tfs_query *q = NULL;
 	struct tfs_write_opts wo = opts->write;
 	const char **names = NULL;
 	enum tfs_err e;
@@ -1016,35 +1051,14 @@ static enum tfs_err write_dense(const struct mt *m,
 		names[i] = s->attrs[i].name;
 	wo.t1 = fs->t1min;
 	wo.t2 = fs->t2max;
-	e = tfs_writer_open(m->path, &wo, TFS_WRITE_DENSE_BOX, box, &w, d);
-	if (e)
-		goto out;
-	if (strcmp(tfs_writer_schema(w)->name, s->name)) {
-		e = tfs_fail(d, TFS_E_UNSUPPORTED,
-			     "array '%s': the schema changed after the range; "
-			     "consolidate before the change",
-			     m->path);
-		goto out;
-	}
 	{
 		struct tfs_query_opts qo = {.subarray = box, .fields = names,
 					    .field_num = s->attr_num};
 
-		e = tfs_query_open(a, &qo, &q, d);
+		e = write_read(m, a, &qo, &wo, TFS_WRITE_DENSE_BOX, box, res,
+			       d);
 	}
-	while (!e) {
-		const struct tfs_batch *b;
-
-		e = tfs_query_next(q, &b, d);
-		if (e || !b)
-			break;
-		e = tfs_writer_append(w, b, NULL, d);
-	}
-	if (!e)
-		e = tfs_writer_commit(w, res, d);
 out:
-	tfs_query_close(q);
-	tfs_writer_free(w);
 	tfs_free(box);
 	tfs_free(names);
 	tfs_array_close(a);
@@ -1120,12 +1134,8 @@ static enum tfs_err write_sparse_stamped(const struct mt *m,
 		e = mt_open(m, fk->t1, fk->t2, &a, d);
 		if (e)
 			break;
-		if (strcmp(tfs_writer_schema(w)->name,
-			   tfs_array_schema(a)->name)) {
-			e = tfs_fail(d, TFS_E_UNSUPPORTED,
-				     "array '%s': the schema changed after the "
-				     "range; consolidate before the change",
-				     m->path);
+		e = same_schema(m, w, a, d);
+		if (e) {
 			tfs_array_close(a);
 			break;
 		}
@@ -1193,10 +1203,9 @@ static enum tfs_err write_sparse(const struct mt *m,
 				 struct tfs_write_result *res,
 				 struct tfs_diag *d)
 {
-	struct tfs_array *a = NULL;
-	struct tfs_writer *w = NULL;
-	struct tfs_query *q = NULL;
+	struct tfs_query_opts qo = {0};
 	struct tfs_write_opts wo = opts->write;
+	struct tfs_array *a;
 	enum tfs_err e;
 
 	e = mt_open(m, fs->t1min, fs->t2max, &a, d);
@@ -1204,34 +1213,7 @@ static enum tfs_err write_sparse(const struct mt *m,
 		return e;
 	wo.t1 = fs->max_version >= 15 ? fs->t2max : fs->t1min;
 	wo.t2 = fs->t2max;
-	e = tfs_writer_open(m->path, &wo, TFS_WRITE_UNORDERED, NULL, &w, d);
-	if (e)
-		goto out;
-	if (strcmp(tfs_writer_schema(w)->name, tfs_array_schema(a)->name)) {
-		e = tfs_fail(d, TFS_E_UNSUPPORTED,
-			     "array '%s': the schema changed after the range; "
-			     "consolidate before the change",
-			     m->path);
-		goto out;
-	}
-	{
-		struct tfs_query_opts qo = {0};
-
-		e = tfs_query_open(a, &qo, &q, d);
-	}
-	while (!e) {
-		const struct tfs_batch *b;
-
-		e = tfs_query_next(q, &b, d);
-		if (e || !b)
-			break;
-		e = tfs_writer_append(w, b, NULL, d);
-	}
-	if (!e)
-		e = tfs_writer_commit(w, res, d);
-out:
-	tfs_query_close(q);
-	tfs_writer_free(w);
+	e = write_read(m, a, &qo, &wo, TFS_WRITE_UNORDERED, NULL, res, d);
 	tfs_array_close(a);
 	return e;
 }
@@ -1398,12 +1380,10 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 {
 	const char *vac_name = strrchr(vac_rel, '/') ? strrchr(vac_rel, '/') + 1
 						     : vac_rel;
-	struct tfs_strlist lines = {NULL, 0};
+	struct tfs_strlist lines;
 	struct tfs_buf ign;
 	char cname[256], rel[512];
 	bool committed;
-	uint8_t *buf;
-	size_t len;
 	enum tfs_err e;
 
 	snprintf(cname, sizeof(cname), "%.*s", (int)(strlen(vac_name) - 4),
@@ -1414,13 +1394,9 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 	e = frag_committed(m, cname, vac_rel != vac_name, con, &committed, d);
 	if (e || !committed)
 		return e;
-	e = mt_read(m, vac_rel, &buf, &len, d);
+	e = mt_read_lines(m, vac_rel, &lines, d);
 	if (e)
 		return e;
-	e = tfs_lines_parse(&lines, buf, len);
-	tfs_free(buf);
-	if (e)
-		return nomem(d);
 	tfs_buf_init(&ign, TFS_BUF_NO_MAX);
 	/* Commits that a .con file names stay committed after their own
 	 * file is gone: an .ign file takes them back first (§3). */
@@ -1440,18 +1416,11 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 	}
 	if (!e && ign.len) {
 		struct tfs_name_info ni;
-		char *name;
 
 		if (tfs_name_parse(cname, &ni))
 			ni.t1 = ni.t2 = 0;
-		name = new_name(ni.t1, ni.t2, version, ".ign");
-		if (!name) {
-			e = nomem(d);
-		} else {
-			snprintf(rel, sizeof(rel), "__commits/%s", name);
-			e = mt_write_file(m, rel, ign.data, ign.len, d);
-			tfs_free(name);
-		}
+		e = write_new_file(m, "__commits", ni.t1, ni.t2, version,
+				   ".ign", ign.data, ign.len, NULL, 0, d);
 	}
 	for (size_t i = 0; !e && i < lines.count; i++) {
 		char *norm = tfs_vac_line_normalize(lines.items[i]);
@@ -1526,29 +1495,39 @@ static enum tfs_err vacuum_fragments(const struct mt *m, unsigned *removed,
 	return e;
 }
 
-/* Keeps the .meta file with the greatest t2 (the last of equals). */
-static enum tfs_err vacuum_fragment_meta(const struct mt *m, unsigned *removed,
-					 struct tfs_diag *d)
+/* Index of the timestamped name ending in ext with the greatest t2 (the
+ * last of equals), or SIZE_MAX when there is none. */
+static size_t newest_of(const struct tfs_dirlist *l, const char *ext)
 {
-	struct tfs_dirlist l;
 	size_t keep = SIZE_MAX;
 	uint64_t best = 0;
-	enum tfs_err e;
 
-	e = mt_list(m, "__fragment_meta", &l, d);
-	if (e)
-		return e;
-	for (size_t i = 0; i < l.count; i++) {
+	for (size_t i = 0; i < l->count; i++) {
 		struct tfs_name_info ni;
 
-		if (!ends_with(l.names[i], ".meta") ||
-		    tfs_name_parse(l.names[i], &ni))
+		if (!ends_with(l->names[i], ext) ||
+		    tfs_name_parse(l->names[i], &ni))
 			continue;
 		if (keep == SIZE_MAX || ni.t2 >= best) {
 			keep = i;
 			best = ni.t2;
 		}
 	}
+	return keep;
+}
+
+/* Keeps the newest .meta file (newest_of). */
+static enum tfs_err vacuum_fragment_meta(const struct mt *m, unsigned *removed,
+					 struct tfs_diag *d)
+{
+	struct tfs_dirlist l;
+	size_t keep;
+	enum tfs_err e;
+
+	e = mt_list(m, "__fragment_meta", &l, d);
+	if (e)
+		return e;
+	keep = newest_of(&l, ".meta");
 	for (size_t i = 0; !e && keep != SIZE_MAX && i < l.count; i++) {
 		char rel[512];
 
@@ -1569,25 +1548,14 @@ static enum tfs_err vacuum_commits(const struct mt *m, unsigned *removed,
 	struct tfs_dirlist commits;
 	struct strset ignored = {0};
 	struct con_items newest = {0};
-	size_t keep = SIZE_MAX;
-	uint64_t best = 0;
+	size_t keep;
 	enum tfs_err e;
 
 	e = mt_list(m, "__commits", &commits, d);
 	if (e)
 		return e;
 	e = load_ignored(m, &commits, &ignored, d);
-	for (size_t i = 0; i < commits.count; i++) {
-		struct tfs_name_info ni;
-
-		if (!ends_with(commits.names[i], ".con") ||
-		    tfs_name_parse(commits.names[i], &ni))
-			continue;
-		if (keep == SIZE_MAX || ni.t2 >= best) {
-			keep = i;
-			best = ni.t2;
-		}
-	}
+	keep = newest_of(&commits, ".con");
 	if (e || keep == SIZE_MAX)
 		goto out;
 	e = con_file_items(m, commits.names[keep], &ignored, &newest, d);
@@ -1641,11 +1609,9 @@ static enum tfs_err vacuum_array_meta(const struct mt *m, unsigned *removed,
 	e = mt_list(m, "__meta", &meta, d);
 	for (size_t i = 0; !e && i < meta.count; i++) {
 		const char *n = meta.names[i];
-		struct tfs_strlist lines = {NULL, 0};
+		struct tfs_strlist lines;
 		char rel[512], cons[512];
 		bool exists;
-		uint8_t *buf;
-		size_t len;
 
 		if (!ends_with(n, ".vac"))
 			continue;
@@ -1656,15 +1622,9 @@ static enum tfs_err vacuum_array_meta(const struct mt *m, unsigned *removed,
 		if (e || !exists)
 			continue;
 		snprintf(rel, sizeof(rel), "__meta/%s", n);
-		e = mt_read(m, rel, &buf, &len, d);
+		e = mt_read_lines(m, rel, &lines, d);
 		if (e)
 			break;
-		e = tfs_lines_parse(&lines, buf, len);
-		tfs_free(buf);
-		if (e) {
-			e = nomem(d);
-			break;
-		}
 		for (size_t k = 0; !e && k < lines.count; k++) {
 			char *norm = tfs_vac_line_normalize(lines.items[k]);
 

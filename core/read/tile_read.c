@@ -146,21 +146,9 @@ static bool coords_unzipped(const struct tfs_fragment *f)
 
 	if (f->footer.version > 1)
 		return true;
-	for (uint32_t i = 0; i < p->count; i++) {
-		switch (p->filters[i].type) {
-		case TFS_FILTER_GZIP:
-		case TFS_FILTER_ZSTD:
-		case TFS_FILTER_LZ4:
-		case TFS_FILTER_RLE:
-		case TFS_FILTER_BZIP2:
-		case TFS_FILTER_DOUBLE_DELTA:
-		case TFS_FILTER_DICTIONARY:
-		case TFS_FILTER_DELTA:
+	for (uint32_t i = 0; i < p->count; i++)
+		if (tfs_filter_is_compression(p->filters[i].type))
 			return true;
-		default:
-			break;
-		}
-	}
 	return false;
 }
 

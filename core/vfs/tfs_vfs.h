@@ -112,6 +112,12 @@ static inline enum tfs_err tfs_vfs_list(struct tfs_vfs *v, const char *dir,
 	return v->ops->list(v, dir, out, d);
 }
 
+/* tfs_vfs_list, but a missing folder lists as empty instead of failing;
+ * only another failure reaches d (with the backend's message). */
+enum tfs_err tfs_vfs_list_or_empty(struct tfs_vfs *v, const char *dir,
+				   struct tfs_dirlist *out,
+				   struct tfs_diag *d) TFS_WUR;
+
 /* Reads a whole file (at most max bytes, else TFS_E_TOO_BIG) into a new
  * buffer owned by the caller (tfs_free). */
 enum tfs_err tfs_vfs_read_all(struct tfs_vfs *v, const char *path, size_t max,

@@ -49,6 +49,25 @@ enum tfs_err tfs_vfs_read_all(struct tfs_vfs *v, const char *path, size_t max,
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs_vfs_list_or_empty(struct tfs_vfs *v, const char *dir,
+				   struct tfs_dirlist *out, struct tfs_diag *d)
+{
+	/* A diag of its own: the missing folder's message must not become
+	 * d's first failure. */
+	struct tfs_diag ld;
+	enum tfs_err e;
+
+	out->names = NULL;
+	out->count = 0;
+	tfs_diag_init(&ld);
+	e = tfs_vfs_list(v, dir, out, &ld);
+	if (e == TFS_E_NOT_FOUND)
+		return TFS_E_OK;
+	if (e)
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+	return TFS_E_OK;
+}
+
 void tfs_dirlist_release(struct tfs_dirlist *l)
 {
 	if (!l)

@@ -105,18 +105,27 @@ static size_t kid_find(const struct mem_node *dir, const char *name,
 	return lo;
 }
 
+/* Room for one more child; false when out of memory. */
+static bool kid_reserve(struct mem_node *dir)
+{
+	size_t ncap;
+	struct mem_node **nk;
+
+	if (dir->kid_num < dir->kid_cap)
+		return true;
+	ncap = dir->kid_cap ? dir->kid_cap * 2 : 8;
+	nk = tfs_reallocn(dir->kids, ncap, sizeof(*nk));
+	if (!nk)
+		return false;
+	dir->kids = nk;
+	dir->kid_cap = ncap;
+	return true;
+}
+
 static bool kid_insert(struct mem_node *dir, size_t at, struct mem_node *kid)
 {
-	if (dir->kid_num == dir->kid_cap) {
-		size_t ncap = dir->kid_cap ? dir->kid_cap * 2 : 8;
-		struct mem_node **nk =
-			tfs_reallocn(dir->kids, ncap, sizeof(*nk));
-
-		if (!nk)
-			return false;
-		dir->kids = nk;
-		dir->kid_cap = ncap;
-	}
+	if (!kid_reserve(dir))
+		return false;
 	memmove(dir->kids + at + 1, dir->kids + at,
 		(dir->kid_num - at) * sizeof(*dir->kids));
 	dir->kids[at] = kid;
@@ -124,6 +133,23 @@ static bool kid_insert(struct mem_node *dir, size_t at, struct mem_node *kid)
 	kid->parent = dir;
 	dir->mtime_ns = now_ns();
 	return true;
+}
+
+/* A new empty file or folder called name in dir, or NULL when out of
+ * memory (dir unchanged). */
+static struct mem_node *kid_add(struct mem_node *dir, const char *name,
+				size_t name_len, bool is_dir)
+{
+	struct mem_node *n = node_new(name, name_len, is_dir);
+	bool found;
+
+	if (!n)
+		return NULL;
+	if (!kid_insert(dir, kid_find(dir, name, name_len, &found), n)) {
+		node_free(n);
+		return NULL;
+	}
+	return n;
 }
 
 static void kid_detach(struct mem_node *kid)
@@ -154,13 +180,18 @@ static const char *next_comp(const char *p, size_t *len)
 	}
 }
 
-/* Walks path. On success *node is the entry (NULL if only the last
- * component is missing), *parent its folder, and *last with *last_len the
- * last component (length 0 for the root). A missing or non-folder
- * intermediate component gives TFS_E_NOT_FOUND. */
+/* Where a path leads. */
+struct mem_loc {
+	struct mem_node *node;   /* the entry; NULL if only it is missing */
+	struct mem_node *parent; /* its folder; NULL for the root */
+	const char *last;        /* the last component, inside the path */
+	size_t last_len;         /* its length; 0 for the root */
+};
+
+/* Walks path. A missing or non-folder intermediate component gives
+ * TFS_E_NOT_FOUND. */
 static enum tfs_err walk(struct mem_vfs *m, const char *path,
-			 struct mem_node **parent, struct mem_node **node,
-			 const char **last, size_t *last_len)
+			 struct mem_loc *loc)
 {
 	struct mem_node *cur = m->root;
 	struct mem_node *par = NULL;
@@ -196,25 +227,32 @@ static enum tfs_err walk(struct mem_vfs *m, const char *path,
 		p = next_comp(q, &nlen);
 		len = nlen;
 	}
-	*parent = par;
-	*node = cur;
-	*last = lc;
-	*last_len = ll;
+	loc->parent = par;
+	loc->node = cur;
+	loc->last = lc;
+	loc->last_len = ll;
 	return TFS_E_OK;
+}
+
+/* The entry at path, or NULL when there is none. */
+static struct mem_node *lookup(struct mem_vfs *m, const char *path)
+{
+	struct mem_loc loc;
+
+	return walk(m, path, &loc) == TFS_E_OK ? loc.node : NULL;
 }
 
 static enum tfs_err mem_stat(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_stat *st, struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll;
+	struct mem_node *n;
 
 	(void)d;
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, path, &par, &n, &last, &ll) == TFS_E_OK && n) {
+	n = lookup(m, path);
+	if (n) {
 		st->exists = true;
 		st->is_dir = n->is_dir;
 		st->size = n->is_dir ? 0 : n->len;
@@ -229,13 +267,12 @@ static enum tfs_err mem_read(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll;
+	struct mem_node *n;
 	enum tfs_err err = TFS_E_OK;
 
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK || !n) {
+	n = lookup(m, path);
+	if (!n) {
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot open: no such file or directory",
 			       path);
@@ -258,16 +295,15 @@ static enum tfs_err mem_list(struct tfs_vfs *vfs, const char *dir,
 			     struct tfs_dirlist *out, struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll;
+	struct mem_node *n;
 	struct tfs_dirlist l = {NULL, 0};
 	enum tfs_err err = TFS_E_OK;
 
 	out->names = NULL;
 	out->count = 0;
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, dir, &par, &n, &last, &ll) != TFS_E_OK || !n) {
+	n = lookup(m, dir);
+	if (!n) {
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot list: no such file or directory",
 			       dir);
@@ -303,38 +339,28 @@ out_unlock:
 static enum tfs_err file_for_write(struct mem_vfs *m, const char *path,
 				   struct mem_node **out, struct tfs_diag *d)
 {
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll, at;
-	bool found;
+	struct mem_loc loc;
 
-	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK)
+	if (walk(m, path, &loc) != TFS_E_OK)
 		return tfs_fail(d, TFS_E_NOT_FOUND,
 				"'%s': cannot open for writing: no such folder",
 				path);
-	if (!par)
+	if (!loc.parent)
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': cannot open for writing: is a folder",
 				path);
-	if (n) {
-		if (n->is_dir)
+	if (loc.node) {
+		if (loc.node->is_dir)
 			return tfs_fail(d, TFS_E_INVALID,
 					"'%s': cannot open for writing: is a folder",
 					path);
-		*out = n;
+		*out = loc.node;
 		return TFS_E_OK;
 	}
-	n = node_new(last, ll, false);
-	if (!n)
+	*out = kid_add(loc.parent, loc.last, loc.last_len, false);
+	if (!*out)
 		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory creating file",
 				path);
-	at = kid_find(par, last, ll, &found);
-	if (!kid_insert(par, at, n)) {
-		node_free(n);
-		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory creating file",
-				path);
-	}
-	*out = n;
 	return TFS_E_OK;
 }
 
@@ -401,13 +427,10 @@ static enum tfs_err mem_fsync(struct tfs_vfs *vfs, const char *path,
 			      struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll;
 	enum tfs_err err = TFS_E_OK;
 
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK || !n)
+	if (!lookup(m, path))
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot open for fsync: no such file or directory",
 			       path);
@@ -419,38 +442,26 @@ static enum tfs_err mem_mkdir(struct tfs_vfs *vfs, const char *path,
 			      struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll, at;
-	bool found;
+	struct mem_loc loc;
 	enum tfs_err err = TFS_E_OK;
 
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK) {
+	if (walk(m, path, &loc) != TFS_E_OK) {
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot create folder: no such parent folder",
 			       path);
 		goto out_unlock;
 	}
-	if (n) {
-		if (!n->is_dir)
+	if (loc.node) {
+		if (!loc.node->is_dir)
 			err = tfs_fail(d, TFS_E_EXISTS,
 				       "'%s': cannot create folder: a file has that name",
 				       path);
 		goto out_unlock;
 	}
-	n = node_new(last, ll, true);
-	if (!n) {
+	if (!kid_add(loc.parent, loc.last, loc.last_len, true))
 		err = tfs_fail(d, TFS_E_NOMEM,
 			       "'%s': out of memory creating folder", path);
-		goto out_unlock;
-	}
-	at = kid_find(par, last, ll, &found);
-	if (!kid_insert(par, at, n)) {
-		node_free(n);
-		err = tfs_fail(d, TFS_E_NOMEM,
-			       "'%s': out of memory creating folder", path);
-	}
 out_unlock:
 	pthread_mutex_unlock(&m->lock);
 	return err;
@@ -468,31 +479,34 @@ static enum tfs_err mem_rename(struct tfs_vfs *vfs, const char *from,
 			       const char *to, struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *fpar, *fn, *tpar, *tn;
-	const char *flast, *tlast;
-	size_t fll, tll, at;
+	struct mem_loc floc, tloc;
+	struct mem_node *fn, *tpar, *tn;
+	size_t at;
 	bool found;
 	char *nname = NULL;
 	enum tfs_err err = TFS_E_OK;
 
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, from, &fpar, &fn, &flast, &fll) != TFS_E_OK || !fn) {
+	if (walk(m, from, &floc) != TFS_E_OK || !floc.node) {
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot rename to '%s': no such file or directory",
 			       from, to);
 		goto out_unlock;
 	}
-	if (!fpar) {
+	if (!floc.parent) {
 		err = tfs_fail(d, TFS_E_INVALID,
 			       "'%s': cannot rename the root folder", from);
 		goto out_unlock;
 	}
-	if (walk(m, to, &tpar, &tn, &tlast, &tll) != TFS_E_OK || !tpar) {
+	fn = floc.node;
+	if (walk(m, to, &tloc) != TFS_E_OK || !tloc.parent) {
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot rename to '%s': no such folder",
 			       from, to);
 		goto out_unlock;
 	}
+	tpar = tloc.parent;
+	tn = tloc.node;
 	if (tn == fn)
 		goto out_unlock;
 	if (fn->is_dir && is_ancestor(fn, tpar)) {
@@ -515,26 +529,18 @@ static enum tfs_err mem_rename(struct tfs_vfs *vfs, const char *from,
 			goto out_unlock;
 		}
 	}
-	nname = tfs_strndup(tlast, tll);
+	nname = tfs_strndup(tloc.last, tloc.last_len);
 	if (!nname) {
 		err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory renaming",
 			       from);
 		goto out_unlock;
 	}
 	/* Make room first so the insert below cannot fail half-way. */
-	if (tpar->kid_num == tpar->kid_cap) {
-		size_t ncap = tpar->kid_cap ? tpar->kid_cap * 2 : 8;
-		struct mem_node **nk =
-			tfs_reallocn(tpar->kids, ncap, sizeof(*nk));
-
-		if (!nk) {
-			tfs_free(nname);
-			err = tfs_fail(d, TFS_E_NOMEM,
-				       "'%s': out of memory renaming", from);
-			goto out_unlock;
-		}
-		tpar->kids = nk;
-		tpar->kid_cap = ncap;
+	if (!kid_reserve(tpar)) {
+		tfs_free(nname);
+		err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory renaming",
+			       from);
+		goto out_unlock;
 	}
 	if (tn) {
 		kid_detach(tn);
@@ -554,25 +560,23 @@ static enum tfs_err mem_remove(struct tfs_vfs *vfs, const char *path,
 			       struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
-	struct mem_node *par, *n;
-	const char *last;
-	size_t ll;
+	struct mem_loc loc;
 	enum tfs_err err = TFS_E_OK;
 
 	pthread_mutex_lock(&m->lock);
-	if (walk(m, path, &par, &n, &last, &ll) != TFS_E_OK || !n) {
+	if (walk(m, path, &loc) != TFS_E_OK || !loc.node) {
 		err = tfs_fail(d, TFS_E_NOT_FOUND,
 			       "'%s': cannot remove: no such file or directory",
 			       path);
-	} else if (!par) {
+	} else if (!loc.parent) {
 		err = tfs_fail(d, TFS_E_INVALID,
 			       "'%s': cannot remove the root folder", path);
-	} else if (n->is_dir && n->kid_num) {
+	} else if (loc.node->is_dir && loc.node->kid_num) {
 		err = tfs_fail(d, TFS_E_EXISTS,
 			       "'%s': cannot remove: folder not empty", path);
 	} else {
-		kid_detach(n);
-		node_free(n);
+		kid_detach(loc.node);
+		node_free(loc.node);
 	}
 	pthread_mutex_unlock(&m->lock);
 	return err;

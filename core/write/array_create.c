@@ -26,7 +26,7 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 	struct tfs_schema copy;
 	struct tfs_stat st;
 	struct tfs_buf payload, tile;
-	char uuid[33], name[96], *sdir = NULL, *file = NULL, *tmp = NULL;
+	char name[TFS_NAME_MAX], *sdir = NULL, *file = NULL, *tmp = NULL;
 	bool made = false;
 	uint64_t t;
 	enum tfs_err e;
@@ -71,12 +71,11 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			     "unsupported format version %" PRIu32, copy.version);
 		goto out;
 	}
-	if ((e = tfs__uuid(uuid))) {
+	t = tfs__now_ms();
+	if ((e = tfs_name_new(name, sizeof(name), t, t, 0, ""))) {
 		tfs_fail(d, e, "no random bytes");
 		goto out;
 	}
-	t = tfs__now_ms();
-	snprintf(name, sizeof(name), "__%" PRIu64 "_%" PRIu64 "_%s", t, t, uuid);
 	copy.name = name;
 	copy.t1 = copy.t2 = t;
 	if ((e = tfs_schema_serialize(&payload, &copy))) {
@@ -130,24 +129,10 @@ out_nomem:
 out_remove:
 	/* Leave the folder as it was found: gone, or empty. */
 	if (made) {
-		if (st.exists) {
-			struct tfs_dirlist l;
-			struct tfs_diag ld;
-
-			tfs_diag_init(&ld);
-			if (!tfs_vfs_list(vfs, path, &l, &ld)) {
-				for (size_t i = 0; i < l.count; i++) {
-					char *p = tfs_path_join(path, l.names[i]);
-
-					if (p)
-						tfs__remove_tree(vfs, p);
-					tfs_free(p);
-				}
-				tfs_dirlist_release(&l);
-			}
-		} else {
+		if (st.exists)
+			tfs__empty_dir(vfs, path);
+		else
 			tfs__remove_tree(vfs, path);
-		}
 	}
 out:
 	tfs_free(sdir);

@@ -121,12 +121,10 @@ static enum tfs_err sweep(struct tfs_vfs *vfs, const char *dir,
 	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 	enum tfs_err e;
 
-	tfs_diag_init(&ld);
-	e = tfs_vfs_list(vfs, dir, &l, &ld);
-	if (e == TFS_E_NOT_FOUND)
-		return TFS_E_OK;
+	e = tfs_vfs_list_or_empty(vfs, dir, &l, d);
 	if (e)
-		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+		return e;
+	tfs_diag_init(&ld);
 	for (size_t i = 0; i < l.count; i++) {
 		struct tfs_name_info ni;
 		struct tfs_stat st;

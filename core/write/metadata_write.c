@@ -30,7 +30,7 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 	struct tfs_meta_kv *sorted = NULL;
 	struct tfs_meta_file mf;
 	struct tfs_buf payload, tile;
-	char uuid[33], name[96], *mdir = NULL, *file = NULL, *tmp = NULL;
+	char name[TFS_NAME_MAX], *mdir = NULL, *file = NULL, *tmp = NULL;
 	uint64_t t, max, now;
 	enum tfs_err e;
 
@@ -84,11 +84,10 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 		goto out;
 	now = tfs__now_ms();
 	t = max >= now ? max + 1 : now;
-	if ((e = tfs__uuid(uuid))) {
+	if ((e = tfs_name_new(name, sizeof(name), t, t, 0, ""))) {
 		tfs_fail(d, e, "no random bytes");
 		goto out;
 	}
-	snprintf(name, sizeof(name), "__%" PRIu64 "_%" PRIu64 "_%s", t, t, uuid);
 	mdir = tfs_path_join(path, "__meta");
 	file = mdir ? tfs_path_join(mdir, name) : NULL;
 	tmp = file ? tfs_malloc(strlen(file) + 5) : NULL;

@@ -313,7 +313,7 @@ static enum tfs_err new_run(struct tfs__sorter *s, struct run **out,
 	s->runs = grown;
 	r = &s->runs[s->run_num];
 	memset(r, 0, sizeof(*r));
-	if ((e = tfs__uuid(id)))
+	if ((e = tfs_uuid_new(id)))
 		return tfs_fail(d, e, "spill: no random bytes");
 	snprintf(name, sizeof(name), "tfs-spill-%ld-%s.run", (long)getpid(), id);
 	r->path = tfs_path_join(s->o.spill_dir, name);
@@ -468,6 +468,25 @@ static enum tfs_err heap_start(struct tfs__sorter *s, size_t first, size_t n,
 	return TFS_E_OK;
 }
 
+/* Moves the run at the heap's top past its current cell: the next block
+ * is loaded into the other buffer when this one is done (so that cell
+ * stays valid), a finished run leaves the heap. */
+static enum tfs_err advance_top(struct tfs__sorter *s, struct tfs_diag *d)
+{
+	struct run *r = &s->runs[s->heap[0]];
+	enum tfs_err e;
+
+	if (++r->idx >= r->blk[r->cur].cell_num) {
+		if ((e = run_load(s, r, d)))
+			return e;
+		if (r->done)
+			s->heap[0] = s->heap[--s->heap_num];
+	}
+	if (s->heap_num)
+		heap_down(s, 0);
+	return TFS_E_OK;
+}
+
 /* Merges runs [first, first + n) into one run that takes their place
  * (consecutive runs only, so equal cells keep their append order). */
 static enum tfs_err merge_group(struct tfs__sorter *s, size_t first, size_t n,
@@ -486,14 +505,8 @@ static enum tfs_err merge_group(struct tfs__sorter *s, size_t first, size_t n,
 		if ((e = tfs__cells_copy(&s->scratch, s->o.fields,
 					 &r->blk[r->cur], r->idx)))
 			return tfs_fail(d, e, "spill: out of memory");
-		if (++r->idx >= r->blk[r->cur].cell_num) {
-			if ((e = run_load(s, r, d)))
-				return e;
-			if (r->done)
-				s->heap[0] = s->heap[--s->heap_num];
-		}
-		if (s->heap_num)
-			heap_down(s, 0);
+		if ((e = advance_top(s, d)))
+			return e;
 		if (tfs__cells_bytes(&s->scratch) >= s->block &&
 		    (e = flush_block(s, out, d)))
 			return e;
@@ -617,16 +630,8 @@ enum tfs_err tfs__sorter_next(struct tfs__sorter *s,
 		const struct tfs__cells *xc = &r->blk[r->cur];
 		uint64_t xi = r->idx;
 
-		/* Advance the run; a new block goes to the other buffer so
-		 * x stays valid. */
-		if (++r->idx >= r->blk[r->cur].cell_num) {
-			if ((e = run_load(s, r, d)))
-				return e;
-			if (r->done)
-				s->heap[0] = s->heap[--s->heap_num];
-		}
-		if (s->heap_num)
-			heap_down(s, 0);
+		if ((e = advance_top(s, d)))
+			return e;
 		if (s->o.check_dups && s->heap_num) {
 			struct run *y = &s->runs[s->heap[0]];
 

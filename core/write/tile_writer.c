@@ -364,6 +364,49 @@ static bool cell_counts(const struct job *j, uint64_t i)
 	return !j->real.len || j->real.data[i];
 }
 
+/* Whether cell i counts for the statistics: written, and not null. */
+static bool cell_has_value(const struct job *j, const struct tfs__field *fd,
+			   const struct tfs__col *col, uint64_t i)
+{
+	return cell_counts(j, i) && (!fd->nullable || col->valid.data[i]);
+}
+
+/* The smallest and largest var-size value seen, compared as bytes. */
+struct var_range {
+	const uint8_t *lo, *hi; /* NULL until the first value */
+	uint64_t lo_len, hi_len;
+};
+
+static void var_range_add(struct var_range *r, const uint8_t *p, uint64_t len)
+{
+	if (!r->lo || tfs_bytes_cmp(p, len, r->lo, r->lo_len) < 0) {
+		r->lo = p;
+		r->lo_len = len;
+	}
+	if (!r->hi || tfs_bytes_cmp(p, len, r->hi, r->hi_len) > 0) {
+		r->hi = p;
+		r->hi_len = len;
+	}
+}
+
+/* A fixed-size dimension's MBR [lo, hi] and its first and last of the n
+ * coordinates in global order (the first and last cells). */
+static enum tfs_err put_fixed_dim_bounds(struct fout *o, const uint8_t *lo,
+					 const uint8_t *hi,
+					 const uint8_t *coords, uint64_t n,
+					 size_t cs)
+{
+	enum tfs_err e;
+
+	o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
+	if ((e = tfs_buf_append(&o->lo, lo, cs)) ||
+	    (e = tfs_buf_append(&o->hi, hi, cs)) ||
+	    (e = tfs_buf_append(&o->first, coords, cs)) ||
+	    (e = tfs_buf_append(&o->last, coords + (n - 1) * cs, cs)))
+		return e;
+	return TFS_E_OK;
+}
+
 static enum tfs_err tile_stats(struct job *j, uint32_t f,
 			       const struct tfs__field *fd, struct fout *o)
 {
@@ -397,16 +440,8 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 					return e;
 				return TFS_E_OK;
 			}
-			o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
-			if ((e = tfs_buf_append(&o->lo, mn, cs)) ||
-			    (e = tfs_buf_append(&o->hi, mx, cs)) ||
-			    (e = tfs_buf_append(&o->first, col->data.data, cs)) ||
-			    (e = tfs_buf_append(&o->last,
-						col->data.data +
-							(c->cell_num - 1) * cs,
-						cs)))
-				return e;
-			return TFS_E_OK;
+			return put_fixed_dim_bounds(o, mn, mx, col->data.data,
+						    c->cell_num, cs);
 		}
 	}
 	if (has_sum(fd, dense)) {
@@ -414,89 +449,66 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 
 		sum_init(&s, fd->type);
 		for (uint64_t i = 0; i < c->cell_num; i++)
-			if (cell_counts(j, i) &&
-			    (!fd->nullable || col->valid.data[i]))
+			if (cell_has_value(j, fd, col, i))
 				sum_add(&s, fd->type,
 					col->data.data + i * fd->cell_size);
 		sum_put(&s, o->sum);
 	}
 	if (fd->is_dim) {
-		const uint8_t *lo = NULL, *hi = NULL;
-		uint64_t lol = 0, hil = 0, n = c->cell_num;
+		struct var_range r = {0};
+		uint64_t n = c->cell_num, l0, l1;
+		const uint8_t *p0, *p1;
 
 		if (dense || n == 0)
 			return TFS_E_OK;
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t len;
-			const uint8_t *p;
+		if (!fd->var) {
+			size_t cs = (size_t)fd->cell_size;
+			const uint8_t *lo = NULL, *hi = NULL;
 
-			if (fd->var) {
-				p = tfs__var_cell(c, f, i, &len);
-				if (!lo || tfs_bytes_cmp(p, len, lo, lol) < 0) {
-					lo = p;
-					lol = len;
-				}
-				if (!hi || tfs_bytes_cmp(p, len, hi, hil) > 0) {
-					hi = p;
-					hil = len;
-				}
-			} else {
-				p = col->data.data + i * fd->cell_size;
+			for (uint64_t i = 0; i < n; i++) {
+				const uint8_t *p = col->data.data + i * cs;
+
 				if (!lo || tfs_value_cmp(fd->type, p, lo) < 0)
 					lo = p;
 				if (!hi || tfs_value_cmp(fd->type, p, hi) > 0)
 					hi = p;
-				lol = hil = fd->cell_size;
 			}
+			return put_fixed_dim_bounds(o, lo, hi, col->data.data,
+						    n, cs);
 		}
-		o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
-		if ((e = tfs_buf_append(&o->lo, lo, lol)) ||
-		    (e = tfs_buf_append(&o->hi, hi, hil)))
-			return e;
-		if (fd->var) {
-			uint64_t l0, l1;
-			const uint8_t *p0 = tfs__var_cell(c, f, 0, &l0);
-			const uint8_t *p1 = tfs__var_cell(c, f, n - 1, &l1);
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t len;
+			const uint8_t *p = tfs__var_cell(c, f, i, &len);
 
-			if ((e = tfs_buf_append(&o->first, p0, l0)) ||
-			    (e = tfs_buf_append(&o->last, p1, l1)))
-				return e;
-		} else if ((e = tfs_buf_append(&o->first, col->data.data,
-					       fd->cell_size)) ||
-			   (e = tfs_buf_append(&o->last,
-					       col->data.data +
-						       (n - 1) * fd->cell_size,
-					       fd->cell_size))) {
-			return e;
+			var_range_add(&r, p, len);
 		}
+		p0 = tfs__var_cell(c, f, 0, &l0);
+		p1 = tfs__var_cell(c, f, n - 1, &l1);
+		o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
+		if ((e = tfs_buf_append(&o->lo, r.lo, r.lo_len)) ||
+		    (e = tfs_buf_append(&o->hi, r.hi, r.hi_len)) ||
+		    (e = tfs_buf_append(&o->first, p0, l0)) ||
+		    (e = tfs_buf_append(&o->last, p1, l1)))
+			return e;
 		return TFS_E_OK;
 	}
 	if (!has_minmax(fd))
 		return TFS_E_OK;
 	o->min.len = o->max.len = 0;
 	if (fd->var) {
-		const uint8_t *lo = NULL, *hi = NULL;
-		uint64_t lol = 0, hil = 0;
+		struct var_range r = {0};
 
 		for (uint64_t i = 0; i < c->cell_num; i++) {
 			uint64_t len;
 			const uint8_t *p;
 
-			if (!cell_counts(j, i) ||
-			    (fd->nullable && !col->valid.data[i]))
+			if (!cell_has_value(j, fd, col, i))
 				continue;
 			p = tfs__var_cell(c, f, i, &len);
-			if (!lo || tfs_bytes_cmp(p, len, lo, lol) < 0) {
-				lo = p;
-				lol = len;
-			}
-			if (!hi || tfs_bytes_cmp(p, len, hi, hil) > 0) {
-				hi = p;
-				hil = len;
-			}
+			var_range_add(&r, p, len);
 		}
-		if ((lo && (e = tfs_buf_append(&o->min, lo, lol))) ||
-		    (hi && (e = tfs_buf_append(&o->max, hi, hil))))
+		if ((r.lo && (e = tfs_buf_append(&o->min, r.lo, r.lo_len))) ||
+		    (r.hi && (e = tfs_buf_append(&o->max, r.hi, r.hi_len))))
 			return e;
 		return TFS_E_OK;
 	}
@@ -507,8 +519,7 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 		for (uint64_t i = 0; i < c->cell_num; i++) {
 			const uint8_t *p = col->data.data + i * cs;
 
-			if (!cell_counts(j, i) ||
-			    (fd->nullable && !col->valid.data[i]))
+			if (!cell_has_value(j, fd, col, i))
 				continue;
 			if (!lo || fixed_str_cmp(p, lo, cs) < 0)
 				lo = p;
@@ -534,8 +545,7 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 		for (uint64_t i = 0; i < c->cell_num; i++) {
 			const uint8_t *p = col->data.data + i * cs;
 
-			if (!cell_counts(j, i) ||
-			    (fd->nullable && !col->valid.data[i]))
+			if (!cell_has_value(j, fd, col, i))
 				continue;
 			if (tfs_value_cmp(fd->type, p, mn) < 0)
 				memcpy(mn, p, cs);
@@ -772,15 +782,6 @@ void tfs__tw_free(struct tfs__tw *t)
 	tfs_free(t);
 }
 
-static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
-{
-	if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-		return (uint64_t)tfs_value_as_i64(dm->type, v) -
-		       (uint64_t)tfs_value_as_i64(dm->type, dm->domain[0]);
-	return tfs_value_as_u64(dm->type, v) -
-	       tfs_value_as_u64(dm->type, dm->domain[0]);
-}
-
 enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 			 struct tfs_diag *d)
 {
@@ -846,8 +847,8 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 			const struct tfs_dim *dm = &s->dims[k];
 
 			t->ext[k] = tfs_value_as_u64(dm->type, dm->extent);
-			t->boxlo[k] = dim_off(dm, o->box[k].lo);
-			t->boxhi[k] = dim_off(dm, o->box[k].hi);
+			t->boxlo[k] = tfs__dim_off(dm, o->box[k].lo);
+			t->boxhi[k] = tfs__dim_off(dm, o->box[k].hi);
 			t->tlo[k] = t->boxlo[k] / t->ext[k];
 			t->ntiles[k] = t->boxhi[k] / t->ext[k] - t->tlo[k] + 1;
 			t->cpt *= t->ext[k];
@@ -1072,7 +1073,7 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 
 	for (uint32_t n = 0; n < t->D; n++) {
 		uint32_t k = s->tile_order == TFS_COL_MAJOR ? t->D - 1 - n : n;
-		uint64_t off = dim_off(&s->dims[k],
+		uint64_t off = tfs__dim_off(&s->dims[k],
 				       c->cols[k].data.data +
 					       i * t->o.fields[k].cell_size);
 
@@ -1083,7 +1084,7 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 	}
 	for (uint32_t n = 0; n < t->D; n++) {
 		uint32_t k = s->cell_order == TFS_COL_MAJOR ? t->D - 1 - n : n;
-		uint64_t off = dim_off(&s->dims[k],
+		uint64_t off = tfs__dim_off(&s->dims[k],
 				       c->cols[k].data.data +
 					       i * t->o.fields[k].cell_size);
 

@@ -1,29 +1,13 @@
-/* Small helpers of the writer: random uuids, the clock, the greatest
- * timestamp already used in an array folder (format/write.md §2), durable
- * whole-file writes, and removing a staged folder. */
+/* Small helpers of the writer: the clock, the greatest timestamp already
+ * used in an array folder (format/write.md §2), durable whole-file writes,
+ * and removing a staged folder. */
 #include "write_internal.h"
 
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
-
-enum tfs_err tfs__uuid(char buf[33])
-{
-	unsigned char raw[16];
-	static const char hex[] = "0123456789abcdef";
-
-	if (RAND_bytes(raw, sizeof(raw)) != 1)
-		return TFS_E_INTERNAL;
-	for (int i = 0; i < 16; i++) {
-		buf[2 * i] = hex[raw[i] >> 4];
-		buf[2 * i + 1] = hex[raw[i] & 15];
-	}
-	buf[32] = '\0';
-	return TFS_E_OK;
-}
 
 uint64_t tfs__now_ms(void)
 {
@@ -37,15 +21,11 @@ static enum tfs_err max_in(struct tfs_vfs *vfs, const char *dir, uint64_t *max,
 			   struct tfs_diag *d)
 {
 	struct tfs_dirlist l;
-	struct tfs_diag ld;
 	enum tfs_err e;
 
-	tfs_diag_init(&ld);
-	e = tfs_vfs_list(vfs, dir, &l, &ld);
-	if (e == TFS_E_NOT_FOUND)
-		return TFS_E_OK;
+	e = tfs_vfs_list_or_empty(vfs, dir, &l, d);
 	if (e)
-		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+		return e;
 	for (size_t i = 0; i < l.count; i++) {
 		struct tfs_name_info ni;
 
@@ -83,25 +63,34 @@ enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,
 	return TFS_E_OK;
 }
 
-void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)
+void tfs__empty_dir(struct tfs_vfs *vfs, const char *path)
 {
 	struct tfs_dirlist l;
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	if (tfs_vfs_list(vfs, path, &l, &d))
+		return;
+	for (size_t i = 0; i < l.count; i++) {
+		char *p = tfs_path_join(path, l.names[i]);
+
+		if (p)
+			tfs__remove_tree(vfs, p);
+		tfs_free(p);
+	}
+	tfs_dirlist_release(&l);
+}
+
+void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)
+{
 	struct tfs_diag d;
 	struct tfs_stat st;
 
 	tfs_diag_init(&d);
 	if (tfs_vfs_stat(vfs, path, &st, &d) || !st.exists)
 		return;
-	if (st.is_dir && !tfs_vfs_list(vfs, path, &l, &d)) {
-		for (size_t i = 0; i < l.count; i++) {
-			char *p = tfs_path_join(path, l.names[i]);
-
-			if (p)
-				tfs__remove_tree(vfs, p);
-			tfs_free(p);
-		}
-		tfs_dirlist_release(&l);
-	}
+	if (st.is_dir)
+		tfs__empty_dir(vfs, path);
 	(void)vfs->ops->remove(vfs, path, &d);
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tfs_buf.h"
+#include "tfs_datatype.h"
 #include "tfs_err.h"
 #include "tfs_format.h"
 #include "tfs_pool.h"
@@ -210,8 +211,6 @@ enum tfs_err tfs__box_emit(struct tfs__tw *tw, const struct tfs__cells *c,
 
 /* ---- Helpers shared by the module ------------------------------------------ */
 
-/* 32 lowercase hex characters of random bytes into buf[33]. */
-enum tfs_err tfs__uuid(char buf[33]) TFS_WUR;
 uint64_t tfs__now_ms(void);
 /* Greatest t1/t2 of every timestamped name in the array folder, its
  * __fragments/, __commits/ (and, when meta, __meta/). */
@@ -220,9 +219,22 @@ enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,
 				struct tfs_diag *d) TFS_WUR;
 /* Removes a folder and everything in it (best effort). */
 void tfs__remove_tree(struct tfs_vfs *vfs, const char *path);
+/* Removes everything in a folder but the folder (best effort). */
+void tfs__empty_dir(struct tfs_vfs *vfs, const char *path);
 /* Writes a whole file and fsyncs it. */
 enum tfs_err tfs__write_file(struct tfs_vfs *vfs, const char *path,
 			     const void *data, size_t len,
 			     struct tfs_diag *d) TFS_WUR;
+
+/* Offset of coordinate v of an integer dimension from the domain's low
+ * end, modulo 2^64. */
+static inline uint64_t tfs__dim_off(const struct tfs_dim *dm, const uint8_t *v)
+{
+	if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
+		return (uint64_t)tfs_value_as_i64(dm->type, v) -
+		       (uint64_t)tfs_value_as_i64(dm->type, dm->domain[0]);
+	return tfs_value_as_u64(dm->type, v) -
+	       tfs_value_as_u64(dm->type, dm->domain[0]);
+}
 
 #endif

@@ -59,15 +59,6 @@ struct tfs_writer {
 	uint64_t rows_done, row_cells;
 };
 
-static uint64_t dim_off(const struct tfs_dim *dm, const uint8_t *v)
-{
-	if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-		return (uint64_t)tfs_value_as_i64(dm->type, v) -
-		       (uint64_t)tfs_value_as_i64(dm->type, dm->domain[0]);
-	return tfs_value_as_u64(dm->type, v) -
-	       tfs_value_as_u64(dm->type, dm->domain[0]);
-}
-
 const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w)
 {
 	return w->s;
@@ -128,8 +119,8 @@ static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
 			return tfs_fail(d, TFS_E_INVALID,
 					"box: dimension '%s': low above high",
 					dm->name);
-		w->boxlo[k] = dim_off(dm, box[k].lo);
-		w->boxhi[k] = dim_off(dm, box[k].hi);
+		w->boxlo[k] = tfs__dim_off(dm, box[k].lo);
+		w->boxhi[k] = tfs__dim_off(dm, box[k].hi);
 		memcpy(w->boxbytes[0][k], box[k].lo, sz);
 		memcpy(w->boxbytes[1][k], box[k].hi, sz);
 		n = w->boxhi[k] - w->boxlo[k] + 1;
@@ -793,8 +784,9 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 						      (base + imin) * fd->cell_size;
 				const uint8_t *vmax = dst->data.data +
 						      (base + imax) * fd->cell_size;
-				uint64_t omin = dim_off(&w->s->dims[k], vmin);
-				uint64_t omax = dim_off(&w->s->dims[k], vmax);
+				const struct tfs_dim *dm = &w->s->dims[k];
+				uint64_t omin = tfs__dim_off(dm, vmin);
+				uint64_t omax = tfs__dim_off(dm, vmax);
 				bool first = w->appended == 0;
 				size_t sz = (size_t)fd->cell_size;
 
@@ -828,7 +820,7 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 						cell_tag(w, tags, i), d)))
 				goto out_rollback;
 			if (w->s->array_type == TFS_DENSE) {
-				uint64_t off = dim_off(&w->s->dims[k], v);
+				uint64_t off = tfs__dim_off(&w->s->dims[k], v);
 
 				bool first = w->appended == 0 && i == 0;
 
@@ -949,7 +941,6 @@ out:
 static enum tfs_err choose_name(struct tfs_writer *w, struct tfs_diag *d)
 {
 	struct tfs_write_result *res = &w->res;
-	char uuid[33];
 	uint64_t t1, t2;
 	enum tfs_err e;
 	const char *ext = w->version >= 12 ? ".wrt" : ".ok";
@@ -964,11 +955,9 @@ static enum tfs_err choose_name(struct tfs_writer *w, struct tfs_diag *d)
 			return e;
 		t1 = t2 = max >= now ? max + 1 : now;
 	}
-	if ((e = tfs__uuid(uuid)))
+	if ((e = tfs_name_new(res->name, sizeof(res->name), t1, t2, w->version,
+			      "")))
 		return tfs_fail(d, e, "no random bytes for a fragment name");
-	snprintf(res->name, sizeof(res->name),
-		 "__%" PRIu64 "_%" PRIu64 "_%s_%" PRIu32, t1, t2, uuid,
-		 w->version);
 	res->t1 = t1;
 	res->t2 = t2;
 	if (w->version >= 12) {

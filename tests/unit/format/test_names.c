@@ -82,3 +82,40 @@ Test(names, null_name)
 
 	cr_expect_eq(tfs_name_parse(NULL, &ni), TFS_E_INVALID);
 }
+
+/* New names parse back to what they were made from, with a fresh uuid
+ * each time. */
+Test(names, new_names_parse_back)
+{
+	static const struct {
+		uint64_t t1, t2;
+		uint32_t version;
+		const char *ext;
+		uint32_t parsed_version;
+	} mk[] = {
+		{1700000001000, 1700000002000, 22, "", 22},
+		{5, 9, 16, ".con", 16},
+		{UINT64_MAX, UINT64_MAX, UINT32_MAX, ".vac", UINT32_MAX},
+		{3, 3, 0, "", 4}, /* no version part: name version 4 */
+	};
+	char a[TFS_NAME_MAX], b[TFS_NAME_MAX];
+
+	for (size_t i = 0; i < sizeof(mk) / sizeof(mk[0]); i++) {
+		struct tfs_name_info ni;
+
+		cr_assert_eq(tfs_name_new(a, sizeof(a), mk[i].t1, mk[i].t2,
+					  mk[i].version, mk[i].ext),
+			     TFS_E_OK);
+		cr_assert_eq(tfs_name_new(b, sizeof(b), mk[i].t1, mk[i].t2,
+					  mk[i].version, mk[i].ext),
+			     TFS_E_OK);
+		cr_expect_str_neq(a, b);
+		cr_assert_eq(tfs_name_parse(a, &ni), TFS_E_OK, "%s", a);
+		cr_expect_eq(ni.t1, mk[i].t1, "%s", a);
+		cr_expect_eq(ni.t2, mk[i].t2, "%s", a);
+		cr_expect_eq(ni.version, mk[i].parsed_version, "%s", a);
+		cr_expect_eq(strlen(ni.uuid), 32, "%s", a);
+		cr_expect_str_eq(a + strlen(a) - strlen(mk[i].ext), mk[i].ext);
+	}
+	cr_expect_eq(tfs_name_new(a, 20, 1, 2, 22, ""), TFS_E_TOO_BIG);
+}

@@ -20,22 +20,11 @@
 #include "frag_test_json.h"
 #include "tfs_alloc.h"
 #include "tfs_fragment.h"
+#include "vfs_test_util.h"
 
 #define CORPUS TFS_CORPUS_DIR
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static char *fmt(const char *f, ...) TFS_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	cr_assert_neq(vasprintf(&s, f, ap), -1);
-	va_end(ap);
-	return s;
-}
 
 static struct tfs_vfs *posix(void)
 {
@@ -43,74 +32,6 @@ static struct tfs_vfs *posix(void)
 
 	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
 	return v;
-}
-
-/* Copies the tree at sp (in src) to dp (in dst). */
-static void copy_tree(struct tfs_vfs *src, const char *sp, struct tfs_vfs *dst,
-		      const char *dp)
-{
-	struct tfs_diag d;
-	struct tfs_stat st;
-
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_vfs_stat(src, sp, &st, &d), TFS_E_OK);
-	cr_assert(st.exists, "%s", sp);
-	if (st.is_dir) {
-		struct tfs_dirlist l;
-
-		cr_assert_eq(dst->ops->mkdir(dst, dp, &d), TFS_E_OK, "%s",
-			     tfs_diag_msg(&d));
-		cr_assert_eq(tfs_vfs_list(src, sp, &l, &d), TFS_E_OK);
-		for (size_t i = 0; i < l.count; i++) {
-			char *s = tfs_path_join(sp, l.names[i]);
-			char *t = tfs_path_join(dp, l.names[i]);
-
-			copy_tree(src, s, dst, t);
-			tfs_free(s);
-			tfs_free(t);
-		}
-		tfs_dirlist_release(&l);
-	} else {
-		uint8_t *buf;
-		size_t len;
-
-		cr_assert_eq(tfs_vfs_read_all(src, sp, SIZE_MAX, &buf, &len, &d),
-			     TFS_E_OK);
-		cr_assert_eq(dst->ops->write(dst, dp, buf, len, &d), TFS_E_OK);
-		tfs_free(buf);
-	}
-}
-
-/* A mem backend holding a copy of corpus array `name` at "/A". */
-static struct tfs_vfs *mem_copy(const char *name)
-{
-	struct tfs_vfs *p = posix(), *m;
-	char *src = fmt("%s/%s", CORPUS, name);
-
-	cr_assert_eq(tfs_vfs_mem_new(&m), TFS_E_OK);
-	copy_tree(p, src, m, "/A");
-	free(src);
-	tfs_vfs_free(p);
-	return m;
-}
-
-static void put(struct tfs_vfs *v, const char *path, const void *data,
-		size_t len)
-{
-	struct tfs_diag d;
-
-	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->write(v, path, data, len, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-}
-
-static void rm(struct tfs_vfs *v, const char *path)
-{
-	struct tfs_diag d;
-
-	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->remove(v, path, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
 }
 
 static bool parse_hex_key(const char *hex, uint8_t key[32])
@@ -249,7 +170,7 @@ static void check_fragment(const struct tfs_arraydir *a,
 			 "%s %s", label, f->name);
 	cr_assert_eq(ned->n, f->schema->dim_num, "%s %s", label, f->name);
 	for (uint32_t k = 0; k < f->schema->dim_num; k++) {
-		char *what = fmt("%s %s dim %u", label, f->name, k);
+		char *what = vt_fmt("%s %s dim %u", label, f->name, k);
 
 		check_range(&f->schema->dims[k], &f->footer.ned[k],
 			    &ned->items[k], what);
@@ -304,7 +225,7 @@ static void check_union_ned(const struct tfs_arraydir *a, const struct jval *j,
 					u.hi = r->hi;
 			}
 		}
-		what = fmt("%s: non_empty_domain dim %u", label, k);
+		what = vt_fmt("%s: non_empty_domain dim %u", label, k);
 		check_range(dim, &u, &j->items[k], what);
 		free(what);
 	}
@@ -512,7 +433,7 @@ static void check_group_json(struct tfs_vfs *v, const char *path,
 	for (size_t i = 0; i < members->n; i++) {
 		const struct jval *m = &members->items[i];
 		const struct jval *content = json_get(m, "content");
-		char *p = fmt("%s/%s", path, json_get(m, "path")->text);
+		char *p = vt_fmt("%s/%s", path, json_get(m, "path")->text);
 
 		if (!strcmp(json_get(m, "type")->text, "group"))
 			check_group_json(v, p, content);
@@ -538,11 +459,11 @@ static void check_corpus_dir(const char *dir, size_t *checked)
 
 		if (n < 6 || strcmp(name + n - 5, ".json"))
 			continue;
-		jpath = fmt("%s/%s", dir, name);
+		jpath = vt_fmt("%s/%s", dir, name);
 		j = json_load(jpath);
 		cr_assert_not_null(j, "%s: cannot parse", jpath);
 		arr = array_of(name, &t);
-		apath = fmt("%s/%s", dir, arr);
+		apath = vt_fmt("%s/%s", dir, arr);
 		if (json_get(j, "object") &&
 		    !strcmp(json_get(j, "object")->text, "group"))
 			check_group_json(v, apath, j);
@@ -620,7 +541,7 @@ Test(visibility, counts_at_timestamps)
 	struct tfs_vfs *v = posix();
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *p = fmt("%s/%s", CORPUS, cases[i].array);
+		char *p = vt_fmt("%s/%s", CORPUS, cases[i].array);
 		struct tfs_arraydir *a = must_open(v, p, NULL, cases[i].t);
 
 		cr_assert_eq(a->fragment_num, cases[i].visible,
@@ -665,17 +586,17 @@ Test(visibility, delete_in_con)
 		"__commits/__1700000003000_1700000003000_7551c421225afdba8259d1e9f46a5a58_22.del";
 	static const char upd[] =
 		"__commits/__1700000003500_1700000003500_00000000000000000000000000000001_22.upd\n";
-	struct tfs_vfs *m = mem_copy("delete_condition");
+	struct tfs_vfs *m = vt_mem_copy("delete_condition");
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 	uint8_t *del, *con;
 	size_t len, n;
-	char *path = fmt("/A/%s", del_name);
+	char *path = vt_fmt("/A/%s", del_name);
 
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_vfs_read_all(m, path, 1 << 20, &del, &len, &d),
 		     TFS_E_OK);
-	rm(m, path);
+	vt_rm(m, path);
 	n = strlen(del_name);
 	con = malloc(n + 1 + 8 + len + 100);
 	memcpy(con, del_name, n);
@@ -685,7 +606,7 @@ Test(visibility, delete_in_con)
 	memcpy(con + n + 9, del, len);
 	/* followed by an update marker (no tile) */
 	memcpy(con + n + 9 + len, upd, strlen(upd));
-	put(m, "/A/__commits/__1700000003000_1700000003500_00000000000000000000000000000002_22.con",
+	vt_put(m, "/A/__commits/__1700000003000_1700000003500_00000000000000000000000000000002_22.con",
 	    con, n + 9 + len + strlen(upd));
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->delete_num, 1);
@@ -711,11 +632,11 @@ Test(visibility, dense_vacuum_full_overlap)
 		"__1700000001000_1700000001000_37229c5663ba12f805dc957d7e300ca0_22";
 	static const char f2[] =
 		"__1700000002000_1700000002000_3be9a857022d44ddabe937614f6df56b_22";
-	struct tfs_vfs *m = mem_copy("dense_fragments_overlap");
-	char *lines = fmt("/__fragments/%s\n__fragments/%s\n", f1, f2);
+	struct tfs_vfs *m = vt_mem_copy("dense_fragments_overlap");
+	char *lines = vt_fmt("/__fragments/%s\n__fragments/%s\n", f1, f2);
 	struct tfs_arraydir *a;
 
-	put(m, "/A/__commits/__1700000001000_1700000002000_000000000000000000000000000000aa_22.vac",
+	vt_put(m, "/A/__commits/__1700000001000_1700000002000_000000000000000000000000000000aa_22.vac",
 	    lines, strlen(lines));
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 2);
@@ -743,11 +664,11 @@ Test(visibility, vacuum_absolute_uris)
 {
 	static const char f3[] =
 		"__1700000003000_1700000003000_079b2db213695b29d77716e9fb87e805_22";
-	struct tfs_vfs *m = mem_copy("dense_fragments_overlap");
-	char *lines = fmt("file:///some/where/else/__fragments/%s\n", f3);
+	struct tfs_vfs *m = vt_mem_copy("dense_fragments_overlap");
+	char *lines = vt_fmt("file:///some/where/else/__fragments/%s\n", f3);
 	struct tfs_arraydir *a;
 
-	put(m, "/A/__commits/__1700000003000_1700000003000_000000000000000000000000000000ab_18.vac",
+	vt_put(m, "/A/__commits/__1700000003000_1700000003000_000000000000000000000000000000ab_18.vac",
 	    lines, strlen(lines));
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 3);
@@ -764,7 +685,7 @@ Test(visibility, consolidated_commits_and_ignore)
 		"__commits/__1700000001000_1700000001000_7373915b564dbd0c770710cfd2610563_22.wrt";
 	static const char w2[] =
 		"__commits/__1700000002000_1700000002000_6709408ba9d01c6f18dd0d20f7bfe8e5_22.wrt";
-	struct tfs_vfs *m = mem_copy("consolidated_commits");
+	struct tfs_vfs *m = vt_mem_copy("consolidated_commits");
 	struct tfs_dirlist l;
 	struct tfs_diag d;
 	struct tfs_arraydir *a;
@@ -775,9 +696,9 @@ Test(visibility, consolidated_commits_and_ignore)
 	cr_assert_eq(tfs_vfs_list(m, "/A/__commits", &l, &d), TFS_E_OK);
 	for (size_t i = 0; i < l.count; i++) {
 		if (strstr(l.names[i], ".wrt")) {
-			char *p = fmt("/A/__commits/%s", l.names[i]);
+			char *p = vt_fmt("/A/__commits/%s", l.names[i]);
 
-			rm(m, p);
+			vt_rm(m, p);
 			free(p);
 		}
 	}
@@ -788,8 +709,8 @@ Test(visibility, consolidated_commits_and_ignore)
 	tfs_arraydir_close(a);
 
 	/* An ignored .con entry no longer commits its fragment ... */
-	line = fmt("%s\n", w1);
-	put(m, "/A/__commits/__1700000006000_1700000006000_000000000000000000000000000000ac_22.ign",
+	line = vt_fmt("%s\n", w1);
+	vt_put(m, "/A/__commits/__1700000006000_1700000006000_000000000000000000000000000000ac_22.ign",
 	    line, strlen(line));
 	free(line);
 	a = must_open(m, "/A", NULL, UINT64_MAX);
@@ -798,7 +719,7 @@ Test(visibility, consolidated_commits_and_ignore)
 	tfs_arraydir_close(a);
 
 	/* ... unless its own .wrt exists again. */
-	put(m, "/A/__commits/__1700000001000_1700000001000_7373915b564dbd0c770710cfd2610563_22.wrt",
+	vt_put(m, "/A/__commits/__1700000001000_1700000001000_7373915b564dbd0c770710cfd2610563_22.wrt",
 	    "", 0);
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->listed_num, 5);
@@ -815,27 +736,27 @@ Test(visibility, uncommitted_and_future_fragments)
 		"__1700000001000_1700000001000_37229c5663ba12f805dc957d7e300ca0_22";
 	static const char fut[] =
 		"__4000000000000_4000000000000_000000000000000000000000000000ad_22";
-	struct tfs_vfs *m = mem_copy("dense_fragments_overlap");
+	struct tfs_vfs *m = vt_mem_copy("dense_fragments_overlap");
 	struct tfs_vfs *p = posix();
 	struct tfs_arraydir *a;
-	char *src = fmt("%s/dense_fragments_overlap/__fragments/%s", CORPUS, f1);
+	char *src = vt_fmt("%s/dense_fragments_overlap/__fragments/%s", CORPUS, f1);
 	char *dst;
 
 	/* An uncommitted copy in __fragments, and one in the root. */
-	copy_tree(p, src, m,
+	vt_copy_tree(p, src, m,
 		  "/A/__fragments/__1700000009000_1700000009000_000000000000000000000000000000ae_22");
-	copy_tree(p, src, m,
+	vt_copy_tree(p, src, m,
 		  "/A/__1700000009000_1700000009000_000000000000000000000000000000af_11");
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 4);
 	cr_assert_eq(a->listed_num, 4);
 	tfs_arraydir_close(a);
 
-	dst = fmt("/A/__fragments/%s", fut);
-	copy_tree(p, src, m, dst);
+	dst = vt_fmt("/A/__fragments/%s", fut);
+	vt_copy_tree(p, src, m, dst);
 	free(dst);
-	dst = fmt("/A/__commits/%s.wrt", fut);
-	put(m, dst, "", 0);
+	dst = vt_fmt("/A/__commits/%s.wrt", fut);
+	vt_put(m, dst, "", 0);
 	free(dst);
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 4);
@@ -855,13 +776,13 @@ Test(visibility, root_ok_commits)
 	struct tfs_arraydir *a;
 
 	cr_assert_eq(tfs_vfs_mem_new(&m), TFS_E_OK);
-	copy_tree(p, CORPUS "/legacy/zero_var_chunks_v10", m, "/A");
+	vt_copy_tree(p, CORPUS "/legacy/zero_var_chunks_v10", m, "/A");
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 1);
 	cr_assert_str_eq(a->fragments[0]->dir,
 			 "/A/__1693562063524_1693562063524_0fcdefaa40d34ff2a4b09153472fbdc2_10");
 	tfs_arraydir_close(a);
-	rm(m, "/A/__1693562063524_1693562063524_0fcdefaa40d34ff2a4b09153472fbdc2_10.ok");
+	vt_rm(m, "/A/__1693562063524_1693562063524_0fcdefaa40d34ff2a4b09153472fbdc2_10.ok");
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 0);
 	cr_assert_eq(a->listed_num, 0);
@@ -872,17 +793,17 @@ Test(visibility, root_ok_commits)
 
 Test(visibility, listing_rules)
 {
-	struct tfs_vfs *m = mem_copy("dense_1d");
+	struct tfs_vfs *m = vt_mem_copy("dense_1d");
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 
 	/* A zero-byte file named like its folder is dropped. */
-	put(m, "/A/__commits/__commits", "", 0);
+	vt_put(m, "/A/__commits/__commits", "", 0);
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_eq(a->fragment_num, 1);
 	tfs_arraydir_close(a);
 	/* A zero-byte file named like a reserved folder is an error. */
-	put(m, "/A/__labels", "", 0);
+	vt_put(m, "/A/__labels", "", 0);
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	cr_assert(strstr(d.msg, "__labels"), "%s", d.msg);
 	cr_assert_null(a);
@@ -943,7 +864,7 @@ static const struct tfs_meta_kv *meta_key(const struct tfs_arraydir *a,
 Test(metadata, vacuum_and_tmp_files)
 {
 	static const char m2[] = "__1700000002000_1700000002000_44f2b1ee9d82693b52e16f7d670b2496";
-	struct tfs_vfs *m = mem_copy("metadata");
+	struct tfs_vfs *m = vt_mem_copy("metadata");
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 	uint8_t *buf;
@@ -957,10 +878,10 @@ Test(metadata, vacuum_and_tmp_files)
 	tfs_arraydir_close(a);
 
 	/* A partly written file (.tmp) is skipped even when newest. */
-	p = fmt("/A/__meta/%s", m2);
+	p = vt_fmt("/A/__meta/%s", m2);
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_vfs_read_all(m, p, 1 << 20, &buf, &len, &d), TFS_E_OK);
-	put(m, "/A/__meta/__1700000009000_1700000009000_000000000000000000000000000000b0.tmp",
+	vt_put(m, "/A/__meta/__1700000009000_1700000009000_000000000000000000000000000000b0.tmp",
 	    buf, len);
 	tfs_free(buf);
 	a = must_open(m, "/A", NULL, UINT64_MAX);
@@ -968,8 +889,8 @@ Test(metadata, vacuum_and_tmp_files)
 	tfs_arraydir_close(a);
 
 	/* A vacuum list inside the window hides the file it names. */
-	line = fmt("__meta/%s\n", m2);
-	put(m, "/A/__meta/__1700000002000_1700000003000_000000000000000000000000000000b1.vac",
+	line = vt_fmt("__meta/%s\n", m2);
+	vt_put(m, "/A/__meta/__1700000002000_1700000003000_000000000000000000000000000000b1.vac",
 	    line, strlen(line));
 	a = must_open(m, "/A", NULL, UINT64_MAX);
 	cr_assert_null(meta_key(a, "ascii"));
@@ -983,7 +904,7 @@ Test(metadata, vacuum_and_tmp_files)
 	tfs_arraydir_close(a);
 
 	/* A name that is not timestamped is an error, as in TileDB. */
-	put(m, "/A/__meta/stray", "x", 1);
+	vt_put(m, "/A/__meta/stray", "x", 1);
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	cr_assert(strstr(d.msg, "stray"), "%s", d.msg);
 	free(line);
@@ -1063,7 +984,7 @@ Test(errors, corrupt_footer_and_missing_schema)
 {
 	static const char frag[] =
 		"/A/__fragments/__1700000001000_1700000001000_7ff31dc7f4886f42130bb0d7928b4a55_22/__fragment_metadata.tdb";
-	struct tfs_vfs *m = mem_copy("dense_1d");
+	struct tfs_vfs *m = vt_mem_copy("dense_1d");
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 	uint8_t *buf;
@@ -1074,21 +995,21 @@ Test(errors, corrupt_footer_and_missing_schema)
 		     TFS_E_OK);
 	/* A footer length pointing before the file start. */
 	buf[len - 1] = 0x7f;
-	put(m, frag, buf, len);
+	vt_put(m, frag, buf, len);
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	cr_assert(strstr(d.msg, "__fragment_metadata.tdb"), "%s", d.msg);
 	/* Truncated to nothing. */
-	put(m, frag, buf, 3);
+	vt_put(m, frag, buf, 3);
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	tfs_free(buf);
 	/* A commit without its fragment folder. */
-	rm(m, frag);
+	vt_rm(m, frag);
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	cr_assert(strstr(d.msg, "missing"), "%s", d.msg);
 	tfs_vfs_free(m);
 
 	/* The schema a fragment names has gone. */
-	m = mem_copy("dense_1d");
+	m = vt_mem_copy("dense_1d");
 	tfs_diag_init(&d);
 	cr_assert_eq(m->ops->rename(m,
 				    "/A/__schema/__1700000000000_1700000000000_00000002fced2fb1f6ac08863552dc86",
@@ -1098,7 +1019,7 @@ Test(errors, corrupt_footer_and_missing_schema)
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	cr_assert(strstr(d.msg, "00000002fced2fb1f6ac08863552dc86"), "%s", d.msg);
 	/* An empty schema file does not decode. */
-	put(m, "/A/__schema/__1700000000000_1700000000000_00000002fced2fb1f6ac08863552dc86",
+	vt_put(m, "/A/__schema/__1700000000000_1700000000000_00000002fced2fb1f6ac08863552dc86",
 	    "", 0);
 	cr_assert_eq(open_at(m, "/A", NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	tfs_vfs_free(m);
@@ -1125,7 +1046,7 @@ static void set_file_size0(struct tfs_vfs *m, const char *frag,
 	cr_assert_eq(tfs_buf_append(&b, buf, len - 8 - flen), TFS_E_OK);
 	cr_assert_eq(tfs_footer_serialize(&b, &f, s), TFS_E_OK);
 	cr_assert_eq(tfs_buf_append_u64(&b, b.len - (len - 8 - flen)), TFS_E_OK);
-	put(m, frag, b.data, b.len);
+	vt_put(m, frag, b.data, b.len);
 	tfs_buf_release(&b);
 	tfs_footer_release(&f);
 	tfs_free(buf);
@@ -1139,7 +1060,7 @@ Test(errors, footer_file_sizes)
 {
 	static const char frag[] =
 		"/A/__fragments/__1700000001000_1700000001000_7ff31dc7f4886f42130bb0d7928b4a55_22/__fragment_metadata.tdb";
-	struct tfs_vfs *m = mem_copy("dense_1d");
+	struct tfs_vfs *m = vt_mem_copy("dense_1d");
 	const struct tfs_slot_tiles *st;
 	struct tfs_arraydir *a = must_open(m, "/A", NULL, UINT64_MAX);
 	struct tfs_diag d;
@@ -1174,7 +1095,7 @@ static void faults_during_open(const char *array, const uint8_t *key,
 			       uint64_t t, enum tfs_fault_kind kind,
 			       enum tfs_err want)
 {
-	struct tfs_vfs *m = mem_copy(array), *f;
+	struct tfs_vfs *m = vt_mem_copy(array), *f;
 	unsigned long n;
 
 	cr_assert_eq(tfs_vfs_faulty_new(m, &f), TFS_E_OK);
@@ -1243,7 +1164,7 @@ Test(faults, encrypted_eio_at_every_call)
 /* A failed lazy load is not remembered: the next call loads. */
 Test(faults, lazy_load_retries)
 {
-	struct tfs_vfs *m = mem_copy("sparse_2d_int"), *f;
+	struct tfs_vfs *m = vt_mem_copy("sparse_2d_int"), *f;
 	struct tfs_arraydir *a;
 	struct tfs_fragment *fr;
 	const struct tfs_slot_tiles *t;
@@ -1276,7 +1197,7 @@ Test(faults, lazy_load_retries)
 
 static void alloc_failures_during_open(const char *array, const uint8_t *key)
 {
-	struct tfs_vfs *m = mem_copy(array);
+	struct tfs_vfs *m = vt_mem_copy(array);
 	long n;
 
 	for (n = 0;; n++) {
@@ -1326,8 +1247,8 @@ Test(mem, corpus_copies_match)
 	};
 
 	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
-		struct tfs_vfs *m = mem_copy(arrays[i]);
-		char *jp = fmt("%s/%s.json", CORPUS, arrays[i]);
+		struct tfs_vfs *m = vt_mem_copy(arrays[i]);
+		char *jp = vt_fmt("%s/%s.json", CORPUS, arrays[i]);
 		struct jval *j = json_load(jp);
 
 		cr_assert_not_null(j);
@@ -1336,27 +1257,6 @@ Test(mem, corpus_copies_match)
 		free(jp);
 		tfs_vfs_free(m);
 	}
-}
-
-static void rm_tree(struct tfs_vfs *v, const char *path)
-{
-	struct tfs_diag d;
-	struct tfs_stat st;
-	struct tfs_dirlist l;
-
-	tfs_diag_init(&d);
-	if (tfs_vfs_stat(v, path, &st, &d) || !st.exists)
-		return;
-	if (st.is_dir && tfs_vfs_list(v, path, &l, &d) == TFS_E_OK) {
-		for (size_t i = 0; i < l.count; i++) {
-			char *c = tfs_path_join(path, l.names[i]);
-
-			rm_tree(v, c);
-			tfs_free(c);
-		}
-		tfs_dirlist_release(&l);
-	}
-	(void)v->ops->remove(v, path, &d);
 }
 
 /* A posix copy in a temporary folder behaves like the original. */
@@ -1375,16 +1275,16 @@ Test(mem, posix_temp_copy)
 	dir = mkdtemp(tmpl);
 	cr_assert_not_null(dir);
 	cr_assert_not_null(j);
-	dst = fmt("%s/A", dir);
-	copy_tree(p, CORPUS "/consolidated_commits", p, dst);
+	dst = vt_fmt("%s/A", dir);
+	vt_copy_tree(p, CORPUS "/consolidated_commits", p, dst);
 	check_array_json(p, dst, j, UINT64_MAX, "posix copy");
 	/* A commit whose fragment folder is missing fails the open. */
-	wrt = fmt("%s/__commits/__1700000009000_1700000009000_000000000000000000000000000000c0_22.wrt",
+	wrt = vt_fmt("%s/__commits/__1700000009000_1700000009000_000000000000000000000000000000c0_22.wrt",
 		  dst);
-	put(p, wrt, "", 0);
+	vt_put(p, wrt, "", 0);
 	cr_assert_eq(open_at(p, dst, NULL, UINT64_MAX, &a, &d), TFS_E_CORRUPT);
 	cr_assert(strstr(d.msg, "__1700000009000_1700000009000"), "%s", d.msg);
-	rm_tree(p, dir);
+	vt_rm_tree(p, dir);
 	free(wrt);
 	free(dst);
 	json_free(j);
@@ -1563,7 +1463,7 @@ static void rewrite_as_version(struct tfs_vfs *m, const char *array, uint32_t v,
 	tfs_buf_init(&file, TFS_BUF_NO_MAX);
 	cr_assert_eq(tfs_schema_serialize(&tmp, sc), TFS_E_OK, "v%u", v);
 	append_tile(&file, &tmp);
-	put(m, "/A/__array_schema.tdb", file.data, file.len);
+	vt_put(m, "/A/__array_schema.tdb", file.data, file.len);
 	file.len = 0;
 	tmp.len = 0;
 
@@ -1612,12 +1512,12 @@ static void rewrite_as_version(struct tfs_vfs *m, const char *array, uint32_t v,
 
 	/* The fragment folder in the root, committed by .ok from v5 on. */
 	if (v >= 5)
-		dir = fmt("/A/__1700000001000_1700000001000_%s_%u", uuid, v);
+		dir = vt_fmt("/A/__1700000001000_1700000001000_%s_%u", uuid, v);
 	else
-		dir = fmt("/A/__1700000001000_1700000001000_%s", uuid);
+		dir = vt_fmt("/A/__1700000001000_1700000001000_%s", uuid);
 	cr_assert_eq(m->ops->mkdir(m, dir, &d), TFS_E_OK);
-	p = fmt("%s/__fragment_metadata.tdb", dir);
-	put(m, p, file.data, file.len);
+	p = vt_fmt("%s/__fragment_metadata.tdb", dir);
+	vt_put(m, p, file.data, file.len);
 	free(p);
 	for (uint32_t s = 0; s < slots; s++) {
 		for (int k = 0; k < 2; k++) {
@@ -1635,14 +1535,14 @@ static void rewrite_as_version(struct tfs_vfs *m, const char *array, uint32_t v,
 				     TFS_E_OK);
 			cr_assert(s != a_num, "no zipped coordinates here");
 			if (s < a_num)
-				name = v >= 9 ? fmt("a%u", s)
+				name = v >= 9 ? vt_fmt("a%u", s)
 					      : stem(sc->attrs[s].name, v);
 			else
-				name = v >= 9 ? fmt("d%u", s - a_num - 1)
+				name = v >= 9 ? vt_fmt("d%u", s - a_num - 1)
 					      : stem(sc->dims[s - a_num - 1].name,
 						     v);
-			dst = fmt("%s/%s%s", dir, name, k ? "_var.tdb" : ".tdb");
-			put(m, dst, buf, len);
+			dst = vt_fmt("%s/%s%s", dir, name, k ? "_var.tdb" : ".tdb");
+			vt_put(m, dst, buf, len);
 			tfs_free(buf);
 			tfs_free(src);
 			if (v >= 9)
@@ -1653,8 +1553,8 @@ static void rewrite_as_version(struct tfs_vfs *m, const char *array, uint32_t v,
 		}
 	}
 	if (v >= 5) {
-		p = fmt("%s.ok", dir);
-		put(m, p, "", 0);
+		p = vt_fmt("%s.ok", dir);
+		vt_put(m, p, "", 0);
 		free(p);
 	}
 	free(dir);
@@ -1693,17 +1593,17 @@ static void remove_tree(struct tfs_vfs *v, const char *path)
 		}
 		tfs_dirlist_release(&l);
 	}
-	rm(v, path);
+	vt_rm(v, path);
 }
 
 static void old_versions(const char *array, uint32_t from)
 {
 	for (uint32_t v = from; v <= 9; v++) {
-		struct tfs_vfs *m = mem_copy(array);
+		struct tfs_vfs *m = vt_mem_copy(array);
 		struct tfs_arraydir *a;
 		struct tfs_fragment *f;
 		uint64_t tiles, cells;
-		char *label = fmt("version %u", v);
+		char *label = vt_fmt("version %u", v);
 
 		rewrite_as_version(m, array, v, &tiles, &cells);
 		remove_tree(m, "/A/__schema");
@@ -1735,13 +1635,13 @@ static void old_versions(const char *array, uint32_t from)
 
 			fname = a->fragments[0]->name;
 			foot = tfs_footer_fixed_size(v, a->schema);
-			fmp = fmt("%s/__fragment_metadata.tdb", a->fragments[0]->dir);
+			fmp = vt_fmt("%s/__fragment_metadata.tdb", a->fragments[0]->dir);
 			tfs_diag_init(&d);
 			cr_assert_eq(tfs_vfs_read_all(m, fmp, SIZE_MAX, &fm, &fm_len,
 						      &d),
 				     TFS_E_OK);
-			entry = v >= 9 ? fmt("%s", fname)
-				       : fmt("file:///elsewhere/A/%s", fname);
+			entry = v >= 9 ? vt_fmt("%s", fname)
+				       : vt_fmt("file:///elsewhere/A/%s", fname);
 			tfs_buf_init(&pl, TFS_BUF_NO_MAX);
 			tfs_buf_init(&tile, TFS_BUF_NO_MAX);
 			cr_assert_eq(tfs_buf_append_u32(&pl, 1), TFS_E_OK);
@@ -1752,15 +1652,15 @@ static void old_versions(const char *array, uint32_t from)
 			cr_assert_eq(tfs_buf_append(&pl, fm + fm_len - foot, foot),
 				     TFS_E_OK);
 			append_tile(&tile, &pl);
-			metap = fmt("/A/__1700000001000_1700000001000_00000000000000000000000000000abc_%u.meta",
+			metap = vt_fmt("/A/__1700000001000_1700000001000_00000000000000000000000000000abc_%u.meta",
 				    v);
-			put(m, metap, tile.data, tile.len);
+			vt_put(m, metap, tile.data, tile.len);
 			tfs_arraydir_close(a);
 			a = must_open(m, "/A", NULL, UINT64_MAX);
 			cr_assert(a->fragments[0]->consolidated_meta, "%s", label);
 			cr_assert_eq(a->fragments[0]->cell_num, cells, "%s", label);
 			check_lazy(m, a, label);
-			rm(m, metap);
+			vt_rm(m, metap);
 			free(metap);
 			free(entry);
 			free(fmp);
@@ -1773,10 +1673,10 @@ static void old_versions(const char *array, uint32_t from)
 		/* Without its commit, a v5+ root fragment disappears; a v3–4
 		 * one is found through its metadata file. */
 		if (v >= 5) {
-			char *ok = fmt("/A/__1700000001000_1700000001000_0123456789abcdef0123456789abcdef_%u.ok",
+			char *ok = vt_fmt("/A/__1700000001000_1700000001000_0123456789abcdef0123456789abcdef_%u.ok",
 				       v);
 
-			rm(m, ok);
+			vt_rm(m, ok);
 			free(ok);
 			a = must_open(m, "/A", NULL, UINT64_MAX);
 			cr_assert_eq(a->fragment_num, 0, "%s", label);

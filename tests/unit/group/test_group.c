@@ -7,7 +7,6 @@
 #include <criterion/criterion.h>
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,23 +14,12 @@
 #include "tfs_alloc.h"
 #include "tfs_format.h"
 #include "tfs_vfs.h"
+#include "vfs_test_util.h"
 #include <tilefs/tfs_group.h>
 
 #define CORPUS TFS_CORPUS_DIR
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static char *fmt(const char *f, ...) TFS_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	cr_assert_neq(vasprintf(&s, f, ap), -1);
-	va_end(ap);
-	return s;
-}
 
 static struct tfs_vfs *mem(void)
 {
@@ -41,58 +29,29 @@ static struct tfs_vfs *mem(void)
 	return v;
 }
 
-static void mkdir_p(struct tfs_vfs *v, const char *path)
-{
-	struct tfs_diag d;
-	char *p = strdup(path);
-
-	cr_assert_not_null(p);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		tfs_diag_init(&d);
-		cr_assert_eq(v->ops->mkdir(v, p, &d), TFS_E_OK, "%s", d.msg);
-		*s = '/';
-	}
-	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->mkdir(v, p, &d), TFS_E_OK, "%s", d.msg);
-	free(p);
-}
-
-static void put(struct tfs_vfs *v, const char *path, const void *data,
-		size_t len)
-{
-	struct tfs_diag d;
-
-	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->write(v, path, data, len, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-}
-
 /* An empty group folder as TileDB creates it (groups.md §1). */
 static void make_group(struct tfs_vfs *v, const char *path)
 {
 	char *p;
 
-	mkdir_p(v, path);
-	p = fmt("%s/__tiledb_group.tdb", path);
-	put(v, p, "", 0);
+	vt_mkdir_p(v, path);
+	p = vt_fmt("%s/__tiledb_group.tdb", path);
+	vt_put(v, p, "", 0);
 	free(p);
-	p = fmt("%s/__group", path);
-	mkdir_p(v, p);
+	p = vt_fmt("%s/__group", path);
+	vt_mkdir_p(v, p);
 	free(p);
-	p = fmt("%s/__meta", path);
-	mkdir_p(v, p);
+	p = vt_fmt("%s/__meta", path);
+	vt_mkdir_p(v, p);
 	free(p);
 }
 
 /* A folder that classifies as an array (a __schema/ folder). */
 static void make_array_dir(struct tfs_vfs *v, const char *path)
 {
-	char *p = fmt("%s/__schema", path);
+	char *p = vt_fmt("%s/__schema", path);
 
-	mkdir_p(v, p);
+	vt_mkdir_p(v, p);
 	free(p);
 }
 
@@ -120,7 +79,7 @@ static void put_details(struct tfs_vfs *v, const char *g, const char *name,
 	struct tfs_group_details gd = {version, e, n};
 	struct tfs_buf payload, file;
 	struct tfs_diag d;
-	char *p = fmt("%s/__group/%s", g, name);
+	char *p = vt_fmt("%s/__group/%s", g, name);
 
 	for (size_t i = 0; version == 1 && i < n; i++)
 		e[i].member_version = 1;
@@ -131,7 +90,7 @@ static void put_details(struct tfs_vfs *v, const char *g, const char *name,
 	cr_assert_eq(tfs_generic_tile_encode(&file, payload.data, payload.len,
 					     key, &d),
 		     TFS_E_OK, "%s", d.msg);
-	put(v, p, file.data, file.len);
+	vt_put(v, p, file.data, file.len);
 	tfs_buf_release(&payload);
 	tfs_buf_release(&file);
 	free(p);
@@ -140,7 +99,7 @@ static void put_details(struct tfs_vfs *v, const char *g, const char *name,
 /* "__t_t_<uuid n>" with the version suffix `suffix` ("" = none). */
 static char *dname(uint64_t t, unsigned n, const char *suffix)
 {
-	return fmt("__%" PRIu64 "_%" PRIu64 "_%032x%s", t, t, n, suffix);
+	return vt_fmt("__%" PRIu64 "_%" PRIu64 "_%032x%s", t, t, n, suffix);
 }
 
 static void put_v2(struct tfs_vfs *v, const char *g, uint64_t t,
@@ -165,7 +124,7 @@ static void put_meta(struct tfs_vfs *v, const char *g, uint64_t t,
 	struct tfs_meta_file mf = {&kv, 1};
 	struct tfs_buf payload, file;
 	struct tfs_diag d;
-	char *p = fmt("%s/__meta/__%" PRIu64 "_%" PRIu64 "_%032x", g, t, t,
+	char *p = vt_fmt("%s/__meta/__%" PRIu64 "_%" PRIu64 "_%032x", g, t, t,
 		      (unsigned)t);
 
 	tfs_put_u32(val, (uint32_t)value);
@@ -176,7 +135,7 @@ static void put_meta(struct tfs_vfs *v, const char *g, uint64_t t,
 	cr_assert_eq(tfs_generic_tile_encode(&file, payload.data, payload.len,
 					     NULL, &d),
 		     TFS_E_OK);
-	put(v, p, file.data, file.len);
+	vt_put(v, p, file.data, file.len);
 	tfs_buf_release(&payload);
 	tfs_buf_release(&file);
 	free(p);
@@ -280,7 +239,7 @@ Test(corpus, group)
 		cr_expect(m->inside);
 		cr_expect_eq(m->type, i == 2 ? TFS_OBJECT_GROUP
 					     : TFS_OBJECT_ARRAY);
-		p = fmt("%s/group/%s", CORPUS, names[i]);
+		p = vt_fmt("%s/group/%s", CORPUS, names[i]);
 		cr_expect_str_eq(m->path, p);
 		free(p);
 	}
@@ -379,7 +338,7 @@ Test(v2, replay_with_deletions)
 	tfs_group_close(g);
 
 	/* A partly written file is skipped, even the newest. */
-	put(v, "/G/__group/__40_40_00000000000000000000000000000040_2.tmp",
+	vt_put(v, "/G/__group/__40_40_00000000000000000000000000000040_2.tmp",
 	    "junk", 4);
 	expect_keys(v, "/G", 0, "a,b,d,file:///elsewhere/c/");
 
@@ -387,8 +346,8 @@ Test(v2, replay_with_deletions)
 	 * full uri, as TileDB writes them); outside the window it does
 	 * nothing. */
 	name = dname(20, 20, "_2");
-	line = fmt("file:///somewhere/G/__group/%s\n", name);
-	put(v, "/G/__group/__20_35_00000000000000000000000000000035.vac",
+	line = vt_fmt("file:///somewhere/G/__group/%s\n", name);
+	vt_put(v, "/G/__group/__20_35_00000000000000000000000000000035.vac",
 	    line, strlen(line));
 	expect_keys(v, "/G", 0, "a,b,file:///elsewhere/c/");
 	expect_keys(v, "/G", 34, "a,b,d,file:///elsewhere/c/");
@@ -396,7 +355,7 @@ Test(v2, replay_with_deletions)
 	free(name);
 
 	/* Names that are not timestamped are an error, as in TileDB. */
-	put(v, "/G/__group/stray", "x", 1);
+	vt_put(v, "/G/__group/stray", "x", 1);
 	cr_expect_eq(open_at(v, "/G", 0, &g, &d), TFS_E_CORRUPT);
 	cr_expect(strstr(d.msg, "stray"), "%s", d.msg);
 	tfs_vfs_free(v);
@@ -465,13 +424,13 @@ Test(legacy, members_from_the_listing)
 	struct tfs_group *g;
 	const struct tfs_group_member *m;
 
-	mkdir_p(v, "/L/__meta");
-	put(v, "/L/__tiledb_group.tdb", "", 0);
+	vt_mkdir_p(v, "/L/__meta");
+	vt_put(v, "/L/__tiledb_group.tdb", "", 0);
 	make_array_dir(v, "/L/arr");
-	mkdir_p(v, "/L/inner");
-	put(v, "/L/inner/__tiledb_group.tdb", "", 0);
-	mkdir_p(v, "/L/plain");
-	put(v, "/L/file.txt", "hello", 5);
+	vt_mkdir_p(v, "/L/inner");
+	vt_put(v, "/L/inner/__tiledb_group.tdb", "", 0);
+	vt_mkdir_p(v, "/L/plain");
+	vt_put(v, "/L/file.txt", "hello", 5);
 	put_meta(v, "/L", 10, "k", 7);
 
 	g = must_open(v, "/L", 0);
@@ -601,7 +560,7 @@ static uint8_t *corpus_details_file(size_t *len, char **name)
 		     TFS_E_OK);
 	cr_assert_eq(l.count, 1);
 	*name = strdup(l.names[0]);
-	path = fmt("%s/group/__group/%s", CORPUS, l.names[0]);
+	path = vt_fmt("%s/group/__group/%s", CORPUS, l.names[0]);
 	cr_assert_eq(tfs_vfs_read_all(p, path, 1 << 20, &buf, len, &d),
 		     TFS_E_OK);
 	free(path);
@@ -621,13 +580,13 @@ Test(errors, truncated_and_corrupt_files)
 	uint8_t *bad = tfs_memdup(file, len);
 
 	make_group(v, "/G");
-	path = fmt("/G/__group/%s", name);
-	put(v, path, file, len);
+	path = vt_fmt("/G/__group/%s", name);
+	vt_put(v, path, file, len);
 	expect_keys(v, "/G", 0, "dense_member,sparse_member,sub");
 
 	/* Every truncation of the file is an error naming it. */
 	for (size_t k = 0; k < len; k++) {
-		put(v, path, file, k);
+		vt_put(v, path, file, k);
 		cr_expect_neq(open_at(v, "/G", 0, &g, &d), TFS_E_OK,
 			      "length %zu", k);
 		cr_expect_null(g);
@@ -640,7 +599,7 @@ Test(errors, truncated_and_corrupt_files)
 
 		memcpy(bad, file, len);
 		bad[k] ^= 0x5a;
-		put(v, path, bad, len);
+		vt_put(v, path, bad, len);
 		e = open_at(v, "/G", 0, &g, &d);
 		if (e == TFS_E_OK)
 			tfs_group_close(g);
@@ -672,7 +631,7 @@ Test(errors, truncated_payload_in_a_valid_tile)
 		cr_assert_eq(tfs_generic_tile_encode(&file, payload.data, k,
 						     NULL, &d),
 			     TFS_E_OK);
-		put(v, "/G/__group/__10_10_0000000000000000000000000000000a_2",
+		vt_put(v, "/G/__group/__10_10_0000000000000000000000000000000a_2",
 		    file.data, file.len);
 		cr_expect_eq(open_at(v, "/G", 0, &g, &d), TFS_E_CORRUPT,
 			     "payload %zu", k);
@@ -694,20 +653,20 @@ static struct tfs_vfs *mem_group(void)
 	make_group(v, "/G");
 	for (size_t i = 0; i < 2; i++) {
 		struct tfs_dirlist l;
-		char *dir = fmt("%s/group/%s", CORPUS, dirs[i]);
+		char *dir = vt_fmt("%s/group/%s", CORPUS, dirs[i]);
 
 		tfs_diag_init(&d);
 		cr_assert_eq(tfs_vfs_list(p, dir, &l, &d), TFS_E_OK);
 		for (size_t k = 0; k < l.count; k++) {
-			char *src = fmt("%s/%s", dir, l.names[k]);
-			char *dst = fmt("/G/%s/%s", dirs[i], l.names[k]);
+			char *src = vt_fmt("%s/%s", dir, l.names[k]);
+			char *dst = vt_fmt("/G/%s/%s", dirs[i], l.names[k]);
 			uint8_t *buf;
 			size_t len;
 
 			cr_assert_eq(tfs_vfs_read_all(p, src, 1 << 20, &buf,
 						      &len, &d),
 				     TFS_E_OK);
-			put(v, dst, buf, len);
+			vt_put(v, dst, buf, len);
 			tfs_free(buf);
 			free(src);
 			free(dst);

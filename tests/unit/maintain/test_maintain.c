@@ -14,71 +14,12 @@
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_fragment.h"
+#include "vfs_test_util.h"
 #include <tilefs/tilefs.h>
 
 #define CORPUS TFS_CORPUS_DIR
 /* 2100-01-01: later than every fragment the tests write. */
 #define FAR_FUTURE UINT64_C(4102444800000)
-
-static char *fmt(const char *f, ...) TFS_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	cr_assert(vasprintf(&s, f, ap) >= 0);
-	va_end(ap);
-	return s;
-}
-
-static void copy_tree(struct tfs_vfs *src, const char *sp, struct tfs_vfs *dst,
-		      const char *dp)
-{
-	struct tfs_diag d;
-	struct tfs_stat st;
-
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_vfs_stat(src, sp, &st, &d), TFS_E_OK);
-	cr_assert(st.exists, "%s", sp);
-	if (st.is_dir) {
-		struct tfs_dirlist l;
-
-		cr_assert_eq(dst->ops->mkdir(dst, dp, &d), TFS_E_OK);
-		cr_assert_eq(tfs_vfs_list(src, sp, &l, &d), TFS_E_OK);
-		for (size_t i = 0; i < l.count; i++) {
-			char *s = tfs_path_join(sp, l.names[i]);
-			char *t = tfs_path_join(dp, l.names[i]);
-
-			copy_tree(src, s, dst, t);
-			tfs_free(s);
-			tfs_free(t);
-		}
-		tfs_dirlist_release(&l);
-	} else {
-		uint8_t *buf;
-		size_t len;
-
-		cr_assert_eq(tfs_vfs_read_all(src, sp, SIZE_MAX, &buf, &len, &d),
-			     TFS_E_OK);
-		cr_assert_eq(dst->ops->write(dst, dp, buf, len, &d), TFS_E_OK);
-		tfs_free(buf);
-	}
-}
-
-/* A mem backend holding a copy of corpus array `name` at "/A". */
-static struct tfs_vfs *mem_copy(const char *name)
-{
-	struct tfs_vfs *p, *m;
-	char *src = fmt("%s/%s", CORPUS, name);
-
-	cr_assert_eq(tfs_vfs_posix_new(&p), TFS_E_OK);
-	cr_assert_eq(tfs_vfs_mem_new(&m), TFS_E_OK);
-	copy_tree(p, src, m, "/A");
-	free(src);
-	tfs_vfs_free(p);
-	return m;
-}
 
 static size_t count_files(struct tfs_vfs *v, const char *dir, const char *ext)
 {
@@ -375,7 +316,7 @@ Test(maintain, fragment_meta)
 					     "consolidated_fragment_meta"};
 
 	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
-		struct tfs_vfs *v = mem_copy(arrays[k]);
+		struct tfs_vfs *v = vt_mem_copy(arrays[k]);
 		struct snaps s;
 		struct tfs_diag d;
 		char made[256];
@@ -418,7 +359,7 @@ Test(maintain, commits)
 					     "dense_fragments_overlap"};
 
 	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
-		struct tfs_vfs *v = mem_copy(arrays[k]);
+		struct tfs_vfs *v = vt_mem_copy(arrays[k]);
 		struct snaps s;
 		struct tfs_diag d;
 		char made[256];
@@ -459,7 +400,7 @@ Test(maintain, commits)
 
 Test(maintain, array_meta)
 {
-	struct tfs_vfs *v = mem_copy("metadata");
+	struct tfs_vfs *v = vt_mem_copy("metadata");
 	struct snaps s;
 	struct tfs_diag d;
 	char made[256];
@@ -508,7 +449,7 @@ static bool is_sparse(struct tfs_vfs *v);
 /* The key of the corpus's encrypted array, from its JSON. */
 static void corpus_key(uint8_t key[32])
 {
-	char *path = fmt("%s/encrypted.json", CORPUS);
+	char *path = vt_fmt("%s/encrypted.json", CORPUS);
 	FILE *f = fopen(path, "r");
 	char text[8192], hexkey[65];
 	size_t n;
@@ -530,7 +471,7 @@ static void corpus_key(uint8_t key[32])
  * reads with it. */
 Test(maintain, encrypted)
 {
-	struct tfs_vfs *v = mem_copy("encrypted");
+	struct tfs_vfs *v = vt_mem_copy("encrypted");
 	uint8_t key[32];
 	struct snaps s;
 	struct tfs_diag d;
@@ -639,7 +580,7 @@ Test(maintain, fragments_corpus)
 		"consolidated_fragments"};
 
 	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
-		struct tfs_vfs *v = mem_copy(arrays[k]);
+		struct tfs_vfs *v = vt_mem_copy(arrays[k]);
 
 		fragments_roundtrip(v, arrays[k]);
 		tfs_vfs_free(v);
@@ -650,7 +591,7 @@ Test(maintain, fragments_corpus)
  * consolidated fragment's range is refused. */
 Test(maintain, fragments_range)
 {
-	struct tfs_vfs *v = mem_copy("dense_fragments_overlap");
+	struct tfs_vfs *v = vt_mem_copy("dense_fragments_overlap");
 	struct snaps s;
 	struct tfs_diag d;
 	char made[256];
@@ -805,7 +746,7 @@ static void write_sparse_2d(struct tfs_vfs *v, int32_t seed, size_t n)
 
 Test(maintain, fragments_written)
 {
-	struct tfs_vfs *v = mem_copy("dense_1d");
+	struct tfs_vfs *v = vt_mem_copy("dense_1d");
 
 	write_dense_1d(v, 10, 40, 100);
 	write_dense_1d(v, 30, 60, 200);
@@ -817,7 +758,7 @@ Test(maintain, fragments_written)
 	fragments_roundtrip(v, "dense_1d written twice");
 	tfs_vfs_free(v);
 
-	v = mem_copy("sparse_2d_int");
+	v = vt_mem_copy("sparse_2d_int");
 	write_sparse_2d(v, 1, 300);
 	write_sparse_2d(v, 2, 200);
 	write_sparse_2d(v, 3, 50);
@@ -837,7 +778,7 @@ static void faults(const char *array, enum tfs_consolidate_mode mode,
 	unsigned long failed = 0;
 
 	for (unsigned long nth = 0; !done && nth < 5000; nth++) {
-		struct tfs_vfs *v = mem_copy(array), *f;
+		struct tfs_vfs *v = vt_mem_copy(array), *f;
 		struct tfs_diag d;
 		char made[256];
 		unsigned removed;
@@ -913,7 +854,7 @@ Test(maintain, refusals)
 	cr_assert_eq(removed, 0);
 	tfs_vfs_free(v);
 	/* Nothing consolidated: vacuum removes nothing. */
-	v = mem_copy("dense_fragments_overlap");
+	v = vt_mem_copy("dense_fragments_overlap");
 	for (int m = 0; m < 4; m++) {
 		cr_assert_eq(vacuum(v, (enum tfs_consolidate_mode)m, &removed,
 				    &d),
@@ -938,13 +879,13 @@ Test(maintain, stale_temporary_files)
 	FILE *f;
 
 	cr_assert(mkdtemp(tfs_temp_template(root, sizeof(root), "/tmp", "tfs-maintain-")));
-	cmd = fmt("cp -r '%s/dense_1d' '%s/A' && chmod -R u+w '%s/A'", CORPUS,
+	cmd = vt_fmt("cp -r '%s/dense_1d' '%s/A' && chmod -R u+w '%s/A'", CORPUS,
 		  root, root);
 	cr_assert_eq(system(cmd), 0);
 	free(cmd);
-	arr = fmt("%s/A", root);
-	old_tmp = fmt("%s/.tfs-__1_1_x.con.tmp", arr);
-	new_tmp = fmt("%s/.tfs-__2_2_y.con.tmp", arr);
+	arr = vt_fmt("%s/A", root);
+	old_tmp = vt_fmt("%s/.tfs-__1_1_x.con.tmp", arr);
+	new_tmp = vt_fmt("%s/.tfs-__2_2_y.con.tmp", arr);
 	cr_assert((f = fopen(old_tmp, "w")) != NULL);
 	fclose(f);
 	cr_assert((f = fopen(new_tmp, "w")) != NULL);
@@ -959,7 +900,7 @@ Test(maintain, stale_temporary_files)
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	cr_assert_eq(access(old_tmp, F_OK), -1, "the stale file is removed");
 	cr_assert_eq(access(new_tmp, F_OK), 0, "the fresh one is kept");
-	cmd = fmt("rm -rf '%s'", root);
+	cmd = vt_fmt("rm -rf '%s'", root);
 	cr_assert_eq(system(cmd), 0);
 	free(cmd);
 	free(arr);
@@ -1025,7 +966,7 @@ static void remove_only(struct tfs_vfs *v, const char *dir, const char *ext)
  * tile, whose compression may differ). */
 Test(maintain, same_bytes_as_tiledb)
 {
-	struct tfs_vfs *v = mem_copy("consolidated_fragment_meta");
+	struct tfs_vfs *v = vt_mem_copy("consolidated_fragment_meta");
 	struct tfs_diag d;
 	char made[256];
 	uint8_t *theirs, *ours;
@@ -1048,7 +989,7 @@ Test(maintain, same_bytes_as_tiledb)
 	tfs_free(ours);
 	tfs_vfs_free(v);
 
-	v = mem_copy("consolidated_commits");
+	v = vt_mem_copy("consolidated_commits");
 	theirs = only_file(v, "/A/__commits", ".con", false, &tlen);
 	remove_only(v, "/A/__commits", ".con");
 	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_COMMITS, 0, 0, made, &d),
@@ -1067,7 +1008,7 @@ Test(maintain, same_bytes_as_tiledb)
  * itself. A string dimension, fragments the writer added. */
 Test(maintain, fragments_root_layout)
 {
-	struct tfs_vfs *v = mem_copy("legacy/zero_var_chunks_v10");
+	struct tfs_vfs *v = vt_mem_copy("legacy/zero_var_chunks_v10");
 	static const char *const keys[2][3] = {{"bb", "cc", "e"},
 					       {"cc", "dd", "a"}};
 
@@ -1144,7 +1085,7 @@ Test(maintain, fragments_root_layout)
  * nothing else. */
 Test(maintain, vacuum_removes_only_fragments)
 {
-	struct tfs_vfs *v = mem_copy("dense_fragments_overlap");
+	struct tfs_vfs *v = vt_mem_copy("dense_fragments_overlap");
 	struct tfs_dirlist l;
 	struct tfs_stat st;
 	struct tfs_diag d;
@@ -1160,7 +1101,7 @@ Test(maintain, vacuum_removes_only_fragments)
 	snaps_take(&s, v, 8);
 	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	vac = fmt("/A/__commits/%s.vac", made);
+	vac = vt_fmt("/A/__commits/%s.vac", made);
 	cr_assert_eq(tfs_vfs_read_all(v, vac, SIZE_MAX, &buf, &len, &d),
 		     TFS_E_OK);
 	cr_assert_eq(v->ops->append(v, vac, extra, sizeof(extra) - 1, &d),
@@ -1187,7 +1128,7 @@ Test(maintain, vacuum_removes_only_fragments)
  * with: fragments before the window's start are not read. */
 Test(maintain, open_window_start)
 {
-	struct tfs_vfs *v = mem_copy("sparse_timetravel");
+	struct tfs_vfs *v = vt_mem_copy("sparse_timetravel");
 	struct tfs_open_opts oo = {.vfs = v, .threads = 1,
 				   .timestamp_start = 1700000002000};
 	struct tfs_array *a;
@@ -1243,7 +1184,7 @@ Test(maintain, open_readers_keep_working)
 					     "sparse_timetravel", "metadata"};
 
 	for (size_t k = 0; k < sizeof(arrays) / sizeof(*arrays); k++) {
-		struct tfs_vfs *v = mem_copy(arrays[k]);
+		struct tfs_vfs *v = vt_mem_copy(arrays[k]);
 		struct tfs_open_opts oo = {.vfs = v, .threads = 1,
 					   .timestamp = FAR_FUTURE};
 		struct tfs_array *a;
@@ -1273,7 +1214,7 @@ Test(maintain, open_readers_keep_working)
  * version of a coordinate kept, and a .vac of the same name. */
 Test(maintain, sparse_with_timestamps)
 {
-	struct tfs_vfs *v = mem_copy("sparse_timetravel");
+	struct tfs_vfs *v = vt_mem_copy("sparse_timetravel");
 	struct tfs_open_opts oo = {.vfs = v, .threads = 1};
 	struct tfs_array *a;
 	struct tfs_stat st;
@@ -1294,11 +1235,11 @@ Test(maintain, sparse_with_timestamps)
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	cr_assert(!strncmp(made, "__1700000001000_1700000003000_", 30), "%s",
 		  made);
-	p = fmt("/A/__fragments/%s/t.tdb", made);
+	p = vt_fmt("/A/__fragments/%s/t.tdb", made);
 	cr_assert_eq(tfs_vfs_stat(v, p, &st, &d), TFS_E_OK);
 	cr_assert(st.exists, "no t.tdb in %s", made);
 	free(p);
-	p = fmt("/A/__commits/%s.vac", made);
+	p = vt_fmt("/A/__commits/%s.vac", made);
 	cr_assert_eq(tfs_vfs_stat(v, p, &st, &d), TFS_E_OK);
 	cr_assert(st.exists);
 	free(p);
@@ -1322,7 +1263,7 @@ Test(maintain, sparse_with_timestamps)
  * timestamps, stamped [t2max, t2max], the same reads at every time. */
 Test(maintain, sparse_over_timestamped_fragment)
 {
-	struct tfs_vfs *v = mem_copy("consolidated_fragments");
+	struct tfs_vfs *v = vt_mem_copy("consolidated_fragments");
 	struct tfs_write_opts wo = {.vfs = v, .threads = 1};
 	int32_t r[3] = {1, 2, 500}, c[3] = {1, 2, 600}, a[3] = {-1, -2, -3};
 	uint64_t offs[4] = {0, 1, 3, 6};

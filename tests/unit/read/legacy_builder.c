@@ -13,18 +13,7 @@
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 #include "tfs_filter.h"
-
-static char *lb_fmt(const char *f, ...) TFS_PRINTF(1, 2);
-static char *lb_fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	cr_assert_neq(vasprintf(&s, f, ap), -1);
-	va_end(ap);
-	return s;
-}
+#include "vfs_test_util.h"
 
 /* ---- schemas ------------------------------------------------------------- */
 
@@ -189,7 +178,7 @@ void lb_generic_tile(struct tfs_buf *out, const void *payload, size_t len,
 /* 32 hex digits, unique within the array. */
 static char *next_uuid(struct lb_array *a)
 {
-	return lb_fmt("%08x%024x", ++a->uuid_counter, 0xabcdefu);
+	return vt_fmt("%08x%024x", ++a->uuid_counter, 0xabcdefu);
 }
 
 /* ---- arrays -------------------------------------------------------------- */
@@ -221,9 +210,9 @@ void lb_array_add_schema(struct lb_array *a, const struct tfs_schema *spec,
 			 uint64_t t)
 {
 	char *uuid = next_uuid(a);
-	char *name = lb_fmt("__%llu_%llu_%s", (unsigned long long)t,
+	char *name = vt_fmt("__%llu_%llu_%s", (unsigned long long)t,
 			    (unsigned long long)t, uuid);
-	char *rel = lb_fmt("__schema/%s", name);
+	char *rel = vt_fmt("__schema/%s", name);
 
 	lb_mkdir(a, "__schema");
 	write_schema(a, spec, rel, name);
@@ -478,7 +467,7 @@ static char *stem(uint32_t v, bool dim, uint32_t index, const char *name)
 	size_t n = 0;
 
 	if (v >= 9)
-		return lb_fmt("%s%u", dim ? "d" : "a", index);
+		return vt_fmt("%s%u", dim ? "d" : "a", index);
 	out = calloc(strlen(name) * 3 + 1, 1);
 	cr_assert(out);
 	for (const char *p = name; *p; p++) {
@@ -955,15 +944,15 @@ static char *frag_name(struct lb_array *a, uint32_t v, uint64_t t1, uint64_t t2)
 	/* v1–2: a consolidated fragment is __<uuid>_<tnow>_<t>, here t2 is
 	 * taken for tnow (layout.md §2). */
 	if (v <= 2 && t2 > t1)
-		name = lb_fmt("__%s_%llu_%llu", uuid, (unsigned long long)t2,
+		name = vt_fmt("__%s_%llu_%llu", uuid, (unsigned long long)t2,
 			      (unsigned long long)t1);
 	else if (v <= 2)
-		name = lb_fmt("__%s_%llu", uuid, (unsigned long long)t1);
+		name = vt_fmt("__%s_%llu", uuid, (unsigned long long)t1);
 	else if (v <= 4)
-		name = lb_fmt("__%llu_%llu_%s", (unsigned long long)t1,
+		name = vt_fmt("__%llu_%llu_%s", (unsigned long long)t1,
 			      (unsigned long long)t2, uuid);
 	else
-		name = lb_fmt("__%llu_%llu_%s_%u", (unsigned long long)t1,
+		name = vt_fmt("__%llu_%llu_%s_%u", (unsigned long long)t1,
 			      (unsigned long long)t2, uuid, v);
 	free(uuid);
 	return name;
@@ -982,7 +971,7 @@ static void put_slot_files(struct lb_array *a, const char *rel,
 		/* A file that would be empty is not created (§2). */
 		if (!b[k]->len)
 			continue;
-		p = lb_fmt("%s/%s%s", rel, sl->stem, suffix[k]);
+		p = vt_fmt("%s/%s%s", rel, sl->stem, suffix[k]);
 		lb_put(a, p, b[k]->data, b[k]->len);
 		free(p);
 	}
@@ -1030,7 +1019,7 @@ void lb_write_fragment(struct lb_array *a, const struct lb_frag *f,
 	}
 	if (c.sparse && c.v < 5) {
 		slot_alloc(&slots[c.A], c.tile_num);
-		slots[c.A].stem = lb_fmt("__coords");
+		slots[c.A].stem = vt_fmt("__coords");
 		for (uint64_t t = 0; t < c.tile_num; t++)
 			coords_tile(&c, &slots[c.A], t);
 	} else if (c.sparse) {
@@ -1051,8 +1040,8 @@ void lb_write_fragment(struct lb_array *a, const struct lb_frag *f,
 	out->t1 = f->t1;
 	out->t2 = f->t2 ? f->t2 : f->t1;
 	out->name = frag_name(a, c.v, out->t1, out->t2);
-	out->rel = c.v >= 12 ? lb_fmt("__fragments/%s", out->name)
-			     : lb_fmt("%s", out->name);
+	out->rel = c.v >= 12 ? vt_fmt("__fragments/%s", out->name)
+			     : vt_fmt("%s", out->name);
 	if (c.v >= 12) {
 		/* An array created by an older library gets the new folders
 		 * with its first new-layout write. */
@@ -1076,7 +1065,7 @@ void lb_write_fragment(struct lb_array *a, const struct lb_frag *f,
 		legacy_metadata(&c, slots, &rg, &file);
 	else
 		footer_metadata(&c, slots, num, &rg, &file, out);
-	p = lb_fmt("%s/__fragment_metadata.tdb", out->rel);
+	p = vt_fmt("%s/__fragment_metadata.tdb", out->rel);
 	lb_put(a, p, file.data, file.len);
 	free(p);
 	tfs_buf_release(&file);
@@ -1084,8 +1073,8 @@ void lb_write_fragment(struct lb_array *a, const struct lb_frag *f,
 	/* Commit (layout.md §1): none before v5, .ok in the root before
 	 * v12, then __commits/<name>.wrt. */
 	if (c.v >= 5 && !f->no_commit) {
-		p = c.v >= 12 ? lb_fmt("__commits/%s.wrt", out->name)
-			      : lb_fmt("%s.ok", out->name);
+		p = c.v >= 12 ? vt_fmt("__commits/%s.wrt", out->name)
+			      : vt_fmt("%s.ok", out->name);
 		lb_put(a, p, "", 0);
 		free(p);
 	}
@@ -1112,8 +1101,8 @@ void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 		   const char *uri_prefix)
 {
 	struct tfs_buf p, file;
-	char *prefix = uri_prefix ? lb_fmt("%s", uri_prefix)
-				  : lb_fmt("file://%s/", a->dir);
+	char *prefix = uri_prefix ? vt_fmt("%s", uri_prefix)
+				  : vt_fmt("file://%s/", a->dir);
 	char **names = calloc(n ? n : 1, sizeof(*names));
 	uint64_t off;
 	char *uuid = next_uuid(a), *rel;
@@ -1124,8 +1113,8 @@ void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 	cr_assert_eq(tfs_buf_append_u32(&p, (uint32_t)n), TFS_E_OK);
 	off = 4;
 	for (size_t i = 0; i < n; i++) {
-		names[i] = version >= 9 ? lb_fmt("%s", frags[i].name)
-					: lb_fmt("%s%s", prefix, frags[i].name);
+		names[i] = version >= 9 ? vt_fmt("%s", frags[i].name)
+					: vt_fmt("%s%s", prefix, frags[i].name);
 		off += 8 + strlen(names[i]) + 8;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -1140,7 +1129,7 @@ void lb_write_meta(struct lb_array *a, uint32_t version, uint64_t t1,
 	lb_generic_tile(&file, p.data, p.len, version);
 	if (version >= 12)
 		lb_mkdir(a, "__fragment_meta");
-	rel = lb_fmt("%s__%llu_%llu_%s_%u.meta",
+	rel = vt_fmt("%s__%llu_%llu_%s_%u.meta",
 		     version >= 12 ? "__fragment_meta/" : "",
 		     (unsigned long long)t1, (unsigned long long)t2, uuid,
 		     version);
@@ -1164,13 +1153,13 @@ void lb_write_vac(struct lb_array *a, const struct lb_written *into,
 	tfs_buf_init(&text, TFS_BUF_NO_MAX);
 	for (size_t i = 0; i < n; i++) {
 		char *line = absolute
-				     ? lb_fmt("file://%s/%s\n", a->dir, from[i].rel)
-				     : lb_fmt("%s\n", from[i].rel);
+				     ? vt_fmt("file://%s/%s\n", a->dir, from[i].rel)
+				     : vt_fmt("%s\n", from[i].rel);
 
 		app(&text, line, strlen(line));
 		free(line);
 	}
-	rel = lb_fmt("%s%s.vac", into->version >= 12 ? "__commits/" : "",
+	rel = vt_fmt("%s%s.vac", into->version >= 12 ? "__commits/" : "",
 		     into->name);
 	lb_put(a, rel, text.data, text.len);
 	free(rel);
@@ -1206,7 +1195,7 @@ char *lb_write_condition(struct lb_array *a, const char *ext, uint32_t version,
 	}
 	lb_generic_tile(&file, p.data, p.len, header_version);
 	lb_mkdir(a, "__commits");
-	rel = lb_fmt("__commits/__%llu_%llu_%s_%u.%s", (unsigned long long)t,
+	rel = vt_fmt("__commits/__%llu_%llu_%s_%u.%s", (unsigned long long)t,
 		     (unsigned long long)t, uuid, version, ext);
 	lb_put(a, rel, file.data, file.len);
 	free(uuid);

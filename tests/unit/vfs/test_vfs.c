@@ -13,6 +13,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_vfs.h"
+#include "vfs_test_util.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -91,28 +92,6 @@ static char *make_tmpdir(void)
 	dir = mkdtemp(tmpl);
 	cr_assert_not_null(dir, "mkdtemp: %s", strerror(errno));
 	return tfs_strdup(dir);
-}
-
-/* Removes a tree made by the tests (posix only). */
-static void rm_tree(struct tfs_vfs *v, const char *path)
-{
-	struct tfs_diag d;
-	struct tfs_stat st;
-	struct tfs_dirlist l;
-
-	tfs_diag_init(&d);
-	if (tfs_vfs_stat(v, path, &st, &d) || !st.exists)
-		return;
-	if (st.is_dir && tfs_vfs_list(v, path, &l, &d) == TFS_E_OK) {
-		for (size_t i = 0; i < l.count; i++) {
-			char *p = join(path, l.names[i]);
-
-			rm_tree(v, p);
-			tfs_free(p);
-		}
-		tfs_dirlist_release(&l);
-	}
-	(void)v->ops->remove(v, path, &d);
 }
 
 /* ---- the shared semantics ----------------------------------------------- */
@@ -392,7 +371,7 @@ Test(vfs, posix_semantics)
 
 	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
 	check_all(v, dir);
-	rm_tree(v, dir);
+	vt_rm_tree(v, dir);
 	cr_assert_eq(access(dir, F_OK), -1);
 	tfs_vfs_free(v);
 	tfs_free(dir);
@@ -445,7 +424,7 @@ Test(vfs, faulty_over_posix)
 	cr_assert_eq(tfs_vfs_posix_new(&p), TFS_E_OK);
 	cr_assert_eq(tfs_vfs_faulty_new(p, &f), TFS_E_OK);
 	check_all(f, dir);
-	rm_tree(p, dir);
+	vt_rm_tree(p, dir);
 	tfs_vfs_free(f);
 	tfs_vfs_free(p);
 	tfs_free(dir);
@@ -498,7 +477,7 @@ Test(vfs, posix_permission_denied)
 	cr_assert(strstr(d.msg, "permission denied"), "%s", d.msg);
 	cr_assert_eq(tfs_err_errno(d.code), EACCES);
 	tfs_free(p);
-	rm_tree(v, dir);
+	vt_rm_tree(v, dir);
 	tfs_vfs_free(v);
 	tfs_free(dir);
 }

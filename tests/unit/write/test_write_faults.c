@@ -26,30 +26,9 @@ static void col_i32(struct tfs_column *c, const char *name, const int32_t *v,
 	c->data_len = 4 * n;
 }
 
-struct env {
-	struct tfs_vfs *vfs;
-	struct tfs_write_opts wo;
-	struct tfs_open_opts oo;
-	struct tfs_diag d;
-};
-
-static void env_init(struct env *e)
-{
-	memset(e, 0, sizeof(*e));
-	cr_assert_eq(tfs_vfs_mem_new(&e->vfs), TFS_E_OK);
-	e->wo.vfs = e->vfs;
-	e->wo.threads = 2;
-	e->oo.vfs = e->vfs;
-	/* Writes in quick succession are stamped ahead of the clock (each
-	 * after the last, format/write.md §2): read from the future. */
-	e->oo.timestamp = UINT64_C(5000000000000);
-	e->oo.threads = 1;
-	tfs_diag_init(&e->d);
-}
-
 /* Sparse 2-D int32 [0,99]^2 (extents 10), attribute v int32; dups as
  * asked. */
-static void make_sparse(struct env *e, const char *path, bool dups)
+static void make_sparse(struct wt_env *e, const char *path, bool dups)
 {
 	struct tfs_schema s;
 
@@ -63,7 +42,7 @@ static void make_sparse(struct env *e, const char *path, bool dups)
 	tfs_schema_release(&s);
 }
 
-static enum tfs_err write3(struct env *e, const char *path, const int32_t *x,
+static enum tfs_err write3(struct wt_env *e, const char *path, const int32_t *x,
 			   const int32_t *y, const int32_t *v, uint64_t n,
 			   const uint64_t *tags, struct tfs_write_result *res)
 {
@@ -87,7 +66,7 @@ static enum tfs_err write3(struct env *e, const char *path, const int32_t *x,
 }
 
 /* The same in batches of `per` cells (tags: the cell index + 1). */
-static enum tfs_err write3_batches(struct env *e, const char *path,
+static enum tfs_err write3_batches(struct wt_env *e, const char *path,
 				   const int32_t *x, const int32_t *y,
 				   const int32_t *v, uint64_t n, uint64_t per,
 				   struct tfs_write_result *res)
@@ -121,7 +100,7 @@ static enum tfs_err write3_batches(struct env *e, const char *path,
 }
 
 /* "x,y=v" lines of a sparse read, sorted. */
-static void read_xyv(struct env *e, const char *path, struct wt_dump *out)
+static void read_xyv(struct wt_env *e, const char *path, struct wt_dump *out)
 {
 	struct tfs_array *a;
 
@@ -136,13 +115,13 @@ static void read_xyv(struct env *e, const char *path, struct wt_dump *out)
 
 Test(refuse, duplicates_name_both_tags)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t x[] = { 1, 3, 5, 3 }, y[] = { 2, 4, 6, 4 }, v[] = { 1, 2, 3, 4 };
 	uint64_t tags[] = { 2, 5, 9, 17 };
 	struct tfs_write_result res;
 	struct tfs_dirlist l;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	e.wo.tag_word = "line";
 	cr_assert_eq(write3(&e, "/s", x, y, v, 4, tags, &res), TFS_E_INVALID);
@@ -172,12 +151,12 @@ Test(refuse, duplicates_name_both_tags)
 
 Test(refuse, duplicates_allowed_by_schema)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t x[] = { 3, 3, 3 }, y[] = { 4, 4, 4 }, v[] = { 1, 2, 3 };
 	struct tfs_write_result res;
 	struct wt_dump got;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", true);
 	cr_assert_eq(write3(&e, "/s", x, y, v, 3, NULL, &res), TFS_E_OK, "%s",
 		     tfs_diag_msg(&e.d));
@@ -189,7 +168,7 @@ Test(refuse, duplicates_allowed_by_schema)
 
 Test(refuse, outside_domain_and_missing_fields)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t x[] = { 1, 100 }, y[] = { 2, 4 }, v[] = { 1, 2 };
 	uint64_t tags[] = { 7, 8 };
 	struct tfs_write_result res;
@@ -197,7 +176,7 @@ Test(refuse, outside_domain_and_missing_fields)
 	struct tfs_batch b = { .cell_num = 2, .column_num = 2, .columns = cols };
 	struct tfs_writer *w;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	cr_assert_eq(write3(&e, "/s", x, y, v, 2, tags, &res), TFS_E_INVALID);
 	cr_expect_str_eq(tfs_diag_msg(&e.d),
@@ -250,7 +229,7 @@ Test(refuse, outside_domain_and_missing_fields)
 
 Test(refuse, short_box_and_empty_write)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	int32_t lo = 2, hi = 5, v[4] = { 1, 2, 3, 4 };
 	struct tfs_range box = { (const uint8_t *)&lo, (const uint8_t *)&hi, 4, 4 };
@@ -260,7 +239,7 @@ Test(refuse, short_box_and_empty_write)
 	struct tfs_write_result res;
 	struct tfs_dirlist l;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	lb_schema_init(&s, 22, false, 100);
 	lb_add_dim(&s, "d", TFS_INT32, 1, 10, 4);
 	lb_add_attr(&s, "v", TFS_INT32, 1, false);
@@ -300,13 +279,13 @@ Test(refuse, short_box_and_empty_write)
 
 Test(fragments, newest_wins_and_timestamps)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t x1[] = { 1, 2, 3 }, y1[] = { 1, 2, 3 }, v1[] = { 10, 20, 30 };
 	int32_t x2[] = { 2, 4 }, y2[] = { 2, 4 }, v2[] = { 21, 40 };
 	struct tfs_write_result r1, r2, r3;
 	struct wt_dump got;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	e.oo.timestamp = UINT64_C(5000000000000);
 	/* A fragment from the future: later writes still win. */
@@ -332,7 +311,7 @@ Test(fragments, newest_wins_and_timestamps)
 
 Test(spill, runs_merge_in_global_order)
 {
-	struct env e;
+	struct wt_env e;
 	enum { N = 20000 };
 	int32_t *x = malloc(N * 4), *y = malloc(N * 4), *v = malloc(N * 4);
 	struct tfs_write_result res;
@@ -341,7 +320,7 @@ Test(spill, runs_merge_in_global_order)
 	uint64_t seed = 12345;
 
 	cr_assert_not_null(mkdtemp(tfs_temp_template(spill, sizeof(spill), "/tmp", "tfs_spill_")));
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	for (int i = 0; i < N; i++) {
 		/* Every (x, y) of [0,99] x [0,199]... restricted to 0..99 */
@@ -430,7 +409,7 @@ static void count_fragments(struct tfs_vfs *vfs, const char *path, size_t *frags
 
 /* Dense 1-D [0,999] (extent 16), attribute v: a box write of [0,39]
  * streams. */
-static void make_dense(struct env *e, const char *path)
+static void make_dense(struct wt_env *e, const char *path)
 {
 	struct tfs_schema s;
 
@@ -442,7 +421,7 @@ static void make_dense(struct env *e, const char *path)
 	tfs_schema_release(&s);
 }
 
-static enum tfs_err write_box(struct env *e, const char *path, const int32_t *v,
+static enum tfs_err write_box(struct wt_env *e, const char *path, const int32_t *v,
 			      struct tfs_write_result *res)
 {
 	int32_t lo = 0, hi = 39;
@@ -468,7 +447,7 @@ static enum tfs_err write_box(struct env *e, const char *path, const int32_t *v,
 	return err;
 }
 
-static enum tfs_err write_either(struct env *e, bool dense, const char *path,
+static enum tfs_err write_either(struct wt_env *e, bool dense, const char *path,
 				 const int32_t *x, const int32_t *y,
 				 const int32_t *v, struct tfs_write_result *res)
 {
@@ -478,14 +457,14 @@ static enum tfs_err write_either(struct env *e, bool dense, const char *path,
 
 static void fault_kind(enum tfs_fault_kind kind, bool dense)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_vfs *mem, *faulty;
 	int32_t x[40], y[40], v[40], x2[40], y2[40], v2[40];
 	struct tfs_write_result res;
 	struct wt_dump before, after, now;
 	unsigned long calls, start;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	mem = e.vfs;
 	cr_assert_eq(tfs_vfs_faulty_new(mem, &faulty), TFS_E_OK);
 	if (dense)
@@ -564,14 +543,14 @@ Test(faults, streaming_box_short) { fault_kind(TFS_FAULT_SHORT, true); }
 
 Test(cleanup, only_uncommitted_old_folders)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t x[] = { 1 }, y[] = { 1 }, v[] = { 1 };
 	struct tfs_write_result res;
 	unsigned removed = 9;
 	size_t frags, commits;
 	const char *stray = "/s/__fragments/__5_5_0123456789abcdef0123456789abcdef_22";
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	cr_assert_eq(write3(&e, "/s", x, y, v, 1, NULL, &res), TFS_E_OK);
 	cr_assert_eq(e.vfs->ops->mkdir(e.vfs, stray, &e.d), TFS_E_OK);
@@ -603,13 +582,13 @@ Test(cleanup, only_uncommitted_old_folders)
 
 Test(metadata, write_and_delete)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t seven = 7;
 	char key_a[] = "alpha", key_b[] = "beta";
 	struct tfs_meta_kv kv[2];
 	struct tfs_array *a;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	/* Writes within one millisecond are stamped ahead of the clock
 	 * (each after the last): read a little in the future. */
 	e.oo.timestamp = UINT64_C(5000000000000);
@@ -648,14 +627,14 @@ Test(metadata, write_and_delete)
 
 Test(create, layout_and_version)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_dirlist l;
 	struct tfs_array *a;
 	static const char *const want[] = { "__commits", "__fragment_meta",
 					    "__fragments", "__labels", "__meta",
 					    "__schema" };
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	cr_assert_eq(tfs_vfs_list(e.vfs, "/s", &l, &e.d), TFS_E_OK);
 	cr_assert_eq(l.count, 6);
@@ -683,10 +662,10 @@ Test(create, layout_and_version)
 
 Test(create, refuses_non_empty_folders)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	lb_schema_init(&s, 22, true, 4);
 	lb_add_dim(&s, "x", TFS_INT32, 0, 9, 10);
@@ -709,7 +688,7 @@ Test(create, refuses_non_empty_folders)
 
 static void version_case(uint32_t version, bool sparse)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct lb_array la;
 	int32_t x[30], y[30], v[30];
@@ -717,7 +696,7 @@ static void version_case(uint32_t version, bool sparse)
 	struct wt_dump got;
 	struct tfs_array *a;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	lb_schema_init(&s, version, sparse, 4);
 	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
 	lb_add_dim(&s, "y", TFS_INT32, 0, 99, 10);
@@ -780,13 +759,13 @@ Test(versions, dense_array_unordered_1_to_23)
  * new fragment. */
 static void alloc_case(bool dense)
 {
-	struct env e;
+	struct wt_env e;
 	int32_t x[40], y[40], v[40];
 	struct tfs_write_result res;
 	struct wt_dump before, now;
 	bool done = false;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	if (dense)
 		make_dense(&e, "/s");
 	else
@@ -862,7 +841,7 @@ static uint32_t lcg(uint64_t *seed)
  * writer failed. */
 Test(garbage, random_batches)
 {
-	struct env e;
+	struct wt_env e;
 	uint64_t seed = 99;
 	static const char *const names[] = { "x", "y", "v", "zz", "" };
 	static const uint8_t types[] = { TFS_INT32, TFS_INT64, TFS_FLOAT64,
@@ -870,7 +849,7 @@ Test(garbage, random_batches)
 
 	unsigned accepted = 0, refused = 0;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	for (int round = 0; round < 300; round++) {
 		struct tfs_column cols[4];
@@ -978,12 +957,12 @@ Test(garbage, random_batches)
  * (a folder that existed empty stays, empty). */
 Test(faults, array_create)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_vfs *faulty;
 	unsigned long start, calls;
 	struct tfs_schema s;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	cr_assert_eq(tfs_vfs_faulty_new(e.vfs, &faulty), TFS_E_OK);
 	lb_schema_init(&s, 22, true, 4);
 	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
@@ -1014,7 +993,7 @@ Test(faults, array_create)
  * metadata unchanged. */
 Test(faults, metadata_write)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_vfs *mem, *faulty;
 	unsigned long start, calls;
 	int32_t one = 1;
@@ -1023,7 +1002,7 @@ Test(faults, metadata_write)
 				  .value_num = 1, .value = (uint8_t *)&one };
 	struct tfs_array *a;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	mem = e.vfs;
 	cr_assert_eq(tfs_vfs_faulty_new(mem, &faulty), TFS_E_OK);
 	make_sparse(&e, "/s", false);
@@ -1058,7 +1037,7 @@ Test(versions, offsets_embedded_by_schema_version)
 
 	for (size_t vi = 0; vi < sizeof(versions) / sizeof(*versions); vi++) {
 		uint32_t ver = versions[vi];
-		struct env e;
+		struct wt_env e;
 		struct tfs_schema s;
 		struct lb_array la;
 		struct tfs_attr *at;
@@ -1070,7 +1049,7 @@ Test(versions, offsets_embedded_by_schema_version)
 		struct tfs_writer *w;
 		char p[512];
 
-		env_init(&e);
+		wt_env_init(&e, 1);
 		lb_schema_init(&s, ver, true, 100);
 		lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
 		at = lb_add_attr(&s, "asc", TFS_STRING_ASCII, TFS_VAR_NUM, false);
@@ -1128,13 +1107,13 @@ Test(versions, offsets_embedded_by_schema_version)
  * write becomes a sparse fragment of the 39 distinct cells. */
 Test(refuse, dedup_leaves_box_short)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	int32_t x[40], y[40], v[40];
 	struct tfs_write_result res;
 	int n = 0;
 
-	env_init(&e);
+	wt_env_init(&e, 1);
 	lb_schema_init(&s, 22, false, 16);
 	lb_add_dim(&s, "x", TFS_INT32, 0, 99, 10);
 	lb_add_dim(&s, "y", TFS_INT32, 0, 99, 10);

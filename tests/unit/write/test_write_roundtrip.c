@@ -158,40 +158,14 @@ static void batch_of(struct tfs_batch *b, struct tfs_column *cols,
 
 /* ---- Arrays ----------------------------------------------------------------- */
 
-struct env {
-	struct tfs_vfs *vfs;
-	struct tfs_write_opts wo;
-	struct tfs_open_opts oo;
-	struct tfs_diag d;
-};
-
-static void env_init(struct env *e)
-{
-	memset(e, 0, sizeof(*e));
-	cr_assert_eq(tfs_vfs_mem_new(&e->vfs), TFS_E_OK);
-	e->wo.vfs = e->vfs;
-	e->wo.threads = 2;
-	e->oo.vfs = e->vfs;
-	/* Writes in quick succession are stamped ahead of the clock (each
-	 * after the last, format/write.md §2): read from the future. */
-	e->oo.timestamp = UINT64_C(5000000000000);
-	e->oo.threads = 2;
-	tfs_diag_init(&e->d);
-}
-
-static void env_free(struct env *e)
-{
-	tfs_vfs_free(e->vfs);
-}
-
-static void create(struct env *e, const char *path, struct tfs_schema *s)
+static void create(struct wt_env *e, const char *path, struct tfs_schema *s)
 {
 	cr_assert_eq(tfs_array_create(path, s, &e->wo, &e->d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&e->d));
 	tfs_schema_release(s);
 }
 
-static enum tfs_err write_batch(struct env *e, const char *path,
+static enum tfs_err write_batch(struct wt_env *e, const char *path,
 				enum tfs_write_layout layout,
 				const struct tfs_range *box,
 				const struct tfs_batch *b, const uint64_t *tags,
@@ -211,7 +185,7 @@ static enum tfs_err write_batch(struct env *e, const char *path,
 	return err;
 }
 
-static struct tfs_array *open_array(struct env *e, const char *path)
+static struct tfs_array *open_array(struct wt_env *e, const char *path)
 {
 	struct tfs_array *a;
 
@@ -223,7 +197,7 @@ static struct tfs_array *open_array(struct env *e, const char *path)
 
 /* Writes the batch unordered and checks the array reads back its cells
  * (as a set). */
-static void sparse_roundtrip(struct env *e, const char *path,
+static void sparse_roundtrip(struct wt_env *e, const char *path,
 			     const struct tfs_batch *b)
 {
 	struct tfs_write_result res;
@@ -273,7 +247,7 @@ struct aspec {
 static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity,
 			unsigned threads)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct gcol g[LB_MAX_ATTRS + 1];
 	struct tfs_column cols[LB_MAX_ATTRS + 1];
@@ -281,7 +255,7 @@ static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity,
 	int64_t coords[300];
 	uint64_t n = 300;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	e.wo.threads = threads;
 	lb_schema_init(&s, 22, true, capacity);
 	lb_add_dim(&s, "d", TFS_INT64, -1000, 1000, 64);
@@ -297,7 +271,7 @@ static void dtypes_case(const struct aspec *as, size_t an, uint64_t capacity,
 	sparse_roundtrip(&e, "/a", &b);
 	for (size_t i = 0; i <= an; i++)
 		gcol_free(&g[i]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(roundtrip, integers)
@@ -357,7 +331,7 @@ Test(roundtrip, multi_value)
 
 static void sparse2d(uint8_t cell_order, uint8_t tile_order, uint8_t dtype)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct gcol g[3];
 	struct tfs_column cols[3];
@@ -365,7 +339,7 @@ static void sparse2d(uint8_t cell_order, uint8_t tile_order, uint8_t dtype)
 	int64_t xs[500], ys[500];
 	uint64_t n = 500;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	lb_schema_init(&s, 22, true, 13);
 	s.cell_order = cell_order;
 	s.tile_order = tile_order;
@@ -405,7 +379,7 @@ static void sparse2d(uint8_t cell_order, uint8_t tile_order, uint8_t dtype)
 	tfs_array_close(a);
 	for (int i = 0; i < 3; i++)
 		gcol_free(&g[i]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(sparse, row_major) { sparse2d(TFS_ROW_MAJOR, TFS_ROW_MAJOR, TFS_INT32); }
@@ -415,7 +389,7 @@ Test(sparse, hilbert) { sparse2d(TFS_HILBERT, TFS_ROW_MAJOR, TFS_INT64); }
 
 Test(sparse, string_dimension)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct gcol g[4];
 	struct tfs_column cols[4];
@@ -424,7 +398,7 @@ Test(sparse, string_dimension)
 	uint64_t n = 400;
 
 	for (int hil = 0; hil < 2; hil++) {
-		env_init(&e);
+		wt_env_init(&e, 2);
 		lb_schema_init(&s, 22, true, 9);
 		if (hil)
 			s.cell_order = TFS_HILBERT;
@@ -441,13 +415,13 @@ Test(sparse, string_dimension)
 		sparse_roundtrip(&e, "/a", &b);
 		for (int i = 0; i < 3; i++)
 			gcol_free(&g[i]);
-		env_free(&e);
+		wt_env_free(&e);
 	}
 }
 
 Test(sparse, float_dimensions)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct gcol g[3];
 	struct tfs_column cols[3];
@@ -458,7 +432,7 @@ Test(sparse, float_dimensions)
 	double lo = -100, hi = 100, ext = 7.5;
 	float flo = 0, fhi = 1000, fext = 64;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	lb_schema_init(&s, 22, true, 8);
 	d = lb_add_dim(&s, "x", TFS_FLOAT64, 0, 0, 0);
 	memcpy(d->domain[0], &lo, 8);
@@ -481,14 +455,14 @@ Test(sparse, float_dimensions)
 	sparse_roundtrip(&e, "/a", &b);
 	for (int i = 0; i < 3; i++)
 		gcol_free(&g[i]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 /* ---- Dense ------------------------------------------------------------------- */
 
 /* A dense 2-D array [1,10] x [1,12], extents 3 x 5; attributes int32,
  * nullable var string, nullable float64 pair. */
-static void dense_schema(struct env *e, uint8_t tile_order, uint8_t cell_order)
+static void dense_schema(struct wt_env *e, uint8_t tile_order, uint8_t cell_order)
 {
 	struct tfs_schema s;
 
@@ -514,7 +488,7 @@ static void box_of(struct tfs_range *box, int32_t *r, int32_t *c)
 
 static void dense_box_case(uint8_t tile_order, uint8_t cell_order)
 {
-	struct env e;
+	struct wt_env e;
 	struct gcol g[3];
 	struct tfs_column cols[3];
 	struct tfs_batch b;
@@ -528,7 +502,7 @@ static void dense_box_case(uint8_t tile_order, uint8_t cell_order)
 	struct tfs_query_opts qo;
 	const char *fields[] = { "a", "s", "p" };
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	dense_schema(&e, tile_order, cell_order);
 	box_of(box, r, c);
 	gen_col(&g[0], "a", TFS_INT32, 1, false, n, false);
@@ -595,7 +569,7 @@ static void dense_box_case(uint8_t tile_order, uint8_t cell_order)
 	tfs_array_close(a);
 	for (int i = 0; i < 3; i++)
 		gcol_free(&g[i]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(dense, box_row_row) { dense_box_case(TFS_ROW_MAJOR, TFS_ROW_MAJOR); }
@@ -607,7 +581,7 @@ Test(dense, box_col_col) { dense_box_case(TFS_COL_MAJOR, TFS_COL_MAJOR); }
  * anything else a sparse one; both read back as written. */
 static void dense_unordered(bool full)
 {
-	struct env e;
+	struct wt_env e;
 	struct gcol g[5];
 	struct tfs_column cols[5];
 	struct tfs_batch b;
@@ -617,7 +591,7 @@ static void dense_unordered(bool full)
 	struct tfs_array *a;
 	struct wt_dump got, want;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	dense_schema(&e, TFS_ROW_MAJOR, TFS_ROW_MAJOR);
 	/* Box [3,7] x [2,9] (40 cells), minus one cell when not full. */
 	for (int64_t r = 3; r <= 7; r++)
@@ -678,7 +652,7 @@ static void dense_unordered(bool full)
 	tfs_array_close(a);
 	for (int i = 0; i < 5; i++)
 		gcol_free(&g[i]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(dense, unordered_full_box) { dense_unordered(true); }
@@ -696,7 +670,7 @@ struct fcase {
 
 static void filter_case(const struct fcase *fc, const uint8_t *key)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct gcol g[3];
 	struct tfs_column cols[3];
@@ -705,7 +679,7 @@ static void filter_case(const struct fcase *fc, const uint8_t *key)
 	uint64_t n = 700;
 	struct tfs_attr *at;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	e.wo.key = key;
 	e.oo.key = key;
 	lb_schema_init(&s, 22, true, 256);
@@ -740,7 +714,7 @@ static void filter_case(const struct fcase *fc, const uint8_t *key)
 	sparse_roundtrip(&e, "/f", &b);
 	for (int i = 0; i < 3; i++)
 		gcol_free(&g[i]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 static const struct fcase fcases[] = {
@@ -780,7 +754,7 @@ Test(filters, aes_with_key)
 
 Test(filters, webp)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct tfs_attr *at;
 	struct gcol g;
@@ -792,7 +766,7 @@ Test(filters, webp)
 	struct tfs_array *a;
 	struct wt_dump got, want;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	lb_schema_init(&s, 22, false, 10000);
 	lb_add_dim(&s, "y", TFS_INT32, 0, 15, 8);
 	lb_add_dim(&s, "x", TFS_INT32, 0, 23, 12);
@@ -836,12 +810,12 @@ Test(filters, webp)
 	wt_dump_release(&want);
 	tfs_array_close(a);
 	gcol_free(&g);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(filters, encrypted_needs_the_key)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct gcol g[2];
 	struct tfs_column cols[2];
@@ -851,7 +825,7 @@ Test(filters, encrypted_needs_the_key)
 	struct tfs_array *a;
 	uint8_t wrong[32];
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	e.wo.key = KEY;
 	lb_schema_init(&s, 22, true, 4);
 	lb_add_dim(&s, "d", TFS_INT32, 0, 100, 10);
@@ -888,14 +862,14 @@ Test(filters, encrypted_needs_the_key)
 	tfs_array_close(a);
 	gcol_free(&g[0]);
 	gcol_free(&g[1]);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 /* Overlapping dense boxes: the later write wins where they overlap; cells
  * nobody wrote read as the fill value. */
 Test(dense, newest_wins)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	int32_t v1[12], v2[6];
 	int32_t r1[2] = { 1, 3 }, c1[2] = { 1, 4 }, r2[2] = { 3, 4 }, c2[2] = { 3, 5 };
@@ -907,7 +881,7 @@ Test(dense, newest_wins)
 	struct wt_dump got;
 	int32_t all[2] = { 1, 5 };
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	lb_schema_init(&s, 22, false, 100);
 	lb_add_dim(&s, "r", TFS_INT32, 1, 10, 3);
 	lb_add_dim(&s, "c", TFS_INT32, 1, 12, 5);
@@ -967,12 +941,12 @@ Test(dense, newest_wins)
 		tfs_query_close(q);
 	}
 	tfs_array_close(a);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(refuse, nan_coordinate)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	struct tfs_dim *d;
 	double lo = -10, hi = 10, ext = 5, xs[3] = { 1, 0.0 / 0.0, 2 };
@@ -987,7 +961,7 @@ Test(refuse, nan_coordinate)
 	uint64_t tags[3] = { 10, 11, 12 };
 	struct tfs_write_result res;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	lb_schema_init(&s, 22, true, 8);
 	d = lb_add_dim(&s, "x", TFS_FLOAT64, 0, 0, 0);
 	memcpy(d->domain[0], &lo, 8);
@@ -1005,7 +979,7 @@ Test(refuse, nan_coordinate)
 		     TFS_E_INVALID);
 	cr_expect_str_eq(tfs_diag_msg(&e.d),
 			 "row 11: dimension 'x': 10.5 outside the domain");
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 /* Every datatype of the format as an attribute: fixed (one value a cell)
@@ -1046,7 +1020,7 @@ Test(roundtrip, every_datatype)
  * here as missing or doubled cells. The later value must win. */
 static void overlap_case(uint8_t cell_order, uint8_t tile_order)
 {
-	struct env e;
+	struct wt_env e;
 	struct tfs_schema s;
 	enum { N = 600, SIDE = 40 };
 	int32_t x[2][N], y[2][N], v[2][N];
@@ -1056,7 +1030,7 @@ static void overlap_case(uint8_t cell_order, uint8_t tile_order)
 	struct wt_dump got;
 	uint64_t cells = 0;
 
-	env_init(&e);
+	wt_env_init(&e, 2);
 	lb_schema_init(&s, 22, true, 17);
 	s.cell_order = cell_order;
 	s.tile_order = tile_order;
@@ -1113,7 +1087,7 @@ static void overlap_case(uint8_t cell_order, uint8_t tile_order)
 	}
 	wt_dump_release(&got);
 	tfs_array_close(a);
-	env_free(&e);
+	wt_env_free(&e);
 }
 
 Test(sparse, overlap_row_major) { overlap_case(TFS_ROW_MAJOR, TFS_ROW_MAJOR); }

@@ -251,3 +251,21 @@ void wt_check_order_2d_i32(struct tfs_vfs *vfs, const char *path)
 	tfs_arraydir_close(ad);
 }
 
+void wt_env_init(struct wt_env *e, unsigned read_threads)
+{
+	memset(e, 0, sizeof(*e));
+	cr_assert_eq(tfs_vfs_mem_new(&e->vfs), TFS_E_OK);
+	e->wo.vfs = e->vfs;
+	e->wo.threads = 2;
+	e->oo.vfs = e->vfs;
+	/* Writes in quick succession are stamped ahead of the clock (each
+	 * after the last, format/write.md §2): read from the future. */
+	e->oo.timestamp = UINT64_C(5000000000000);
+	e->oo.threads = read_threads;
+	tfs_diag_init(&e->d);
+}
+
+void wt_env_free(struct wt_env *e)
+{
+	tfs_vfs_free(e->vfs);
+}

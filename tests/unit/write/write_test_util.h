@@ -11,6 +11,17 @@
 #include "tfs_bytes.h"
 #include "tilefs/tilefs.h"
 
+/* An in-memory backend with options to write and read it. */
+struct wt_env {
+	struct tfs_vfs *vfs;
+	struct tfs_write_opts wo; /* 2 threads */
+	struct tfs_open_opts oo;  /* read_threads; time stamp in the future */
+	struct tfs_diag d;
+};
+
+void wt_env_init(struct wt_env *e, unsigned read_threads);
+void wt_env_free(struct wt_env *e);
+
 /* Every cell of a read: one line per cell, fields separated by '|', each
  * value in hex ("N" for a null). */
 struct wt_dump {
