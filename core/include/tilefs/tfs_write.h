@@ -86,6 +86,12 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 			     struct tfs_diag *d) TFS_WUR;
 /* The schema the fragment is written with (valid until tfs_writer_free). */
 const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w);
+/* The enumerations of that schema (format/schema.md §8), *count of them,
+ * in the order of its enumeration map; valid until tfs_writer_free.
+ * Enumerated attributes are written as their indices: the writer takes
+ * the integers it is given. */
+const struct tfs_enumeration *tfs_writer_enumerations(const struct tfs_writer *w,
+						      size_t *count);
 
 /* Appends cells. Columns are matched by name: UNORDERED needs every
  * dimension and every non-nullable attribute, DENSE_BOX every
@@ -123,7 +129,14 @@ void tfs_writer_free(struct tfs_writer *w);
 
 /* Creates the array folder at path (which must not exist or be an empty
  * folder) with this schema, stored at schema->version (0 =
- * TFS_FORMAT_VERSION_WRITE); name and timestamps are chosen here. */
+ * TFS_FORMAT_VERSION_WRITE); name and timestamps are chosen here. Every
+ * entry of the schema's enumeration map must carry its values
+ * (tfs_enum_ref.def; format version 20 or later): each is written to
+ * `__schema/__enumerations/` under a name chosen here (the map's file
+ * names are ignored), after the checks TileDB makes (distinct values;
+ * attributes that name an enumeration have an integer type INT8..UINT64,
+ * one value per cell and room for every index), TFS_E_INVALID otherwise.
+ * Dimension labels are TFS_E_UNSUPPORTED. */
 enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			      const struct tfs_write_opts *opts,
 			      struct tfs_diag *d) TFS_WUR;
