@@ -620,7 +620,7 @@ static enum tfs_err get_enumeration(json_object *v, const struct jpath *jp,
 		return e;
 	if (!name[0] || strchr(name, '/')) {
 		jpath_key(&kp, jp, "name");
-		return FAIL(d, &kp, "an enumeration name is not empty and holds no '/'");
+		return FAIL(d, &kp, "an enumeration name must not be empty or hold '/'");
 	}
 	if (!(en->name = tfs_strdup(name)))
 		return TFS_E_NOMEM;

@@ -354,7 +354,7 @@ Test(schema_json, enumeration_refusals)
 	    "schema JSON: $.enumerations[1].name: enumerations[0] has that name too");
 	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
 	    ",\"enumerations\":[{\"name\":\"a/b\",\"type\":\"INT32\",\"values\":[]}]}",
-	    "schema JSON: $.enumerations[0].name: an enumeration name is not empty and holds no '/'");
+	    "schema JSON: $.enumerations[0].name: an enumeration name must not be empty or hold '/'");
 	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
 	    ",\"enumerations\":[{\"name\":\"colors\",\"type\":\"INT32\",\"values\":[1,\"x\"]}]}",
 	    "schema JSON: $.enumerations[0].values[1]: a number expected");
