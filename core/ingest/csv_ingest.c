@@ -4,11 +4,11 @@
  * column buffers, and every batch_rows rows the batch goes to a sink with
  * each cell tagged by its line number. Enumerated attributes hold the
  * values of their enumeration as the reader shows them, looked up in a
- * hash index and stored as their indices (format/schema.md §5, §8). Any bad field stops the whole file
- * with "FILE: line L, column C ('NAME'): why". Memory is the tokenizer's
- * block plus two batches, whatever the file's size: one is parsed into
- * while a second thread hands the other to the sink (the writer), so
- * parsing and writing overlap. */
+ * hash index and stored as their indices (format/schema.md §5, §8). Any
+ * bad field stops the whole file with "FILE: line L, column C ('NAME'):
+ * why". Memory is the tokenizer's block plus two batches, whatever the
+ * file's size: one is parsed into while a second thread hands the other
+ * to the sink (the writer), so parsing and writing overlap. */
 #include "ingest_internal.h"
 
 #include <inttypes.h>
@@ -49,9 +49,9 @@ struct col {
 	bool dom_int;              /* domain checked below (integer dims) */
 	int64_t dom_lo, dom_hi;    /* signed types */
 	uint64_t udom_lo, udom_hi; /* unsigned types */
-	/* Enumerated attributes, where the reader shows values: a field is
-	 * a value of en, stored as its index (is_signed, max_mag hold the
-	 * attribute type's limits). */
+	/* Enumerated attributes whose integers the reader shows as values
+	 * (integer, one per cell): a field is a value of en, stored as its
+	 * index (is_signed, max_mag hold the attribute type's limits). */
 	const struct tfs_enumeration *en;
 	struct tfs_enum_index *enx;
 	bool en_bytes;          /* string values: a field's bytes are the value */

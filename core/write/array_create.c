@@ -27,8 +27,9 @@ struct enum_file {
 
 /* What TileDB checks of the enumerations of a schema it creates: each
  * given with its values (the def of the map entry), valid and with
- * distinct values, and every attribute that names one able to index it.
- * That the names are distinct and exist is tfs_schema_parse's check. */
+ * distinct values, and every attribute that names one naming one that
+ * exists and able to index it. That the names are distinct is
+ * tfs_schema_parse's check. */
 static enum tfs_err check_enumerations(const char *path,
 				       const struct tfs_schema *s,
 				       struct tfs_diag *d)
@@ -62,20 +63,25 @@ static enum tfs_err check_enumerations(const char *path,
 	}
 	for (uint32_t i = 0; i < s->attr_num; i++) {
 		const struct tfs_attr *a = &s->attrs[i];
+		const struct tfs_enumeration *en = NULL;
 		const char *why;
 
 		if (!a->enumeration)
 			continue;
-		for (uint32_t k = 0; k < s->enum_num; k++) {
-			if (strcmp(s->enums[k].name, a->enumeration) != 0)
-				continue;
-			if ((why = tfs_enumeration_attr_problem(a, s->enums[k].def)))
-				return tfs_fail(d, TFS_E_INVALID,
-						"array '%s': attribute '%s' "
-						"(enumeration '%s'): %s",
-						path, a->name, a->enumeration,
-						why);
-		}
+		for (uint32_t k = 0; k < s->enum_num && !en; k++)
+			if (strcmp(s->enums[k].name, a->enumeration) == 0)
+				en = s->enums[k].def;
+		if (!en)
+			return tfs_fail(d, TFS_E_INVALID,
+					"array '%s': attribute '%s' names "
+					"enumeration '%s', which the schema "
+					"lacks",
+					path, a->name, a->enumeration);
+		if ((why = tfs_enumeration_attr_problem(a, en)))
+			return tfs_fail(d, TFS_E_INVALID,
+					"array '%s': attribute '%s' "
+					"(enumeration '%s'): %s",
+					path, a->name, a->enumeration, why);
 	}
 	return TFS_E_OK;
 }
