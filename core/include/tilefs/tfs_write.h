@@ -225,10 +225,14 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
  * get TileDB's defaults (format version TFS_FORMAT_VERSION_WRITE,
  * capacity 10000, row-major orders, ZSTD coordinates and offsets, RLE
  * validity, no attribute filters, default fill values, 64 KiB chunks);
- * keys it does not know are ignored. Enumerations and dimension labels
- * are refused. TFS_E_INVALID with a message "schema JSON: $.PATH: why"
- * naming the JSON path of the first problem; the result meets every rule
- * of tfs_schema_parse. */
+ * keys it does not know are ignored. Enumerations ("enumerations":
+ * name, type, cell_val_num, ordered, values; attributes name one in
+ * "enumeration") come with their values in the map entries
+ * (tfs_enum_ref.def, file names NULL: tfs_array_create chooses them),
+ * checked as tfs_array_create checks them. Dimension labels are refused.
+ * TFS_E_INVALID with a message "schema JSON: $.PATH: why" naming the
+ * JSON path of the first problem; the result meets every rule of
+ * tfs_schema_parse once its enumeration files are named. */
 enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
 				  size_t len, struct tfs_diag *d) TFS_WUR;
 
