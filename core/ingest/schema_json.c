@@ -6,6 +6,8 @@
  * so floats round exactly and integers are range-checked by type.
  * Missing optional parts get TileDB's defaults (capacity 10000, row-major
  * orders, ZSTD coordinates and offsets, RLE validity, chunks of 64 KiB).
+ * Enumerations are read with their values, which travel in the schema's
+ * map entries to tfs_array_create, and checked as TileDB checks them.
  * The result is checked by serializing it and parsing it back with the
  * format module, which applies every rule a stored schema must meet. */
 #include "ingest_internal.h"
