@@ -680,6 +680,8 @@ void tfs_schema_release(struct tfs_schema *s)
 	for (uint32_t i = 0; s->enums && i < s->enum_num; i++) {
 		tfs_free(s->enums[i].name);
 		tfs_free(s->enums[i].file);
+		tfs_enumeration_release(s->enums[i].def);
+		tfs_free(s->enums[i].def);
 	}
 	tfs_free(s->enums);
 	tfs_free(s->current_domain);

@@ -150,6 +150,12 @@ struct tfs_label {
 struct tfs_enum_ref {
 	char *name;
 	char *file;
+	/* Added: the enumeration itself (owned), for a schema that is to be
+	 * created (tfs_schema_from_json, tfs_array_create), which writes it
+	 * to a file of its own and names the file (file may then be NULL).
+	 * NULL in parsed schemas: their enumerations are separate files
+	 * (schema.md §8) that the array loads. */
+	struct tfs_enumeration *def;
 };
 
 struct tfs_schema {
@@ -242,6 +248,41 @@ enum tfs_err tfs_enumeration_parse(struct tfs_enumeration *out,
 enum tfs_err tfs_enumeration_serialize(struct tfs_buf *out,
 				       const struct tfs_enumeration *e) TFS_WUR;
 void tfs_enumeration_release(struct tfs_enumeration *e);
+/* Added: the bytes of value i, a view into e->data; false when i is out
+ * of range or the offsets are out of order. */
+bool tfs_enumeration_value(const struct tfs_enumeration *e, uint64_t i,
+			   const uint8_t **p, uint64_t *len);
+/* Added: checks an enumeration that is to be written as TileDB checks
+ * one it creates: a name that is not empty and has no '/', a valid
+ * datatype, cell_val_num not 0, data a whole number of cells (fixed) or
+ * offsets in order inside the data (var), and distinct values.
+ * TFS_E_INVALID with "enumeration 'NAME': why"; TFS_E_NOMEM. */
+enum tfs_err tfs_enumeration_check(const struct tfs_enumeration *e,
+				   struct tfs_diag *d) TFS_WUR;
+/* Added: why attribute a cannot hold indices into e, as TileDB checks
+ * when a schema is created (a static reason), or NULL when it can: an
+ * integer type INT8..UINT64, one value per cell, and fewer values than
+ * the type's largest value. */
+const char *tfs_enumeration_attr_problem(const struct tfs_attr *a,
+					 const struct tfs_enumeration *e);
+
+/* Added: a hash index from the bytes of a value to its index, so that
+ * values given as text (CSV labels) find their index in O(1) whatever
+ * the enumeration's size. It borrows the enumeration, which must outlive
+ * it; immutable once built, so threads may share it. */
+struct tfs_enum_index;
+
+/* Builds the index of e's values. Equal values map to the first of them;
+ * *dup (may be NULL) receives the index of the first value equal to an
+ * earlier one, or UINT64_MAX when all are distinct. TFS_E_NOMEM, or
+ * TFS_E_INVALID when the offsets are out of order. *out is NULL on
+ * failure. */
+enum tfs_err tfs_enum_index_new(const struct tfs_enumeration *e, uint64_t *dup,
+				struct tfs_enum_index **out) TFS_WUR;
+/* Index of the value whose bytes are p[0..len), or UINT64_MAX. */
+uint64_t tfs_enum_index_find(const struct tfs_enum_index *x, const void *p,
+			     size_t len);
+void tfs_enum_index_free(struct tfs_enum_index *x);
 
 /* ---- Fragment metadata (fragment.md) ----------------------------------- */
 

@@ -2,11 +2,13 @@
  * names the columns (every dimension and every attribute except nullable
  * ones, any order), each row is parsed by the schema's datatypes into
  * column buffers, and every batch_rows rows the batch goes to a sink with
- * each cell tagged by its line number. Any bad field stops the whole file
- * with "FILE: line L, column C ('NAME'): why". Memory is the tokenizer's
- * block plus two batches, whatever the file's size: one is parsed into
- * while a second thread hands the other to the sink (the writer), so
- * parsing and writing overlap. */
+ * each cell tagged by its line number. Enumerated attributes hold the
+ * values of their enumeration as the reader shows them, looked up in a
+ * hash index and stored as their indices (format/schema.md §5, §8). Any
+ * bad field stops the whole file with "FILE: line L, column C ('NAME'):
+ * why". Memory is the tokenizer's block plus two batches, whatever the
+ * file's size: one is parsed into while a second thread hands the other
+ * to the sink (the writer), so parsing and writing overlap. */
 #include "ingest_internal.h"
 
 #include <inttypes.h>
@@ -47,6 +49,16 @@ struct col {
 	bool dom_int;              /* domain checked below (integer dims) */
 	int64_t dom_lo, dom_hi;    /* signed types */
 	uint64_t udom_lo, udom_hi; /* unsigned types */
+	/* Enumerated attributes whose integers the reader shows as values
+	 * (integer, one per cell): a field is a value of en, stored as its
+	 * index (is_signed, max_mag hold the attribute type's limits). */
+	const struct tfs_enumeration *en;
+	struct tfs_enum_index *enx;
+	bool en_bytes;          /* string values: a field's bytes are the value */
+	struct tfs_buf en_value; /* other types: the field parsed as a value */
+	/* The fill value is no index of en: cells nobody wrote show it as a
+	 * number, and that number stands for itself. */
+	bool fill_free;
 	/* Per batch set (see struct ingest). */
 	struct tfs_buf data[2], offsets[2], validity[2];
 };
@@ -89,6 +101,8 @@ static void ingest_release(struct ingest *in)
 {
 	for (size_t i = 0; i < in->col_num; i++) {
 		tfs_free(in->cols[i].null_fill);
+		tfs_enum_index_free(in->cols[i].enx);
+		tfs_buf_release(&in->cols[i].en_value);
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_release(&in->cols[i].data[k]);
 			tfs_buf_release(&in->cols[i].offsets[k]);
@@ -109,6 +123,48 @@ static void ingest_release(struct ingest *in)
 static enum tfs_err nomem(struct ingest *in, struct tfs_diag *d)
 {
 	return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", in->lx.name);
+}
+
+/* Makes c an enumerated column: its fields are looked up in the hash
+ * index of its enumeration (the one the reader maps the attribute's
+ * integers through, fs/value_text.c). Such columns take the general
+ * path, so the fast one of plain numbers pays nothing for them. */
+static enum tfs_err enum_setup(struct ingest *in, struct col *c,
+			       struct tfs_diag *d)
+{
+	const struct tfs_attr *at = c->attr;
+	size_t bits = 8 * c->cell_size;
+	enum tfs_err e;
+
+	for (size_t i = 0; i < in->run->enum_num && !c->en; i++)
+		if (strcmp(in->run->enums[i].name, at->enumeration) == 0)
+			c->en = &in->run->enums[i];
+	if (!c->en)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"%s: attribute '%s': enumeration '%s' not loaded",
+				in->lx.name, at->name, at->enumeration);
+	if ((e = tfs_enum_index_new(c->en, NULL, &c->enx)))
+		return e == TFS_E_NOMEM ? nomem(in, d)
+					: tfs_fail(d, TFS_E_CORRUPT,
+						   "%s: enumeration '%s': offsets out of order",
+						   in->lx.name, c->en->name);
+	c->fast = c->is_int = false;
+	c->en_bytes = tfs_datatype_class(c->en->type) == TFS_CLASS_STRING;
+	tfs_buf_init(&c->en_value, TFS_BUF_NO_MAX);
+	c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
+	c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+		     : bits == 64 ? UINT64_MAX
+				  : (UINT64_C(1) << bits) - 1;
+	if (at->fill && at->fill_size >= c->cell_size) {
+		if (c->is_signed) {
+			int64_t v = tfs_value_as_i64(c->type, at->fill);
+
+			c->fill_free = v < 0 || (uint64_t)v >= c->en->value_num;
+		} else {
+			c->fill_free = tfs_value_as_u64(c->type, at->fill) >= c->en->value_num;
+		}
+	}
+	return TFS_E_OK;
 }
 
 /* Reads the header and matches its names to the schema's fields. */
@@ -204,6 +260,9 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
 			}
 		}
+		if (c->attr && c->attr->enumeration && !c->var && c->cell_val_num == 1 &&
+		    tfs_datatype_is_integer(c->type) && (e = enum_setup(in, c, d)))
+			return e;
 		in->has_slow |= !c->fast && !c->skip;
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
@@ -298,6 +357,54 @@ static enum tfs_err check_domain(struct ingest *in, const struct col *c,
 			     "coordinate outside the domain [%s, %s]", lo, hi);
 }
 
+/* One field of an enumerated column: the value's index, or the fill
+ * value where that is no index (fill_free) and the field is its number;
+ * anything else refuses the file naming the enumeration. */
+static enum tfs_err enum_cell(struct ingest *in, struct col *c,
+			      const struct tfs__csv_field *f, unsigned k,
+			      struct tfs_diag *d)
+{
+	const uint8_t *p = f->p;
+	size_t len = f->len;
+	uint64_t idx = UINT64_MAX, v;
+	const char *why;
+	char shown[64];
+	enum tfs_err e = TFS_E_OK;
+
+	if (!c->en_bytes) {
+		c->en_value.len = 0;
+		e = tfs__cell_parse(c->en->type, c->en->cell_val_num, f->p, f->len,
+				    &c->en_value, &why);
+		if (e == TFS_E_NOMEM)
+			return nomem(in, d);
+		p = c->en_value.data;
+		len = c->en_value.len;
+	}
+	/* A field that is no value of the type is no value of en either. */
+	if (c->en_bytes || !e)
+		idx = tfs_enum_index_find(c->enx, p, len);
+	if (idx != UINT64_MAX) {
+		if (idx > c->max_mag)
+			return tfs__csv_fail(&in->lx, d, TFS_E_RANGE, f->line, c->csv_col,
+					     "'%s' is value %" PRIu64 " of the enumeration '%s', "
+					     "past what %s holds",
+					     tfs__msg_text(shown, sizeof(shown), f->p, f->len),
+					     idx, c->en->name, tfs_datatype_name(c->type));
+		v = idx;
+	} else if (!(c->fill_free && f->len &&
+		     !tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, &v, &why) &&
+		     memcmp(&v, c->attr->fill, c->cell_size) == 0)) {
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s'",
+				     tfs__msg_text(shown, sizeof(shown), f->p, f->len),
+				     c->en->name);
+	}
+	/* Little-endian: the low bytes of the pattern. */
+	if (tfs_buf_append(&c->data[k], &v, c->cell_size))
+		return nomem(in, d);
+	return TFS_E_OK;
+}
+
 static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 {
 	struct tfs__csv_lexer *lx = &in->lx;
@@ -367,6 +474,9 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 			if (!e && c->is_dim)
 				e = check_domain(in, c, c->data[k].data + row * c->cell_size,
 						 f->line, d);
+		} else if (c->en) {
+			if ((e = enum_cell(in, c, f, k, d)))
+				return e;
 		} else {
 			e = tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len,
 					    &c->data[k], &why);

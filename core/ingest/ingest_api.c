@@ -142,6 +142,7 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 			goto out;
 	}
 	run.schema = tfs_writer_schema(ws.w);
+	run.enums = tfs_writer_enumerations(ws.w, &run.enum_num);
 	if ((e = tfs__ingest_run(&run, &sink, d)))
 		goto out;
 	if ((e = writer_commit(&ws, &result->write, d)))

@@ -132,6 +132,11 @@ struct tfs_ingest_progress;
 
 struct tfs__ingest_run {
 	const struct tfs_schema *schema;
+	/* The enumerations of the schema (tfs_writer_enumerations), found by
+	 * name: a column of an attribute that names one holds its values as
+	 * the reader shows them, stored as their indices. */
+	const struct tfs_enumeration *enums;
+	size_t enum_num;
 	const char *csv_path;
 	/* Or the CSV bytes in memory (borrowed), when csv_path is NULL. */
 	const void *csv_mem;

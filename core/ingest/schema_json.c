@@ -6,10 +6,13 @@
  * so floats round exactly and integers are range-checked by type.
  * Missing optional parts get TileDB's defaults (capacity 10000, row-major
  * orders, ZSTD coordinates and offsets, RLE validity, chunks of 64 KiB).
+ * Enumerations are read with their values, which travel in the schema's
+ * map entries to tfs_array_create, and checked as TileDB checks them.
  * The result is checked by serializing it and parsing it back with the
  * format module, which applies every rule a stored schema must meet. */
 #include "ingest_internal.h"
 
+#include <assert.h>
 #include <json-c/json.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -519,7 +522,7 @@ static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
 			     struct tfs_attr *at, struct tfs_diag *d)
 {
 	const char *name;
-	json_object *cvn, *fill;
+	json_object *cvn, *fill, *en;
 	struct jpath kp;
 	struct tfs_pipeline none;
 	bool fill_valid;
@@ -565,9 +568,12 @@ static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
 	if ((e = get_filters(v, "filters", &none, jp, &at->filters, NULL, d)) ||
 	    (e = get_chunk(v, "max_chunk_size", jp, &at->filters, d)))
 		return e;
-	if (member(v, "enumeration")) {
+	if ((en = member(v, "enumeration"))) {
 		jpath_key(&kp, jp, "enumeration");
-		return FAIL(d, &kp, "enumerations are not supported in schema JSON");
+		if (!json_object_is_type(en, json_type_string))
+			return FAIL(d, &kp, "the name of an enumeration or null expected");
+		if (!(at->enumeration = tfs_strdup(json_object_get_string(en))))
+			return TFS_E_NOMEM;
 	}
 	fill = member(v, "fill");
 	if (fill) {
@@ -593,6 +599,188 @@ static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
 			return TFS_E_NOMEM;
 		for (uint32_t i = 0; i < n; i++)
 			tfs_datatype_default_fill(at->type, at->fill + (size_t)i * size);
+	}
+	return TFS_E_OK;
+}
+
+/* One entry of "enumerations" as tools/array_json.c renders it: name,
+ * type, cell_val_num (a count or "var"; missing: "var" for strings, else
+ * 1), ordered (missing: false) and values, each a cell of the type as
+ * attribute fill values are written ("" is an empty var-size value). */
+static enum tfs_err get_enumeration(json_object *v, const struct jpath *jp,
+				    struct tfs_enumeration *en, struct tfs_diag *d)
+{
+	const char *name;
+	json_object *cvn, *vals;
+	struct jpath kp;
+	struct tfs_buf data, offsets, cell;
+	size_t n;
+	bool var;
+	enum tfs_err e;
+
+	if (!json_object_is_type(v, json_type_object))
+		return FAIL(d, jp, "an object expected");
+	if ((e = get_string(v, "name", true, jp, &name, d)))
+		return e;
+	if (!name[0] || strchr(name, '/')) {
+		jpath_key(&kp, jp, "name");
+		return FAIL(d, &kp, "an enumeration name must not be empty or hold '/'");
+	}
+	if (!(en->name = tfs_strdup(name)))
+		return TFS_E_NOMEM;
+	if ((e = get_type(v, jp, &en->type, d)))
+		return e;
+	var = is_string_type(en->type);
+	en->cell_val_num = var ? TFS_VAR_NUM : 1;
+	if ((cvn = member(v, "cell_val_num"))) {
+		jpath_key(&kp, jp, "cell_val_num");
+		if (json_object_is_type(cvn, json_type_string)) {
+			if (strcmp(json_object_get_string(cvn), "var") != 0)
+				return FAIL(d, &kp, "a count or \"var\" expected");
+			var = true;
+			en->cell_val_num = TFS_VAR_NUM;
+		} else {
+			uint64_t c = 0;
+
+			if ((e = get_u64(cvn, &kp, UINT32_MAX - 1, &c, d)))
+				return e;
+			if (c == 0)
+				return FAIL(d, &kp, "at least 1");
+			if (c * tfs_datatype_size(en->type) > MAX_CELL_SIZE)
+				return FAIL(d, &kp, "a value of %" PRIu64 " values of %s is too large",
+					    c, tfs_datatype_name(en->type));
+			var = false;
+			en->cell_val_num = (uint32_t)c;
+		}
+	}
+	if ((e = get_bool(v, "ordered", false, jp, &en->ordered, d)))
+		return e;
+	vals = member(v, "values");
+	jpath_key(&kp, jp, "values");
+	if (!vals || !json_object_is_type(vals, json_type_array))
+		return FAIL(d, &kp, "a list of values expected");
+	n = json_object_array_length(vals);
+	tfs_buf_init(&data, TFS_BUF_NO_MAX);
+	tfs_buf_init(&offsets, TFS_BUF_NO_MAX);
+	tfs_buf_init(&cell, (size_t)MAX_CELL_SIZE);
+	for (size_t i = 0; i < n && !e; i++) {
+		json_object *x = json_object_array_get_idx(vals, i);
+		enum tfs_type_class cls = tfs_datatype_class(en->type);
+		struct jpath ip;
+
+		jpath_index(&ip, &kp, i);
+		cell.len = 0;
+		if (!x) {
+			e = FAIL(d, &ip, "a value expected, not null");
+		} else if (var && (cls == TFS_CLASS_STRING || cls == TFS_CLASS_BYTES) &&
+			   json_object_is_type(x, json_type_string) &&
+			   json_object_get_string_len(x) == 0) {
+			/* An empty value, which TileDB allows in var-size
+			 * enumerations. */
+		} else {
+			e = get_cell(x, en->type, var, en->cell_val_num, &ip, &cell, d);
+		}
+		if (!e && var && tfs_buf_append_u64(&offsets, data.len))
+			e = TFS_E_NOMEM;
+		if (!e && tfs_buf_append(&data, cell.data, cell.len))
+			e = TFS_E_NOMEM;
+	}
+	if (!e) {
+		en->value_num = n;
+		en->data_size = data.len;
+		en->data = tfs_memdup(data.data, data.len);
+		if (!en->data)
+			e = TFS_E_NOMEM;
+		if (!e && var) {
+			en->offsets = tfs_mallocn(n ? n : 1, sizeof(uint64_t));
+			if (!en->offsets)
+				e = TFS_E_NOMEM;
+			else if (n)
+				memcpy(en->offsets, offsets.data, n * sizeof(uint64_t));
+		}
+	}
+	tfs_buf_release(&data);
+	tfs_buf_release(&offsets);
+	tfs_buf_release(&cell);
+	return e;
+}
+
+/* "enumerations" (after the attributes): the list, its names distinct,
+ * values distinct, and every attribute that names an enumeration able to
+ * index it (TileDB's rules, tfs_enumeration_attr_problem). */
+static enum tfs_err get_enumerations(json_object *so, const struct jpath *sp,
+				     struct tfs_schema *s, struct tfs_diag *d)
+{
+	json_object *v = member(so, "enumerations");
+	struct jpath kp, ip, np;
+	size_t n = v && json_object_is_type(v, json_type_array)
+			   ? json_object_array_length(v) : 0;
+	enum tfs_err e;
+
+	jpath_key(&kp, sp, "enumerations");
+	if (v && !json_object_is_type(v, json_type_array))
+		return FAIL(d, &kp, "a list of enumerations expected");
+	if (n > 100000)
+		return FAIL(d, &kp, "too many enumerations");
+	if (n && s->version < 20)
+		return FAIL(d, &kp, "enumerations need format version 20 or later");
+	if (n && !(s->enums = tfs_callocn(n, sizeof(*s->enums))))
+		return TFS_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_enum_ref *r = &s->enums[i];
+		struct tfs_enum_index *x;
+		uint64_t dup;
+
+		jpath_index(&ip, &kp, i);
+		s->enum_num++;
+		if (!(r->def = tfs_callocn(1, sizeof(*r->def))))
+			return TFS_E_NOMEM;
+		if ((e = get_enumeration(json_object_array_get_idx(v, i), &ip, r->def, d)))
+			return e;
+		if (!(r->name = tfs_strdup(r->def->name)))
+			return TFS_E_NOMEM;
+		for (size_t k = 0; k < i; k++) {
+			if (strcmp(s->enums[k].name, r->name) == 0) {
+				jpath_key(&np, &ip, "name");
+				return FAIL(d, &np, "enumerations[%zu] has that name too", k);
+			}
+		}
+		if ((e = tfs_enum_index_new(r->def, &dup, &x)))
+			return e;
+		if (dup != UINT64_MAX) {
+			const uint8_t *p = NULL;
+			uint64_t len = 0, first;
+
+			(void)tfs_enumeration_value(r->def, dup, &p, &len);
+			first = tfs_enum_index_find(x, p, (size_t)len);
+			tfs_enum_index_free(x);
+			jpath_key(&kp, &ip, "values");
+			jpath_index(&np, &kp, (size_t)dup);
+			return FAIL(d, &np, "the same value as values[%" PRIu64 "]", first);
+		}
+		tfs_enum_index_free(x);
+	}
+	for (uint32_t i = 0; i < s->attr_num; i++) {
+		const struct tfs_attr *a = &s->attrs[i];
+		const struct tfs_enumeration *en = NULL;
+		const char *why;
+		char shown[64];
+
+		if (!a->enumeration)
+			continue;
+		for (uint32_t k = 0; k < s->enum_num && !en; k++)
+			if (strcmp(s->enums[k].name, a->enumeration) == 0)
+				en = s->enums[k].def;
+		jpath_key(&kp, sp, "attrs");
+		jpath_index(&ip, &kp, i);
+		jpath_key(&np, &ip, "enumeration");
+		if (!en)
+			return FAIL(d, &np, "no enumeration '%s' in enumerations",
+				    tfs__msg_text(shown, sizeof(shown), a->enumeration,
+						  strlen(a->enumeration)));
+		if ((why = tfs_enumeration_attr_problem(a, en)))
+			return FAIL(d, &np, "%s ('%s' is %s, %" PRIu64 " values)", why,
+				    a->name, tfs_datatype_name(a->type), en->value_num);
 	}
 	return TFS_E_OK;
 }
@@ -803,11 +991,8 @@ static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_dia
 		if ((e = get_attr(json_object_array_get_idx(attrs, i), &ip, &s->attrs[i], d)))
 			return e;
 	}
-	if ((v = member(so, "enumerations")) && (!json_object_is_type(v, json_type_array) ||
-						json_object_array_length(v) > 0)) {
-		jpath_key(&kp, &sp, "enumerations");
-		return FAIL(d, &kp, "enumerations are not supported in schema JSON");
-	}
+	if ((e = get_enumerations(so, &sp, s, d)))
+		return e;
 	if ((v = member(so, "dimension_labels")) &&
 	    (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 0)) {
 		jpath_key(&kp, &sp, "dimension_labels");
@@ -885,7 +1070,15 @@ parsed:
 		tfs_fail(d, e, "schema JSON: out of memory");
 	if (e)
 		goto out;
-	/* Every rule of a stored schema, by storing and reading it back. */
+	/* Every rule of a stored schema, by storing and reading it back;
+	 * enumeration files are named when the array is created, so the
+	 * check stores a stand-in name (format/layout.md §2). */
+	for (uint32_t i = 0; i < s.enum_num; i++) {
+		if (!(s.enums[i].file = tfs_strdup("__00000000000000000000000000000000_0"))) {
+			e = tfs_fail(d, TFS_E_NOMEM, "schema JSON: out of memory");
+			goto out;
+		}
+	}
 	tfs_buf_init(&bytes, TFS_BUF_NO_MAX);
 	tfs_diag_init(&pd);
 	if ((e = tfs_schema_serialize(&bytes, &s))) {
@@ -899,6 +1092,14 @@ parsed:
 	} else {
 		out->t1 = s.t1;
 		out->t2 = s.t2;
+		/* The map keeps its order; the values go with it. */
+		for (uint32_t i = 0; i < out->enum_num; i++) {
+			assert(strcmp(out->enums[i].name, s.enums[i].name) == 0);
+			tfs_free(out->enums[i].file);
+			out->enums[i].file = NULL;
+			out->enums[i].def = s.enums[i].def;
+			s.enums[i].def = NULL;
+		}
 	}
 	tfs_buf_release(&bytes);
 out:

@@ -64,6 +64,13 @@ const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w)
 	return w->s;
 }
 
+const struct tfs_enumeration *tfs_writer_enumerations(const struct tfs_writer *w,
+						      size_t *count)
+{
+	*count = w->ad->enum_num;
+	return w->ad->enums;
+}
+
 void tfs_writer_free(struct tfs_writer *w)
 {
 	if (!w)

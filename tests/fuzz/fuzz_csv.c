@@ -1,7 +1,8 @@
 /* Fuzz target: CSV ingest (core/ingest) from the bytes to the batches the
  * writer would get. The first byte picks one of a few schemas covering
  * every kind of column (integer and float dimensions, nullable, var-size,
- * multi-value, strings, blobs, dates and times); the rest is the CSV,
+ * multi-value, strings, blobs, dates and times, enumerations of strings
+ * and of numbers); the rest is the CSV,
  * tokenized with a block size from the second byte so records straddle
  * block boundaries. Every refusal must be TFS_E_INVALID or TFS_E_RANGE
  * with a message naming the file; every batch must be consistent. For the
@@ -26,10 +27,19 @@ static const char *const schemas[] = {
 	"{\"name\":\"f\",\"type\":\"BOOL\",\"nullable\":true},{\"name\":\"e\",\"type\":\"DATETIME_WEEK\"}]}"),
 	("{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"k\",\"type\":\"STRING_ASCII\",\"var\":true}],\"attrs\":["
 	"{\"name\":\"a\",\"type\":\"STRING_ASCII\",\"cell_val_num\":\"var\"},{\"name\":\"n\",\"type\":\"INT16\",\"nullable\":true}]}"),
+	("{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"x\",\"type\":\"INT32\",\"domain\":[-100,100],\"tile\":10}],\"attrs\":["
+	"{\"name\":\"c\",\"type\":\"UINT8\",\"enumeration\":\"colors\"},"
+	"{\"name\":\"l\",\"type\":\"INT16\",\"nullable\":true,\"enumeration\":\"levels\"},"
+	"{\"name\":\"p\",\"type\":\"INT32\",\"enumeration\":\"pairs\"}],\"enumerations\":["
+	"{\"name\":\"colors\",\"type\":\"STRING_UTF8\",\"values\":[\"red\",\"\",\"a,b\",\"\\\"q\\\"\"]},"
+	"{\"name\":\"levels\",\"type\":\"FLOAT32\",\"values\":[0.5,\"NaN\",-1,1e30]},"
+	"{\"name\":\"pairs\",\"type\":\"UINT16\",\"cell_val_num\":2,\"values\":[[1,2],[2,1],[0,0]]}]}"),
 };
 #define SCHEMA_NUM (sizeof(schemas) / sizeof(schemas[0]))
 
 static struct tfs_schema parsed[SCHEMA_NUM];
+/* The enumerations of each schema as the ingest takes them. */
+static struct tfs_enumeration enums[SCHEMA_NUM][4];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -43,6 +53,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			fprintf(stderr, "fuzz_csv: schema %zu: %s\n", i, tfs_diag_msg(&d));
 			abort();
 		}
+		if (parsed[i].enum_num > 4)
+			abort();
+		for (uint32_t k = 0; k < parsed[i].enum_num; k++)
+			enums[i][k] = *parsed[i].enums[k].def;
 	}
 	return 0;
 }
@@ -89,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!parsed[0].dims)
 		LLVMFuzzerInitialize(NULL, NULL);
 	run.schema = &parsed[data[0] % SCHEMA_NUM];
+	run.enums = enums[data[0] % SCHEMA_NUM];
+	run.enum_num = run.schema->enum_num;
 	run.block = 1 + data[1] % 64;
 	run.batch_rows = 1 + data[1] % 5;
 	run.csv_mem = data + 2;

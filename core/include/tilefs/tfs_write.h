@@ -86,6 +86,12 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 			     struct tfs_diag *d) TFS_WUR;
 /* The schema the fragment is written with (valid until tfs_writer_free). */
 const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w);
+/* The enumerations of that schema (format/schema.md §8), *count of them,
+ * in the order of its enumeration map; valid until tfs_writer_free.
+ * Enumerated attributes are written as their indices: the writer takes
+ * the integers it is given. */
+const struct tfs_enumeration *tfs_writer_enumerations(const struct tfs_writer *w,
+						      size_t *count);
 
 /* Appends cells. Columns are matched by name: UNORDERED needs every
  * dimension and every non-nullable attribute, DENSE_BOX every
@@ -123,7 +129,14 @@ void tfs_writer_free(struct tfs_writer *w);
 
 /* Creates the array folder at path (which must not exist or be an empty
  * folder) with this schema, stored at schema->version (0 =
- * TFS_FORMAT_VERSION_WRITE); name and timestamps are chosen here. */
+ * TFS_FORMAT_VERSION_WRITE); name and timestamps are chosen here. Every
+ * entry of the schema's enumeration map must carry its values
+ * (tfs_enum_ref.def; format version 20 or later): each is written to
+ * `__schema/__enumerations/` under a name chosen here (the map's file
+ * names are ignored), after the checks TileDB makes (distinct values;
+ * attributes that name an enumeration have an integer type INT8..UINT64,
+ * one value per cell and room for every index), TFS_E_INVALID otherwise.
+ * Dimension labels are TFS_E_UNSUPPORTED. */
 enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			      const struct tfs_write_opts *opts,
 			      struct tfs_diag *d) TFS_WUR;
@@ -212,10 +225,14 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
  * get TileDB's defaults (format version TFS_FORMAT_VERSION_WRITE,
  * capacity 10000, row-major orders, ZSTD coordinates and offsets, RLE
  * validity, no attribute filters, default fill values, 64 KiB chunks);
- * keys it does not know are ignored. Enumerations and dimension labels
- * are refused. TFS_E_INVALID with a message "schema JSON: $.PATH: why"
- * naming the JSON path of the first problem; the result meets every rule
- * of tfs_schema_parse. */
+ * keys it does not know are ignored. Enumerations ("enumerations":
+ * name, type, cell_val_num, ordered, values; attributes name one in
+ * "enumeration") come with their values in the map entries
+ * (tfs_enum_ref.def, file names NULL: tfs_array_create chooses them),
+ * checked as tfs_array_create checks them. Dimension labels are refused.
+ * TFS_E_INVALID with a message "schema JSON: $.PATH: why" naming the
+ * JSON path of the first problem; the result meets every rule of
+ * tfs_schema_parse once its enumeration files are named. */
 enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
 				  size_t len, struct tfs_diag *d) TFS_WUR;
 

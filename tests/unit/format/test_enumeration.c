@@ -1,6 +1,9 @@
 /* Enumeration files (format/schema.md §8): the corpus enumerations against
- * the JSON, round trips, broken offsets and sizes. */
+ * the JSON, round trips, broken offsets and sizes; for writers, the checks
+ * of a new enumeration, the attributes that can index one, and the value
+ * index. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,4 +150,220 @@ Test(enumeration, broken)
 	cr_expect_null(p.offsets);
 	tfs_enumeration_release(&p);
 	tfs_buf_release(&b);
+}
+
+/* ---- Checks and the value index (for writers) ---------------------------- */
+
+Test(enumeration, value_views)
+{
+	uint64_t offsets[4] = {0, 3, 3, 8};
+	int32_t nums[3] = {10, 20, 30};
+	struct tfs_enumeration s = {
+		"colors", "__x_0", TFS_STRING_ASCII, TFS_VAR_NUM, false,
+		(uint8_t *)"red" "" "greenblue", 12, offsets, 4,
+	}, n = {
+		"levels", "__y_0", TFS_INT32, 1, true, (uint8_t *)nums, 12, NULL, 3,
+	};
+	const uint8_t *p;
+	uint64_t len;
+
+	cr_assert(tfs_enumeration_value(&s, 0, &p, &len));
+	cr_expect(len == 3 && !memcmp(p, "red", 3));
+	cr_assert(tfs_enumeration_value(&s, 1, &p, &len));
+	cr_expect_eq(len, 0);
+	cr_assert(tfs_enumeration_value(&s, 3, &p, &len));
+	cr_expect(len == 4 && !memcmp(p, "blue", 4));
+	cr_expect_not(tfs_enumeration_value(&s, 4, &p, &len));
+	cr_assert(tfs_enumeration_value(&n, 2, &p, &len));
+	cr_expect(len == 4 && !memcmp(p, &nums[2], 4));
+	cr_expect_not(tfs_enumeration_value(&n, 3, &p, &len));
+	offsets[2] = 2; /* out of order */
+	cr_expect_not(tfs_enumeration_value(&s, 1, &p, &len));
+}
+
+Test(enumeration, index_finds_every_value)
+{
+	enum { N = 100000 };
+	char *data = malloc(N * 8);
+	uint64_t *offsets = malloc(N * sizeof(uint64_t));
+	size_t at = 0;
+	struct tfs_enumeration e = {
+		"many", "__z_0", TFS_STRING_UTF8, TFS_VAR_NUM, false,
+		NULL, 0, offsets, N,
+	};
+	struct tfs_enum_index *x;
+	uint64_t dup;
+
+	cr_assert(data && offsets);
+	for (unsigned i = 0; i < N; i++) {
+		offsets[i] = at;
+		at += (size_t)sprintf(data + at, "v%u", i);
+	}
+	e.data = (uint8_t *)data;
+	e.data_size = at;
+	cr_assert_eq(tfs_enum_index_new(&e, &dup, &x), TFS_E_OK);
+	cr_expect_eq(dup, UINT64_MAX);
+	for (unsigned i = 0; i < N; i++) {
+		char text[16];
+		int n = sprintf(text, "v%u", i);
+
+		cr_assert_eq(tfs_enum_index_find(x, text, (size_t)n), i, "v%u", i);
+	}
+	cr_expect_eq(tfs_enum_index_find(x, "v", 1), UINT64_MAX);
+	cr_expect_eq(tfs_enum_index_find(x, "v100000", 7), UINT64_MAX);
+	cr_expect_eq(tfs_enum_index_find(x, "", 0), UINT64_MAX);
+	cr_expect_eq(tfs_enum_index_find(x, "v1\0", 3), UINT64_MAX);
+	tfs_enum_index_free(x);
+	tfs_enum_index_free(NULL);
+	free(data);
+	free(offsets);
+}
+
+Test(enumeration, index_duplicates_and_empty_values)
+{
+	uint64_t offsets[5] = {0, 1, 1, 2, 2};
+	int64_t nums[4] = {7, -1, 7, 0};
+	struct tfs_enumeration s = {
+		"s", "__x_0", TFS_STRING_ASCII, TFS_VAR_NUM, false,
+		(uint8_t *)"ab", 2, offsets, 5,
+	}, n = {
+		"n", "__y_0", TFS_INT64, 1, false, (uint8_t *)nums, 32, NULL, 4,
+	}, none = {
+		"none", "__w_0", TFS_STRING_ASCII, TFS_VAR_NUM, false,
+		(uint8_t *)"", 0, NULL, 0,
+	};
+	struct tfs_enum_index *x;
+	struct tfs_diag d;
+	uint64_t dup;
+
+	/* "a", "", "b", "", "" : the second empty value repeats the first. */
+	cr_assert_eq(tfs_enum_index_new(&s, &dup, &x), TFS_E_OK);
+	cr_expect_eq(dup, 3);
+	cr_expect_eq(tfs_enum_index_find(x, "", 0), 1);
+	cr_expect_eq(tfs_enum_index_find(x, "b", 1), 2);
+	tfs_enum_index_free(x);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&s, &d), TFS_E_INVALID);
+	cr_expect_str_eq(d.msg, "enumeration 's': value 3 repeats an earlier value");
+
+	cr_assert_eq(tfs_enum_index_new(&n, &dup, &x), TFS_E_OK);
+	cr_expect_eq(dup, 2);
+	cr_expect_eq(tfs_enum_index_find(x, &nums[0], 8), 0);
+	cr_expect_eq(tfs_enum_index_find(x, &nums[3], 8), 3);
+	tfs_enum_index_free(x);
+	nums[2] = 8;
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&n, &d), TFS_E_OK, "%s", d.msg);
+
+	/* An empty enumeration is allowed (it can be extended later). */
+	cr_expect_eq(tfs_enumeration_check(&none, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert_eq(tfs_enum_index_new(&none, NULL, &x), TFS_E_OK);
+	cr_expect_eq(tfs_enum_index_find(x, "", 0), UINT64_MAX);
+	tfs_enum_index_free(x);
+
+	/* Offsets out of order. */
+	offsets[2] = 0;
+	cr_expect_eq(tfs_enum_index_new(&s, NULL, &x), TFS_E_INVALID);
+	cr_expect_null(x);
+}
+
+Test(enumeration, check_refusals)
+{
+	int32_t nums[2] = {1, 2};
+	struct tfs_enumeration e = {
+		"a/b", "__x_0", TFS_INT32, 1, false, (uint8_t *)nums, 8, NULL, 2,
+	};
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&e, &d), TFS_E_INVALID);
+	cr_expect_str_eq(d.msg, "enumeration 'a/b': names must not be empty or hold '/'");
+	e.name = "";
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&e, &d), TFS_E_INVALID);
+	e.name = "n";
+	e.cell_val_num = 0;
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&e, &d), TFS_E_INVALID);
+	e.cell_val_num = 1;
+	e.value_num = 3;
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&e, &d), TFS_E_INVALID);
+	cr_expect_str_eq(d.msg, "enumeration 'n': 8 data bytes are not 3 values of 4 bytes");
+	e.value_num = 2;
+	tfs_diag_init(&d);
+	cr_expect_eq(tfs_enumeration_check(&e, &d), TFS_E_OK, "%s", d.msg);
+}
+
+Test(enumeration, attributes_that_can_index)
+{
+	static const struct {
+		uint8_t type;
+		uint32_t cell_val_num;
+		uint64_t values;
+		bool ok;
+	} cases[] = {
+		{TFS_UINT8, 1, 4, true},
+		{TFS_UINT8, 1, 254, true},
+		{TFS_UINT8, 1, 255, false}, /* TileDB: max value <= count */
+		{TFS_INT8, 1, 126, true},
+		{TFS_INT8, 1, 127, false},
+		{TFS_INT16, 1, 32767, false},
+		{TFS_UINT16, 1, 65534, true},
+		{TFS_INT32, 1, 100000, true},
+		{TFS_UINT64, 1, 100000, true},
+		{TFS_INT64, 1, 0, true},
+		{TFS_INT32, 2, 4, false},
+		{TFS_INT32, TFS_VAR_NUM, 4, false},
+		{TFS_FLOAT64, 1, 4, false},
+		{TFS_BOOL, 1, 1, false},
+		{TFS_DATETIME_YEAR + 3, 1, 4, false}, /* DATETIME_DAY */
+		{TFS_STRING_ASCII, TFS_VAR_NUM, 4, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct tfs_attr a = {
+			.name = "a", .type = cases[i].type,
+			.cell_val_num = cases[i].cell_val_num,
+			.var = cases[i].cell_val_num == TFS_VAR_NUM,
+		};
+		struct tfs_enumeration e = {.value_num = cases[i].values};
+		const char *why = tfs_enumeration_attr_problem(&a, &e);
+
+		cr_expect_eq(why == NULL, cases[i].ok, "case %zu: %s", i,
+			     why ? why : "accepted");
+	}
+}
+
+Test(enumeration, index_allocation_failing)
+{
+	uint64_t offsets[2] = {0, 1};
+	struct tfs_enumeration s = {
+		"s", "__x_0", TFS_STRING_ASCII, TFS_VAR_NUM, false,
+		(uint8_t *)"ab", 2, offsets, 2,
+	};
+	struct tfs_enum_index *x;
+	struct tfs_diag d;
+	long n;
+
+	for (n = 0;; n++) {
+		enum tfs_err e;
+
+		tfs_alloc_fail_after(n);
+		e = tfs_enum_index_new(&s, NULL, &x);
+		tfs_alloc_fail_after(-1);
+		if (!e)
+			break;
+		cr_assert_eq(e, TFS_E_NOMEM);
+		cr_assert_null(x);
+		tfs_diag_init(&d);
+		tfs_alloc_fail_after(n);
+		e = tfs_enumeration_check(&s, &d);
+		tfs_alloc_fail_after(-1);
+		cr_assert_eq(e, TFS_E_NOMEM);
+		cr_assert_str_eq(d.msg, "enumeration 's': out of memory");
+	}
+	cr_expect_eq(n, 2);
+	cr_expect_eq(tfs_enum_index_find(x, "b", 1), 1);
+	tfs_enum_index_free(x);
 }

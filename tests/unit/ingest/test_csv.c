@@ -79,16 +79,31 @@ static char *write_temp(const char *text, size_t len)
 	return path;
 }
 
+/* The array's enumerations as the run takes them (copies that borrow
+ * the array's values, valid until it is closed). */
+static size_t enums_of(struct tfs_array *a, struct tfs_enumeration *out, size_t cap)
+{
+	size_t n = tfs_array_enumeration_count(a);
+
+	cr_assert_leq(n, cap);
+	for (size_t k = 0; k < n; k++)
+		out[k] = *tfs_array_enumeration(a, k);
+	return n;
+}
+
 /* Runs text through the ingest engine against the corpus array's schema
- * with tiny blocks and batches; returns the code, the message and what
- * the sink saw. */
+ * (and enumerations) with tiny blocks and batches; returns the code, the
+ * message and what the sink saw. */
 static enum tfs_err run_csv(const char *array, const char *text, struct collect *c,
 			    struct tfs_diag *d, size_t block, uint64_t batch)
 {
 	struct tfs_array *a = open_corpus(array);
 	char *path = write_temp(text, strlen(text));
+	struct tfs_enumeration enums[8];
 	struct tfs__ingest_run run = {
 		.schema = tfs_array_schema(a),
+		.enums = enums,
+		.enum_num = enums_of(a, enums, 8),
 		.csv_path = path,
 		.display_name = "in.csv",
 		.block = block,
@@ -225,6 +240,52 @@ Test(csv, refusals)
 		       "in.csv: line 2, column 4 ('f64'): number out of the range of FLOAT64");
 }
 
+/* The corpus `enumeration` array: d INT32 [1, 20]; color UINT8 on
+ * colors = red, green, blue, alpha (STRING_ASCII); level UINT16 on
+ * levels = 10, 20, 30 (INT32); plain INT32. Fields hold the values as
+ * the reader shows them, cells their indices. */
+Test(csv, enumerations)
+{
+	expect_rows("enumeration", "d,color,level,plain\n1,green,20,7\n2,alpha,10,-1\n",
+		    "L2 d=01000000 color=01 level=0100 plain=07000000;"
+		    "L3 d=02000000 color=03 level=0000 plain=ffffffff;");
+	/* Any column order; quoted labels. */
+	expect_rows("enumeration", "level,plain,color,d\n30,0,\"red\",20\n",
+		    "L2 d=14000000 color=00 level=0200 plain=00000000;");
+	/* The fill values are no index: cells nobody wrote show them as
+	 * numbers, which stand for themselves. */
+	expect_rows("enumeration", "d,color,level,plain\n3,255,65535,1\n",
+		    "L2 d=03000000 color=ff level=ffff plain=01000000;");
+	expect_refused("enumeration", "d,color,level,plain\n1,green,20,7\n2,purple,20,7\n",
+		       TFS_E_INVALID,
+		       "in.csv: line 3, column 2 ('color'): 'purple' is not a value of the "
+		       "enumeration 'colors'");
+	expect_refused("enumeration", "d,color,level,plain\n1,Green,20,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 2 ('color'): 'Green' is not a value of the "
+		       "enumeration 'colors'");
+	expect_refused("enumeration", "d,color,level,plain\n1,,20,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 2 ('color'): '' is not a value of the "
+		       "enumeration 'colors'");
+	expect_refused("enumeration", "d,color,level,plain\n1,0,20,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 2 ('color'): '0' is not a value of the "
+		       "enumeration 'colors'");
+	expect_refused("enumeration", "d,color,level,plain\n1,254,20,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 2 ('color'): '254' is not a value of the "
+		       "enumeration 'colors'");
+	expect_refused("enumeration", "d,color,level,plain\n1,red,25,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 3 ('level'): '25' is not a value of the "
+		       "enumeration 'levels'");
+	expect_refused("enumeration", "d,color,level,plain\n1,red,2,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 3 ('level'): '2' is not a value of the "
+		       "enumeration 'levels'");
+	expect_refused("enumeration", "d,color,level,plain\n1,red,20.0,7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 3 ('level'): '20.0' is not a value of the "
+		       "enumeration 'levels'");
+	expect_refused("enumeration", "d,color,level,plain\n1,red,\"a\nb\",7\n", TFS_E_INVALID,
+		       "in.csv: line 2, column 3 ('level'): 'a\\x0ab' is not a value of the "
+		       "enumeration 'levels'");
+}
+
 Test(csv, batches_and_progress)
 {
 	struct collect c;
@@ -311,6 +372,44 @@ Test(csv, every_allocation_failing)
 		if (e == TFS_E_OK) {
 			cr_assert_eq(run.rows, 2);
 			cr_assert_eq(cells, 2);
+			break;
+		}
+		cr_assert_eq(e, TFS_E_NOMEM, "allocation %ld: %s", n, tfs_diag_msg(&d));
+		cr_assert(strstr(d.msg, "out of memory"), "%s", d.msg);
+		failures++;
+		cr_assert_lt(n, 10000);
+	}
+	cr_assert_gt(failures, 5);
+}
+
+Test(csv, every_allocation_failing_enumerations)
+{
+	static const char text[] = "d,color,level,plain\n1,green,20,7\n2,alpha,65535,-1\n";
+	unsigned failures = 0;
+
+	for (long n = 0;; n++) {
+		uint64_t cells = 0;
+		struct tfs_diag d;
+		enum tfs_err e;
+		struct tfs_array *a = open_corpus("enumeration");
+		char *path = write_temp(text, strlen(text));
+		struct tfs_enumeration enums[8];
+		struct tfs__ingest_run run = {
+			.schema = tfs_array_schema(a), .csv_path = path,
+			.enums = enums, .enum_num = enums_of(a, enums, 8),
+			.display_name = "in.csv", .block = 3, .batch_rows = 1,
+		};
+		struct tfs__ingest_sink sink = {.append = count_append, .ctx = &cells};
+
+		tfs_diag_init(&d);
+		tfs_alloc_fail_after(n);
+		e = tfs__ingest_run(&run, &sink, &d);
+		tfs_alloc_fail_after(-1);
+		unlink(path);
+		free(path);
+		tfs_array_close(a);
+		if (e == TFS_E_OK) {
+			cr_assert_eq(run.rows, 2);
 			break;
 		}
 		cr_assert_eq(e, TFS_E_NOMEM, "allocation %ld: %s", n, tfs_diag_msg(&d));

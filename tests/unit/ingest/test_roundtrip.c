@@ -1,8 +1,8 @@
 /* data.csv round trip over the corpus: each array's cells rendered as
- * the daemon renders data.csv (fs/value_text.c, SPEC §4), ingested into a
- * copy of the array, and rendered again must give the same text. Arrays
- * it cannot apply to are skipped: encrypted (no key here), enumerations
- * (data.csv shows their values, not the codes), duplicates allowed (the
+ * the daemon renders data.csv (fs/value_text.c, SPEC §4; enumerated
+ * attributes as their enumeration's values), ingested into a copy of the
+ * array, and rendered again must give the same text. Arrays it cannot
+ * apply to are skipped: encrypted (no key here), duplicates allowed (the
  * cells would be there twice), WebP (lossy, and no encoder). */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -13,6 +13,21 @@
 
 #include "tilefs/tilefs.h"
 #include "value_text.h"
+
+/* The enumeration the daemon shows a column through (fs/content.c). */
+static const struct tfs_enumeration *column_enum(struct tfs_array *a,
+						 const struct tfs_column *c)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	int i = tfs_schema_attr_index(s, c->name);
+
+	if (c->is_dim || i < 0 || !s->attrs[i].enumeration)
+		return NULL;
+	for (size_t k = 0; k < tfs_array_enumeration_count(a); k++)
+		if (!strcmp(tfs_array_enumeration(a, k)->name, s->attrs[i].enumeration))
+			return tfs_array_enumeration(a, k);
+	return NULL;
+}
 
 static void render(const char *path, struct tfs_buf *out)
 {
@@ -45,7 +60,7 @@ static void render(const char *path, struct tfs_buf *out)
 				if (k)
 					cr_assert(!tfs_buf_append_u8(out, ','));
 				cr_assert(!tfsd_cell_text(out, &b->columns[k], i, TFSD_TEXT_CSV,
-							  NULL));
+							  column_enum(a, &b->columns[k])));
 			}
 			cr_assert(!tfs_buf_append_u8(out, '\n'));
 		}
@@ -58,7 +73,7 @@ static bool applies(struct tfs_array *a)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
 
-	if (tfs_array_enumeration_count(a) || s->allows_dups)
+	if (s->allows_dups)
 		return false;
 	for (uint32_t i = 0; i < s->attr_num; i++)
 		if (tfs_pipeline_has(&s->attrs[i].filters, TFS_FILTER_WEBP))
@@ -71,7 +86,7 @@ Test(roundtrip, corpus_data_csv)
 	DIR *dir = opendir(TFS_CORPUS_DIR);
 	struct dirent *de;
 	char tmp[64];
-	unsigned done = 0;
+	unsigned done = 0, enumerated = 0;
 
 	cr_assert(dir);
 	cr_assert(mkdtemp(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_rt_")));
@@ -95,6 +110,7 @@ Test(roundtrip, corpus_data_csv)
 		bool dense = tfs_array_schema(a)->array_type == TFS_DENSE;
 
 		ok = applies(a) && tfs_array_non_empty_domain(a, ned);
+		enumerated += ok && tfs_array_enumeration_count(a) > 0;
 		tfs_array_close(a);
 		if (!ok)
 			continue;
@@ -128,4 +144,5 @@ Test(roundtrip, corpus_data_csv)
 		cr_assert_eq(system(cmd), 0);
 	}
 	cr_assert_geq(done, 30, "%u arrays", done);
+	cr_assert_geq(enumerated, 1);
 }

@@ -1,6 +1,7 @@
 /* Schema JSON: every corpus array's schema rendered as schema.json shows
- * it (tools/array_json.c) parses back to an equal schema; bad documents
- * are refused naming the JSON path. Schema inference from CSV files. */
+ * it (tools/array_json.c) parses back to an equal schema, enumerations
+ * and their values included; bad documents are refused naming the JSON
+ * path. Schema inference from CSV files. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -102,6 +103,10 @@ static void same_schema(const struct tfs_schema *a, const struct tfs_schema *b,
 		cr_assert(!memcmp(x->fill, y->fill, x->fill_size), "%s.%s fill", name,
 			  x->name);
 		same_pipeline(&x->filters, &y->filters, x->name);
+		cr_assert_eq(!x->enumeration, !y->enumeration, "%s.%s", name, x->name);
+		if (x->enumeration)
+			cr_assert_str_eq(x->enumeration, y->enumeration, "%s.%s", name,
+					 x->name);
 	}
 	cr_assert_eq(a->has_current_domain, b->has_current_domain, "%s", name);
 	for (uint32_t i = 0; a->has_current_domain && i < a->dim_num; i++) {
@@ -114,11 +119,35 @@ static void same_schema(const struct tfs_schema *a, const struct tfs_schema *b,
 	}
 }
 
+/* The enumerations of s (from JSON, with their values) are the array's. */
+static void same_enumerations(struct tfs_array *a, const struct tfs_schema *s,
+			      const char *name)
+{
+	cr_assert_eq(s->enum_num, tfs_array_enumeration_count(a), "%s", name);
+	for (size_t k = 0; k < tfs_array_enumeration_count(a); k++) {
+		const struct tfs_enumeration *x = tfs_array_enumeration(a, k), *y = NULL;
+
+		for (uint32_t i = 0; i < s->enum_num; i++)
+			if (!strcmp(s->enums[i].name, x->name))
+				y = s->enums[i].def;
+		cr_assert(y, "%s: enumeration %s", name, x->name);
+		cr_assert_null(s->enums[k].file, "%s: named at creation", name);
+		cr_assert(x->type == y->type && x->cell_val_num == y->cell_val_num &&
+				  x->ordered == y->ordered && x->value_num == y->value_num &&
+				  x->data_size == y->data_size &&
+				  !memcmp(x->data, y->data, (size_t)x->data_size),
+			  "%s: enumeration %s", name, x->name);
+		if (x->offsets)
+			cr_assert(!memcmp(x->offsets, y->offsets, (size_t)x->value_num * 8),
+				  "%s: enumeration %s offsets", name, x->name);
+	}
+}
+
 Test(schema_json, corpus_round_trip)
 {
 	DIR *dir = opendir(TFS_CORPUS_DIR);
 	struct dirent *de;
-	unsigned same = 0, refused = 0;
+	unsigned same = 0, refused = 0, enumerated = 0;
 
 	cr_assert(dir);
 	while ((de = readdir(dir))) {
@@ -139,7 +168,7 @@ Test(schema_json, corpus_round_trip)
 		render(&json, a);
 		tfs_diag_init(&d);
 		e = tfs_schema_from_json(&s, (const char *)json.data, json.len, &d);
-		if (tfs_array_enumeration_count(a) || tfs_array_label_count(a)) {
+		if (tfs_array_label_count(a)) {
 			cr_assert_eq(e, TFS_E_INVALID, "%s", de->d_name);
 			cr_assert(strstr(d.msg, "not supported in schema JSON"), "%s", d.msg);
 			refused++;
@@ -147,6 +176,8 @@ Test(schema_json, corpus_round_trip)
 			cr_assert_eq(e, TFS_E_OK, "%s: %s\n%.*s", de->d_name, tfs_diag_msg(&d),
 				     (int)json.len, json.data);
 			same_schema(tfs_array_schema(a), &s, de->d_name);
+			same_enumerations(a, &s, de->d_name);
+			enumerated += s.enum_num > 0;
 			tfs_schema_release(&s);
 			same++;
 		}
@@ -155,7 +186,9 @@ Test(schema_json, corpus_round_trip)
 	}
 	closedir(dir);
 	cr_assert_geq(same, 50, "%u schemas compared", same);
-	cr_assert_geq(refused, 1);
+	cr_assert_geq(enumerated, 1);
+	cr_log_info("%u schemas compared (%u with enumerations), %u with dimension "
+		    "labels refused", same, enumerated, refused);
 }
 
 static void bad(const char *json, const char *msg)
@@ -232,10 +265,113 @@ Test(schema_json, refusals)
 	    "schema JSON: $.attrs[0].cell_val_num: a cell of 2147483648 values of INT64 is too large");
 	bad("{\"array_type\":\"dense\"," DIMS ",\"attrs\":[{\"name\":\"a\",\"type\":\"INT32\","
 	    "\"enumeration\":\"e\"}]}",
-	    "schema JSON: $.attrs[0].enumeration: enumerations are not supported in schema JSON");
+	    "schema JSON: $.attrs[0].enumeration: no enumeration 'e' in enumerations");
 	bad("{\"schema\":{\"array_type\":\"dense\"," DIMS ",\"attrs\":[{\"name\":\"a\",\"type\":\"INT32\","
 	    "\"nullable\":1}]}}",
 	    "schema JSON: $.schema.attrs[0].nullable: true or false expected");
+}
+
+#define ENUM_ATTRS(type) \
+	",\"attrs\":[{\"name\":\"c\",\"type\":\"" type "\",\"enumeration\":\"colors\"}]"
+#define COLORS "{\"name\":\"colors\",\"type\":\"STRING_UTF8\",\"cell_val_num\":\"var\"," \
+	       "\"ordered\":false,\"values\":[\"red\",\"\",\"grün\"]}"
+
+Test(schema_json, enumerations)
+{
+	static const char json[] =
+		"{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+		",\"enumerations\":[" COLORS ",{\"name\":\"levels\",\"type\":\"FLOAT64\","
+		"\"values\":[0.5,\"NaN\",-1e300]},{\"name\":\"pairs\",\"type\":\"INT16\","
+		"\"cell_val_num\":2,\"ordered\":true,\"values\":[[1,2],[2,1]]}]}";
+	struct tfs_schema s;
+	struct tfs_diag d;
+	const struct tfs_enumeration *e;
+	double f;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json(&s, json, strlen(json), &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(s.enum_num, 3);
+	cr_assert_str_eq(s.attrs[0].enumeration, "colors");
+	e = s.enums[0].def;
+	cr_assert_str_eq(s.enums[0].name, "colors");
+	cr_assert_null(s.enums[0].file);
+	cr_assert(e && e->type == TFS_STRING_UTF8 && e->cell_val_num == TFS_VAR_NUM);
+	cr_assert_eq(e->value_num, 3);
+	cr_assert_eq(e->data_size, 8);
+	cr_assert(!memcmp(e->data, "redgr\xc3\xbcn", 8));
+	cr_assert(e->offsets[0] == 0 && e->offsets[1] == 3 && e->offsets[2] == 3);
+	e = s.enums[1].def;
+	cr_assert(e->type == TFS_FLOAT64 && e->cell_val_num == 1 && !e->ordered);
+	cr_assert_eq(e->value_num, 3);
+	cr_assert_null(e->offsets);
+	memcpy(&f, e->data + 8, 8);
+	cr_assert(f != f);
+	e = s.enums[2].def;
+	cr_assert(e->cell_val_num == 2 && e->ordered && e->value_num == 2 && e->data_size == 8);
+	tfs_schema_release(&s);
+
+	/* No enumerations, or an empty list. */
+	static const char none[] = "{\"array_type\":\"dense\"," DIMS
+				   ",\"attrs\":[{\"name\":\"a\",\"type\":\"INT32\","
+				   "\"enumeration\":null}],\"enumerations\":[]}";
+
+	cr_assert_eq(tfs_schema_from_json(&s, none, strlen(none), &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert(s.enum_num == 0 && !s.attrs[0].enumeration);
+	tfs_schema_release(&s);
+}
+
+Test(schema_json, enumeration_refusals)
+{
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("FLOAT32") ",\"enumerations\":[" COLORS "]}",
+	    "schema JSON: $.attrs[0].enumeration: an attribute with an enumeration needs an "
+	    "integer type (INT8 to UINT64) ('c' is FLOAT32, 3 values)");
+	bad("{\"array_type\":\"dense\"," DIMS
+	    ",\"attrs\":[{\"name\":\"c\",\"type\":\"INT32\",\"cell_val_num\":2,"
+	    "\"enumeration\":\"colors\"}],\"enumerations\":[" COLORS "]}",
+	    "schema JSON: $.attrs[0].enumeration: an attribute with an enumeration holds one "
+	    "value per cell ('c' is INT32, 3 values)");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("INT8") ",\"enumerations\":[{"
+	    "\"name\":\"colors\",\"type\":\"INT8\",\"values\":[" /* 127 values */
+	    "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,"
+	    "30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,"
+	    "57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,"
+	    "84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99,100,101,102,103,104,105,106,107,"
+	    "108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126]}]}",
+	    "schema JSON: $.attrs[0].enumeration: the attribute's type is too small to index "
+	    "every value of the enumeration ('c' is INT8, 127 values)");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[{\"name\":\"colors\",\"type\":\"STRING_ASCII\","
+	    "\"values\":[\"a\",\"b\",\"a\"]}]}",
+	    "schema JSON: $.enumerations[0].values[2]: the same value as values[0]");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[{\"name\":\"colors\",\"type\":\"INT32\","
+	    "\"values\":[1,2,1]}]}",
+	    "schema JSON: $.enumerations[0].values[2]: the same value as values[0]");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[" COLORS "," COLORS "]}",
+	    "schema JSON: $.enumerations[1].name: enumerations[0] has that name too");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[{\"name\":\"a/b\",\"type\":\"INT32\",\"values\":[]}]}",
+	    "schema JSON: $.enumerations[0].name: an enumeration name must not be empty or hold '/'");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[{\"name\":\"colors\",\"type\":\"INT32\",\"values\":[1,\"x\"]}]}",
+	    "schema JSON: $.enumerations[0].values[1]: a number expected");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[{\"name\":\"colors\",\"type\":\"INT32\",\"values\":[1,null]}]}",
+	    "schema JSON: $.enumerations[0].values[1]: a value expected, not null");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[{\"name\":\"colors\",\"type\":\"INT32\"}]}",
+	    "schema JSON: $.enumerations[0].values: a list of values expected");
+	bad("{\"array_type\":\"dense\"," DIMS ENUM_ATTRS("UINT8") ",\"enumerations\":{}}",
+	    "schema JSON: $.enumerations: a list of enumerations expected");
+	bad("{\"array_type\":\"dense\",\"format_version\":19," DIMS ENUM_ATTRS("UINT8")
+	    ",\"enumerations\":[" COLORS "]}",
+	    "schema JSON: $.enumerations: enumerations need format version 20 or later");
+	bad("{\"array_type\":\"dense\"," DIMS
+	    ",\"attrs\":[{\"name\":\"c\",\"type\":\"UINT8\",\"enumeration\":7}]}",
+	    "schema JSON: $.attrs[0].enumeration: the name of an enumeration or null expected");
 }
 
 Test(schema_json, rules_of_the_format)
@@ -370,7 +506,10 @@ Test(schema_json, every_allocation_failing)
 		"\"domain\":[0,9],\"tile\":2},{\"name\":\"s\",\"type\":\"STRING_ASCII\"}],"
 		"\"attrs\":[{\"name\":\"a\",\"type\":\"FLOAT32\",\"cell_val_num\":2,\"fill\":[1,2],"
 		"\"filters\":[\"ZSTD(level=3)\"]},{\"name\":\"b\",\"type\":\"BLOB\","
-		"\"cell_val_num\":\"var\",\"nullable\":true}],\"current_domain\":[[0,5],[\"a\",\"z\"]]}";
+		"\"cell_val_num\":\"var\",\"nullable\":true},{\"name\":\"c\",\"type\":\"UINT8\","
+		"\"enumeration\":\"e\"}],\"current_domain\":[[0,5],[\"a\",\"z\"]],"
+		"\"enumerations\":[{\"name\":\"e\",\"type\":\"STRING_ASCII\",\"values\":[\"x\",\"y\"]},"
+		"{\"name\":\"f\",\"type\":\"INT32\",\"values\":[1,2,3]}]}";
 	unsigned failures = 0;
 
 	for (long n = 0;; n++) {
@@ -383,7 +522,8 @@ Test(schema_json, every_allocation_failing)
 		e = tfs_schema_from_json(&s, json, strlen(json), &d);
 		tfs_alloc_fail_after(-1);
 		if (e == TFS_E_OK) {
-			cr_assert_eq(s.attr_num, 2);
+			cr_assert_eq(s.attr_num, 3);
+			cr_assert_eq(s.enum_num, 2);
 			cr_assert(s.has_current_domain);
 			tfs_schema_release(&s);
 			break;
