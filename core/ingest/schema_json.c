@@ -112,6 +112,7 @@ static enum tfs_err get_u64(json_object *v, const struct jpath *jp, uint64_t max
 	uint64_t u;
 	const char *why;
 
+	*out = 0;
 	if (!json_object_is_type(v, json_type_int))
 		return FAIL(d, jp, "an integer expected");
 	text = json_object_get_string(v);

@@ -169,6 +169,7 @@ static enum tfs_err mt_exists(const struct mt *m, const char *rel, bool *out,
 	struct tfs_stat st;
 	enum tfs_err e;
 
+	*out = false;
 	if (!p)
 		return nomem(d);
 	e = tfs_vfs_stat(m->vfs, p, &st, d);
