@@ -110,6 +110,19 @@ void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr);
  * mount just wrote to it). */
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel);
 void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr);
+/* For an open file whose read of arr (the view of rel) met a missing
+ * file: opens the view again at arr's own time (tfs_array_timestamp),
+ * in case a vacuum removed fragments that a consolidation had merged.
+ * *out (a reference) when fragments of arr vanished and the fragments
+ * there now show the same cells at that time; NULL when none vanished
+ * (the missing file is damage: the caller's failure stands).
+ * TFS_E_CORRUPT, d saying why, when the view can no longer be shown
+ * (its cells were merged with later writes into a fragment without
+ * per-cell times, or are nowhere). The cache then holds the new handle
+ * for arr's view. */
+enum tfs_err tfsd_arrays_reopen(struct tfsd_arrays *c, const char *rel,
+				struct tfsd_arr *arr, struct tfsd_arr **out,
+				struct tfs_diag *d) TFS_WUR;
 
 /* ---- Read-ahead (prefetch.c) --------------------------------------------- */
 
