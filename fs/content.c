@@ -967,20 +967,27 @@ static enum tfs_err stream_step(struct stream *st, struct tfs_diag *d)
 	return e;
 }
 
-/* Renders a whole plan into out. */
+/* Renders a whole plan into out (empty), which takes the stream's buffer;
+ * *charged: the bytes of it still counted in fs->render_bytes. */
 static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
-				 struct tfs_diag *d)
+				 uint64_t *charged, struct tfs_diag *d)
 {
 	struct stream st;
 	enum tfs_err e = stream_init(&st, p, p->arr);
 
+	*charged = 0;
 	while (!e && !st.done) {
 		e = stream_step(&st, d);
 		if (!e)
 			e = stream_account(&st, d);
 	}
-	if (!e)
-		e = tfs_buf_append(out, st.out.data, st.out.len);
+	if (!e) {
+		tfs_buf_release(out);
+		*out = st.out;
+		*charged = st.charged;
+		tfs_buf_init(&st.out, TFS_BUF_NO_MAX);
+		st.charged = 0;
+	}
 	stream_release(&st);
 	return e;
 }
@@ -998,6 +1005,7 @@ struct tfsd_file {
 	bool direct;
 	uint8_t *data; /* SERVE_WHOLE */
 	uint64_t size;
+	uint64_t charged; /* SERVE_WHOLE: bytes of data in fs->render_bytes */
 	struct plan plan;
 	uint64_t last_end; /* SERVE_RANDOM: end of the last read (atomic) */
 	pthread_mutex_t lock;
@@ -1034,6 +1042,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 {
 	struct plan p;
 	struct tfs_buf buf;
+	uint64_t charged = 0;
 	uint8_t *data;
 	enum tfs_err e;
 
@@ -1059,7 +1068,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 	} else if (p.dense && p.fmt == TFSD_FMT_OFFSETS) {
 		out->exact = !__builtin_mul_overflow(p.cells, 8, &out->size);
 	} else if (plan_small(fs, &p)) {
-		e = render_whole(&p, &buf, d);
+		e = render_whole(&p, &buf, &charged, d);
 		if (!e) {
 			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
 				    buf.len);
@@ -1068,8 +1077,33 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 		}
 	}
 	tfs_buf_release(&buf);
+	uncharge(fs, charged);
 	plan_release(fs, &p);
 	return e;
+}
+
+/* Serves f whole from data (which it takes), counted in the renderings
+ * in flight while f is open (charged: bytes of it counted already). */
+static enum tfs_err file_whole(struct tfsd *fs, struct tfsd_file *f,
+			       struct tfs_buf *data, uint64_t charged,
+			       struct tfs_diag *d)
+{
+	uint64_t need = data->cap > charged ? data->cap - charged : 0;
+	enum tfs_err e;
+
+	f->how = SERVE_WHOLE;
+	f->charged = charged + need;
+	e = charge(fs, need, NULL);
+	if (e)
+		return tfs_fail(d, e, "'%s': %zu bytes rendered whole would go "
+				"over max_memory=%" PRIu64 " (%" PRIu64
+				" bytes in flight)", f->vpath, data->len,
+				fs->cfg.max_memory,
+				__atomic_load_n(&fs->render_bytes,
+						__ATOMIC_RELAXED));
+	f->size = data->len;
+	f->data = tfs_buf_detach(data, NULL);
+	return TFS_E_OK;
 }
 
 enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
@@ -1078,6 +1112,8 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 {
 	struct tfsd_file *f = tfs_callocn(1, sizeof(*f));
 	struct tfs_buf buf;
+	uint64_t charged = 0, size = 0;
+	uint8_t *data;
 	enum tfs_err e;
 
 	*out = NULL;
@@ -1093,18 +1129,20 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 	}
 	if (is_doc(n)) {
 		e = tfsd_doc_render(fs, n, &buf, d);
+		if (!e)
+			e = file_whole(fs, f, &buf, 0, d);
 		if (e)
 			goto fail;
-		f->how = SERVE_WHOLE;
-		f->size = buf.len;
-		f->data = tfs_buf_detach(&buf, NULL);
 		*out = f;
 		return TFS_E_OK;
 	}
-	if (renders_find(fs->renders, n->arr->gen, vpath, &f->data,
-			 &f->size) &&
-	    f->data) {
-		f->how = SERVE_WHOLE;
+	if (renders_find(fs->renders, n->arr->gen, vpath, &data, &size) &&
+	    data) {
+		buf.data = data;
+		buf.len = buf.cap = (size_t)size;
+		e = file_whole(fs, f, &buf, 0, d);
+		if (e)
+			goto fail;
 		*out = f;
 		return TFS_E_OK;
 	}
@@ -1120,13 +1158,15 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		}
 		f->how = SERVE_RANDOM;
 	} else if (plan_small(fs, &f->plan)) {
-		e = render_whole(&f->plan, &buf, d);
+		e = render_whole(&f->plan, &buf, &charged, d);
+		if (!e) {
+			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
+				    buf.len);
+			e = file_whole(fs, f, &buf, charged, d);
+			charged = 0;
+		}
 		if (e)
 			goto fail;
-		renders_put(fs->renders, n->arr->gen, vpath, buf.data, buf.len);
-		f->how = SERVE_WHOLE;
-		f->size = buf.len;
-		f->data = tfs_buf_detach(&buf, NULL);
 	} else {
 		/* Direct I/O even once the size is learned: the kernel may
 		 * still hold the size 0 that an earlier stat reported, and
@@ -1145,6 +1185,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 	return TFS_E_OK;
 fail:
 	tfs_buf_release(&buf);
+	uncharge(fs, charged);
 	tfsd_file_close(fs, f);
 	return e;
 }
@@ -1502,6 +1543,7 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 		return;
 	if (f->how == SERVE_STREAM)
 		stream_release(&f->st);
+	uncharge(fs, f->charged);
 	tfsd_arr_put(fs->arrays, f->src);
 	tfs_buf_release(&f->win);
 	if (f->plan.s)

@@ -43,7 +43,8 @@ struct tfsd_config {
 	uint64_t whole_max_cells;
 	/* Resource caps (0 = none): cells of one rendered file (more:
 	 * EFBIG), and bytes of the daemon's data, caches included (a
-	 * rendering that would go over: ENOMEM). */
+	 * rendering, or a file rendered whole, that would go over:
+	 * ENOMEM). */
 	uint64_t max_cells;
 	uint64_t max_memory;
 	bool has_default_key;
@@ -148,8 +149,9 @@ struct tfsd {
 	/* Writing (tfsd_write.h); NULL on a read-only mount. */
 	struct tfsd_staging *staging;
 	struct tfsd_ilog *ilog;
-	/* Bytes of renderings in flight (stream buffers), atomic; bounded
-	 * by cfg.max_memory less the caches' budget. */
+	/* Bytes of renderings in flight (stream buffers) and of files
+	 * rendered whole while they are open, atomic; bounded by
+	 * cfg.max_memory less the caches' budget. */
 	uint64_t render_bytes;
 	uint64_t render_limit; /* 0 = none */
 };

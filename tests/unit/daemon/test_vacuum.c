@@ -2,8 +2,9 @@
  * and vacuumed (no mount): a streamed or random-access file goes on
  * reading the bytes of the view it was opened on, from a new opening of
  * the array at the same time, or fails with EIO (TFS_E_CORRUPT) when the
- * fragments left cannot show that view, never with other bytes. Arrays
- * are written into a temporary folder with the core's writer. */
+ * fragments left cannot show that view, never with other bytes. Also the
+ * max_memory cap on files rendered whole at open. Arrays are written into
+ * a temporary folder with the core's writer. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,6 +509,61 @@ Test(vacuum, damage_is_no_vacuum, .init = setup, .fini = teardown)
 		  tfs_diag_msg(&d));
 	file_close(&of);
 	tfs_buf_release(&got);
+}
+
+/* max_memory counts files rendered whole at open while they are open:
+ * the second open of a file whose bytes fit once but not twice fails
+ * with ENOMEM (TFS_E_NOMEM), and succeeds once the first is closed. */
+Test(memory, whole_files_count, .init = setup, .fini = teardown)
+{
+	const char *vpath = "s/slice[0:10,0:1000].csv";
+	struct open_file a, b;
+	struct tfsd_node n;
+	struct tfsd_size sz;
+	struct tfs_diag d;
+
+	fs.cfg.whole_max_cells = 1 << 20;
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs, vpath, &n, &d), TFS_E_OK);
+	/* stat renders it whole into the render cache. */
+	cr_assert_eq(tfsd_file_size(&fs, &n, vpath, &sz, &d), TFS_E_OK);
+	tfsd_node_release(&fs, &n);
+	cr_assert(sz.exact && sz.size > 1000);
+	fs.cfg.max_memory = 1 << 20;
+	fs.render_limit = sz.size + sz.size / 2;
+	file_open(&a, vpath);
+	cr_assert(!tfsd_file_direct(a.f), "rendered whole");
+	cr_expect_eq(fs.render_bytes, sz.size);
+	cr_assert_eq(tfsd_resolve(&fs, vpath, &b.n, &d), TFS_E_OK);
+	cr_expect_eq(tfsd_file_open(&fs, &b.n, vpath, &b.f, &d), TFS_E_NOMEM);
+	cr_expect(strstr(tfs_diag_msg(&d), "max_memory="), "%s",
+		  tfs_diag_msg(&d));
+	cr_expect_eq(fs.render_bytes, sz.size, "the refused open gave back");
+	file_close(&a);
+	cr_expect_eq(fs.render_bytes, 0);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_file_open(&fs, &b.n, vpath, &b.f, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	file_close(&b);
+	cr_expect_eq(fs.render_bytes, 0);
+
+	/* Rendered at open (not cached): over the cap, ENOMEM too. */
+	tfsd_renders_free(fs.renders);
+	cr_assert_eq(tfsd_renders_new(1 << 20, &fs.renders), TFS_E_OK);
+	fs.render_limit = sz.size / 2;
+	cr_assert_eq(tfsd_resolve(&fs, vpath, &n, &d), TFS_E_OK);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_file_open(&fs, &n, vpath, &b.f, &d), TFS_E_NOMEM);
+	tfsd_node_release(&fs, &n);
+	cr_expect_eq(fs.render_bytes, 0);
+	/* Documents too. */
+	fs.render_limit = 10;
+	cr_assert_eq(tfsd_resolve(&fs, "s/schema.json", &n, &d), TFS_E_OK);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_file_open(&fs, &n, "s/schema.json", &b.f, &d),
+		     TFS_E_NOMEM);
+	tfsd_node_release(&fs, &n);
+	cr_expect_eq(fs.render_bytes, 0);
 }
 
 /* A write stamped before the file's time but committed after it was
