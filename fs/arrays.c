@@ -6,7 +6,9 @@
  * open files keep the one they started with (SPEC §2, last paragraph). */
 #include "tfsd.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -299,4 +301,209 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 			rel);
 	*out = arr;
 	return TFS_E_OK;
+}
+
+/* ---- Opening a view again after a vacuum --------------------------------- */
+
+static int info_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct tfs_fragment_info *)a)->name,
+		      ((const struct tfs_fragment_info *)b)->name);
+}
+
+/* The fragments visible in a, sorted by name (views valid while a is
+ * open), into *out (tfs_free). */
+static enum tfs_err visible_sorted(const struct tfs_array *a,
+				   struct tfs_fragment_info **out, size_t *num)
+{
+	size_t n = tfs_array_fragment_count(a);
+
+	*num = 0;
+	*out = tfs_callocn(n ? n : 1, sizeof(**out));
+	if (!*out)
+		return TFS_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		tfs_array_fragment(a, i, &(*out)[*num]);
+		if ((*out)[*num].visible)
+			(*num)++;
+	}
+	qsort(*out, *num, sizeof(**out), info_cmp);
+	return TFS_E_OK;
+}
+
+/* Whether fragment c, new in a view, may hold the cells of the vanished
+ * fragment g. A consolidation is named with the time range it merged, or
+ * with its end alone when it is sparse without per-cell times
+ * (format/consolidated.md §5), and never merges a range that interleaves
+ * in time with a fragment left out of it (core/maintain; TileDB merges
+ * neighbours in time too). */
+static bool may_hold(const struct tfs_fragment_info *c,
+		     const struct tfs_fragment_info *g)
+{
+	if (g->t2 > c->t2)
+		return false;
+	return c->t1 <= g->t1 ||
+	       (!c->dense && !c->cell_timestamps && c->t1 == c->t2);
+}
+
+/* What changed between two views of one array: the fragments visible in
+ * the old one only (gone) and in the new one only (added). */
+struct view_diff {
+	struct tfs_fragment_info *old, *fresh; /* sorted by name */
+	size_t old_num, fresh_num;
+	const struct tfs_fragment_info **gone, **added;
+	size_t gone_num, added_num;
+};
+
+static void view_diff_release(struct view_diff *v)
+{
+	tfs_free(v->old);
+	tfs_free(v->fresh);
+	tfs_free(v->gone);
+	tfs_free(v->added);
+}
+
+static enum tfs_err view_diff(const struct tfs_array *old,
+			      const struct tfs_array *fresh,
+			      struct view_diff *v)
+{
+	size_t i = 0, k = 0;
+
+	memset(v, 0, sizeof(*v));
+	if (visible_sorted(old, &v->old, &v->old_num) ||
+	    visible_sorted(fresh, &v->fresh, &v->fresh_num))
+		return TFS_E_NOMEM;
+	v->gone = tfs_callocn(v->old_num + 1, sizeof(*v->gone));
+	v->added = tfs_callocn(v->fresh_num + 1, sizeof(*v->added));
+	if (!v->gone || !v->added)
+		return TFS_E_NOMEM;
+	while (i < v->old_num || k < v->fresh_num) {
+		int c = i == v->old_num	    ? 1
+			: k == v->fresh_num ? -1
+					    : info_cmp(&v->old[i], &v->fresh[k]);
+
+		if (c < 0) {
+			v->gone[v->gone_num++] = &v->old[i++];
+		} else if (c > 0) {
+			v->added[v->added_num++] = &v->fresh[k++];
+		} else {
+			i++;
+			k++;
+		}
+	}
+	return TFS_E_OK;
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether fresh, opened at old's time after fragments of old vanished,
+ * shows the cells that old showed. Every fragment new to the view must be
+ * a consolidation of vanished ones holding nothing written after that
+ * time (it ends by then, or keeps per-cell times that reads filter by),
+ * and the cells of every vanished fragment must be in one of them: a
+ * consolidation that merged them with later writes into a fragment
+ * without per-cell times hides them at that time (format/consolidated.md
+ * §5), and with the originals vacuumed they are gone. A write stamped
+ * before that time but committed after old was opened, merged into a
+ * consolidation, cannot be told from the rest here. */
+static enum tfs_err same_view(const char *rel, const struct tfs_array *old,
+			      const struct tfs_array *fresh,
+			      const struct view_diff *v, struct tfs_diag *d)
+{
+	uint64_t t = tfs_array_timestamp(old);
+	char when[32];
+
+	tfsd_format_time(when, sizeof(when), t);
+	if (!same_name(tfs_array_schema(old)->name,
+		       tfs_array_schema(fresh)->name))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"array '%s': fragments of the view of %s were "
+				"vacuumed and its schema changed", rel, when);
+	for (size_t i = 0; i < v->added_num; i++) {
+		const struct tfs_fragment_info *c = v->added[i];
+		bool holds = false;
+
+		if (c->t2 > t && !c->cell_timestamps)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array '%s': the view of %s cannot be "
+					"read again: its fragments were vacuumed "
+					"after a consolidation into '%s', which "
+					"holds later writes too and no per-cell "
+					"times", rel, when, c->name);
+		for (size_t k = 0; !holds && k < v->gone_num; k++)
+			holds = may_hold(c, v->gone[k]);
+		if (!holds)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array '%s': the view of %s cannot be "
+					"read again: fragments were vacuumed, and "
+					"'%s' was committed after the view was "
+					"opened", rel, when, c->name);
+	}
+	for (size_t k = 0; k < v->gone_num; k++) {
+		bool held = false;
+
+		for (size_t i = 0; !held && i < v->added_num; i++)
+			held = may_hold(v->added[i], v->gone[k]);
+		if (!held)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array '%s': the view of %s cannot be "
+					"read again: fragment '%s' was vacuumed "
+					"and no fragment there at that time holds "
+					"its cells", rel, when, v->gone[k]->name);
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfsd_arrays_reopen(struct tfsd_arrays *c, const char *rel,
+				struct tfsd_arr *arr, struct tfsd_arr **out,
+				struct tfs_diag *d)
+{
+	struct tfsd_arr *fresh, *drop = NULL;
+	struct view_diff v;
+	struct entry *en;
+	enum tfs_err e;
+
+	*out = NULL;
+	e = arr_open(c, rel, tfs_array_timestamp(arr->a), &fresh, d);
+	if (e)
+		return e;
+	if (view_diff(arr->a, fresh->a, &v)) {
+		e = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
+		goto out_free;
+	}
+	if (!v.gone_num)
+		goto out_free; /* nothing vanished */
+	e = same_view(rel, arr->a, fresh->a, &v, d);
+	if (e)
+		goto out_free;
+	view_diff_release(&v);
+	/* The same view: a current one stays current (0). */
+	fresh->timestamp = arr->timestamp;
+	pthread_mutex_lock(&c->lock);
+	fresh->gen = ++c->next_gen;
+	en = find(c, rel, arr->timestamp);
+	if (en && en->arr == arr) {
+		if (arr->timestamp) {
+			/* A fixed time: the cache is never re-checked. */
+			drop = en->arr;
+			en->arr = fresh;
+			fresh->refs++;
+		} else {
+			memset(en->stamp, 0, sizeof(en->stamp));
+			en->checked_ms = 0;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	tfsd_arr_put(c, drop);
+	tfs_log(TFS_LOG_DEBUG, "array '%s': opened again as of %" PRIu64
+		" (fragments vacuumed)", rel, tfs_array_timestamp(arr->a));
+	*out = fresh;
+	return TFS_E_OK;
+out_free:
+	view_diff_release(&v);
+	arr_free(fresh);
+	return e;
 }

@@ -15,7 +15,11 @@
  *    I/O); a read behind the window restarts the stream. After one
  *    complete pass the exact size is remembered.
  * Dense cells are produced by index (row-major over the selection), so a
- * stream needs no long-lived query; sparse cells come from one query. */
+ * stream needs no long-lived query; sparse cells come from one query.
+ * When a vacuum removes fragments that a file still reads, the file goes
+ * on with the array opened again at its own time, if that shows the same
+ * cells (tfsd_arrays_reopen); a stream first produces itself again up to
+ * where it was, comparing the bytes it still holds. */
 #include "tfsd.h"
 
 #include <inttypes.h>
@@ -197,7 +201,11 @@ struct plan {
 	bool fixed;         /* every output cell has the same byte size */
 	uint64_t record;    /* bytes per cell when fixed */
 	struct tfs_buf header; /* .npy header when known up front */
+	/* .npy: per output field, the width of var-size values; measured
+	 * with the header (a restarted stream pads to the same widths). */
+	uint64_t *widths;
 	const struct tfs_enumeration **enums; /* per output field, text only */
+	char *rel; /* the array, relative to SOURCE (to open it again) */
 };
 
 static void plan_release(struct tfsd *fs, struct plan *p)
@@ -208,6 +216,8 @@ static void plan_release(struct tfsd *fs, struct plan *p)
 	tfs_free(p->names);
 	tfs_free(p->hi_check);
 	tfs_free(p->enums);
+	tfs_free(p->widths);
+	tfs_free(p->rel);
 	tfs_buf_release(&p->header);
 	memset(p, 0, sizeof(*p));
 }
@@ -334,7 +344,10 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 	p->names = tfs_callocn(all + s->dim_num, sizeof(*p->names));
 	p->hi_check = tfs_callocn(s->dim_num, sizeof(*p->hi_check));
 	p->enums = tfs_callocn(all, sizeof(*p->enums));
-	if (!p->fields || !p->names || !p->hi_check || !p->enums) {
+	p->widths = tfs_callocn(all, sizeof(*p->widths));
+	p->rel = tfs_strdup(n->rel ? n->rel : "");
+	if (!p->fields || !p->names || !p->hi_check || !p->enums ||
+	    !p->widths || !p->rel) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -426,6 +439,9 @@ static bool plan_fixed_size(const struct plan *p, uint64_t *size)
 
 struct emit {
 	struct plan *p;
+	/* The handle queries read: the plan's, or a new opening of its view
+	 * after a vacuum (a reference its owner holds). */
+	struct tfsd_arr *src;
 	struct tfs_buf *out;
 	struct tfsd_text_render *text; /* text formats */
 	uint64_t var_offset;           /* .offsets: bytes so far */
@@ -601,7 +617,7 @@ static enum tfs_err emit_box(struct emit *em, const uint64_t *lo,
 		sub[k] = (struct tfs_range){bounds[k][0], bounds[k][1], w, w};
 	}
 	width = (cnt[last] - 1) * step + 1;
-	e = tfs_query_open(p->arr->a, &qo, &q, d);
+	e = tfs_query_open(em->src->a, &qo, &q, d);
 	while (!e) {
 		const struct tfs_batch *b;
 
@@ -665,14 +681,17 @@ static enum tfs_err emit_dense_range(struct emit *em, uint64_t c0, uint64_t c1,
 
 /* Schedules the decoding of selection cells [c0, c1) into the tile cache:
  * the rows of the first dimension that hold them. */
-static void prefetch_dense(const struct plan *p, uint64_t c0, uint64_t c1)
+static void prefetch_dense(const struct plan *p, struct tfsd_arr *src,
+			   uint64_t c0, uint64_t c1)
 {
 	uint32_t nd = p->s->dim_num;
 	uint64_t row_cells = p->cells / p->sel->dims[0].count;
 	struct tfs_range sub[TFSD_MAX_DIMS];
 	uint8_t bounds[TFSD_MAX_DIMS][2][8];
 
-	if (!p->prefetch || c0 >= c1 || c0 >= p->cells)
+	/* Requests name fields by the plan's strings: only on its handle,
+	 * which outlives them. */
+	if (!p->prefetch || src != p->arr || c0 >= c1 || c0 >= p->cells)
 		return;
 	if (c1 > p->cells)
 		c1 = p->cells;
@@ -693,8 +712,8 @@ static void prefetch_dense(const struct plan *p, uint64_t c0, uint64_t c1)
 
 /* ---- Producing sparse cells ---------------------------------------------- */
 
-static enum tfs_err sparse_open(struct plan *p, struct tfs_query **q,
-				struct tfs_diag *d)
+static enum tfs_err sparse_open(struct plan *p, struct tfsd_arr *src,
+				struct tfs_query **q, struct tfs_diag *d)
 {
 	struct tfs_range sub[TFSD_MAX_DIMS];
 	struct tfs_query_opts qo = {.subarray = sub,
@@ -706,7 +725,7 @@ static enum tfs_err sparse_open(struct plan *p, struct tfs_query **q,
 		return TFS_E_OK;
 	for (uint32_t k = 0; k < p->s->dim_num; k++)
 		sub[k] = p->sel->dims[k].range;
-	return tfs_query_open(p->arr->a, &qo, q, d);
+	return tfs_query_open(src->a, &qo, q, d);
 }
 
 static bool equals_hi(const struct plan *p, const struct tfs_batch *b,
@@ -754,31 +773,22 @@ struct stream {
 	uint64_t base;
 	bool started;
 	bool done;
+	bool failed; /* a step failed: start again at the next read */
 	uint64_t next_cell;  /* dense */
 	struct tfs_query *q; /* sparse */
-	uint64_t *widths;    /* .npy: per output field */
 	uint64_t charged;    /* bytes counted in fs->render_bytes */
 };
 
-/* Counts the stream's buffer in the daemon's renderings in flight; over
- * max_memory the rendering stops with ENOMEM (the buffer grew by at most
- * one step past the limit) rather than growing with the selection. */
-static enum tfs_err stream_account(struct stream *st, struct tfs_diag *d)
+/* Counts n more bytes in the daemon's renderings in flight; over
+ * max_memory the bytes stay counted (the caller gives them back) and the
+ * rendering stops with ENOMEM. */
+static enum tfs_err charge(struct tfsd *fs, uint64_t n, struct tfs_diag *d)
 {
-	struct tfsd *fs = st->em.p ? st->em.p->fs : NULL;
-	uint64_t now = st->out.cap, total;
+	uint64_t total;
 
-	if (!fs || !fs->render_limit || now == st->charged)
+	if (!fs->render_limit || !n)
 		return TFS_E_OK;
-	if (now < st->charged) {
-		__atomic_sub_fetch(&fs->render_bytes, st->charged - now,
-				   __ATOMIC_RELAXED);
-		st->charged = now;
-		return TFS_E_OK;
-	}
-	total = __atomic_add_fetch(&fs->render_bytes, now - st->charged,
-				   __ATOMIC_RELAXED);
-	st->charged = now;
+	total = __atomic_add_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
 	if (total > fs->render_limit)
 		return tfs_fail(d, TFS_E_NOMEM,
 				"rendering needs more memory than max_memory=%" PRIu64
@@ -787,28 +797,52 @@ static enum tfs_err stream_account(struct stream *st, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
+static void uncharge(struct tfsd *fs, uint64_t n)
+{
+	if (n)
+		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+}
+
+/* Counts the stream's buffer in the daemon's renderings in flight; over
+ * max_memory the rendering stops with ENOMEM (the buffer grew by at most
+ * one step past the limit) rather than growing with the selection. */
+static enum tfs_err stream_account(struct stream *st, struct tfs_diag *d)
+{
+	struct tfsd *fs = st->em.p ? st->em.p->fs : NULL;
+	uint64_t now = st->out.cap, more;
+
+	if (!fs || !fs->render_limit || now == st->charged)
+		return TFS_E_OK;
+	if (now < st->charged) {
+		uncharge(fs, st->charged - now);
+		st->charged = now;
+		return TFS_E_OK;
+	}
+	more = now - st->charged;
+	st->charged = now;
+	return charge(fs, more, d);
+}
+
 static void stream_release(struct stream *st)
 {
-	if (st->charged && st->em.p && st->em.p->fs)
-		__atomic_sub_fetch(&st->em.p->fs->render_bytes, st->charged,
-				   __ATOMIC_RELAXED);
+	if (st->em.p && st->em.p->fs)
+		uncharge(st->em.p->fs, st->charged);
 	tfs_query_close(st->q);
 	tfsd_text_render_free(st->em.text);
 	tfs_buf_release(&st->out);
-	tfs_free(st->widths);
 	memset(st, 0, sizeof(*st));
 }
 
-static enum tfs_err stream_init(struct stream *st, struct plan *p)
+/* A stream of plan p reading src (which must outlive it). */
+static enum tfs_err stream_init(struct stream *st, struct plan *p,
+				struct tfsd_arr *src)
 {
 	memset(st, 0, sizeof(*st));
 	tfs_buf_init(&st->out, TFS_BUF_NO_MAX);
 	st->em.p = p;
+	st->em.src = src;
 	st->em.out = &st->out;
-	st->widths = tfs_callocn(p->nfields, sizeof(*st->widths));
-	if (!st->widths)
-		return TFS_E_NOMEM;
-	st->em.widths = st->widths;
+	st->em.widths = p->widths;
 	if (p->fmt == TFSD_FMT_TXT || p->fmt == TFSD_FMT_CSV ||
 	    p->fmt == TFSD_FMT_JSON) {
 		struct tfsd_text_column cols[TFSD_MAX_DIMS + 256];
@@ -841,14 +875,15 @@ static enum tfs_err stream_init(struct stream *st, struct plan *p)
 static enum tfs_err stream_measure(struct stream *st, struct tfs_diag *d)
 {
 	struct plan *p = st->em.p;
-	struct emit m = {.p = p, .widths = st->widths, .measure = true};
+	struct emit m = {.p = p, .src = st->em.src, .widths = p->widths,
+			 .measure = true};
 	struct tfs_query *q = NULL;
 	enum tfs_err e;
 
 	if (p->dense) {
 		e = emit_dense_range(&m, 0, p->cells, d);
 	} else {
-		e = sparse_open(p, &q, d);
+		e = sparse_open(p, m.src, &q, d);
 		while (!e && q) {
 			const struct tfs_batch *b;
 
@@ -866,9 +901,9 @@ static enum tfs_err stream_measure(struct stream *st, struct tfs_diag *d)
 		return e;
 	/* A zero width is not a NumPy dtype. */
 	for (uint32_t i = 0; i < p->nfields; i++)
-		if (!st->widths[i])
-			st->widths[i] = 1;
-	e = plan_npy_header(p, st->widths, m.count);
+		if (!p->widths[i])
+			p->widths[i] = 1;
+	e = plan_npy_header(p, p->widths, m.count);
 	return e ? tfs_fail(d, e, "cannot build the .npy header") : e;
 }
 
@@ -898,7 +933,7 @@ static enum tfs_err stream_step(struct stream *st, struct tfs_diag *d)
 			e = tfsd_text_render_begin(st->em.text, &st->out);
 		}
 		if (!e && !p->dense)
-			e = sparse_open(p, &st->q, d);
+			e = sparse_open(p, st->em.src, &st->q, d);
 		return e;
 	}
 	if (p->dense && st->next_cell < p->cells) {
@@ -909,7 +944,7 @@ static enum tfs_err stream_step(struct stream *st, struct tfs_diag *d)
 		e = emit_dense_range(&st->em, st->next_cell, c1, d);
 		st->next_cell = c1;
 		if (!e && c1 < p->cells)
-			prefetch_dense(p, c1, c1 + step_cells(p));
+			prefetch_dense(p, st->em.src, c1, c1 + step_cells(p));
 		return e;
 	}
 	if (!p->dense && st->q) {
@@ -932,20 +967,27 @@ static enum tfs_err stream_step(struct stream *st, struct tfs_diag *d)
 	return e;
 }
 
-/* Renders a whole plan into out. */
+/* Renders a whole plan into out (empty), which takes the stream's buffer;
+ * *charged: the bytes of it still counted in fs->render_bytes. */
 static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
-				 struct tfs_diag *d)
+				 uint64_t *charged, struct tfs_diag *d)
 {
 	struct stream st;
-	enum tfs_err e = stream_init(&st, p);
+	enum tfs_err e = stream_init(&st, p, p->arr);
 
+	*charged = 0;
 	while (!e && !st.done) {
 		e = stream_step(&st, d);
 		if (!e)
 			e = stream_account(&st, d);
 	}
-	if (!e)
-		e = tfs_buf_append(out, st.out.data, st.out.len);
+	if (!e) {
+		tfs_buf_release(out);
+		*out = st.out;
+		*charged = st.charged;
+		tfs_buf_init(&st.out, TFS_BUF_NO_MAX);
+		st.charged = 0;
+	}
 	stream_release(&st);
 	return e;
 }
@@ -954,14 +996,23 @@ static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
 
 enum serve { SERVE_WHOLE, SERVE_RANDOM, SERVE_STREAM };
 
+/* Reopenings after vacuums that one read tries (a vacuum still running
+ * may remove more under the first). */
+#define VANISH_RETRIES 4
+
 struct tfsd_file {
 	enum serve how;
 	bool direct;
 	uint8_t *data; /* SERVE_WHOLE */
 	uint64_t size;
+	uint64_t charged; /* SERVE_WHOLE: bytes of data in fs->render_bytes */
 	struct plan plan;
 	uint64_t last_end; /* SERVE_RANDOM: end of the last read (atomic) */
 	pthread_mutex_t lock;
+	/* The handle reads use: plan.arr until a vacuum removes fragments
+	 * under it, then a new opening of the same view; a reference,
+	 * protected by lock. */
+	struct tfsd_arr *src;
 	/* SERVE_RANDOM: the cells [win_c0, win_c1) produced last, as bytes;
 	 * protected by lock. */
 	struct tfs_buf win;
@@ -991,6 +1042,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 {
 	struct plan p;
 	struct tfs_buf buf;
+	uint64_t charged = 0;
 	uint8_t *data;
 	enum tfs_err e;
 
@@ -1016,7 +1068,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 	} else if (p.dense && p.fmt == TFSD_FMT_OFFSETS) {
 		out->exact = !__builtin_mul_overflow(p.cells, 8, &out->size);
 	} else if (plan_small(fs, &p)) {
-		e = render_whole(&p, &buf, d);
+		e = render_whole(&p, &buf, &charged, d);
 		if (!e) {
 			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
 				    buf.len);
@@ -1025,8 +1077,33 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 		}
 	}
 	tfs_buf_release(&buf);
+	uncharge(fs, charged);
 	plan_release(fs, &p);
 	return e;
+}
+
+/* Serves f whole from data (which it takes), counted in the renderings
+ * in flight while f is open (charged: bytes of it counted already). */
+static enum tfs_err file_whole(struct tfsd *fs, struct tfsd_file *f,
+			       struct tfs_buf *data, uint64_t charged,
+			       struct tfs_diag *d)
+{
+	uint64_t need = data->cap > charged ? data->cap - charged : 0;
+	enum tfs_err e;
+
+	f->how = SERVE_WHOLE;
+	f->charged = charged + need;
+	e = charge(fs, need, NULL);
+	if (e)
+		return tfs_fail(d, e, "'%s': %zu bytes rendered whole would go "
+				"over max_memory=%" PRIu64 " (%" PRIu64
+				" bytes in flight)", f->vpath, data->len,
+				fs->cfg.max_memory,
+				__atomic_load_n(&fs->render_bytes,
+						__ATOMIC_RELAXED));
+	f->size = data->len;
+	f->data = tfs_buf_detach(data, NULL);
+	return TFS_E_OK;
 }
 
 enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
@@ -1035,6 +1112,8 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 {
 	struct tfsd_file *f = tfs_callocn(1, sizeof(*f));
 	struct tfs_buf buf;
+	uint64_t charged = 0, size = 0;
+	uint8_t *data;
 	enum tfs_err e;
 
 	*out = NULL;
@@ -1050,24 +1129,28 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 	}
 	if (is_doc(n)) {
 		e = tfsd_doc_render(fs, n, &buf, d);
+		if (!e)
+			e = file_whole(fs, f, &buf, 0, d);
 		if (e)
 			goto fail;
-		f->how = SERVE_WHOLE;
-		f->size = buf.len;
-		f->data = tfs_buf_detach(&buf, NULL);
 		*out = f;
 		return TFS_E_OK;
 	}
-	if (renders_find(fs->renders, n->arr->gen, vpath, &f->data,
-			 &f->size) &&
-	    f->data) {
-		f->how = SERVE_WHOLE;
+	if (renders_find(fs->renders, n->arr->gen, vpath, &data, &size) &&
+	    data) {
+		buf.data = data;
+		buf.len = buf.cap = (size_t)size;
+		e = file_whole(fs, f, &buf, 0, d);
+		if (e)
+			goto fail;
 		*out = f;
 		return TFS_E_OK;
 	}
 	e = plan_open(fs, n, &f->plan, d);
 	if (e)
 		goto fail;
+	f->src = f->plan.arr;
+	tfsd_arr_get(fs->arrays, f->src);
 	if (f->plan.dense && f->plan.fixed) {
 		if (!plan_fixed_size(&f->plan, &f->size)) {
 			e = tfs_fail(d, TFS_E_TOO_BIG, "'%s': too large", vpath);
@@ -1075,13 +1158,15 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		}
 		f->how = SERVE_RANDOM;
 	} else if (plan_small(fs, &f->plan)) {
-		e = render_whole(&f->plan, &buf, d);
+		e = render_whole(&f->plan, &buf, &charged, d);
+		if (!e) {
+			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
+				    buf.len);
+			e = file_whole(fs, f, &buf, charged, d);
+			charged = 0;
+		}
 		if (e)
 			goto fail;
-		renders_put(fs->renders, n->arr->gen, vpath, buf.data, buf.len);
-		f->how = SERVE_WHOLE;
-		f->size = buf.len;
-		f->data = tfs_buf_detach(&buf, NULL);
 	} else {
 		/* Direct I/O even once the size is learned: the kernel may
 		 * still hold the size 0 that an earlier stat reported, and
@@ -1089,7 +1174,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		 * have an exact size from the start. */
 		f->how = SERVE_STREAM;
 		f->direct = !(f->plan.dense && f->plan.fmt == TFSD_FMT_OFFSETS);
-		e = stream_init(&f->st, &f->plan);
+		e = stream_init(&f->st, &f->plan, f->src);
 		if (e) {
 			e = tfs_fail(d, e, "'%s': cannot start rendering", vpath);
 			goto fail;
@@ -1100,6 +1185,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 	return TFS_E_OK;
 fail:
 	tfs_buf_release(&buf);
+	uncharge(fs, charged);
 	tfsd_file_close(fs, f);
 	return e;
 }
@@ -1107,6 +1193,32 @@ fail:
 bool tfsd_file_direct(const struct tfsd_file *f)
 {
 	return f->direct;
+}
+
+/* After a read of f on src met a missing file (e, d): *fresh (a
+ * reference) is a new opening of the view at the same time when a vacuum
+ * removed fragments of it and the new opening shows the same cells
+ * (tfsd_arrays_reopen), and the result TFS_E_OK. Else the failure
+ * stands: e and d as they were when nothing vanished (damage), or why
+ * the view cannot be shown again. */
+static enum tfs_err view_reopen(struct tfsd *fs, const struct tfsd_file *f,
+				struct tfsd_arr *src, struct tfsd_arr **fresh,
+				enum tfs_err e, struct tfs_diag *d)
+{
+	struct tfs_diag rd;
+	enum tfs_err re;
+
+	*fresh = NULL;
+	if (e != TFS_E_CORRUPT)
+		return e;
+	tfs_diag_init(&rd);
+	re = tfsd_arrays_reopen(fs->arrays, f->plan.rel, src, fresh, &rd);
+	if (!re && !*fresh)
+		return e;
+	tfs_diag_init(d);
+	if (re)
+		*d = rd;
+	return re;
 }
 
 /* Copies the body bytes [body_off, body_end) out of the window, if it
@@ -1123,14 +1235,58 @@ static bool window_copy(struct tfsd_file *f, uint64_t body_off,
 	return true;
 }
 
-static enum tfs_err read_random(struct tfsd_file *f, uint64_t off,
-				uint8_t *dst, size_t len, size_t *got,
-				struct tfs_diag *d)
+/* The cells [c0, c1) of a random-access file as bytes into buf, on src;
+ * after a vacuum, on a new opening of the same view. */
+static enum tfs_err window_produce(struct tfsd *fs, struct tfsd_file *f,
+				   struct tfsd_arr **src, uint64_t c0,
+				   uint64_t c1, struct tfs_buf *buf,
+				   struct tfs_diag *d)
+{
+	struct plan *p = &f->plan;
+	struct tfsd_arr *fresh, *drop = NULL;
+	enum tfs_err e = TFS_E_OK;
+
+	for (int i = 0; i <= VANISH_RETRIES; i++) {
+		struct emit em = {.p = p, .src = *src, .out = buf};
+
+		buf->len = 0;
+		e = tfs_buf_reserve(buf, (size_t)((c1 - c0) * p->record));
+		if (!e)
+			e = emit_dense_range(&em, c0, c1, d);
+		if (!e && buf->len != (c1 - c0) * p->record)
+			e = tfs_fail(d, TFS_E_INTERNAL,
+				     "'%s': produced %zu bytes for %" PRIu64
+				     " cells", f->vpath, buf->len, c1 - c0);
+		if (!e || i == VANISH_RETRIES)
+			break;
+		e = view_reopen(fs, f, *src, &fresh, e, d);
+		if (e)
+			break;
+		/* Later reads start on it too, unless another thread's
+		 * reopening got there first. */
+		pthread_mutex_lock(&f->lock);
+		if (f->src == *src) {
+			drop = f->src;
+			f->src = fresh;
+			tfsd_arr_get(fs->arrays, fresh);
+		}
+		pthread_mutex_unlock(&f->lock);
+		tfsd_arr_put(fs->arrays, drop);
+		tfsd_arr_put(fs->arrays, *src);
+		*src = fresh;
+		drop = NULL;
+	}
+	return e;
+}
+
+static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
+				uint64_t off, uint8_t *dst, size_t len,
+				size_t *got, struct tfs_diag *d)
 {
 	struct plan *p = &f->plan;
 	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end;
+	struct tfsd_arr *src = NULL;
 	struct tfs_buf buf;
-	struct emit em = {.p = p, .out = &buf};
 	size_t n = 0;
 	bool hit;
 	enum tfs_err e = TFS_E_OK;
@@ -1151,6 +1307,10 @@ static enum tfs_err read_random(struct tfsd_file *f, uint64_t off,
 	body_end = end - hlen;
 	pthread_mutex_lock(&f->lock);
 	hit = window_copy(f, body_off, body_end, dst + n);
+	if (!hit) {
+		src = f->src;
+		tfsd_arr_get(fs->arrays, src);
+	}
 	pthread_mutex_unlock(&f->lock);
 	if (hit) {
 		*got = (size_t)(end - off);
@@ -1164,13 +1324,7 @@ static enum tfs_err read_random(struct tfsd_file *f, uint64_t off,
 	if (c1 > p->cells)
 		c1 = p->cells;
 	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
-	e = tfs_buf_reserve(&buf, (size_t)((c1 - c0) * p->record));
-	if (!e)
-		e = emit_dense_range(&em, c0, c1, d);
-	if (!e && buf.len != (c1 - c0) * p->record)
-		e = tfs_fail(d, TFS_E_INTERNAL,
-			     "'%s': produced %zu bytes for %" PRIu64 " cells",
-			     f->vpath, buf.len, c1 - c0);
+	e = window_produce(fs, f, &src, c0, c1, &buf, d);
 	if (!e) {
 		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
 		       (size_t)(body_end - body_off));
@@ -1187,8 +1341,125 @@ static enum tfs_err read_random(struct tfsd_file *f, uint64_t off,
 	/* Sequential reader: decode the next window while this one is
 	 * consumed. */
 	if (!e && __atomic_exchange_n(&f->last_end, end, __ATOMIC_RELAXED) == off)
-		prefetch_dense(p, c1, c1 + (c1 - c0));
+		prefetch_dense(p, src, c1, c1 + (c1 - c0));
+	tfsd_arr_put(fs->arrays, src);
 	return e;
+}
+
+/* Checks the bytes a replaying stream re produced (see stream_recover)
+ * against those st still holds, below target, and drops them from re. */
+static enum tfs_err replay_check(struct stream *re, const struct stream *st,
+				 uint64_t target, const char *vpath,
+				 struct tfs_diag *d)
+{
+	uint64_t end = re->base + re->out.len;
+	uint64_t lo = re->base > st->base ? re->base : st->base;
+	uint64_t hi = end < target ? end : target;
+	size_t drop;
+
+	if (lo < hi && memcmp(re->out.data + (lo - re->base),
+			      st->out.data + (lo - st->base), (size_t)(hi - lo)))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': after fragments were vacuumed, the "
+				"array opened again gives other bytes at "
+				"offset %" PRIu64 " or after", vpath, lo);
+	if (re->base >= hi)
+		return TFS_E_OK;
+	drop = (size_t)(hi - re->base);
+	memmove(re->out.data, re->out.data + drop, re->out.len - drop);
+	re->out.len -= drop;
+	re->base = hi;
+	return TFS_E_OK;
+}
+
+/* Produces the stream again on a new stream re, from the start up to
+ * target, checking the bytes against those st still holds and dropping
+ * them as they come (memory: one step). *step_failed: the failure, if
+ * any, is a step's (a vacuum may have removed more). */
+static enum tfs_err replay(struct stream *re, const struct stream *st,
+			   uint64_t target, const char *vpath,
+			   bool *step_failed, struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	*step_failed = false;
+	while (!e && !re->done && re->base + re->out.len < target) {
+		e = stream_step(re, d);
+		*step_failed = e != TFS_E_OK;
+		if (!e)
+			e = stream_account(re, d);
+		if (!e)
+			e = replay_check(re, st, target, vpath, d);
+	}
+	if (!e && re->base + re->out.len < target)
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "'%s': after fragments were vacuumed, the array "
+			     "opened again ends at offset %" PRIu64 ", before "
+			     "the %" PRIu64 " bytes read", vpath,
+			     re->base + re->out.len, target);
+	return e;
+}
+
+/* A step of f's stream met a missing file (e, d); its bytes below
+ * base + good are intact. When a vacuum removed fragments of the view
+ * and a new opening of it shows the same cells (view_reopen), a new
+ * stream on that replays the file up to there and goes on in place of
+ * the old one; f reads that opening from then on. The caller holds
+ * f->lock. */
+static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
+				   size_t good, enum tfs_err e,
+				   struct tfs_diag *d)
+{
+	struct stream *st = &f->st, re;
+	uint64_t target = st->base + good, charged;
+	struct tfsd_arr *src = f->src, *fresh;
+	struct tfs_buf tmp;
+	bool step_failed = true;
+	char when[32];
+
+	st->out.len = good;
+	memset(&re, 0, sizeof(re));
+	for (int i = 0; e && step_failed && i < VANISH_RETRIES; i++) {
+		stream_release(&re);
+		e = view_reopen(fs, f, src, &fresh, e, d);
+		if (e)
+			break;
+		if (src != f->src)
+			tfsd_arr_put(fs->arrays, src);
+		src = fresh;
+		e = stream_init(&re, &f->plan, src);
+		if (!e)
+			e = replay(&re, st, target, f->vpath, &step_failed, d);
+	}
+	/* st's bytes, then re's from target on, in st's buffer, which re
+	 * takes (with what it counts). */
+	if (!e)
+		e = tfs_buf_append(&st->out, re.out.data, re.out.len);
+	if (e) {
+		/* f stays on its opening: a read again fails again rather
+		 * than show another view. */
+		stream_release(&re);
+		if (src != f->src)
+			tfsd_arr_put(fs->arrays, src);
+		return e;
+	}
+	tmp = re.out;
+	re.out = st->out;
+	st->out = tmp;
+	charged = re.charged;
+	re.charged = st->charged;
+	st->charged = charged;
+	re.base = st->base;
+	stream_release(st);
+	*st = re;
+	st->em.out = &st->out;
+	tfsd_arr_put(fs->arrays, f->src);
+	f->src = src;
+	tfsd_format_time(when, sizeof(when), tfs_array_timestamp(src->a));
+	tfs_log(TFS_LOG_INFO, "'/%s': fragments were vacuumed while it was "
+		"read; reading on from the array opened again as of %s, the "
+		"same %" PRIu64 " bytes up to here", f->vpath, when, target);
+	return stream_account(st, d);
 }
 
 static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
@@ -1201,13 +1472,18 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 
 	*got = 0;
 	pthread_mutex_lock(&f->lock);
-	if (off < st->base) {
-		/* Behind what is kept: start again from the beginning. */
+	if (off < st->base || st->failed) {
+		/* Behind what is kept, or after a failure: start again from
+		 * the beginning. */
 		stream_release(st);
-		e = stream_init(st, &f->plan);
+		e = stream_init(st, &f->plan, f->src);
 	}
 	while (!e && !st->done && st->base + st->out.len < off + len) {
+		size_t good = st->out.len;
+
 		e = stream_step(st, d);
+		if (e)
+			e = stream_recover(fs, f, good, e, d);
 		if (!e)
 			e = stream_account(st, d);
 		/* Drop what lies well behind the reader. */
@@ -1236,6 +1512,7 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 				    NULL, avail_end);
 		}
 	}
+	st->failed = e != TFS_E_OK;
 	pthread_mutex_unlock(&f->lock);
 	return e;
 }
@@ -1253,7 +1530,7 @@ enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 		}
 		return TFS_E_OK;
 	case SERVE_RANDOM:
-		return read_random(f, off, dst, len, got, d);
+		return read_random(fs, f, off, dst, len, got, d);
 	case SERVE_STREAM:
 		return read_stream(fs, f, off, dst, len, got, d);
 	}
@@ -1266,6 +1543,8 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 		return;
 	if (f->how == SERVE_STREAM)
 		stream_release(&f->st);
+	uncharge(fs, f->charged);
+	tfsd_arr_put(fs->arrays, f->src);
 	tfs_buf_release(&f->win);
 	if (f->plan.s)
 		plan_release(fs, &f->plan);

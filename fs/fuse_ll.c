@@ -534,22 +534,37 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 #define STALE_RETRIES 4
 
-/* A file of the current view found missing: a vacuum may have removed
- * fragments that the cached handle (re-checked at most twice a second)
- * still lists. The array is opened again and n resolved again, once, for
- * a step that has served nothing yet; true (n replaced) when the caller
- * should retry it. A damaged array fails the same way every time; a
- * vacuum still running may remove more under the retry, hence a few. */
+/* A file of a view found missing: a vacuum may have removed fragments
+ * that the cached handle (re-checked at most twice a second; never, for a
+ * fixed time) still lists. The array is opened again and n resolved
+ * again, once, for a step that has served nothing yet; true (n replaced)
+ * when the caller should retry it. A fixed time's view is opened again at
+ * that time only if the fragments left show it the same
+ * (tfsd_arrays_reopen); if they cannot, d (the step's failure) says why.
+ * A damaged array fails the same way every time; a vacuum still running
+ * may remove more under the retry, hence a few. */
 static bool stale_retry(struct tfsd_node *n, const char *vpath,
-			enum tfs_err e)
+			enum tfs_err e, struct tfs_diag *why)
 {
 	struct tfsd_node fresh;
+	struct tfsd_arr *again;
 	struct tfs_diag d;
 
-	if (e != TFS_E_CORRUPT || !n->arr || n->timestamp != 0 || !n->rel)
+	if (e != TFS_E_CORRUPT || !n->arr || !n->rel)
 		return false;
-	tfsd_arrays_invalidate(tfs_daemon.arrays, n->rel);
 	tfs_diag_init(&d);
+	if (n->arr->timestamp) {
+		if (tfsd_arrays_reopen(tfs_daemon.arrays, n->rel, n->arr,
+				       &again, &d)) {
+			*why = d;
+			return false;
+		}
+		if (!again)
+			return false;
+		tfsd_arr_put(tfs_daemon.arrays, again);
+	} else {
+		tfsd_arrays_invalidate(tfs_daemon.arrays, n->rel);
+	}
 	if (tfsd_resolve(&tfs_daemon, vpath, &fresh, &d))
 		return false;
 	tfsd_node_release(&tfs_daemon, n);
@@ -665,7 +680,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	e = node_entry(&n, vpath, &ep, &d);
-	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, vpath, e); i++) {
+	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, vpath, e, &d); i++) {
 		tfs_diag_init(&d);
 		e = node_entry(&n, vpath, &ep, &d);
 	}
@@ -718,7 +733,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (!e) {
 		e = node_stat(&n, in->vpath, ino, &st, &d);
 		for (int i = 0; i < STALE_RETRIES &&
-				stale_retry(&n, in->vpath, e); i++) {
+				stale_retry(&n, in->vpath, e, &d); i++) {
 			tfs_diag_init(&d);
 			e = node_stat(&n, in->vpath, ino, &st, &d);
 		}
@@ -1066,7 +1081,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
-	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, in->vpath, e); i++) {
+	for (int i = 0; i < STALE_RETRIES && stale_retry(&n, in->vpath, e, &d); i++) {
 		tfs_diag_init(&d);
 		e = tfsd_file_open(&tfs_daemon, &n, in->vpath, &f, &d);
 	}
@@ -1729,9 +1744,10 @@ static void usage(const char *prog)
 	       "    -o max_cells=N         cells of one file at most; more: EFBIG and a\n"
 	       "                           log line (default: no limit)\n"
 	       "    -o max_memory=SIZE     the daemon's data at most, caches included;\n"
-	       "                           cache= shrinks to half of it if larger, and a\n"
-	       "                           rendering that would go over fails with ENOMEM\n"
-	       "                           and a log line (default: no limit)\n"
+	       "                           cache= shrinks to half of it if larger; an\n"
+	       "                           open or read whose rendering (files rendered\n"
+	       "                           whole count while open) would go over fails\n"
+	       "                           with ENOMEM and a log line (default: no limit)\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"

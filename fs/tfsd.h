@@ -43,7 +43,8 @@ struct tfsd_config {
 	uint64_t whole_max_cells;
 	/* Resource caps (0 = none): cells of one rendered file (more:
 	 * EFBIG), and bytes of the daemon's data, caches included (a
-	 * rendering that would go over: ENOMEM). */
+	 * rendering, or a file rendered whole, that would go over:
+	 * ENOMEM). */
 	uint64_t max_cells;
 	uint64_t max_memory;
 	bool has_default_key;
@@ -110,6 +111,19 @@ void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr);
  * mount just wrote to it). */
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel);
 void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr);
+/* For an open file whose read of arr (the view of rel) met a missing
+ * file: opens the view again at arr's own time (tfs_array_timestamp),
+ * in case a vacuum removed fragments that a consolidation had merged.
+ * *out (a reference) when fragments of arr vanished and the fragments
+ * there now show the same cells at that time; NULL when none vanished
+ * (the missing file is damage: the caller's failure stands).
+ * TFS_E_CORRUPT, d saying why, when the view can no longer be shown
+ * (its cells were merged with later writes into a fragment without
+ * per-cell times, or are nowhere). The cache then holds the new handle
+ * for arr's view. */
+enum tfs_err tfsd_arrays_reopen(struct tfsd_arrays *c, const char *rel,
+				struct tfsd_arr *arr, struct tfsd_arr **out,
+				struct tfs_diag *d) TFS_WUR;
 
 /* ---- Read-ahead (prefetch.c) --------------------------------------------- */
 
@@ -135,8 +149,9 @@ struct tfsd {
 	/* Writing (tfsd_write.h); NULL on a read-only mount. */
 	struct tfsd_staging *staging;
 	struct tfsd_ilog *ilog;
-	/* Bytes of renderings in flight (stream buffers), atomic; bounded
-	 * by cfg.max_memory less the caches' budget. */
+	/* Bytes of renderings in flight (stream buffers) and of files
+	 * rendered whole while they are open, atomic; bounded by
+	 * cfg.max_memory less the caches' budget. */
 	uint64_t render_bytes;
 	uint64_t render_limit; /* 0 = none */
 };

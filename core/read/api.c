@@ -297,6 +297,11 @@ void tfs_array_close(struct tfs_array *a)
 	tfs_free(a);
 }
 
+uint64_t tfs_array_timestamp(const struct tfs_array *a)
+{
+	return a->dir->t1;
+}
+
 const struct tfs_schema *tfs_array_schema(const struct tfs_array *a)
 {
 	return a->dir->schema;
@@ -341,6 +346,7 @@ void tfs_array_fragment(const struct tfs_array *a, size_t i,
 	out->consolidated_metadata = f->consolidated_meta;
 	out->schema_name = f->schema->name;
 	out->non_empty_domain = f->footer.ned;
+	out->cell_timestamps = f->footer.has_timestamps;
 	out->visible = false;
 	for (size_t k = 0; k < a->dir->fragment_num; k++)
 		if (a->dir->fragments[k] == f)

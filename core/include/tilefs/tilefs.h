@@ -77,6 +77,11 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 			    struct tfs_array **out, struct tfs_diag *d) TFS_WUR;
 void tfs_array_close(struct tfs_array *a);
 
+/* The end of the opening window (ms): tfs_open_opts.timestamp, or the
+ * clock when the array was opened "now". Opening again at this time
+ * shows the same fragments, unless some were consolidated and vacuumed
+ * since. */
+uint64_t tfs_array_timestamp(const struct tfs_array *a);
 /* The schema in force at the opening time. */
 const struct tfs_schema *tfs_array_schema(const struct tfs_array *a);
 /* Enumerations of that schema, sorted by name. */
@@ -98,6 +103,9 @@ struct tfs_fragment_info {
 	const char *schema_name;
 	const struct tfs_range *non_empty_domain; /* dim_num ranges */
 	bool visible; /* part of reads at the opening time */
+	/* Per-cell write times (t.tdb): a read at a time inside [t1, t2]
+	 * takes only the cells written by then (format/read.md §7). */
+	bool cell_timestamps;
 };
 
 /* Every committed fragment not vacuumed away, whatever the opening time,
