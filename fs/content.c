@@ -227,13 +227,7 @@ static const struct tfs_enumeration *field_enum(const struct tfs_array *a,
 {
 	if (!f->attr || !f->attr->enumeration)
 		return NULL;
-	for (size_t i = 0; i < tfs_array_enumeration_count(a); i++) {
-		const struct tfs_enumeration *en = tfs_array_enumeration(a, i);
-
-		if (strcmp(en->name, f->attr->enumeration) == 0)
-			return en;
-	}
-	return NULL;
+	return tfs_array_enumeration_named(a, f->attr->enumeration);
 }
 
 static uint64_t field_cell_size(const struct tfsd_field *f)

@@ -318,6 +318,15 @@ const struct tfs_enumeration *tfs_array_enumeration(const struct tfs_array *a,
 	return &a->dir->enums[a->enum_order[i]];
 }
 
+const struct tfs_enumeration *
+tfs_array_enumeration_named(const struct tfs_array *a, const char *name)
+{
+	for (size_t i = 0; i < a->dir->enum_num; i++)
+		if (strcmp(a->dir->enums[i].name, name) == 0)
+			return &a->dir->enums[i];
+	return NULL;
+}
+
 bool tfs_array_non_empty_domain(const struct tfs_array *a,
 				struct tfs_range *out)
 {

@@ -88,6 +88,9 @@ const struct tfs_schema *tfs_array_schema(const struct tfs_array *a);
 size_t tfs_array_enumeration_count(const struct tfs_array *a);
 const struct tfs_enumeration *tfs_array_enumeration(const struct tfs_array *a,
 						    size_t i);
+/* The enumeration of that name (an attribute's `enumeration`), or NULL. */
+const struct tfs_enumeration *
+tfs_array_enumeration_named(const struct tfs_array *a, const char *name);
 /* Bounding box of the visible fragments; false when there are none.
  * out receives dim_num ranges (views valid until close). */
 bool tfs_array_non_empty_domain(const struct tfs_array *a,

@@ -11,56 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ingest_fixture.h"
 #include "ingest_internal.h"
 #include "tilefs/tilefs.h"
 
-static char tmp[64];
-
-static void make_tmp(void)
-{
-	cr_assert(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_e2e_"));
-	cr_assert(mkdtemp(tmp));
-}
-
-static void drop_tmp(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(e2e, .init = make_tmp, .fini = drop_tmp);
-
-static char *path_in_tmp(const char *name)
-{
-	char *p = malloc(strlen(tmp) + strlen(name) + 2);
-
-	cr_assert(p);
-	sprintf(p, "%s/%s", tmp, name);
-	return p;
-}
-
-static char *copy_corpus(const char *name)
-{
-	char cmd[2048];
-	char *dst = path_in_tmp(name);
-
-	snprintf(cmd, sizeof(cmd), "cp -r '%s/%s' '%s'", TFS_CORPUS_DIR, name, dst);
-	cr_assert_eq(system(cmd), 0);
-	return dst;
-}
-
-static char *write_csv(const char *name, const char *text)
-{
-	char *p = path_in_tmp(name);
-	FILE *f = fopen(p, "wb");
-
-	cr_assert(f);
-	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
-	fclose(f);
-	return p;
-}
+TestSuite(e2e, .init = fx_tmp_make, .fini = fx_tmp_drop);
 
 /* Every cell of the array's non-empty domain as text, fields as hex,
  * "NULL" for nulls, one ';' per cell. */
@@ -121,8 +76,8 @@ static enum tfs_err ingest(const char *array, const char *csv, struct tfs_diag *
 
 Test(e2e, into_a_corpus_sparse_array)
 {
-	char *arr = copy_corpus("sparse_2d_int");
-	char *csv = write_csv("a.csv", "s,a,y,x\nhello,5,98,99\n\"x,\"\"y\"\"\",-7,99,99\n");
+	char *arr = fx_copy_corpus("sparse_2d_int");
+	char *csv = fx_write_str("a.csv", "s,a,y,x\nhello,5,98,99\n\"x,\"\"y\"\"\",-7,99,99\n");
 	struct tfs_ingest_result r;
 	struct tfs_diag d;
 	struct tfs_buf all;
@@ -151,10 +106,10 @@ Test(e2e, into_a_corpus_sparse_array)
 
 Test(e2e, refused_file_leaves_the_array_as_it_was)
 {
-	char *arr = copy_corpus("sparse_2d_int");
-	char *bad_row = write_csv("b.csv", "x,y,a,s\n1,1,1,a\n2,2,zz,b\n");
-	char *dups = write_csv("c.csv", "x,y,a,s\n1,1,1,a\n5,5,5,e\n1,1,2,b\n");
-	char *domain = write_csv("d.csv", "x,y,a,s\n1,1,1,a\n1,100,2,b\n");
+	char *arr = fx_copy_corpus("sparse_2d_int");
+	char *bad_row = fx_write_str("b.csv", "x,y,a,s\n1,1,1,a\n2,2,zz,b\n");
+	char *dups = fx_write_str("c.csv", "x,y,a,s\n1,1,1,a\n5,5,5,e\n1,1,2,b\n");
+	char *domain = fx_write_str("d.csv", "x,y,a,s\n1,1,1,a\n1,100,2,b\n");
 	struct tfs_ingest_result r;
 	struct tfs_diag d;
 	struct tfs_buf before, after;
@@ -181,9 +136,9 @@ Test(e2e, refused_file_leaves_the_array_as_it_was)
 
 Test(e2e, empty_file_and_header_only)
 {
-	char *arr = copy_corpus("sparse_2d_int");
-	char *empty = write_csv("e.csv", "");
-	char *header = write_csv("h.csv", "x,y,a,s\n");
+	char *arr = fx_copy_corpus("sparse_2d_int");
+	char *empty = fx_write_str("e.csv", "");
+	char *header = fx_write_str("h.csv", "x,y,a,s\n");
 	struct tfs_ingest_result r;
 	struct tfs_diag d;
 	struct tfs_buf all;
@@ -205,10 +160,10 @@ Test(e2e, empty_file_and_header_only)
 
 Test(e2e, dense_box_becomes_a_dense_fragment)
 {
-	char *arr = copy_corpus("dense_cellvalnum");
+	char *arr = fx_copy_corpus("dense_cellvalnum");
 	/* d in [1, 15]; rgb FLOAT32 x3, pair INT16 x2, code CHAR x4, bytes5
 	 * UINT8 x5, vi INT32 var, vf FLOAT64 var. */
-	char *csv = write_csv("a.csv",
+	char *csv = fx_write_str("a.csv",
 			      "d,rgb,pair,code,bytes5,vi,vf\n"
 			      "3,0.5 1 -2,1 -1,abcd,1 2 3 4 5,7,0.25 inf\n"
 			      "2,0 0 0,0 0,wxyz,0 0 0 0 255,,nan\n");
@@ -301,7 +256,7 @@ Test(e2e, every_datatype)
 		struct tfs_buf all;
 
 		snprintf(name, sizeof(name), "t%zu", i);
-		arr = path_in_tmp(name);
+		arr = fx_path(name);
 		snprintf(json, sizeof(json),
 			 "{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"d\",\"type\":\"INT64\","
 			 "\"domain\":[0,100],\"tile\":10}],\"attrs\":[{\"name\":\"v\",\"type\":\"%s\","
@@ -312,7 +267,7 @@ Test(e2e, every_datatype)
 		snprintf(csv_text, sizeof(csv_text), "d,v,n\n1,%s,\n2,%s,%s\n", t[i].text,
 			 t[i].text, t[i].text);
 		snprintf(name, sizeof(name), "t%zu.csv", i);
-		csv = write_csv(name, csv_text);
+		csv = fx_write_str(name, csv_text);
 		cr_assert_eq(ingest(arr, csv, &d, &r), TFS_E_OK, "%s: %s", t[i].type,
 			     tfs_diag_msg(&d));
 		read_all(arr, &all, NULL);
@@ -328,8 +283,8 @@ Test(e2e, every_datatype)
 
 Test(e2e, large_file_spills)
 {
-	char *arr = path_in_tmp("big");
-	char *csv = path_in_tmp("big.csv");
+	char *arr = fx_path("big");
+	char *csv = fx_path("big.csv");
 	FILE *f = fopen(csv, "w");
 	struct tfs_ingest_opts o = {.display_name = "big.csv"};
 	struct tfs_ingest_result r;
@@ -398,8 +353,8 @@ static void on_progress(const struct tfs_ingest_progress *p, void *arg)
 
 Test(e2e, new_array_from_a_plain_csv)
 {
-	char *arr = path_in_tmp("sales");
-	char *csv = write_csv("sales.csv",
+	char *arr = fx_path("sales");
+	char *csv = fx_write_str("sales.csv",
 			      "item,qty,price,day,ok,note\n"
 			      "apple,3,1.25,2024-01-02,true,\n"
 			      "pear,,0.5,2024-01-03,false,\"ripe, soft\"\n");
@@ -440,9 +395,9 @@ Test(e2e, new_array_from_a_plain_csv)
 
 Test(e2e, new_array_removed_when_the_ingest_fails)
 {
-	char *arr = path_in_tmp("t");
+	char *arr = fx_path("t");
 	/* A ragged row: refused by the inference pass already. */
-	char *csv = write_csv("t.csv", "a,b\n1,2\n3\n");
+	char *csv = fx_write_str("t.csv", "a,b\n1,2\n3\n");
 	struct tfs_ingest_result r;
 	struct tfs_diag d;
 
@@ -458,7 +413,7 @@ Test(e2e, new_array_removed_when_the_ingest_fails)
  * either succeeds with the whole array or leaves no folder behind. */
 Test(e2e, new_array_removed_at_every_storage_failure)
 {
-	char *csv = write_csv("f.csv", "a,b\n1,x\n2,y\n3,\n");
+	char *csv = fx_write_str("f.csv", "a,b\n1,x\n2,y\n3,\n");
 	struct tfs_vfs *posix, *faulty;
 	unsigned long total;
 	unsigned failed = 0, ok = 0;
@@ -466,7 +421,7 @@ Test(e2e, new_array_removed_at_every_storage_failure)
 	cr_assert_eq(tfs_vfs_posix_new(&posix), TFS_E_OK);
 	cr_assert_eq(tfs_vfs_faulty_new(posix, &faulty), TFS_E_OK);
 	{
-		char *arr = path_in_tmp("probe");
+		char *arr = fx_path("probe");
 		struct tfs_ingest_opts o = {.write.vfs = faulty, .write.threads = 1};
 		struct tfs_ingest_result r;
 		struct tfs_diag d;
@@ -488,7 +443,7 @@ Test(e2e, new_array_removed_at_every_storage_failure)
 		enum tfs_err e;
 
 		snprintf(name, sizeof(name), "n%lu", n);
-		arr = path_in_tmp(name);
+		arr = fx_path(name);
 		cr_assert_eq(tfs_vfs_faulty_new(posix, &fv), TFS_E_OK);
 		tfs_vfs_faulty_arm(fv, TFS_FAULT_EIO, n, true);
 		o.write.vfs = fv;
@@ -521,8 +476,8 @@ Test(e2e, new_array_removed_at_every_storage_failure)
 
 Test(e2e, dense_rows_that_are_no_box_become_a_sparse_fragment)
 {
-	char *arr = copy_corpus("dense_1d");
-	char *csv = write_csv("a.csv", "d,a\n5,1\n");
+	char *arr = fx_copy_corpus("dense_1d");
+	char *csv = fx_write_str("a.csv", "d,a\n5,1\n");
 	struct tfs_array *a;
 	struct tfs_diag d;
 	struct tfs_ingest_result r;
@@ -591,10 +546,10 @@ Test(e2e, dense_rows_that_are_no_box_become_a_sparse_fragment)
 
 Test(e2e, new_array_in_an_existing_folder)
 {
-	char *dir = path_in_tmp("empty");
-	char *full = path_in_tmp("full");
-	char *keep = path_in_tmp("full/keep.txt");
-	char *csv = write_csv("g.csv", "v\n1\n2\n");
+	char *dir = fx_path("empty");
+	char *full = fx_path("full");
+	char *keep = fx_path("full/keep.txt");
+	char *csv = fx_write_str("g.csv", "v\n1\n2\n");
 	struct tfs_ingest_result r;
 	struct tfs_diag d;
 	FILE *f;

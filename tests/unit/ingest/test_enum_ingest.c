@@ -10,67 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ingest_fixture.h"
 #include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
 #include "value_text.h"
 
-static char tmp[64];
-
-static void make_tmp(void)
-{
-	cr_assert(tfs_temp_template(tmp, sizeof(tmp), "/tmp", "tfs_enum_"));
-	cr_assert(mkdtemp(tmp));
-}
-
-static void drop_tmp(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(enum_ingest, .init = make_tmp, .fini = drop_tmp);
-
-static char *in_tmp(const char *name)
-{
-	char *p = malloc(strlen(tmp) + strlen(name) + 2);
-
-	cr_assert(p);
-	sprintf(p, "%s/%s", tmp, name);
-	return p;
-}
-
-static char *write_text(const char *name, const char *text, size_t len)
-{
-	char *p = in_tmp(name);
-	FILE *f = fopen(p, "wb");
-
-	cr_assert(f);
-	cr_assert_eq(fwrite(text, 1, len, f), len);
-	fclose(f);
-	return p;
-}
-
-static char *write_str(const char *name, const char *text)
-{
-	return write_text(name, text, strlen(text));
-}
-
-static char *copy_corpus(const char *name)
-{
-	char cmd[2048];
-	char *dst = in_tmp(name);
-
-	snprintf(cmd, sizeof(cmd), "cp -r '%s/%s' '%s' && chmod -R u+w '%s'",
-		 TFS_CORPUS_DIR, name, dst, dst);
-	cr_assert_eq(system(cmd), 0);
-	return dst;
-}
+TestSuite(enum_ingest, .init = fx_tmp_make, .fini = fx_tmp_drop);
 
 static char *create_from_json(const char *name, const char *json)
 {
-	char *path = in_tmp(name);
+	char *path = fx_path(name);
 	struct tfs_schema s;
 	struct tfs_diag d;
 
@@ -99,10 +48,7 @@ static const struct tfs_enumeration *column_enum(struct tfs_array *a,
 
 	if (c->is_dim || i < 0 || !s->attrs[i].enumeration)
 		return NULL;
-	for (size_t k = 0; k < tfs_array_enumeration_count(a); k++)
-		if (!strcmp(tfs_array_enumeration(a, k)->name, s->attrs[i].enumeration))
-			return tfs_array_enumeration(a, k);
-	return NULL;
+	return tfs_array_enumeration_named(a, s->attrs[i].enumeration);
 }
 
 /* The array as data.csv shows it (enum = true: values of enumerations, as
@@ -152,12 +98,12 @@ static void render(const char *path, bool labels, struct tfs_buf *out,
  * one unknown value anywhere is refused whole, the array unchanged. */
 Test(enum_ingest, corpus_copy_labels_and_refusal)
 {
-	char *arr = copy_corpus("enumeration");
-	char *good = write_str("good.csv", "d,color,level,plain\n1,green,20,7\n"
+	char *arr = fx_copy_corpus("enumeration");
+	char *good = fx_write_str("good.csv", "d,color,level,plain\n1,green,20,7\n"
 					   "2,blue,10,8\n");
-	char *bad = write_str("bad.csv", "d,color,level,plain\n3,red,30,9\n"
+	char *bad = fx_write_str("bad.csv", "d,color,level,plain\n3,red,30,9\n"
 					 "4,purple,20,7\n");
-	char *bad2 = write_str("bad2.csv", "d,color,level,plain\n3,red,30,9\n"
+	char *bad2 = fx_write_str("bad2.csv", "d,color,level,plain\n3,red,30,9\n"
 					   "4,red,40,7\n");
 	struct tfs_buf before, after, raw;
 	size_t nb, na;
@@ -213,8 +159,8 @@ Test(enum_ingest, nullable)
 		"k,tag,n\n1,x,0\n2,,\n3,\"\",18446744073709551615\n4,\"a,b\",\n"
 		"5,\"say \"\"hi\"\"\",0\n";
 	char *arr = create_from_json("nullable", json);
-	char *csv = write_text("n.csv", text, strlen(text));
-	char *only_k = write_str("k.csv", "k\n6\n");
+	char *csv = fx_write("n.csv", text, strlen(text));
+	char *only_k = fx_write_str("k.csv", "k\n6\n");
 	struct tfs_buf shown, raw;
 	struct tfs_diag d;
 
@@ -276,7 +222,7 @@ Test(enum_ingest, create_ingest_read)
 		cr_assert(!tfs_buf_printf(&text, "%u,w%05u,%s,%s,%s,%u\n", i,
 					  (i * 31 % 3000) * 7, floats[i % 5], days[i % 3],
 					  codes[i % 3], i));
-	csv = write_text("made.csv", (const char *)text.data, text.len);
+	csv = fx_write("made.csv", (const char *)text.data, text.len);
 	cr_assert_eq(ingest(arr, csv, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
 	render(arr, true, &shown, NULL);
 	cr_assert_eq(shown.len, text.len);
@@ -285,14 +231,14 @@ Test(enum_ingest, create_ingest_read)
 	/* What was read back writes back: ingest it into a second array made
 	 * from the same JSON, which then reads the same. */
 	arr2 = create_from_json("made2", (const char *)json.data);
-	csv2 = write_text("again.csv", (const char *)shown.data, shown.len);
+	csv2 = fx_write("again.csv", (const char *)shown.data, shown.len);
 	cr_assert_eq(ingest(arr2, csv2, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
 	render(arr2, true, &again, NULL);
 	cr_assert_str_eq((const char *)again.data, (const char *)shown.data);
 
 	/* A word that is no value of the 3000. */
 	{
-		char *bad = write_str("bad.csv", "i,word,x,day,code,raw\n0,w00001,0.1,"
+		char *bad = fx_write_str("bad.csv", "i,word,x,day,code,raw\n0,w00001,0.1,"
 						 "1970-01-01,ab,1\n");
 
 		cr_assert_eq(ingest(arr, bad, &d), TFS_E_INVALID);

@@ -23,10 +23,7 @@ static const struct tfs_enumeration *column_enum(struct tfs_array *a,
 
 	if (c->is_dim || i < 0 || !s->attrs[i].enumeration)
 		return NULL;
-	for (size_t k = 0; k < tfs_array_enumeration_count(a); k++)
-		if (!strcmp(tfs_array_enumeration(a, k)->name, s->attrs[i].enumeration))
-			return tfs_array_enumeration(a, k);
-	return NULL;
+	return tfs_array_enumeration_named(a, s->attrs[i].enumeration);
 }
 
 static void render(const char *path, struct tfs_buf *out)
