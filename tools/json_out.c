@@ -3,11 +3,11 @@
 
 #include <assert.h>
 #include <inttypes.h>
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "tfs_fmt_float.h"
 
 static const char hex_digits[] = "0123456789abcdef";
 
@@ -271,51 +271,14 @@ void json_out_u64(struct json_out *j, uint64_t v)
 /* Integral values below this magnitude print as plain digits. */
 #define PLAIN_DIGITS_MAX 1e16
 
-/* Where the search for the shortest precision may start. A value of a
- * type with M-bit mantissas is within 2^-M of its shortest round-trip
- * text d_p (relative), and d_p lies on the grid of any precision P >= p.
- * When 2^-M is below half a unit of the P-th digit (P = 15 for doubles,
- * 6 for floats), rounding the value to P digits gives d_p itself, which
- * %g prints without the trailing zeros: so if P digits read back, they
- * are the shortest text, and if not, no fewer do. A non-integer has
- * fewer integer digits than p, so %g picks the same notation at p and P.
- * Integers too large to print plainly and subnormals (fewer mantissa
- * bits) search from 1. */
-static int first_precision(bool normal_non_integer, int p)
-{
-	return normal_non_integer ? p : 1;
-}
-
 size_t json_fmt_f64(char *out, size_t cap, double v)
 {
-	int n = 0;
-
-	if (v == 0)
-		return (size_t)snprintf(out, cap, signbit(v) ? "-0" : "0");
-	if (v == trunc(v) && fabs(v) < PLAIN_DIGITS_MAX)
-		return (size_t)snprintf(out, cap, "%.0f", v);
-	for (int prec = first_precision(v != trunc(v) && fabs(v) >= DBL_MIN, 15); prec <= 17; prec++) {
-		n = snprintf(out, cap, "%.*g", prec, v);
-		if (strtod(out, NULL) == v)
-			break;
-	}
-	return (size_t)n;
+	return tfs_fmt_f64(out, cap, v, PLAIN_DIGITS_MAX);
 }
 
 size_t json_fmt_f32(char *out, size_t cap, float v)
 {
-	int n = 0;
-
-	if (v == 0)
-		return (size_t)snprintf(out, cap, signbit(v) ? "-0" : "0");
-	if (v == truncf(v) && fabsf(v) < (float)PLAIN_DIGITS_MAX)
-		return (size_t)snprintf(out, cap, "%.0f", (double)v);
-	for (int prec = first_precision(v != truncf(v) && fabsf(v) >= FLT_MIN, 6); prec <= 9; prec++) {
-		n = snprintf(out, cap, "%.*g", prec, (double)v);
-		if (strtof(out, NULL) == v)
-			break;
-	}
-	return (size_t)n;
+	return tfs_fmt_f32(out, cap, v, PLAIN_DIGITS_MAX);
 }
 
 static bool nonfinite(struct json_out *j, double v)

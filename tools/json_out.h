@@ -63,7 +63,9 @@ void json_out_value_text(struct json_out *j, const char *text, size_t len);
 void json_out_space(struct json_out *j, const char *ws);
 
 /* Writes into out (cap ≥ 32) the shortest decimal text that reads back as
- * the finite value v; returns its length. */
+ * the finite value v, as the corpus JSON writes it: tfs_fmt_f64/f32
+ * (tfs_fmt_float.h) with plain digits for integral values below 1e16;
+ * returns its length. */
 size_t json_fmt_f64(char *out, size_t cap, double v);
 size_t json_fmt_f32(char *out, size_t cap, float v);
 

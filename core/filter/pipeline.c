@@ -12,6 +12,7 @@
 
 #include "filter_internal.h"
 #include "tfs_datatype.h"
+#include "tfs_fmt_float.h"
 
 static const char *const filter_names[] = {
 	[TFS_FILTER_NONE] = "NONE",
@@ -460,15 +461,7 @@ static void format_number(char *buf, size_t cap, double v)
 		snprintf(buf, cap, v < 0 ? "-Infinity" : "Infinity");
 		return;
 	}
-	if (v == trunc(v) && fabs(v) < 1e15) {
-		snprintf(buf, cap, "%.0f", v);
-		return;
-	}
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, cap, "%.*g", prec, v);
-		if (strtod(buf, NULL) == v)
-			return;
-	}
+	tfs_fmt_f64(buf, cap, v, 1e15);
 }
 
 static const char *webp_format_name(unsigned format)

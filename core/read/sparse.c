@@ -32,6 +32,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
+#include "tfs_fmt_float.h"
 #include "tfs_sparse.h"
 
 /* Candidate cells per piece (an estimate from whole tiles). */
@@ -526,10 +527,10 @@ static int newest_cmp(const void *ctx, uint32_t a, uint32_t b)
 
 static enum tfs_err json_float(struct tfs_buf *b, double v, bool f32)
 {
-	char tmp[48], digits[24];
-	size_t nd = 0;
-	int exp, prec;
-	const char *s;
+	struct tfs_decimal dec;
+	char digits[24];
+	size_t nd;
+	int exp;
 	enum tfs_err e = TFS_E_OK;
 
 	if (v != v)
@@ -541,25 +542,22 @@ static enum tfs_err json_float(struct tfs_buf *b, double v, bool f32)
 	if (v >= 9007199254740992.0 || v <= -9007199254740992.0 ||
 	    v == (double)(int64_t)v)
 		return tfs_buf_printf(b, "%.0f", v);
-	for (prec = 1; prec <= 17; prec++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, v);
-		if (f32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
-			break;
+	/* The fewest digits that read back (as a float for FLOAT32). */
+	if (f32)
+		tfs_decimal_of_f32(&dec, (float)v);
+	else
+		tfs_decimal_of_f64(&dec, v);
+	nd = (size_t)dec.ndigits;
+	for (size_t i = nd; i > 0; i--) {
+		digits[i - 1] = (char)('0' + dec.digits % 10);
+		dec.digits /= 10;
 	}
-	s = tmp;
-	if (*s == '-') {
+	exp = dec.exp10;
+	if (dec.negative) {
 		e = tfs_buf_append_u8(b, '-');
-		s++;
+		if (e)
+			return e;
 	}
-	for (; *s && *s != 'e' && nd < sizeof(digits) - 1; s++)
-		if (*s >= '0' && *s <= '9')
-			digits[nd++] = *s;
-	exp = *s == 'e' ? atoi(s + 1) : 0;
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	digits[nd] = 0;
-	if (e)
-		return e;
 	if (exp >= -4 && exp < 16) {
 		int decpt = exp + 1;
 

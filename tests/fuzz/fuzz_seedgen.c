@@ -5,7 +5,8 @@
  * fragment metadata with their schema, per-slot data tiles with their
  * pipeline, array and group metadata, enumerations, commits, delete
  * conditions, names) and from synthetic inputs (every filter with typical
- * options on typical data; condition trees). Selection seeds come from
+ * options on typical data; condition trees; delicate doubles for the
+ * float formatter). Selection seeds come from
  * seeds.sh. Encrypted arrays are read with the corpus key. Exits non-zero
  * when it cannot write or finds nothing. */
 #include <dirent.h>
@@ -722,6 +723,29 @@ static void condition_seeds(void)
 	}
 }
 
+/* Doubles (8 bytes, little-endian; the first 4 are also a float) where
+ * the shortest text is delicate: powers of two and ten, the extremes,
+ * the plain-digit limits, two shortest candidates. */
+static void float_fmt_seeds(void)
+{
+	static const double values[] = {
+		0.1, 1.0 / 3, 1e23, 0x1p-24, 0x1p-1022, 0x1p-1074, 0x1p63,
+		1.7976931348623157e308, 1e16, 1e16 + 2, 1e15 + 0.5, 9e15 + 1,
+		5e-324, 2.2250738585072009e-308, 1e-5, 123456.789,
+		-0.0, -2.5};
+
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		uint8_t buf[8];
+		uint64_t bits;
+		char id[32];
+
+		memcpy(&bits, &values[i], sizeof(bits));
+		tfs_put_u64(buf, bits);
+		snprintf(id, sizeof(id), "synthetic-%zu", i);
+		put_seed("fuzz_float_fmt", id, buf, sizeof(buf), NULL, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -736,6 +760,7 @@ int main(int argc, char **argv)
 	walk(argv[1], "");
 	filter_seeds();
 	condition_seeds();
+	float_fmt_seeds();
 	printf("fuzz_seedgen: %lu seeds in %s\n", written, outdir);
 	return written ? 0 : 1;
 }
