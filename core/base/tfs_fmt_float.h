@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Room for any text below, with its NUL: "-2.2250738585072014e-308" and
- * "-0.00012345678901234567" are the longest (24 characters). */
+/* Room for any text below and its NUL: none is longer than
+ * "-2.2250738585072014e-308" (24 characters). */
 #define TFS_FMT_FLOAT_MAX 32
 
 /* A finite, non-zero value as the search above finds it:

@@ -5,8 +5,9 @@
  *   fmt_float_check floats [THREADS]
  *       every one of the 2^32 float bit patterns through tfs_fmt_f32
  *   fmt_float_check doubles COUNT [SEED [THREADS]]
- *       COUNT random double bit patterns through tfs_fmt_f64, both plain
- *       limits (1e16 of the JSON writer, 1e15 of the filter descriptions)
+ *       COUNT random double bit patterns through tfs_fmt_f64 with the
+ *       JSON writer's plain limit (1e16), one in 16 also with the filter
+ *       descriptions' (1e15)
  *   fmt_float_check bench [COUNT]
  *       the time per value of the search and of tfs_fmt_f64/f32 on the
  *       same COUNT values (default 10 000 000) of each kind, one thread
@@ -81,6 +82,8 @@ static void check_float(struct sweep *s, uint32_t bits)
 		report(s, "float", bits, got, want);
 }
 
+/* The filter descriptions' search starts at one digit: ten times the
+ * cost, so it checks one input in 16. */
 static void check_double(struct sweep *s, uint64_t bits)
 {
 	char got[TFS_FMT_FLOAT_MAX], want[40];
@@ -94,6 +97,8 @@ static void check_double(struct sweep *s, uint64_t bits)
 	fmt_oracle_json_f64(want, sizeof(want), v);
 	if (strcmp(got, want))
 		report(s, "double", bits, got, want);
+	if (bits % 16)
+		return;
 	tfs_fmt_f64(got, sizeof(got), v, 1e15);
 	fmt_oracle_pipeline(want, sizeof(want), v);
 	if (strcmp(got, want))
