@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "tfs_buf.h"
+#include "tilefs/tilefs.h"
 
 static char tmp[64];
 
@@ -58,4 +59,15 @@ char *fx_copy_corpus(const char *name)
 		 TFS_CORPUS_DIR, name, dst, dst);
 	cr_assert_eq(system(cmd), 0);
 	return dst;
+}
+
+const struct tfs_enumeration *fx_column_enum(struct tfs_array *a,
+					     const struct tfs_column *c)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	int i = tfs_schema_attr_index(s, c->name);
+
+	if (c->is_dim || i < 0 || !s->attrs[i].enumeration)
+		return NULL;
+	return tfs_array_enumeration_named(a, s->attrs[i].enumeration);
 }

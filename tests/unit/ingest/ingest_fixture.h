@@ -17,4 +17,11 @@ char *fx_write_str(const char *name, const char *text);
 /* A writable copy of corpus array NAME; returns its path. */
 char *fx_copy_corpus(const char *name);
 
+struct tfs_array;
+struct tfs_column;
+/* The enumeration the daemon shows a column through (fs/content.c), or
+ * NULL for dimensions and plain attributes. */
+const struct tfs_enumeration *fx_column_enum(struct tfs_array *a,
+					     const struct tfs_column *c);
+
 #endif

@@ -40,17 +40,6 @@ static enum tfs_err ingest(const char *array, const char *csv, struct tfs_diag *
 	return tfs_ingest_csv(array, csv, &o, &r, d);
 }
 
-static const struct tfs_enumeration *column_enum(struct tfs_array *a,
-						 const struct tfs_column *c)
-{
-	const struct tfs_schema *s = tfs_array_schema(a);
-	int i = tfs_schema_attr_index(s, c->name);
-
-	if (c->is_dim || i < 0 || !s->attrs[i].enumeration)
-		return NULL;
-	return tfs_array_enumeration_named(a, s->attrs[i].enumeration);
-}
-
 /* The array as data.csv shows it (enum = true: values of enumerations, as
  * the daemon renders them) or with the stored integers (enum = false). */
 static void render(const char *path, bool labels, struct tfs_buf *out,
@@ -82,7 +71,7 @@ static void render(const char *path, bool labels, struct tfs_buf *out,
 				if (k)
 					cr_assert(!tfs_buf_append_u8(out, ','));
 				cr_assert(!tfsd_cell_text(out, &b->columns[k], i, TFSD_TEXT_CSV,
-							  labels ? column_enum(a, &b->columns[k])
+							  labels ? fx_column_enum(a, &b->columns[k])
 								 : NULL));
 			}
 			cr_assert(!tfs_buf_append_u8(out, '\n'));

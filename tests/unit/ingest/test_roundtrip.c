@@ -11,20 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ingest_fixture.h"
 #include "tilefs/tilefs.h"
 #include "value_text.h"
-
-/* The enumeration the daemon shows a column through (fs/content.c). */
-static const struct tfs_enumeration *column_enum(struct tfs_array *a,
-						 const struct tfs_column *c)
-{
-	const struct tfs_schema *s = tfs_array_schema(a);
-	int i = tfs_schema_attr_index(s, c->name);
-
-	if (c->is_dim || i < 0 || !s->attrs[i].enumeration)
-		return NULL;
-	return tfs_array_enumeration_named(a, s->attrs[i].enumeration);
-}
 
 static void render(const char *path, struct tfs_buf *out)
 {
@@ -57,7 +46,7 @@ static void render(const char *path, struct tfs_buf *out)
 				if (k)
 					cr_assert(!tfs_buf_append_u8(out, ','));
 				cr_assert(!tfsd_cell_text(out, &b->columns[k], i, TFSD_TEXT_CSV,
-							  column_enum(a, &b->columns[k])));
+							  fx_column_enum(a, &b->columns[k])));
 			}
 			cr_assert(!tfs_buf_append_u8(out, '\n'));
 		}
