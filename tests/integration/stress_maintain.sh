@@ -22,35 +22,9 @@ chmod -R u+w "$src"
 mkdir -p "$WORK/staging"
 a=$src/sparse_2d_int
 
-# kK.csv sets every one of the 100 x 100 cells to a = K (enough files
-# for a write every second or so).
-"$PY" - "$WORK" 120 <<'PYEOF'
-import sys
-work, n = sys.argv[1], int(sys.argv[2])
-for k in range(1, n + 1):
-    with open(f"{work}/k{k}.csv", "w") as out:
-        out.write("x,y,a,s\n")
-        for x in range(100):
-            for y in range(100):
-                out.write(f"{x},{y},{k},v{k}\n")
-PYEOF
+# Enough rewrites for a write every second or so.
+rewrite_csvs "$WORK" 120
 
-# The one value of a over the array, "old" before any full write, or
-# "mixed".
-state() {
-  "$PY" - "$1" <<'PYEOF'
-import sys
-import pandas as pd
-df = pd.read_csv(sys.argv[1], keep_default_na=False)
-ks = set(df.a)
-if len(df) == 10000 and len(ks) == 1 and set(df.s) == {f"v{min(ks)}"}:
-    print(ks.pop())
-elif len(df) != 10000:
-    print("old")
-else:
-    print("mixed")
-PYEOF
-}
 
 # Every file rendered whole when opened on the first mount, streamed on
 # the second.
@@ -71,7 +45,7 @@ FILES=(data.csv "slice[10:60,20:70].csv" "a/slice[0:50].txt" "s/slice[:].csv")
 record() {
   local f
   cat "$m/data.csv" >"$WORK/cur.csv" || fail "cat data.csv"
-  [ "$(state "$WORK/cur.csv")" = "$1" ] || fail "data.csv is not version $1"
+  [ "$(rewrite_state "$WORK/cur.csv")" = "$1" ] || fail "data.csv is not version $1"
   for f in "${FILES[@]}"; do
     echo "$f $(cat "$m/$f" | md5sum | cut -c1-32)" >>"$WORK/valid"
   done

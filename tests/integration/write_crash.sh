@@ -15,27 +15,7 @@ copy_corpus "$SRC" sparse_2d_int
 chmod -R u+w "$SRC"
 mkdir -p "$WORK/staging"
 
-# kK.csv sets every one of the 100 x 100 cells to a = k.
-"$PY" - "$WORK" "$ITER" <<'PYEOF'
-import sys
-work, n = sys.argv[1], int(sys.argv[2])
-for k in range(1, n + 2):
-    with open(f"{work}/k{k}.csv", "w") as out:
-        out.write("x,y,a,s\n")
-        for x in range(100):
-            for y in range(100):
-                out.write(f"{x},{y},{k},v{k}\n")
-PYEOF
-
-# The one value of a over the array (or "mixed"), from data.csv (columns
-# x,y,a,s; the values written here are never quoted).
-state() {
-  awk -F, 'NR > 1 { n++; if (!($3 in as)) { as[$3]; na++; a = $3 }
-                    if (!($4 in ss)) { ss[$4]; ns++; s = $4 } }
-           END { if (n != 10000) print "old"  # before any full write: the corpus cells
-                 else if (na == 1 && ns == 1 && s == "v" a) print a
-                 else print "mixed" }' "$1"
-}
+rewrite_csvs "$WORK" "$((ITER + 1))"
 
 m=$WORK/mnt
 # One clean write first, timed: the kills fall within 1.5 times it, so
@@ -64,7 +44,7 @@ for i in $(seq 2 "$ITER"); do
   wait "$cpid" 2>/dev/null || true
   fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true
   mount_tilefs "$SRC" "$m" -o ro
-  now=$(state "$m/sparse_2d_int/data.csv") || fail "iteration $i: cannot read the array"
+  now=$(rewrite_state "$m/sparse_2d_int/data.csv") || fail "iteration $i: cannot read the array"
   fusermount3 -u "$m" || fail "unmount"
   case "$now" in
     "$last") ;;
@@ -96,6 +76,6 @@ done
 [ "$left" -eq 0 ] || grep -q 'leftover' "$LOG" || fail "cleanup not logged"
 fin=$((ITER + 1))
 cp "$WORK/k$fin.csv" "$m/sparse_2d_int/" || fail "write after the crashes"
-[ "$(state "$m/sparse_2d_int/data.csv")" = "$fin" ] || fail "write after the crashes not seen"
+[ "$(rewrite_state "$m/sparse_2d_int/data.csv")" = "$fin" ] || fail "write after the crashes not seen"
 [ -z "$(ls -A "$WORK/staging")" ] || fail "orphaned staged files kept: $(ls -A "$WORK/staging")"
 pass

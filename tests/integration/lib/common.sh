@@ -91,3 +91,29 @@ copy_corpus() {
 pass() {
   echo "PASS: $(basename "$0")"
 }
+
+# rewrite_csvs DIR N: DIR/k1.csv .. kN.csv, each setting every one of the
+# 100 x 100 cells of a sparse_2d_int copy to a = K, s = vK.
+rewrite_csvs() {
+  "$PY" - "$1" "$2" <<'PYEOF'
+import sys
+work, n = sys.argv[1], int(sys.argv[2])
+for k in range(1, n + 1):
+    with open(f"{work}/k{k}.csv", "w") as out:
+        out.write("x,y,a,s\n")
+        for x in range(100):
+            for y in range(100):
+                out.write(f"{x},{y},{k},v{k}\n")
+PYEOF
+}
+
+# rewrite_state DATA_CSV: which of those files the array shows whole (K),
+# "old" before any of them, or "mixed" (data.csv columns x,y,a,s; the
+# values written by rewrite_csvs are never quoted).
+rewrite_state() {
+  awk -F, 'NR > 1 { n++; if (!($3 in as)) { as[$3]; na++; a = $3 }
+                    if (!($4 in ss)) { ss[$4]; ns++; s = $4 } }
+           END { if (n != 10000) print "old"
+                 else if (na == 1 && ns == 1 && s == "v" a) print a
+                 else print "mixed" }' "$1"
+}
