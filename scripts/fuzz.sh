@@ -7,6 +7,11 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 # SECONDS_PER_TARGET defaults to 30; TARGET defaults to every target.
 #   TFS_JOBS=N   targets fuzzed at once (default 2)
+#   TFS_FUZZ_SEED=N  a reproducible run (what CI does): libFuzzer's seed
+#                is N and each target starts from an empty corpus, so the
+#                inputs tried depend only on the tree; a slower machine
+#                tries a prefix of what a longer run with the same seed
+#                tried. Unset: a random seed on the persistent corpus.
 # Any crash, leak, timeout (> 10 s for one input) or out-of-memory
 # (> 2048 MB) fails the run: the reproducer is copied to
 # tests/fuzz/regressions/<target>/, where the replay tests of the normal
@@ -61,10 +66,16 @@ mkdir -p "$dir/fuzz-logs"
 fuzz_one() {
   local t=$1 log=$dir/fuzz-logs/$1.log art=$dir/fuzz-artifacts/$1/
   local corpus=$dir/fuzz-corpus/$1 reg=tests/fuzz/regressions/$1
+  local seeded=()
+  if [ -n "${TFS_FUZZ_SEED:-}" ]; then
+    corpus=$dir/fuzz-corpus-seeded/$1
+    rm -rf "$corpus"
+    seeded=(-seed="$TFS_FUZZ_SEED")
+  fi
   mkdir -p "$corpus" "$art" "$reg"
   rm -f "$art"/*
   "$bin/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$art" \
+    "${seeded[@]}" -print_final_stats=1 -artifact_prefix="$art" \
     "$corpus" "$seeds/$t" "$reg" >"$log" 2>&1
   local rc=$?
   local runs eps cov
@@ -87,7 +98,7 @@ fuzz_one() {
   return 1
 }
 
-echo "=== fuzz: ${#targets[@]} targets, ${secs}s each, $jobs at a time"
+echo "=== fuzz: ${#targets[@]} targets, ${secs}s each, $jobs at a time${TFS_FUZZ_SEED:+, seed $TFS_FUZZ_SEED from empty corpora}"
 start=$SECONDS
 failed=()
 pids=()

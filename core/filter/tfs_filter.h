@@ -155,6 +155,13 @@ enum tfs_err tfs_tile_decode(const struct tfs_pipeline *p,
 			     size_t dst_len, const uint8_t *src, size_t src_len,
 			     struct tfs_diag *d) TFS_WUR;
 
+/* The number of bytes a filtered tile decodes to, as its chunk headers
+ * declare, after checking that the chunks fill src exactly (else
+ * TFS_E_CORRUPT). Readers compare it with the size they expect before
+ * allocating the output, so a damaged size costs no memory. */
+enum tfs_err tfs_tile_decoded_size(const uint8_t *src, size_t src_len,
+				   uint64_t *size, struct tfs_diag *d) TFS_WUR;
+
 /* String mode (ctx->string_mode): decodes a values tile of cell_count
  * strings into values (exactly values_len bytes) and writes each cell's
  * start offset into offsets[cell_count]. A tile of 0 chunks with

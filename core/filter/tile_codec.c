@@ -615,6 +615,35 @@ out_release:
 	return e;
 }
 
+enum tfs_err tfs_tile_decoded_size(const uint8_t *src, size_t src_len,
+				   uint64_t *size, struct tfs_diag *d)
+{
+	struct tfs_cursor c;
+	uint64_t nchunks;
+
+	*size = 0;
+	tfs_cur_init(&c, src, src_len);
+	if (!tfs_cur_u64(&c, &nchunks))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile of %zu bytes has no chunk count",
+				src_len);
+	for (uint64_t i = 0; i < nchunks; i++) {
+		uint32_t orig, filtered, md_len;
+
+		if (!tfs_cur_u32(&c, &orig) || !tfs_cur_u32(&c, &filtered) ||
+		    !tfs_cur_u32(&c, &md_len) ||
+		    !tfs_cur_skip(&c, (size_t)md_len + filtered))
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"tile chunk %" PRIu64 " truncated", i);
+		*size += orig;
+	}
+	if (tfs_cur_left(&c))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"%zu bytes after the last tile chunk",
+				tfs_cur_left(&c));
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_tile_decode(const struct tfs_pipeline *p,
 			     const struct tfs_tile_ctx *ctx, uint8_t *dst,
 			     size_t dst_len, const uint8_t *src, size_t src_len,

@@ -10,6 +10,11 @@
 
 /* A tile's persisted bytes never exceed this; larger claims are corrupt. */
 #define MAX_PERSISTED_TILE (UINT64_C(4) << 30)
+/* Reads at least this large are checked against the file's real size
+ * before their buffer is allocated: the sizes in the fragment metadata
+ * are only claims, and a damaged one must not cost gigabytes. Below it,
+ * the read itself finds a short file. */
+#define CHECKED_READ_BYTES (UINT64_C(16) << 20)
 
 enum tfs_err tfs_slot_describe(const struct tfs_fragment *f, uint32_t slot,
 			       struct tfs_slot_desc *out, struct tfs_diag *d)
@@ -81,6 +86,25 @@ void tfs_tile_release(struct tfs_tile *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Fails unless the file at path holds at least `end` bytes. */
+static enum tfs_err check_real_size(struct tfs_arraydir *a,
+				    const struct tfs_fragment *f,
+				    const char *path, uint64_t end,
+				    struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	enum tfs_err e;
+
+	if ((e = tfs_vfs_stat(a->vfs, path, &st, d)))
+		return e;
+	if (!st.exists || st.is_dir || st.size < end)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': file '%s' holds %" PRIu64
+				" bytes, its metadata claims %" PRIu64,
+				f->name, path, st.exists ? st.size : 0, end);
+	return TFS_E_OK;
+}
+
 /* Reads the persisted bytes of tile `tile` of one file: from offsets[tile]
  * to the next tile's offset or the file's size. */
 static enum tfs_err read_persisted(struct tfs_arraydir *a,
@@ -111,6 +135,11 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 	path = tfs_fragment_file_path(f, slot, kind);
 	if (!path)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if (end - start >= CHECKED_READ_BYTES &&
+	    (e = check_real_size(a, f, path, end, d))) {
+		tfs_free(path);
+		return e;
+	}
 	bytes = tfs_malloc((size_t)(end - start));
 	if (!bytes) {
 		tfs_free(path);
@@ -207,6 +236,26 @@ static enum tfs_err check_offsets(const struct tfs_fragment *f, uint32_t slot,
 	return TFS_E_OK;
 }
 
+/* Fails unless the persisted tile src decodes to `want` bytes, checked
+ * on its chunk headers before the output is allocated. */
+static enum tfs_err expect_decoded(const struct tfs_fragment *f,
+				   uint32_t slot, uint64_t tile,
+				   const uint8_t *src, size_t len,
+				   uint64_t want, struct tfs_diag *d)
+{
+	uint64_t size;
+	enum tfs_err e = tfs_tile_decoded_size(src, len, &size, d);
+
+	if (e)
+		return e;
+	if (size != want)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u tile %" PRIu64
+				" decodes to %" PRIu64 " bytes, expected %" PRIu64,
+				f->name, slot, tile, size, want);
+	return TFS_E_OK;
+}
+
 static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 			     uint32_t slot, uint64_t tile,
 			     const struct tfs_slot_desc *desc,
@@ -218,6 +267,7 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	uint8_t *off_src = NULL, *var_src = NULL;
 	size_t off_len, var_src_len;
 	struct tfs_tile_ctx ctx;
+	bool embedded;
 	enum tfs_err e;
 
 	if (!st->var_sizes)
@@ -240,6 +290,17 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 			   &var_src_len, d);
 	if (e)
 		goto out_free_src;
+	/* An offsets tile of zero chunks holding cells means the offsets are
+	 * embedded in the values tile (tile.md §4). */
+	embedded = cells && off_len == 8 && tfs_get_u64(off_src) == 0;
+	if (!embedded)
+		e = expect_decoded(f, slot, tile, off_src, off_len, cells * 8,
+				   d);
+	if (!e)
+		e = expect_decoded(f, slot, tile, var_src, var_src_len,
+				   var_len, d);
+	if (e)
+		goto out_free_src;
 	out->offsets = tfs_mallocn((size_t)cells + 1, sizeof(uint64_t));
 	out->var = tfs_malloc((size_t)var_len);
 	if (!out->offsets || !out->var) {
@@ -248,9 +309,7 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	}
 	out->var_len = var_len;
 	tile_ctx(&ctx, a, f, desc->type, desc->cell_size);
-	/* An offsets tile of zero chunks holding cells means the offsets are
-	 * embedded in the values tile (tile.md §4). */
-	if (cells && off_len == 8 && tfs_get_u64(off_src) == 0) {
+	if (embedded) {
 		ctx.string_mode = true;
 		e = tfs_tile_decode_strings(desc->filters, &ctx, out->var,
 					    (size_t)var_len, out->offsets,
@@ -314,6 +373,9 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
 				   f->footer.file_sizes[slot], tile, &src,
 				   &src_len, d);
+		if (!e)
+			e = expect_decoded(f, slot, tile, src, src_len, want,
+					   d);
 		if (e)
 			goto out_fail;
 		out->fixed = tfs_malloc((size_t)want);

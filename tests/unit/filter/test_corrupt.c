@@ -133,6 +133,38 @@ Test(corrupt, every_truncation_fails)
 	}
 }
 
+/* The size a tile declares, which readers check before allocating its
+ * output: exact for every pipeline, and refused for any truncation or
+ * trailing byte. */
+Test(corrupt, declared_size_is_checked_on_the_chunk_headers)
+{
+	for (size_t w = 0; w < NVICTIMS; w++) {
+		struct victim v;
+		struct tfs_diag d;
+		uint64_t size;
+
+		make_victim(&v, w, 30000); /* several chunks */
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_tile_decoded_size(v.enc.data, v.enc.len,
+						   &size, &d),
+			     TFS_E_OK, "pipeline %zu: %s", w, tfs_diag_msg(&d));
+		cr_assert_eq(size, v.len, "pipeline %zu", w);
+		for (size_t n = 0; n < v.enc.len; n++) {
+			tfs_diag_init(&d);
+			cr_assert_eq(tfs_tile_decoded_size(v.enc.data, n,
+							   &size, &d),
+				     TFS_E_CORRUPT, "pipeline %zu prefix %zu",
+				     w, n);
+		}
+		cr_assert_eq(tfs_buf_append(&v.enc, "", 1), TFS_E_OK);
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_tile_decoded_size(v.enc.data, v.enc.len,
+						   &size, &d),
+			     TFS_E_CORRUPT);
+		free_victim(&v);
+	}
+}
+
 Test(corrupt, flipped_bytes_never_crash, .timeout = 300)
 {
 	for (size_t w = 0; w < NVICTIMS; w++) {
