@@ -764,15 +764,42 @@ struct slice_job {
 	uint64_t off;       /* next cell's bytes in the staged file */
 	uint64_t cell_size; /* of the written attribute */
 	const struct tfs_attr *at;
+	const struct tfs_enumeration *en; /* of the written attribute */
+	uint64_t data_off;                /* first value in the staged file */
 	struct tfs_buf vals;     /* values of one batch */
 	struct tfs_buf validity; /* all 1: the written cells are not null */
 	struct tfs_column *cols; /* carried-over columns + the written one */
 };
 
+/* Raw values of an enumerated attribute are its keys: each must select
+ * one of the enumeration's values, or the array would hold cells that
+ * have no label. `first` is the cell number of vals[0] in the file. */
+static enum tfs_err check_enum_keys(const struct slice_job *j,
+				    const uint8_t *vals, uint64_t n,
+				    uint64_t first, const char *name,
+				    struct tfs_diag *d)
+{
+	size_t w = tfs_datatype_size(j->at->type);
+
+	for (uint64_t i = 0; i < n; i++) {
+		int64_t key = tfs_value_as_i64(j->at->type, vals + i * w);
+
+		if (key < 0 || (uint64_t)key >= j->en->value_num)
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': cell %" PRIu64 ": %" PRId64
+					" is not a key of the enumeration '%s' "
+					"(%" PRIu64 " values)",
+					name, first + i, key, j->en->name,
+					j->en->value_num);
+	}
+	return TFS_E_OK;
+}
+
 /* Appends cells [.., +n) of the written attribute with the carried-over
  * columns of batch b (NULL when there are none). */
 static enum tfs_err slice_append(struct slice_job *j, const struct tfs_batch *b,
-				 uint64_t n, struct tfs_diag *d)
+				 uint64_t n, const char *name,
+				 struct tfs_diag *d)
 {
 	struct tfs_column *c;
 	struct tfs_batch out;
@@ -788,6 +815,15 @@ static enum tfs_err slice_append(struct slice_job *j, const struct tfs_batch *b,
 	got = pread(j->fd, j->vals.data, (size_t)bytes, (off_t)j->off);
 	if (got != (ssize_t)bytes)
 		return tfs_fail(d, TFS_E_IO, "staged file: short read");
+	if (j->en) {
+		enum tfs_err e = check_enum_keys(j, j->vals.data, n,
+						 (j->off - j->data_off) /
+							 j->cell_size,
+						 name, d);
+
+		if (e)
+			return e;
+	}
 	j->off += bytes;
 	if (j->at->nullable)
 		memset(j->validity.data, 1, (size_t)n);
@@ -855,6 +891,17 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	}
 	j.cell_size = tfs_attr_cell_size(j.at);
+	if (j.at->enumeration) {
+		j.en = tfs_array_enumeration_named(arr->a, j.at->enumeration);
+		if (!j.en || j.at->cell_val_num != 1 ||
+		    !tfs_datatype_is_integer(j.at->type)) {
+			e = tfs_fail(d, TFS_E_CORRUPT,
+				     "'%s': the enumeration '%s' of '%s' is "
+				     "missing or not over integer keys",
+				     t->name, j.at->enumeration, j.at->name);
+			goto out;
+		}
+	}
 	e = tfsd_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
 			   &sel, d);
 	if (e) {
@@ -903,7 +950,7 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 			     cells, j.cell_size);
 		goto out;
 	}
-	j.off = data_off;
+	j.off = j.data_off = data_off;
 	others = tfs_callocn(s->attr_num, sizeof(*others));
 	j.cols = tfs_callocn(s->attr_num + 1, sizeof(*j.cols));
 	if (!others || !j.cols) {
@@ -928,14 +975,14 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 
 		e = tfs_query_open(arr->a, &qo, &q, d);
 		while (!e && !(e = tfs_query_next(q, &b, d)) && b)
-			e = slice_append(&j, b, b->cell_num, d);
+			e = slice_append(&j, b, b->cell_num, t->name, d);
 	} else {
 		for (uint64_t done = 0; !e && done < cells;) {
 			uint64_t n = cells - done < SLICE_CHUNK_CELLS
 					     ? cells - done
 					     : SLICE_CHUNK_CELLS;
 
-			e = slice_append(&j, NULL, n, d);
+			e = slice_append(&j, NULL, n, t->name, d);
 			done += n;
 		}
 	}

@@ -49,6 +49,22 @@ grep "bad.csv  refused" "$a/ingest.log" |
 [ "$(snap "$SRC/enumeration")" = "$before" ] || fail "a refused CSV changed the array's files"
 echo "an unknown value: cp fails, the enumeration named, files identical"
 
+# ---- raw keys onto a slice -------------------------------------------------------
+# Raw values of an enumerated attribute are keys: 0..3 select red..alpha,
+# 4 selects nothing and refuses the whole write.
+before=$(snap "$SRC/enumeration")
+printf '\x04\x00' >"$WORK/badkeys.bin"
+cp "$WORK/badkeys.bin" "$a/color/slice[11:13]" 2>"$WORK/cp.err" &&
+  fail "raw key 4 of a 4-value enumeration was accepted"
+grep -q "cell 0: 4 is not a key of the enumeration 'colors' (4 values)" "$a/ingest.log" ||
+  fail "ingest.log: $(tail -2 "$a/ingest.log")"
+[ "$(snap "$SRC/enumeration")" = "$before" ] || fail "a refused slice changed the array's files"
+printf '\x03\x01' >"$WORK/keys.bin"
+cp "$WORK/keys.bin" "$a/color/slice[11:13]" || fail "cp of valid raw keys"
+grep -q '^11,alpha,' "$a/data.csv" && grep -q '^12,green,' "$a/data.csv" ||
+  fail "slice keys: $(grep -E '^1[12],' "$a/data.csv")"
+echo "raw keys onto a slice: in range written as labels, out of range refused"
+
 # ---- schema.json into a new folder ----------------------------------------------
 mkdir "$m/plain/copy" || fail "mkdir"
 cp "$a/schema.json" "$m/plain/copy/schema.json" || fail "cp schema.json"
