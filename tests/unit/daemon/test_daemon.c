@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tfsd.h"
+#include "daemon_fixture.h"
 #include "tfs_buf.h"
 
 #define CORPUS TFS_CORPUS_DIR
@@ -158,25 +158,12 @@ static struct tfsd fs;
 
 static void setup(void)
 {
-	memset(&fs, 0, sizeof(fs));
-	fs.cfg.source = strdup(CORPUS);
-	fs.cfg.threads = 2;
-	fs.cfg.whole_max_cells = 65536;
-	cr_assert_eq(tfs_tile_cache_new(32 << 20, &fs.tiles), TFS_E_OK);
-	cr_assert_eq(tfs_pool_new(1, &fs.pool), TFS_E_OK);
-	cr_assert_eq(tfsd_arrays_new(&fs.cfg, fs.tiles, fs.pool, &fs.arrays),
-		     TFS_E_OK);
-	cr_assert_eq(tfsd_renders_new(8 << 20, &fs.renders), TFS_E_OK);
+	dfx_start(&fs, CORPUS, 65536, 32 << 20, 8 << 20);
 }
 
 static void teardown(void)
 {
-	tfsd_renders_free(fs.renders);
-	tfsd_arrays_free(fs.arrays);
-	tfs_pool_free(fs.pool);
-	tfs_tile_cache_free(fs.tiles);
-	free(fs.cfg.source);
-	fs.cfg.source = NULL;
+	dfx_stop(&fs);
 }
 
 struct names {

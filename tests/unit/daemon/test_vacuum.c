@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tfsd.h"
+#include "daemon_fixture.h"
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 
@@ -22,11 +22,6 @@
 
 static struct tfsd fs;
 static char root[64];
-
-static void run(const char *cmd)
-{
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
 
 static char *path_of(const char *rel)
 {
@@ -159,9 +154,7 @@ static void write_sparse(uint64_t count, int32_t base)
 
 static void setup(void)
 {
-	cr_assert(tfs_temp_template(root, sizeof(root), "/tmp",
-				    "tfs-vacuum-test."));
-	cr_assert(mkdtemp(root));
+	dfx_temp_dir(root, sizeof(root), "tfs-vacuum-test.");
 	create("d", "{\"array_type\":\"dense\",\"dims\":["
 		    "{\"name\":\"r\",\"type\":\"INT32\",\"domain\":[0,511],"
 		    "\"tile\":64},"
@@ -181,30 +174,15 @@ static void setup(void)
 	write_dense(100, 299, -1000000);
 	write_sparse(20000, 1);
 	write_sparse(5000, 2);
-	memset(&fs, 0, sizeof(fs));
-	fs.cfg.source = strdup(root);
-	fs.cfg.threads = 2;
-	fs.cfg.whole_max_cells = 0; /* every text file streams */
-	/* No decoded tiles kept: every read goes to the files. */
-	cr_assert_eq(tfs_tile_cache_new(0, &fs.tiles), TFS_E_OK);
-	cr_assert_eq(tfs_pool_new(1, &fs.pool), TFS_E_OK);
-	cr_assert_eq(tfsd_arrays_new(&fs.cfg, fs.tiles, fs.pool, &fs.arrays),
-		     TFS_E_OK);
-	cr_assert_eq(tfsd_renders_new(1 << 20, &fs.renders), TFS_E_OK);
+	/* Every text file streams, and no decoded tiles are kept: every
+	 * read goes to the files. */
+	dfx_start(&fs, root, 0, 0, 1 << 20);
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	tfsd_renders_free(fs.renders);
-	tfsd_arrays_free(fs.arrays);
-	tfs_pool_free(fs.pool);
-	tfs_tile_cache_free(fs.tiles);
-	free(fs.cfg.source);
-	memset(&fs, 0, sizeof(fs));
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	run(cmd);
+	dfx_stop(&fs);
+	dfx_remove(root);
 }
 
 static void maintain(const char *rel)
@@ -502,7 +480,7 @@ Test(vacuum, damage_is_no_vacuum, .init = setup, .fini = teardown)
 	tfs_buf_init(&got, TFS_BUF_NO_MAX);
 	file_open(&of, "s/data.csv");
 	snprintf(cmd, sizeof(cmd), "rm %s/s/__fragments/*/a0.tdb", root);
-	run(cmd);
+	dfx_run(cmd);
 	cr_expect_eq(file_read(&of, 1 << 16, UINT64_MAX, &got, &d),
 		     TFS_E_CORRUPT);
 	cr_expect(strstr(tfs_diag_msg(&d), "is missing"), "%s",

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tfsd.h"
+#include "daemon_fixture.h"
 #include "tfsd_write.h"
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
@@ -23,48 +23,24 @@
 static struct tfsd fs;
 static char root[64];
 
-static void run(const char *cmd)
-{
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 static void setup(void)
 {
 	char cmd[512];
 
-	cr_assert(tfs_temp_template(root, sizeof(root), "/tmp", "tfs-write-test."));
-	cr_assert(mkdtemp(root));
+	dfx_temp_dir(root, sizeof(root), "tfs-write-test.");
 	snprintf(cmd, sizeof(cmd),
 		 "cp -r %s/dense_1d %s/ && cp -r %s/sparse_2d_int %s/ && "
 		 "chmod -R u+w %s && mkdir -p %s/plain/taken %s/plain/empty",
 		 CORPUS, root, CORPUS, root, root, root, root);
-	run(cmd);
-	memset(&fs, 0, sizeof(fs));
-	fs.cfg.source = strdup(root);
-	fs.cfg.threads = 2;
-	fs.cfg.whole_max_cells = 65536;
-	cr_assert_eq(tfs_tile_cache_new(8 << 20, &fs.tiles), TFS_E_OK);
-	cr_assert_eq(tfs_pool_new(1, &fs.pool), TFS_E_OK);
-	cr_assert_eq(tfsd_arrays_new(&fs.cfg, fs.tiles, fs.pool, &fs.arrays),
-		     TFS_E_OK);
-	cr_assert_eq(tfsd_renders_new(1 << 20, &fs.renders), TFS_E_OK);
+	dfx_run(cmd);
+	dfx_start(&fs, root, 65536, 8 << 20, 1 << 20);
 	cr_assert_eq(tfsd_ilog_new(&fs.ilog), TFS_E_OK);
 }
 
 static void teardown(void)
 {
-	char cmd[128];
-
-	tfsd_staging_free(fs.staging);
-	tfsd_ilog_free(fs.ilog);
-	tfsd_renders_free(fs.renders);
-	tfsd_arrays_free(fs.arrays);
-	tfs_pool_free(fs.pool);
-	tfs_tile_cache_free(fs.tiles);
-	free(fs.cfg.source);
-	memset(&fs, 0, sizeof(fs));
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	run(cmd);
+	dfx_stop(&fs);
+	dfx_remove(root);
 }
 
 /* ---- What a written path means ------------------------------------------- */
