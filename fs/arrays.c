@@ -140,7 +140,8 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 				   .threads = c->cfg->threads,
 				   .key = tfsd_config_key(c->cfg, rel),
 				   .cache = c->tiles,
-				   .pool = c->pool};
+				   .pool = c->pool,
+				   .max_tile_bytes = tfsd_data_limit(c->cfg)};
 	char path[4096];
 	struct tfsd_arr *arr;
 	enum tfs_err e;

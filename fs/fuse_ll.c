@@ -1747,7 +1747,9 @@ static void usage(const char *prog)
 	       "                           cache= shrinks to half of it if larger; an\n"
 	       "                           open or read whose rendering (files rendered\n"
 	       "                           whole count while open) would go over fails\n"
-	       "                           with ENOMEM and a log line (default: no limit)\n"
+	       "                           with ENOMEM and a log line, and so does a\n"
+	       "                           read of a tile larger than what the cache\n"
+	       "                           leaves (default: no limit)\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"
@@ -2015,8 +2017,7 @@ int main(int argc, char *argv[])
 	 * rendered files, 1/8 for the tiles and windows of reads in flight
 	 * (an evicted tile lives on while a reader holds it). */
 	/* max_memory: what the caches leave, for renderings in flight. */
-	if (fs->cfg.max_memory)
-		fs->render_limit = fs->cfg.max_memory - fs->cfg.cache_bytes;
+	fs->render_limit = tfsd_data_limit(&fs->cfg);
 	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new((fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count()) - 1,
 			 &fs->pool) ||

@@ -267,6 +267,14 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 	return e;
 }
 
+uint64_t tfsd_data_limit(const struct tfsd_config *c)
+{
+	/* The options keep cache= at half of max_memory at most. */
+	if (c->cache_bytes >= c->max_memory)
+		return c->max_memory / 2;
+	return c->max_memory - c->cache_bytes;
+}
+
 bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel)
 {
 	struct tfsd_key probe = {.path = (char *)rel};

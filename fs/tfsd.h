@@ -76,6 +76,10 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel);
 /* Whether the keyfile names this array (else its key is the default). */
 bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel);
+/* What max_memory leaves beside the caches for data in flight: renderings,
+ * and the largest tile a read may decode (tfs_open_opts.max_tile_bytes);
+ * 0 = no limit. */
+uint64_t tfsd_data_limit(const struct tfsd_config *c);
 
 /* ---- Opened arrays (arrays.c) -------------------------------------------- */
 

@@ -88,6 +88,7 @@ struct tfs_arraydir {
 	uint8_t key[32];
 	uint64_t t0, t1; /* read window */
 	struct tfs_tile_cache *cache; /* decoded tiles (borrowed), or NULL */
+	uint64_t max_tile_bytes;      /* 0 = no limit (tfs_open_opts) */
 
 	struct tfs_schema *schemas; /* every loaded schema, listing order */
 	size_t schema_num;

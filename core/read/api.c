@@ -248,6 +248,7 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 	if (e)
 		goto out_fail;
 	arr->dir->cache = opts ? opts->cache : NULL;
+	arr->dir->max_tile_bytes = opts ? opts->max_tile_bytes : 0;
 	/* The calling thread decodes too (jobs it waits for run inline). */
 	if (opts && opts->pool) {
 		arr->pool = opts->pool;

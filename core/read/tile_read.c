@@ -86,6 +86,21 @@ void tfs_tile_release(struct tfs_tile *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* Fails with TFS_E_NOMEM when `bytes` of one tile are over the array's
+ * max_tile_bytes. */
+static enum tfs_err check_tile_limit(const struct tfs_arraydir *a,
+				     const struct tfs_fragment *f,
+				     uint32_t slot, uint64_t tile,
+				     uint64_t bytes, struct tfs_diag *d)
+{
+	if (a->max_tile_bytes && bytes > a->max_tile_bytes)
+		return tfs_fail(d, TFS_E_NOMEM,
+				"fragment '%s': slot %u tile %" PRIu64
+				" needs %" PRIu64 " bytes, over the limit of %" PRIu64,
+				f->name, slot, tile, bytes, a->max_tile_bytes);
+	return TFS_E_OK;
+}
+
 /* Fails unless the file at path holds at least `end` bytes. */
 static enum tfs_err check_real_size(struct tfs_arraydir *a,
 				    const struct tfs_fragment *f,
@@ -132,6 +147,8 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 				"fragment '%s': slot %u tile %" PRIu64
 				" spans bad range [%" PRIu64 ", %" PRIu64 ")",
 				f->name, slot, tile, start, end);
+	if ((e = check_tile_limit(a, f, slot, tile, end - start, d)))
+		return e;
 	path = tfs_fragment_file_path(f, slot, kind);
 	if (!path)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -236,9 +253,11 @@ static enum tfs_err check_offsets(const struct tfs_fragment *f, uint32_t slot,
 	return TFS_E_OK;
 }
 
-/* Fails unless the persisted tile src decodes to `want` bytes, checked
- * on its chunk headers before the output is allocated. */
-static enum tfs_err expect_decoded(const struct tfs_fragment *f,
+/* Fails unless the persisted tile src decodes to `want` bytes, within
+ * the array's max_tile_bytes, checked on its chunk headers before the
+ * output is allocated. */
+static enum tfs_err expect_decoded(const struct tfs_arraydir *a,
+				   const struct tfs_fragment *f,
 				   uint32_t slot, uint64_t tile,
 				   const uint8_t *src, size_t len,
 				   uint64_t want, struct tfs_diag *d)
@@ -247,6 +266,8 @@ static enum tfs_err expect_decoded(const struct tfs_fragment *f,
 	enum tfs_err e = tfs_tile_decoded_size(src, len, &size, d);
 
 	if (e)
+		return e;
+	if ((e = check_tile_limit(a, f, slot, tile, want, d)))
 		return e;
 	if (size != want)
 		return tfs_fail(d, TFS_E_CORRUPT,
@@ -294,11 +315,13 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	 * embedded in the values tile (tile.md §4). */
 	embedded = cells && off_len == 8 && tfs_get_u64(off_src) == 0;
 	if (!embedded)
-		e = expect_decoded(f, slot, tile, off_src, off_len, cells * 8,
+		e = expect_decoded(a, f, slot, tile, off_src, off_len, cells * 8,
 				   d);
 	if (!e)
-		e = expect_decoded(f, slot, tile, var_src, var_src_len,
+		e = expect_decoded(a, f, slot, tile, var_src, var_src_len,
 				   var_len, d);
+	if (!e)
+		e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d);
 	if (e)
 		goto out_free_src;
 	out->offsets = tfs_mallocn((size_t)cells + 1, sizeof(uint64_t));
@@ -374,7 +397,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 				   f->footer.file_sizes[slot], tile, &src,
 				   &src_len, d);
 		if (!e)
-			e = expect_decoded(f, slot, tile, src, src_len, want,
+			e = expect_decoded(a, f, slot, tile, src, src_len, want,
 					   d);
 		if (e)
 			goto out_fail;
@@ -400,6 +423,9 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 				   st->validity_offsets,
 				   f->footer.file_validity_sizes[slot], tile,
 				   &src, &src_len, d);
+		if (!e)
+			e = expect_decoded(a, f, slot, tile, src, src_len,
+					   out->cell_num, d);
 		if (e)
 			goto out_fail;
 		out->validity = tfs_malloc((size_t)out->cell_num);

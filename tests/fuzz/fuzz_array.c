@@ -24,6 +24,7 @@
 #define MAX_DENSE_CELLS (UINT64_C(1) << 16)
 #define MAX_BATCHES 16
 #define BATCH_CELLS 1024
+#define MAX_TILE_BYTES (UINT64_C(64) << 20)
 
 /* mkdir -p of every folder above path. */
 static bool make_parents(struct tfs_vfs *v, char *path)
@@ -157,6 +158,9 @@ static void query(struct tfs_vfs *v, const uint8_t *key, uint64_t t)
 	opts.key = key;
 	opts.timestamp = t;
 	opts.threads = 1;
+	/* As the daemon under max_memory: a tile of a damaged array may
+	 * claim gigabytes that its chunks then fail to fill. */
+	opts.max_tile_bytes = MAX_TILE_BYTES;
 	tfs_diag_init(&d);
 	if (tfs_array_open(ROOT, &opts, &arr, &d))
 		return;

@@ -122,6 +122,35 @@ PYEOF
 grep -q "max_memory=1048576" "$LOG" || fail "no log line for max_memory"
 echo "caps: max_memory refused with ENOMEM and a log line"
 
+# A tile larger than what max_memory leaves beside the cache (512K of 1M)
+# cannot be decoded within it: a read of it is ENOMEM with a log line,
+# before anything is allocated for it; tiles that fit read as usual.
+mkdir -p "$WORK/bigsrc"
+cat >"$WORK/big.json" <<'EOF'
+{"array_type": "dense", "attrs": [{"name": "a", "type": "INT32"}],
+ "dims": [{"name": "d", "type": "INT32", "domain": [0, 199999], "tile": 200000}]}
+EOF
+"$TFS" create "$WORK/bigsrc/big" "$WORK/big.json" || fail "tfs create"
+cp -r "$CORPUS/dense_1d" "$WORK/bigsrc/"
+seq 0 199999 | awk 'BEGIN { print "d,a" } { print $1 "," 3 * $1 }' >"$WORK/big.csv"
+"$TFS" ingest "$WORK/bigsrc/big" "$WORK/big.csv" </dev/null >/dev/null || fail "tfs ingest"
+mount_tilefs "$WORK/bigsrc" "$WORK/mb" -o ro,max_memory=1M
+"$PY" - "$WORK/mb" <<'PYEOF' || fail "a tile over max_memory"
+import errno, sys
+m = sys.argv[1]
+try:
+    open(m + "/big/a/slice[0:10].txt", "rb").read()
+    sys.exit("an 800K tile was decoded under max_memory=1M")
+except OSError as e:
+    if e.errno != errno.ENOMEM:
+        sys.exit("tile over max_memory: %s, want ENOMEM" % e)
+if len(open(m + "/dense_1d/data.csv", "rb").read()) < 1000:
+    sys.exit("small tiles under max_memory=1M")
+PYEOF
+grep -q "tile 0 needs [0-9]* bytes, over the limit of 524288" "$LOG" ||
+  fail "no log line for the tile over max_memory: $(tail -3 "$LOG")"
+echo "caps: a tile over what max_memory leaves refused with ENOMEM and a log line"
+
 # Keys: not in the command line, the environment, the log, listings or
 # extended attributes, even after reading the encrypted array with them.
 cat "$m/encrypted/data.csv" >/dev/null || fail "encrypted array with key="

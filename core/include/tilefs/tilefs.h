@@ -65,6 +65,12 @@ struct tfs_open_opts {
 	 * (format/layout.md §6). Consolidation reads the fragments of its
 	 * range this way. */
 	uint64_t timestamp_start;
+	/* Largest part (values, offsets or validity) of one decoded tile, and
+	 * largest persisted tile, that a read may allocate; 0 = no limit. A
+	 * tile that claims more fails the read with TFS_E_NOMEM before
+	 * anything is allocated for it, so that an oversized or damaged tile
+	 * cannot take the memory of a process that serves many reads. */
+	uint64_t max_tile_bytes;
 };
 
 enum tfs_object { TFS_OBJECT_NONE, TFS_OBJECT_ARRAY, TFS_OBJECT_GROUP };
