@@ -773,18 +773,22 @@ struct slice_job {
 
 /* Raw values of an enumerated attribute are its keys: each must select
  * one of the enumeration's values, or the array would hold cells that
- * have no label. `first` is the cell number of vals[0] in the file. */
+ * have no label. The fill value is taken as it is, as in a CSV: it is what
+ * cells nobody wrote show, so a slice read raw writes back unchanged.
+ * `first` is the cell number of vals[0] in the file. */
 static enum tfs_err check_enum_keys(const struct slice_job *j,
 				    const uint8_t *vals, uint64_t n,
 				    uint64_t first, const char *name,
 				    struct tfs_diag *d)
 {
 	size_t w = tfs_datatype_size(j->at->type);
+	bool has_fill = j->at->fill && j->at->fill_size == w;
 
 	for (uint64_t i = 0; i < n; i++) {
 		int64_t key = tfs_value_as_i64(j->at->type, vals + i * w);
 
-		if (key < 0 || (uint64_t)key >= j->en->value_num)
+		if ((key < 0 || (uint64_t)key >= j->en->value_num) &&
+		    !(has_fill && !memcmp(vals + i * w, j->at->fill, w)))
 			return tfs_fail(d, TFS_E_INVALID,
 					"'%s': cell %" PRIu64 ": %" PRId64
 					" is not a key of the enumeration '%s' "

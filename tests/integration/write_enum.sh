@@ -63,7 +63,15 @@ printf '\x03\x01' >"$WORK/keys.bin"
 cp "$WORK/keys.bin" "$a/color/slice[11:13]" || fail "cp of valid raw keys"
 grep -q '^11,alpha,' "$a/data.csv" && grep -q '^12,green,' "$a/data.csv" ||
   fail "slice keys: $(grep -E '^1[12],' "$a/data.csv")"
-echo "raw keys onto a slice: in range written as labels, out of range refused"
+# The fill value (255: cells nobody wrote) is taken, so a raw slice reads
+# back and writes back unchanged.
+printf '\x00\xff' >"$WORK/fill.bin"
+cp "$WORK/fill.bin" "$a/color/slice[13:15]" || fail "cp of a key and the fill value"
+cmp -s "$a/color/slice[13:15]" "$WORK/fill.bin" || fail "slice with the fill value reads differently"
+cp "$a/color/slice[1:21]" "$WORK/all_keys.bin" && cp "$WORK/all_keys.bin" "$a/color/slice[1:21]" ||
+  fail "a raw slice read back did not write back"
+cmp -s "$a/color/slice[1:21]" "$WORK/all_keys.bin" || fail "raw slice changed when written back"
+echo "raw keys onto a slice: in range and the fill value written, out of range refused"
 
 # ---- schema.json into a new folder ----------------------------------------------
 mkdir "$m/plain/copy" || fail "mkdir"
