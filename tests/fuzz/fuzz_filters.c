@@ -83,6 +83,15 @@ static uint64_t split_cells(const uint8_t *data, size_t size, uint8_t sep,
 	return cells;
 }
 
+/* Cell start offsets: from 0, never decreasing, within the values. */
+static void check_offsets_valid(const uint64_t *offsets, uint64_t cells,
+				size_t values_len)
+{
+	for (uint64_t i = 0; i < cells; i++)
+		FUZZ_CHECK((i ? offsets[i] >= offsets[i - 1] : offsets[i] == 0) &&
+			   offsets[i] <= values_len);
+}
+
 static void roundtrip(const struct tfs_pipeline *p,
 		      const struct tfs_tile_ctx *ctx, bool var, bool give_offsets,
 		      uint8_t sep, const uint8_t *data, size_t size)
@@ -129,7 +138,11 @@ static void roundtrip(const struct tfs_pipeline *p,
 	}
 	if (e)
 		fuzz_fail(__FILE__, __LINE__, d.msg);
-	if (ctx->string_mode)
+	/* A lossy filter after the string-mode filter changes the strings it
+	 * wrote: the cells come back other, but still well formed. */
+	if (ctx->string_mode && lossy(p))
+		check_offsets_valid(back_offsets, cells, vlen);
+	else if (ctx->string_mode)
 		FUZZ_CHECK(memcmp(back_offsets, offsets, cells * 8) == 0);
 	if (!lossy(p))
 		FUZZ_CHECK(vlen == 0 || memcmp(back, values, vlen) == 0);
