@@ -498,6 +498,23 @@ static enum tfs_err decode_chunk(struct job *j, uint8_t *dst, uint32_t orig,
 	return TFS_E_OK;
 }
 
+/* One chunk of a filtered tile (tile.md §1): its unfiltered length, its
+ * metadata and its filtered bytes. */
+struct chunk {
+	uint32_t orig;
+	uint32_t md_len, filtered;
+	const uint8_t *md, *data;
+};
+
+/* Takes the next chunk from c; false when the tile ends inside it. */
+static bool take_chunk(struct tfs_cursor *c, struct chunk *ch)
+{
+	return tfs_cur_u32(c, &ch->orig) && tfs_cur_u32(c, &ch->filtered) &&
+	       tfs_cur_u32(c, &ch->md_len) &&
+	       tfs_cur_take(c, ch->md_len, &ch->md) &&
+	       tfs_cur_take(c, ch->filtered, &ch->data);
+}
+
 /* The decoder behind both public entry points. `os` is NULL unless the
  * tile is in string mode. */
 static enum tfs_err tile_decode(const struct tfs_pipeline *p,
@@ -536,21 +553,17 @@ static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 		goto out_release;
 	}
 	for (uint64_t i = 0; i < nchunks; i++) {
-		uint32_t orig, filtered, md_len;
-		const uint8_t *md, *data;
+		struct chunk ch;
 		struct offsets_sink os = {NULL, 0, 0};
 		unsigned failed = 0;
 		const char *why = NULL;
 
-		if (!tfs_cur_u32(&c, &orig) || !tfs_cur_u32(&c, &filtered) ||
-		    !tfs_cur_u32(&c, &md_len) ||
-		    !tfs_cur_take(&c, md_len, &md) ||
-		    !tfs_cur_take(&c, filtered, &data)) {
+		if (!take_chunk(&c, &ch)) {
 			e = tfs_fail(d, TFS_E_CORRUPT,
 				     "tile chunk %" PRIu64 " truncated", i);
 			goto out_release;
 		}
-		if (orig > dst_len - produced) {
+		if (ch.orig > dst_len - produced) {
 			e = tfs_fail(d, TFS_E_CORRUPT,
 				     "tile chunks decode to more than the "
 				     "expected %zu bytes",
@@ -561,8 +574,8 @@ static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 			os.next = offsets ? offsets + cells : NULL;
 			os.left = check_cells ? cell_count - cells : UINT64_MAX;
 		}
-		e = decode_chunk(&j, dst + produced, orig, md, md_len, data,
-				 filtered, produced,
+		e = decode_chunk(&j, dst + produced, ch.orig, ch.md, ch.md_len,
+				 ch.data, ch.filtered, produced,
 				 ctx->string_mode ? &os : NULL, &failed, &why);
 		if (e) {
 			if (j.n == 0)
@@ -577,7 +590,7 @@ static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 					     why ? why : tfs_strerror(e));
 			goto out_release;
 		}
-		produced += orig;
+		produced += ch.orig;
 		cells += os.cells;
 	}
 	if (tfs_cur_left(&c)) {
@@ -628,14 +641,12 @@ enum tfs_err tfs_tile_decoded_size(const uint8_t *src, size_t src_len,
 				"tile of %zu bytes has no chunk count",
 				src_len);
 	for (uint64_t i = 0; i < nchunks; i++) {
-		uint32_t orig, filtered, md_len;
+		struct chunk ch;
 
-		if (!tfs_cur_u32(&c, &orig) || !tfs_cur_u32(&c, &filtered) ||
-		    !tfs_cur_u32(&c, &md_len) ||
-		    !tfs_cur_skip(&c, (size_t)md_len + filtered))
+		if (!take_chunk(&c, &ch))
 			return tfs_fail(d, TFS_E_CORRUPT,
 					"tile chunk %" PRIu64 " truncated", i);
-		*size += orig;
+		*size += ch.orig;
 	}
 	if (tfs_cur_left(&c))
 		return tfs_fail(d, TFS_E_CORRUPT,
