@@ -113,12 +113,15 @@ static void stamp_read(const struct tfsd_config *cfg, const char *rel,
 	char path[4096];
 
 	for (size_t i = 0; i < WATCHED_NUM; i++) {
-		struct stat st;
+		struct tfs_stat st;
 
 		snprintf(path, sizeof(path), "%s%s%s%s", cfg->source,
 			 *rel ? "/" : "", rel, watched[i]);
-		if (stat(path, &st) == 0)
-			out[i] = st.st_mtim;
+		if (tfs_vfs_stat(cfg->vfs, path, &st, NULL) == TFS_E_OK &&
+		    st.exists)
+			out[i] = (struct timespec){
+				(time_t)(st.mtime_ns / 1000000000),
+				(long)(st.mtime_ns % 1000000000)};
 		else
 			out[i] = (struct timespec){0, 0};
 	}
@@ -136,7 +139,8 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d)
 {
-	struct tfs_open_opts oo = {.timestamp = timestamp,
+	struct tfs_open_opts oo = {.vfs = c->cfg->vfs,
+				   .timestamp = timestamp,
 				   .threads = c->cfg->threads,
 				   .key = tfsd_config_key(c->cfg, rel),
 				   .cache = c->tiles,

@@ -39,7 +39,8 @@ static bool array_opens(struct tfsd *fs, const char *path)
 	const char *rel = strncmp(path, fs->cfg.source, src_len) == 0
 				  ? path + src_len + (path[src_len] == '/')
 				  : path;
-	struct tfs_open_opts oo = {.threads = 1,
+	struct tfs_open_opts oo = {.vfs = fs->cfg.vfs,
+				   .threads = 1,
 				   .pool = fs->pool,
 				   .key = tfsd_config_key(&fs->cfg, rel)};
 	struct tfs_array *a = NULL;
@@ -72,14 +73,16 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 	    (sw->stop && atomic_load(sw->stop)))
 		return;
 	tfs_diag_init(&d);
-	if (tfs_object_type(NULL, path, &kind, &d) != TFS_E_OK)
+	if (tfs_object_type(sw->fs->cfg.vfs, path, &kind, &d) != TFS_E_OK)
 		return;
 	if (kind == TFS_OBJECT_ARRAY) {
-		struct tfs_write_opts wo = {.pool = sw->fs->pool};
+		struct tfs_write_opts wo = {.vfs = sw->fs->cfg.vfs,
+					    .pool = sw->fs->pool};
 		unsigned removed = 0;
 
 		sw->arrays++;
-		if (stat(path, &st) != 0 || !(st.st_mode & 0222) ||
+		if (tfsd_source_stat(&sw->fs->cfg, path, &st) != 0 ||
+		    !(st.st_mode & 0222) ||
 		    !array_opens(sw->fs, path))
 			return;
 		if (tfs_array_cleanup(path, &wo, sw->grace_ms, &removed, &d))
@@ -93,7 +96,7 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 		sw->removed += removed;
 		return;
 	}
-	dp = opendir(path);
+	dp = tfsd_source_opendir(&sw->fs->cfg, path);
 	if (!dp)
 		return;
 	while ((de = readdir(dp)) != NULL) {

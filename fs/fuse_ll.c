@@ -376,7 +376,7 @@ static mode_t node_owner(const struct tfsd_node *n, struct stat *st)
 			       : tfs_strdup(tfs_daemon.cfg.source);
 		src = path;
 	}
-	if (src && stat(src, &s) == 0) {
+	if (src && tfsd_source_stat(&tfs_daemon.cfg, src, &s) == 0) {
 		st->st_uid = s.st_uid;
 		st->st_gid = s.st_gid;
 		mode = s.st_mode & 0777;
@@ -401,7 +401,7 @@ static enum tfs_err node_stat(const struct tfsd_node *n, const char *vpath,
 	if (n->kind == TFSD_N_FOLDER) {
 		struct stat src;
 
-		if (stat(n->src, &src) == 0)
+		if (tfsd_source_stat(&tfs_daemon.cfg, n->src, &src) == 0)
 			st->st_mtim = src.st_mtim;
 	} else if (n->arr) {
 		uint64_t last = 0;
@@ -1471,6 +1471,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tfs_diag d;
 	enum tfs_err e;
 	char *src = NULL;
+	int err;
 
 	tfs_diag_init(&d);
 	if (!vpath) {
@@ -1504,8 +1505,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		goto out_free;
 	}
-	if (mkdir(src, mode & 07777) != 0) {
-		fuse_reply_err(req, errno);
+	if ((err = tfsd_source_mkdir(&tfs_daemon.cfg, src, mode & 07777))) {
+		fuse_reply_err(req, err);
 		goto out_free;
 	}
 	e = tfsd_resolve(&tfs_daemon, vpath, &n, &d);
@@ -1545,13 +1546,13 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out_free;
 	}
 	if (n.kind != TFSD_N_FOLDER || !n.src ||
-	    tfs_object_type(NULL, n.src, &kind, &d) != TFS_E_OK ||
+	    tfs_object_type(tfs_daemon.cfg.vfs, n.src, &kind, &d) != TFS_E_OK ||
 	    kind != TFS_OBJECT_NONE)
 		err = n.kind == TFSD_N_FILE ? ENOTDIR : EACCES;
 	else if (tfsd_staging_busy(tfs_daemon.staging, vpath))
 		err = EBUSY;
-	else if (rmdir(n.src) != 0)
-		err = errno;
+	else
+		err = tfsd_source_rmdir(&tfs_daemon.cfg, n.src);
 	tfsd_node_release(&tfs_daemon, &n);
 	fuse_reply_err(req, err);
 out_free:
@@ -1791,7 +1792,6 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 		     struct fuse_cmdline_opts *fo)
 {
 	struct tfs_diag d;
-	char *real;
 
 	tfs_diag_init(&d);
 	if (!c->source || !fo->mountpoint) {
@@ -1799,16 +1799,12 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 				"(see --help)\n");
 		return 2;
 	}
-	real = realpath(c->source, NULL);
-	if (!real) {
-		fprintf(stderr, "tilefs: source '%s': %s\n", c->source,
-			strerror(errno));
+	if (tfsd_config_set_source(cfg, c->source, &d)) {
+		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 1;
 	}
-	cfg->source = tfs_strdup(real);
-	free(real);
 	cfg->mountpoint = tfs_strdup(fo->mountpoint);
-	if (!cfg->source || !cfg->mountpoint)
+	if (!cfg->mountpoint)
 		return 1;
 	cfg->read_only = c->read_only;
 	cfg->foreground = fo->foreground;

@@ -15,6 +15,7 @@
 void tfsd_config_release(struct tfsd_config *c)
 {
 	tfs_free(c->source);
+	tfs_vfs_free(c->vfs);
 	tfs_free(c->mountpoint);
 	for (size_t i = 0; i < c->key_num; i++) {
 		memset(c->keys[i].key, 0, sizeof(c->keys[i].key));
@@ -23,6 +24,30 @@ void tfsd_config_release(struct tfsd_config *c)
 	tfs_free(c->keys);
 	memset(c->default_key, 0, sizeof(c->default_key));
 	memset(c, 0, sizeof(*c));
+}
+
+enum tfs_err tfsd_config_set_source(struct tfsd_config *c, const char *source,
+				    struct tfs_diag *d)
+{
+	char *real = realpath(source, NULL);
+	enum tfs_err e;
+
+	if (!real)
+		return tfs_fail(d, errno == ENOMEM ? TFS_E_NOMEM : TFS_E_NOT_FOUND,
+				"source '%s': %s", source, strerror(errno));
+	tfs_free(c->source);
+	tfs_vfs_free(c->vfs);
+	c->vfs = NULL;
+	c->source = tfs_strdup(real);
+	free(real);
+	if (!c->source)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = tfs_vfs_posix_new_rooted(c->source, &c->vfs, d);
+	if (e) {
+		tfs_free(c->source);
+		c->source = NULL;
+	}
+	return e;
 }
 
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out)

@@ -6,7 +6,9 @@
 #ifndef TFSD_H
 #define TFSD_H
 
+#include <dirent.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +33,10 @@ struct tfsd_key {
 
 struct tfsd_config {
 	char *source;     /* absolute, without a trailing '/' */
+	/* SOURCE's storage: rooted there, it follows no symbolic link below
+	 * it (tfs_vfs_posix_new_rooted). Every access of the daemon to
+	 * SOURCE goes through it. */
+	struct tfs_vfs *vfs;
 	char *mountpoint;
 	bool read_only;
 	bool foreground;
@@ -59,6 +65,20 @@ struct tfsd_config {
 };
 
 void tfsd_config_release(struct tfsd_config *c);
+/* Sets c->source to the real path of source and c->vfs to a storage
+ * rooted there (released by tfsd_config_release). */
+enum tfs_err tfsd_config_set_source(struct tfsd_config *c, const char *source,
+				    struct tfs_diag *d) TFS_WUR;
+/* Calls on SOURCE's folders through c->vfs (source.c): no symbolic link
+ * below SOURCE is followed (one met is ENOENT). path is absolute, at or
+ * below c->source. The int results are 0 or an errno value. */
+int tfsd_source_stat(const struct tfsd_config *c, const char *path,
+		     struct stat *out);
+int tfsd_source_mkdir(const struct tfsd_config *c, const char *path,
+		      unsigned mode);
+int tfsd_source_rmdir(const struct tfsd_config *c, const char *path);
+/* NULL with errno set on failure. */
+DIR *tfsd_source_opendir(const struct tfsd_config *c, const char *path);
 /* "256M", "1G", "4096", "64k" → bytes. */
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
 /* Milliseconds since the epoch, or ISO-8601 UTC ("2023-11-14",

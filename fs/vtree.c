@@ -421,7 +421,8 @@ typedef bool (*outside_fn)(void *ctx, const char *name, const char *real);
 static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 				  outside_fn fn, void *ctx)
 {
-	struct tfs_group_opts go = {.key = tfsd_config_key(&fs->cfg, dir->rel),
+	struct tfs_group_opts go = {.vfs = fs->cfg.vfs,
+				    .key = tfsd_config_key(&fs->cfg, dir->rel),
 				    .timestamp = fs->cfg.timestamp};
 	struct tfs_group *g;
 	enum tfs_object kind;
@@ -429,7 +430,7 @@ static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 	size_t src_len = strlen(fs->cfg.source);
 
 	tfs_diag_init(&d);
-	if (tfs_object_type(NULL, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
+	if (tfs_object_type(fs->cfg.vfs, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
 		return;
 	if (tfs_group_open(dir->src, &go, &g, &d)) {
 		tfs_log(TFS_LOG_INFO, "group '%s': %s", dir->rel, tfs_diag_msg(&d));
@@ -488,7 +489,8 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free;
 	}
-	if (lstat(src, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	if (tfsd_source_stat(&fs->cfg, src, &st) != 0 ||
+	    !S_ISDIR(st.st_mode)) {
 		/* A member of a group stored elsewhere in SOURCE. */
 		struct member_find mf = {.name = name};
 
@@ -506,7 +508,7 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 			goto out_free;
 		}
 	}
-	e = tfs_object_type(NULL, src, &kind, d);
+	e = tfs_object_type(fs->cfg.vfs, src, &kind, d);
 	if (e)
 		goto out_free;
 	if (kind == TFS_OBJECT_ARRAY) {
@@ -559,7 +561,7 @@ static enum tfs_err resolve_root(struct tfsd *fs, struct tfsd_node *out,
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
-	e = tfs_object_type(NULL, fs->cfg.source, &kind, d);
+	e = tfs_object_type(fs->cfg.vfs, fs->cfg.source, &kind, d);
 	if (e)
 		return e;
 	if (kind == TFS_OBJECT_ARRAY)
@@ -650,7 +652,7 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
-	DIR *dp = opendir(dir->src);
+	DIR *dp = tfsd_source_opendir(&fs->cfg, dir->src);
 	struct dirent *de;
 	struct name_list nl = {0};
 	enum tfs_err e = TFS_E_OK;

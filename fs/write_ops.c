@@ -436,7 +436,8 @@ enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 static const uint8_t *write_key(struct tfsd *fs, const struct tfsd_wtarget *t)
 {
 	const uint8_t *key = tfsd_config_key(&fs->cfg, t->rel);
-	struct tfs_open_opts oo = {.threads = 1, .pool = fs->pool};
+	struct tfs_open_opts oo = {.vfs = fs->cfg.vfs, .threads = 1,
+				   .pool = fs->pool};
 	struct tfs_array *a = NULL;
 	struct tfs_diag d;
 	enum tfs_err e;
@@ -455,6 +456,7 @@ static void write_opts_init(struct tfsd *fs, const struct tfsd_wtarget *t,
 			    struct tfs_write_opts *wo)
 {
 	memset(wo, 0, sizeof(*wo));
+	wo->vfs = fs->cfg.vfs;
 	wo->key = write_key(fs, t);
 	wo->threads = fs->cfg.threads;
 	wo->pool = fs->pool;

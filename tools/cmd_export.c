@@ -61,15 +61,12 @@ static void fs_release(struct tfsd *fs)
 static enum tfs_err fs_init(struct tfsd *fs, const struct export_opts *o,
 			    struct tfs_diag *d)
 {
-	char *real = realpath(o->path, NULL);
 	unsigned threads = o->c.threads ? o->c.threads : tfs_cpu_count();
+	enum tfs_err e;
 
 	memset(fs, 0, sizeof(*fs));
-	if (!real)
-		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", o->path,
-				strerror(errno));
-	fs->cfg.source = tfs_strdup(real);
-	free(real);
+	if ((e = tfsd_config_set_source(&fs->cfg, o->path, d)))
+		return e;
 	fs->cfg.cache_bytes = (uint64_t)64 << 20;
 	fs->cfg.threads = threads;
 	fs->cfg.timestamp = o->c.timestamp;

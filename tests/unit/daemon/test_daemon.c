@@ -573,7 +573,8 @@ static void group_setup(void)
 	tfs_buf_release(&file);
 
 	memset(&fs, 0, sizeof(fs));
-	fs.cfg.source = realpath(group_root, NULL);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_config_set_source(&fs.cfg, group_root, &d), TFS_E_OK);
 	fs.cfg.whole_max_cells = 65536;
 	cr_assert_eq(tfs_pool_new(0, &fs.pool), TFS_E_OK);
 	cr_assert_eq(tfsd_arrays_new(&fs.cfg, NULL, fs.pool, &fs.arrays),
@@ -588,8 +589,7 @@ static void group_teardown(void)
 	tfsd_renders_free(fs.renders);
 	tfsd_arrays_free(fs.arrays);
 	tfs_pool_free(fs.pool);
-	free(fs.cfg.source);
-	fs.cfg.source = NULL;
+	tfsd_config_release(&fs.cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", group_root);
 	cr_expect_eq(system(cmd), 0);
 }
