@@ -1103,6 +1103,8 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 	struct ilog_dir *ld;
 	char when[48];
 	char *dir_copy;
+	/* A newline in a name must not make a line of its own. */
+	char esc_file[4 * TFSD_NAME_MAX + 1], esc_outcome[1024];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	tfsd_format_time(when, sizeof(when),
@@ -1111,6 +1113,8 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 		dir, *dir ? "/" : "", file, failed ? "refused: " : "", outcome);
 	if (!l)
 		return;
+	tfs_escape_ctrl(esc_file, sizeof(esc_file), file);
+	tfs_escape_ctrl(esc_outcome, sizeof(esc_outcome), outcome);
 	dir_copy = tfs_strdup(dir);
 	if (!dir_copy)
 		return;
@@ -1141,8 +1145,8 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 		ld->text.len -= cut;
 		ld->lines--;
 	}
-	if (tfs_buf_printf(&ld->text, "%s  %s  %s%s\n", when, file,
-			   failed ? "refused: " : "ok: ", outcome) == TFS_E_OK)
+	if (tfs_buf_printf(&ld->text, "%s  %s  %s%s\n", when, esc_file,
+			   failed ? "refused: " : "ok: ", esc_outcome) == TFS_E_OK)
 		ld->lines++;
 	pthread_mutex_unlock(&l->lock);
 	tfs_free(dir_copy);
