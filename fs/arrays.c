@@ -161,9 +161,15 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 	/* A default key (key=, '*') is for the encrypted arrays among many:
 	 * the others open without it. */
 	if (e == TFS_E_KEY && oo.key && !tfsd_config_has_own_key(c->cfg, rel)) {
+		struct tfs_diag with_key = d ? *d : (struct tfs_diag){0};
+
 		oo.key = NULL;
 		tfs_diag_init(d);
 		e = tfs_array_open(path, &oo, &arr->a, d);
+		/* Encrypted after all: the key given is the wrong one, which
+		 * is what the first failure says ("no key" would mislead). */
+		if (e == TFS_E_KEY && d)
+			*d = with_key;
 	}
 	if (e) {
 		tfs_free(arr);

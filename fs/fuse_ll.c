@@ -1678,6 +1678,7 @@ struct cli {
 	char *cleanup_grace;
 	char *max_cells;
 	char *max_memory;
+	int keyfile_insecure;
 	int read_only;
 	int allow_other;
 	int default_permissions;
@@ -1697,6 +1698,7 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("cleanup_grace=%s", cleanup_grace),
 	CLI_OPT("max_cells=%s", max_cells),
 	CLI_OPT("max_memory=%s", max_memory),
+	{"keyfile_insecure", offsetof(struct cli, keyfile_insecure), 1},
 	FUSE_OPT_END,
 };
 
@@ -1729,7 +1731,10 @@ static void usage(const char *prog)
 	       "    -o ro                  read-only mount (writes fail with EROFS)\n"
 	       "    -o key=HEX             AES-256 key (64 hex digits) for encrypted arrays\n"
 	       "    -o keyfile=PATH        keys: one 'relative/array/path HEXKEY' per line,\n"
-	       "                           '*' for a default\n"
+	       "                           '*' for a default; refused if group or\n"
+	       "                           others may read or write it, or if\n"
+	       "                           another user owns it (as ssh does)\n"
+	       "    -o keyfile_insecure    take such a keyfile anyway, with a log line\n"
 	       "    -o cache=SIZE          byte budget for decoded tiles (default 256M)\n"
 	       "    -o threads=N           decode threads (default: one per CPU)\n"
 	       "    -o timestamp=T         show arrays as of T (ms since the epoch or\n"
@@ -1884,6 +1889,7 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 		cfg->cleanup_grace_ms = (uint64_t)v * 1000;
 		cfg->cleanup_grace_set = true;
 	}
+	cfg->keyfile_insecure = c->keyfile_insecure != 0;
 	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
 		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 2;

@@ -9,8 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tfs_alloc.h"
+#include "tfs_log.h"
 
 void tfsd_config_release(struct tfsd_config *c)
 {
@@ -224,14 +228,64 @@ static char *norm_path(const char *s, size_t n)
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 			       struct tfs_diag *d)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	char line[4096];
 	unsigned lineno = 0;
 	enum tfs_err e = TFS_E_OK;
+	struct stat st;
+	FILE *f;
 
-	if (!f)
-		return tfs_fail(d, errno == ENOENT ? TFS_E_NOT_FOUND : TFS_E_PERM,
-				"keyfile '%s': %s", path, strerror(errno));
+	if (fd < 0) {
+		int err = errno;
+
+		if (err == ENOENT)
+			return tfs_fail(d, TFS_E_NOT_FOUND,
+					"keyfile '%s': no such file", path);
+		return tfs_fail(d, err == EACCES ? TFS_E_PERM : TFS_E_IO,
+				"keyfile '%s': cannot be read by uid %u: %s",
+				path, (unsigned)geteuid(), strerror(err));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return tfs_fail(d, TFS_E_INVALID,
+				"keyfile '%s': not a regular file", path);
+	}
+	/* As ssh with private keys: keys others may read or change are not
+	 * secret, unless the mount says so (keyfile_insecure). */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		if (!c->keyfile_insecure) {
+			close(fd);
+			return tfs_fail(d, TFS_E_PERM,
+					"keyfile '%s': owned by uid %u, not by "
+					"uid %u or root (-o keyfile_insecure "
+					"allows it)",
+					path, (unsigned)st.st_uid,
+					(unsigned)geteuid());
+		}
+		tfs_log(TFS_LOG_WARN, "keyfile '%s': owned by uid %u "
+				      "(allowed by keyfile_insecure)",
+			path, (unsigned)st.st_uid);
+	}
+	if (st.st_mode & 0066) {
+		if (!c->keyfile_insecure) {
+			close(fd);
+			return tfs_fail(d, TFS_E_PERM,
+					"keyfile '%s': mode %04o lets group or "
+					"others read or write it; chmod 600 it "
+					"(-o keyfile_insecure allows it)",
+					path, (unsigned)(st.st_mode & 07777));
+		}
+		tfs_log(TFS_LOG_WARN, "keyfile '%s': mode %04o lets group or "
+				      "others read or write it (allowed by "
+				      "keyfile_insecure)",
+			path, (unsigned)(st.st_mode & 07777));
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory",
+				path);
+	}
 	while (!e && fgets(line, sizeof(line), f)) {
 		char *p = line, *sep, *hex;
 		size_t plen, hlen;

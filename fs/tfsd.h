@@ -55,6 +55,9 @@ struct tfsd_config {
 	uint64_t max_memory;
 	bool has_default_key;
 	uint8_t default_key[32];
+	/* keyfile_insecure: a keyfile others may read or write, or owned by
+	 * another user, is taken (with a log line) instead of refused. */
+	bool keyfile_insecure;
 	struct tfsd_key *keys; /* from keyfile=, sorted by path */
 	size_t key_num;
 	char *staging; /* staging=: folder of files being written, or NULL */
@@ -89,7 +92,10 @@ void tfsd_format_time(char *out, size_t cap, uint64_t ms);
 /* The proleptic Gregorian date of a day number (0 = 1970-01-01). */
 void tfsd_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
 /* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
- * default, '#' comments. Fills c->keys / c->default_key. */
+ * default, '#' comments. Fills c->keys / c->default_key. A keyfile that
+ * is not a regular file, that group or others may read or write, or
+ * that another user than this one or root owns is refused (TFS_E_PERM)
+ * unless c->keyfile_insecure; d says which. */
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 			       struct tfs_diag *d) TFS_WUR;
 /* The key for an array (relative path), or NULL. */

@@ -173,6 +173,7 @@ for d, dirs, files in os.walk(root):
 PYEOF
 # Nor in the debug log of every request (-d), nor from a keyfile.
 printf '* %s\n' "$key" >"$WORK/keys"
+chmod 600 "$WORK/keys"
 mount_tilefs "$src" "$WORK/md" -d -o "ro,keyfile=$WORK/keys"
 cat "$WORK/md/encrypted/data.csv" >/dev/null || fail "encrypted array with keyfile="
 grep -q "LOOKUP" "$LOG" || fail "-d logged no requests"

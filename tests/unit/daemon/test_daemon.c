@@ -616,3 +616,53 @@ Test(tree, group_members_elsewhere, .init = group_setup,
 	free(got);
 	free(want);
 }
+
+/* A keyfile others may read or write is refused as ssh refuses such a
+ * private key, unless keyfile_insecure; an unreadable one says why. */
+Test(options, keyfile_modes)
+{
+	char path[64];
+	int fd = mkstemp(tfs_temp_template(path, sizeof(path), "/tmp", "tfs_keyfile_"));
+	struct tfsd_config c = {0};
+	struct tfs_diag d;
+	static const char line[] =
+		"* 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, line, sizeof(line) - 1), (ssize_t)sizeof(line) - 1);
+	close(fd);
+	for (unsigned i = 0; i < 4; i++) {
+		static const unsigned modes[] = {0644, 0640, 0602, 0660};
+
+		cr_assert_eq(chmod(path, modes[i]), 0);
+		tfs_diag_init(&d);
+		cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_PERM,
+			     "mode %o", modes[i]);
+		cr_expect(strstr(tfs_diag_msg(&d), "group or others"), "%s",
+			  tfs_diag_msg(&d));
+		cr_expect(!c.has_default_key);
+		tfsd_config_release(&c);
+		c.keyfile_insecure = true;
+		tfs_diag_init(&d);
+		cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		cr_expect(c.has_default_key);
+		tfsd_config_release(&c);
+	}
+	cr_assert_eq(chmod(path, 0400), 0);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfsd_config_release(&c);
+	/* Not a file, no file. */
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, "/tmp", &d), TFS_E_INVALID);
+	cr_expect(strstr(tfs_diag_msg(&d), "not a regular file"), "%s",
+		  tfs_diag_msg(&d));
+	unlink(path);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_NOT_FOUND);
+	cr_expect(strstr(tfs_diag_msg(&d), "no such file"), "%s",
+		  tfs_diag_msg(&d));
+	tfsd_config_release(&c);
+}
