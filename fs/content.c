@@ -1063,10 +1063,21 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 	e = plan_open(fs, n, &p, d);
 	if (e)
 		return e;
-	if (p.dense && p.fixed) {
-		out->exact = plan_fixed_size(&p, &out->size);
-	} else if (p.dense && p.fmt == TFSD_FMT_OFFSETS) {
-		out->exact = !__builtin_mul_overflow(p.cells, 8, &out->size);
+	if ((p.dense && p.fixed) ||
+	    (p.dense && p.fmt == TFSD_FMT_OFFSETS)) {
+		out->exact = p.fixed ? plan_fixed_size(&p, &out->size)
+				     : !__builtin_mul_overflow(p.cells, 8,
+							       &out->size);
+		/* No file holds 2^63 bytes or more (off_t): refused with a
+		 * reason, rather than a size the kernel turns into EIO. */
+		if (!out->exact || out->size > (uint64_t)INT64_MAX) {
+			e = tfs_fail(d, TFS_E_TOO_BIG,
+				     "'%s': selection of %" PRIu64 " cells is "
+				     "2^63 bytes or more, more than a file "
+				     "can hold",
+				     vpath, p.cells);
+			*out = (struct tfsd_size){0, false};
+		}
 	} else if (plan_small(fs, &p)) {
 		e = render_whole(&p, &buf, &charged, d);
 		if (!e) {

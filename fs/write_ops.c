@@ -192,6 +192,13 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				"SOURCE is on a read-only file system");
 	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return tfs_fail(d, TFS_E_PERM, "bad name");
+	/* "..csv", "...csv": a CSV file meant to be committed, whose array
+	 * would have no name. Refused, not kept as a temporary file. */
+	if (ends_with(name, ".csv") && strspn(name, ".") >= strlen(name) - 4)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': a CSV file needs a name before '.csv' "
+				"(the name of its array)",
+				name);
 	if (strcmp(name, "ingest.log") == 0)
 		return tfs_fail(d, TFS_E_PERM, "ingest.log is kept by tilefs");
 	dir_vpath = slash ? tfs_strndup(vpath, (size_t)(slash - vpath))

@@ -82,7 +82,7 @@ leaks=0
 try() {
   local what=$1 out
   shift
-  out=$(as_nobody "$@" 2>&1 || true)
+  out=$(as_nobody "$@" 2>&1 | tr -d '\\0' || true)
   if printf '%s' "$out" | grep -q -e 987654321 -e TOPSECRETVAL; then
     echo "LEAK: $what" >&2
     leaks=$((leaks + 1))
