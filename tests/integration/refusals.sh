@@ -46,6 +46,7 @@ printf 'd,a,b\n' >&3
 staged=$(ls -d "$WORK/tmp"/tilefs-staging.* 2>/dev/null | head -1)
 [ -n "$staged" ] || fail "no staging folder in TMPDIR"
 [ -n "$(ls "$staged")" ] || fail "nothing staged in $staged"
+[ "$(stat -c %a "$staged")" = 700 ] || fail "staging folder not 0700"
 kill -9 "$pid"
 exec 3>&-
 fusermount3 -uz "$WORK/m0" 2>/dev/null || true
@@ -63,7 +64,12 @@ logged "of a crashed daemon removed"
 [ ! -e "$staged" ] || fail "the staging folder of a crashed daemon stayed: $(ls -la "$staged")"
 [ -e "$WORK/tmp/tilefs-staging.$$.abcdef/tilefs.$$.1" ] ||
   fail "a live daemon's staging folder was emptied"
-echo "staging: a crashed daemon's folder removed at the next mount"
+# A refused write leaves nothing staged.
+live=$(ls -d "$WORK/tmp/tilefs-staging.${PIDS[-1]}".*)
+printf 'd,a,b\n1,notanumber,2\n' >"$WORK/bad.csv"
+cp "$WORK/bad.csv" "$m/dense_1d/bad.csv" 2>/dev/null && fail "a bad CSV was taken"
+[ -z "$(ls -A "$live")" ] || fail "a refused write left $(ls -A "$live")"
+echo "staging: a crashed daemon's folder removed at the next mount, nothing left by a refusal"
 
 # ---- Selections ------------------------------------------------------------
 for sel in ':-65536' '-2147483648:-2147483648' '0:1' '200:' '::18446744073709551616'; do

@@ -41,6 +41,10 @@ dfrag=$(cd "$src/own_tile/__fragments" && ls -t | head -1)
 cp -r "$secret/arr/__fragments/$mfrag" \
   "$secret/arr/__fragments/__1_1_0123456789abcdef0123456789abcdef_22"
 chown -R nobody "$src/own_frag" "$src/own_tile"
+# An array of root's (0755): the user may read it, not write to it.
+cp -r "$src/own_frag" "$src/rootarr"
+chown -R root "$src/rootarr"
+chmod -R go-w "$src/rootarr"
 mkdir -p "$secret/grp"
 
 sum_secret() {
@@ -106,6 +110,13 @@ as_nobody mkdir "$m/linked_folder/newdir" 2>/dev/null || true
 as_nobody rmdir "$m/linked_folder/grp" 2>/dev/null || true
 as_nobody cp "$WORK/decoy.csv" "$m/own_frag/more.csv" 2>/dev/null || true
 
+# Writes through allow_other are checked against SOURCE's modes.
+as_nobody head -c 1 "$m/rootarr/data.csv" >/dev/null ||
+  fail "the user cannot read root's 0755 array"
+err=$(as_nobody cp "$WORK/decoy.csv" "$m/rootarr/w.csv" 2>&1) &&
+  fail "the user wrote into root's 0755 array"
+case $err in *"Permission denied"*) ;; *) fail "write into root's array: $err" ;; esac
+
 fusermount3 -u "$m"
 for _ in $(seq 1 100); do kill -0 "${PIDS[-1]}" 2>/dev/null || break; sleep 0.05; done
 # The mount-time cleanup once more, with the links in place.
@@ -115,6 +126,16 @@ for _ in $(seq 1 200); do
   sleep 0.05
 done
 grep -q 'cleanup: .* checked' "$LOG" || fail "the sweep did not finish"
+
+# The tool follows no link inside the arrays it is given either.
+for p in evil own_frag own_tile; do
+  out=$("$TFS" info "$src/$p" 2>&1 || true)
+  case $out in *987654321* | *TOPSECRETVAL*) fail "tfs info $p: $out" ;; esac
+  "$TFS" ingest "$src/$p" "$WORK/decoy.csv" >/dev/null 2>&1 || true
+  "$TFS" consolidate "$src/$p" >/dev/null 2>&1 || true
+  "$TFS" vacuum "$src/$p" >/dev/null 2>&1 || true
+done
+"$TFS" info "$src/evil" >/dev/null 2>&1 && fail "tfs info of linked array parts"
 
 after=$(sum_secret)
 [ "$leaks" = 0 ] || fail "$leaks reads showed the outside array"
