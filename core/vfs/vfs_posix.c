@@ -542,7 +542,7 @@ static int rooted_open(struct rooted *r, const char *rel, int flags,
 	if (!atomic_load_explicit(&r->walk, memory_order_relaxed)) {
 		struct open_how how = {
 			.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
-			.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+			.mode = (flags & O_CREAT) ? mode : 0,
 			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 				   RESOLVE_NO_MAGICLINKS,
 		};
@@ -551,6 +551,10 @@ static int rooted_open(struct rooted *r, const char *rel, int flags,
 
 		if (fd >= 0)
 			return (int)fd;
+		/* EPERM: a seccomp filter that refuses openat2 (older
+		 * container runtimes); the walk gives the real answer. */
+		if (errno == EPERM)
+			return walk_open(r, rel, flags, mode);
 		if (errno != ENOSYS)
 			return -1;
 		atomic_store(&r->walk, true);
