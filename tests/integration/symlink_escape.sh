@@ -136,6 +136,10 @@ for p in evil own_frag own_tile; do
   "$TFS" vacuum "$src/$p" >/dev/null 2>&1 || true
 done
 "$TFS" info "$src/evil" >/dev/null 2>&1 && fail "tfs info of linked array parts"
+for p in evil own_frag own_tile; do
+  out=$("$TFS" dump "$src/$p" 2>&1 || true)
+  case $out in *987654321* | *TOPSECRETVAL*) fail "tfs dump $p shows the outside array" ;; esac
+done
 
 after=$(sum_secret)
 [ "$leaks" = 0 ] || fail "$leaks reads showed the outside array"
