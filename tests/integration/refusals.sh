@@ -149,5 +149,16 @@ for bad in "$WORK" "$WORK/nokeys"; do
   grep -q -e "not a regular file" -e "no such file" "$WORK/mk.out" ||
     fail "keyfile '$bad': $(cat "$WORK/mk.out")"
 done
+# A keyfile the daemon's user cannot read says so (the check comes before
+# any mounting, so an unprivileged daemon gets that far).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  chmod 600 "$WORK/keys"
+  if setpriv --reuid=65534 --regid=65534 --clear-groups \
+      "$TILEFS" -o "ro,keyfile=$WORK/keys" /tmp /tmp >"$WORK/mk.out" 2>&1; then
+    fail "an unreadable keyfile was taken"
+  fi
+  grep -q "keyfile '$WORK/keys': cannot be read by uid 65534: Permission denied" "$WORK/mk.out" ||
+    fail "unreadable keyfile: $(cat "$WORK/mk.out")"
+fi
 echo "keys: wrong key said, unsafe keyfile refused unless keyfile_insecure"
 pass
