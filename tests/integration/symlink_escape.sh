@@ -40,7 +40,10 @@ dfrag=$(cd "$src/own_tile/__fragments" && ls -t | head -1)
 # a link would remove it.
 cp -r "$secret/arr/__fragments/$mfrag" \
   "$secret/arr/__fragments/__1_1_0123456789abcdef0123456789abcdef_22"
-chown -R nobody "$src/own_frag" "$src/own_tile"
+# A TileDB group of the user's, whose member folder becomes a link.
+cp -r "$CORPUS/group" "$src/realgrp"
+chmod -R u+w "$src/realgrp"
+chown -R nobody "$src/own_frag" "$src/own_tile" "$src/realgrp"
 # An array of root's (0755): the user may read it, not write to it.
 cp -r "$src/own_frag" "$src/rootarr"
 chown -R root "$src/rootarr"
@@ -71,6 +74,8 @@ as_nobody bash -eu -c '
   done
   mkdir "$src/grp"
   ln -s "$secret/arr" "$src/grp/member"
+  rm -rf "$src/realgrp/dense_member"
+  ln -s "$secret/arr" "$src/realgrp/dense_member"
 ' _ "$src" "$secret" "$mfrag" "$dfrag"
 
 m=$WORK/m
@@ -92,7 +97,8 @@ try() {
     leaks=$((leaks + 1))
   fi
 }
-for p in evil linked_array linked_folder/arr grp/member own_frag own_tile; do
+for p in evil linked_array linked_folder/arr grp/member realgrp/dense_member \
+         own_frag own_tile; do
   try "$p: data.csv" cat "$m/$p/data.csv"
   try "$p: a/slice[:].csv" cat "$m/$p/a/slice[:].csv"
   try "$p: s/slice[:].csv" cat "$m/$p/s/slice[:].csv"
@@ -103,7 +109,7 @@ try "listing of SOURCE" ls -laR "$m"
 try "grep of the tree" grep -r -a -e 987654321 -e TOPSECRETVAL "$m"
 
 # Writes through the links: a CSV into each, a schema, metadata.
-for p in evil linked_array linked_folder/arr grp/member; do
+for p in evil linked_array linked_folder/arr grp/member realgrp/dense_member; do
   as_nobody cp "$WORK/marker.csv" "$m/$p/w.csv" 2>/dev/null || true
 done
 as_nobody mkdir "$m/linked_folder/newdir" 2>/dev/null || true
