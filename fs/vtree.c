@@ -676,7 +676,9 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 	if (nl.failed) {
 		e = TFS_E_NOMEM;
 	} else {
-		qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
+		/* An empty folder has no list (qsort takes no NULL). */
+		if (nl.n > 1)
+			qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
 		for (size_t i = 0; i < nl.n; i++)
 			if (!fn(ctx, nl.names[i], true))
 				break;
