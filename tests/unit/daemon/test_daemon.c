@@ -666,3 +666,65 @@ Test(options, keyfile_modes)
 		  tfs_diag_msg(&d));
 	tfsd_config_release(&c);
 }
+
+/* No link below SOURCE is followed: a linked array, an array whose parts
+ * are links, a fragment folder that is a link, all to an array outside
+ * SOURCE. The linked names do not resolve and are not listed; an array
+ * whose fragment and commit are links shows only its own fragment, and
+ * one whose committed fragment is a link fails to open (the fragment is
+ * missing) rather than read it. */
+Test(tree, links_below_source_not_followed)
+{
+	char root[128], cmd[2048];
+	struct tfsd_node n;
+	struct tfs_diag d;
+	struct tfsd_arr *arr;
+	struct names nm;
+	size_t frags;
+
+	dfx_temp_dir(root, sizeof(root), "tfs_links_");
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; mkdir src out; cp -r '%s/dense_1d' out/arr;"
+		 " cp -r '%s/dense_1d' src/real; chmod -R u+w src out;"
+		 " cp -r src/real src/real2;"
+		 " ln -s \"$PWD/out/arr\" src/linkarr;"
+		 " mkdir src/parts; for p in __schema __fragments __commits;"
+		 " do ln -s \"$PWD/out/arr/$p\" src/parts/$p; done;"
+		 " f=$(ls out/arr/__fragments | head -1); n=__1_1_00000000000000000000000000000001_22;"
+		 " cp -r out/arr/__fragments/$f out/arr/__fragments/$n;"
+		 " touch out/arr/__commits/$n.wrt;"
+		 " for a in real real2; do"
+		 " ln -s \"$PWD/out/arr/__fragments/$n\" src/$a/__fragments/$n; done;"
+		 " ln -s \"$PWD/out/arr/__commits/$n.wrt\" src/real/__commits/$n.wrt;"
+		 " touch src/real2/__commits/$n.wrt",
+		 root, CORPUS, CORPUS);
+	dfx_run(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/src", root);
+	dfx_start(&fs, cmd, 65536, 1 << 20, 1 << 20);
+
+	list_path("", &nm);
+	cr_expect_str_eq(nm.list, "parts/|real/|real2/|");
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_resolve(&fs, "linkarr", &n, &d), TFS_E_NOT_FOUND);
+	/* parts/ is a plain folder, empty: its parts are not followed. */
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs, "parts", &n, &d), TFS_E_OK);
+	cr_expect_eq(n.kind, TFSD_N_FOLDER);
+	tfsd_node_release(&fs, &n);
+	list_path("parts", &nm);
+	cr_expect_eq(nm.n, 0, "%s", nm.list);
+	tfs_diag_init(&d);
+	cr_expect_neq(tfsd_arrays_get(fs.arrays, "parts", 0, &arr, &d),
+		      TFS_E_OK);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_arrays_get(fs.arrays, "real", 0, &arr, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	frags = tfs_array_fragment_count(arr->a);
+	tfsd_arr_put(fs.arrays, arr);
+	cr_expect_eq(frags, 1);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_arrays_get(fs.arrays, "real2", 0, &arr, &d),
+		     TFS_E_CORRUPT, "%s", tfs_diag_msg(&d));
+	dfx_stop(&fs);
+	dfx_remove(root);
+}
