@@ -52,14 +52,17 @@ void tfsd_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 }
 
 /* close() and fsync(): the commit, its error returned there. */
+static int do_flush(struct tfsd_ll *ll, struct tfsd_fh *h)
+{
+	if (!h || !h->sf)
+		return 0;
+	return tfsd__staged_commit(ll, h->sf, true, NULL, 0, NULL);
+}
+
 void tfsd_ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct tfsd_fh *h = tfsd__fh(fi);
-
 	(void)ino;
-	fuse_reply_err(req, h && h->sf ? tfsd__staged_commit(tfsd__ll(req), h->sf,
-							     true, NULL, 0, NULL)
-				       : 0);
+	fuse_reply_err(req, do_flush(tfsd__ll(req), tfsd__fh(fi)));
 }
 
 void tfsd_ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
