@@ -64,6 +64,15 @@ logged "of a crashed daemon removed"
 [ ! -e "$staged" ] || fail "the staging folder of a crashed daemon stayed: $(ls -la "$staged")"
 [ -e "$WORK/tmp/tilefs-staging.$$.abcdef/tilefs.$$.1" ] ||
   fail "a live daemon's staging folder was emptied"
+# staging= inside SOURCE is refused.
+mkdir -p "$src/stage" "$WORK/ms"
+if "$TILEFS" -o "staging=$src/stage" "$src" "$WORK/ms" >"$WORK/ms.out" 2>&1; then
+  fusermount3 -u "$WORK/ms" 2>/dev/null || true
+  fail "staging= inside SOURCE was taken"
+fi
+grep -q "inside SOURCE" "$WORK/ms.out" || fail "staging= inside SOURCE: $(cat "$WORK/ms.out")"
+rmdir "$src/stage"
+
 # A refused write leaves nothing staged.
 live=$(ls -d "$WORK/tmp/tilefs-staging.${PIDS[-1]}".*)
 printf 'd,a,b\n1,notanumber,2\n' >"$WORK/bad.csv"
