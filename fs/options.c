@@ -1,6 +1,7 @@
 /* The daemon's option values: sizes, times and keys as users type them
- * (SPEC §1). Pure functions plus the keyfile reader; the command line
- * itself is parsed in fuse_ll.c with fuse_opt. */
+ * (SPEC §1), and the table of the options --help prints. Pure functions
+ * plus the keyfile reader; the command line itself is parsed in main.c
+ * with fuse_opt. */
 #include "tfsd.h"
 
 #include <ctype.h>
@@ -299,8 +300,8 @@ const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel)
 
 /* The one list of the daemon's options: --help prints it, the man page's
  * OPTIONS section documents the same names (tests/docs/options_doc.sh). The
- * command line itself is parsed in the FUSE front end with fuse_opt, which
- * needs offsets into its own struct; a name added here must be added there
+ * command line itself is parsed in main.c with fuse_opt, which needs
+ * offsets into its own struct; a name added here must be added there
  * too, and a name added there and not here fails that test. */
 const struct tfsd_option tfsd_options[] = {
 	{"ro", NULL, NULL,
