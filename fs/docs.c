@@ -161,7 +161,7 @@ static enum tfs_err put_meta_value(const struct tfsd_node *n,
 				offsets[1] = (uint64_t)kv->value_num * size;
 				v = kv->value_num;
 			}
-			e = tfsd_cell_text(out, &c, 0, TFSD_TEXT_TXT, NULL);
+			e = tfsr_cell_text(out, &c, 0, TFSR_TEXT_TXT, NULL);
 			if (!e)
 				e = tfs_buf_append_u8(out, '\n');
 		}

@@ -12,13 +12,16 @@
 #include <stdint.h>
 
 #include "selection.h"
+#include "tfs_render.h"
 #include "value_text.h"
 #include <tilefs/tilefs.h>
 
 struct tfs_tile_cache;
 
-/* Dimensions of a schema at most (format/schema.md). */
-#define TFSD_MAX_DIMS 128
+#define TFSD_MAX_DIMS TFSR_MAX_DIMS
+/* fuse_ll.c's names of two formats. */
+#define TFSD_FMT_RAW TFSR_FMT_RAW
+#define TFSD_FMT_NPY TFSR_FMT_NPY
 /* Bytes of one name of the mount at most (longer: ENAMETOOLONG). */
 #define TFSD_NAME_MAX 255
 
@@ -61,13 +64,11 @@ struct tfsd_config {
 void tfsd_config_release(struct tfsd_config *c);
 /* "256M", "1G", "4096", "64k" → bytes. */
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
-/* Milliseconds since the epoch, or ISO-8601 UTC ("2023-11-14",
- * "2023-11-14T22:13:20", "...20.5Z", "...20.000Z"). */
-enum tfs_err tfsd_parse_time(const char *text, uint64_t *out) TFS_WUR;
-/* "2023-11-14T22:13:20.000Z" for ms since the epoch (cap >= 32). */
-void tfsd_format_time(char *out, size_t cap, uint64_t ms);
-/* The proleptic Gregorian date of a day number (0 = 1970-01-01). */
-void tfsd_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
+/* The option parser's name for tfsr_parse_time. */
+static inline enum tfs_err tfsd_parse_time(const char *text, uint64_t *out)
+{
+	return tfsr_parse_time(text, out);
+}
 /* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
  * default, '#' comments. Fills c->keys / c->default_key. */
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
@@ -193,7 +194,7 @@ struct tfsd_node {
 	char *name;           /* metadata key, fragment name */
 	char *sel;            /* slice: the SEL text */
 	size_t sel_len;
-	enum tfsd_format fmt;
+	enum tfsr_format fmt;
 };
 
 void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n);
@@ -220,19 +221,6 @@ typedef bool (*tfsd_list_fn)(void *ctx, const char *name, bool is_dir);
 enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
 		       tfsd_list_fn fn, void *ctx, struct tfs_diag *d) TFS_WUR;
 
-/* Field helpers: the name, type and shape facts of field i of a schema
- * (dims first, then attrs). */
-struct tfsd_field {
-	const char *name;
-	uint8_t type;
-	uint32_t cell_val_num;
-	bool var;
-	bool nullable;
-	bool is_dim;
-	const struct tfs_attr *attr; /* NULL for dimensions */
-};
-uint32_t tfsd_field_count(const struct tfs_schema *s);
-void tfsd_field_get(const struct tfs_schema *s, int i, struct tfsd_field *out);
 
 /* Extended attribute `name` of a node into out; TFS_E_NOT_FOUND when the
  * node has no such attribute. tfsd_xattr_list gives the names. */

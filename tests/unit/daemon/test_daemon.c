@@ -63,7 +63,7 @@ Test(options, times)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		uint64_t v = 0;
-		enum tfs_err e = tfsd_parse_time(cases[i].text, &v);
+		enum tfs_err e = tfsr_parse_time(cases[i].text, &v);
 
 		cr_expect_eq(e == TFS_E_OK, cases[i].ok, "'%s'", cases[i].text);
 		if (cases[i].ok)
@@ -81,15 +81,15 @@ Test(options, time_text_round_trips)
 		char text[40];
 		uint64_t back = 0;
 
-		tfsd_format_time(text, sizeof(text), samples[i]);
+		tfsr_format_time(text, sizeof(text), samples[i]);
 		cr_assert_eq(strlen(text), 24, "%s", text);
-		cr_assert_eq(tfsd_parse_time(text, &back), TFS_E_OK, "%s", text);
+		cr_assert_eq(tfsr_parse_time(text, &back), TFS_E_OK, "%s", text);
 		cr_expect_eq(back, samples[i], "%s", text);
 	}
 	{
 		char text[40];
 
-		tfsd_format_time(text, sizeof(text), 1700000000000ull);
+		tfsr_format_time(text, sizeof(text), 1700000000000ull);
 		cr_expect_str_eq(text, "2023-11-14T22:13:20.000Z");
 	}
 }
