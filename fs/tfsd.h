@@ -229,7 +229,7 @@ enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
 enum tfs_err tfsd_xattr_list(struct tfsd *fs, const struct tfsd_node *n,
 			     struct tfs_buf *out) TFS_WUR;
 
-/* ---- File content (content.c, docs.c) ----------------------------------- */
+/* ---- File content (content.c, node_docs.c) -------------------------------- */
 
 /* What stat shows for a file node. exact = false means the size is not
  * known without decoding: stat shows 0 and reads use direct I/O. */
@@ -260,8 +260,9 @@ enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 			    struct tfs_diag *d) TFS_WUR;
 void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f);
 
-/* Small documents rendered whole (docs.c): schema.json, metadata.json,
- * metadata/<key>, fragments/<name>/info.json. */
+/* Small documents rendered whole (node_docs.c, by render/docs.h):
+ * schema.json, metadata.json, metadata/<key>,
+ * fragments/<name>/info.json. */
 enum tfs_err tfsd_doc_render(struct tfsd *fs, const struct tfsd_node *n,
 			     struct tfs_buf *out, struct tfs_diag *d) TFS_WUR;
 
