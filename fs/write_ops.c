@@ -24,6 +24,7 @@
 #include "tfs_buf.h"
 #include "tfs_bytes.h"
 #include "tfs_log.h"
+#include "tfs_str.h"
 
 /* Documents read whole (schema.json, metadata values) at most. */
 #define DOC_MAX ((size_t)16 << 20)
@@ -53,14 +54,6 @@ static char *join(const char *a, const char *b)
 		return NULL;
 	}
 	return (char *)tfs_buf_detach(&buf, NULL);
-}
-
-/* Whether s ends with suffix, in any case (x.CSV from other systems). */
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n > m && strcasecmp(s + n - m, suffix) == 0;
 }
 
 static int hexval(char c)
@@ -117,7 +110,7 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 				"'%s': names starting with '__' belong to "
 				"TileDB",
 				name);
-	if (name[0] != '.' && ends_with(name, ".csv")) {
+	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv")) {
 		size_t stem = strlen(name) - 4;
 		char *stem_name = tfs_strndup(name, stem);
 		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
@@ -155,7 +148,7 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 				"'%s': not a name to write in an array "
 				"(write NAME.csv)",
 				name);
-	if (name[0] != '.' && ends_with(name, ".csv"))
+	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv"))
 		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
 				   dir_vpath, d);
 	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);

@@ -19,6 +19,7 @@
 #include "tfs_err.h"
 #include "tfs_log.h"
 #include "tfs_pool.h"
+#include "tfs_str.h"
 
 /* ---- tfs_buf ------------------------------------------------------------ */
 
@@ -674,4 +675,32 @@ Test(log, sink_and_level)
 	tfs_log(TFS_LOG_DEBUG, "dropped");
 	cr_assert_eq(lines, 1, "more verbose than the maximum: dropped");
 	tfs_log_configure(NULL, TFS_LOG_WARN);
+}
+
+Test(str, ends_with_compares_the_last_bytes)
+{
+	static const struct {
+		const char *s, *suffix;
+		bool exact, nocase;
+	} cases[] = {
+		{"a.csv", ".csv", true, true},
+		{"a.CSV", ".csv", false, true},
+		{".csv", ".csv", true, true},
+		{"csv", ".csv", false, false},
+		{"", "", true, true},
+		{"abc", "", true, true},
+		{"", "x", false, false},
+		{"__fragments/x.wrt", ".wrt", true, true},
+		{"x.wrtx", ".wrt", false, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(tfs_str_ends_with(cases[i].s, cases[i].suffix),
+			     cases[i].exact, "'%s' ends with '%s'", cases[i].s,
+			     cases[i].suffix);
+		cr_assert_eq(tfs_str_ends_with_nocase(cases[i].s,
+						      cases[i].suffix),
+			     cases[i].nocase, "'%s' ends with '%s' (any case)",
+			     cases[i].s, cases[i].suffix);
+	}
 }
