@@ -1,4 +1,4 @@
-/* The daemon's pure parts: the selection grammar (SPEC §3) against corpus
+/* The render library's parts: the selection grammar (SPEC §3) against corpus
  * schemas, value text (SPEC §4), text renderers and .npy headers. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "npy.h"
+#include "selection.h"
 #include "text_render.h"
-#include "tfsd.h"
+#include "tfs_render.h"
+#include "value_text.h"
 #include "tfs_buf.h"
 
 #define CORPUS TFS_CORPUS_DIR
