@@ -1,4 +1,4 @@
-/* Fuzz target: the daemon's selection grammar (fs/selection.h, SPEC §3):
+/* Fuzz target: the selection grammar (render/selection.h, SPEC §3):
  * the SEL of `slice[SEL].EXT` parsed against real schemas and non-empty
  * domains of the public corpus, opened once at startup (the corpus path
  * is compiled in; TFS_FUZZ_CORPUS overrides it).

@@ -1,5 +1,5 @@
 /* data.csv round trip over the corpus: each array's cells rendered as
- * the daemon renders data.csv (fs/value_text.c, SPEC §4; enumerated
+ * the daemon renders data.csv (render/value_text.c, SPEC §4; enumerated
  * attributes as their enumeration's values), ingested into a copy of the
  * array, and rendered again must give the same text. Arrays it cannot
  * apply to are skipped: encrypted (no key here), duplicates allowed (the
