@@ -9,30 +9,11 @@
 #include "npy.h"
 #include "selection.h"
 #include "text_render.h"
+#include "render_fixture.h"
 #include "tfs_render.h"
 #include "value_text.h"
 #include "tfs_buf.h"
 
-#define CORPUS TFS_CORPUS_DIR
-
-static struct tfs_array *arr;
-
-static void open_array(const char *name)
-{
-	char path[4096];
-	struct tfs_diag d;
-
-	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_array_open(path, NULL, &arr, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-}
-
-static void close_array(void)
-{
-	tfs_array_close(arr);
-	arr = NULL;
-}
 
 /* Parses sel on the open array with its non-empty domain. */
 static enum tfs_err parse(const char *sel, struct tfsr_sel **out,

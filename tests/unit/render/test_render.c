@@ -9,28 +9,9 @@
 
 #include "slice.h"
 #include "tfs_buf.h"
+#include "render_fixture.h"
 #include "tfs_render.h"
 
-#define CORPUS TFS_CORPUS_DIR
-
-static struct tfs_array *arr;
-
-static void open_array(const char *name)
-{
-	char path[4096];
-	struct tfs_diag d;
-
-	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_array_open(path, NULL, &arr, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-}
-
-static void close_array(void)
-{
-	tfs_array_close(arr);
-	arr = NULL;
-}
 
 /* Opens the slice SEL of field (name, NULL: every field) in format fmt on
  * the open array. */
