@@ -1,11 +1,10 @@
-/* The daemon's option values: sizes, times and keys as users type them
- * (SPEC §1). Pure functions plus the keyfile reader; the command line
- * itself is parsed in fuse_ll.c with fuse_opt. */
+/* The daemon's option values: sizes and keys as users type them (SPEC
+ * §1; times are render/time_text.c's). Pure functions plus the keyfile
+ * reader; the command line itself is parsed in fuse_ll.c with fuse_opt. */
 #include "tfsd.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

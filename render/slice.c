@@ -407,7 +407,7 @@ void tfsr_slice_prefetch(const struct tfsr_slice *p,
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	uint8_t bounds[TFSR_MAX_DIMS][2][8];
 
-	/* Requests name fields by the plan's strings: only on its handle,
+	/* Requests name fields by the slice's strings: only on its handle,
 	 * which outlives them. */
 	if (!p->prefetch || src != p->a || c0 >= c1 || c0 >= p->cells)
 		return;
