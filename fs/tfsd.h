@@ -19,9 +19,6 @@
 struct tfs_tile_cache;
 
 #define TFSD_MAX_DIMS TFSR_MAX_DIMS
-/* fuse_ll.c's names of two formats. */
-#define TFSD_FMT_RAW TFSR_FMT_RAW
-#define TFSD_FMT_NPY TFSR_FMT_NPY
 /* Bytes of one name of the mount at most (longer: ENAMETOOLONG). */
 #define TFSD_NAME_MAX 255
 
@@ -64,11 +61,6 @@ struct tfsd_config {
 void tfsd_config_release(struct tfsd_config *c);
 /* "256M", "1G", "4096", "64k" → bytes. */
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
-/* The option parser's name for tfsr_parse_time. */
-static inline enum tfs_err tfsd_parse_time(const char *text, uint64_t *out)
-{
-	return tfsr_parse_time(text, out);
-}
 /* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
  * default, '#' comments. Fills c->keys / c->default_key. */
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
