@@ -122,14 +122,17 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 		char *stem_name = tfs_strndup(name, stem);
 		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
 		enum tfs_err e;
-		struct stat st;
+		struct tfs_stat st;
 
 		if (!rel) {
 			tfs_free(stem_name);
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		}
 		e = target_init(fs, t, TFSD_W_CSV_NEW, rel, name, dir_vpath, d);
-		if (!e && lstat(t->path, &st) == 0)
+		if (!e &&
+		    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st,
+				   NULL) &&
+		    st.exists)
 			e = tfs_fail(d, TFS_E_EXISTS,
 				     "'%s': '%s' exists already, a CSV file "
 				     "here makes a new array of that name",

@@ -213,27 +213,27 @@ static enum tfs_err mt_write_file(const struct mt *m, const char *rel,
 		e = nomem(d);
 		goto out;
 	}
-	e = m->vfs->ops->write(m->vfs, tmp, data, len, d);
+	e = tfs_vfs_write(m->vfs, tmp, data, len, d);
 	if (!e)
-		e = m->vfs->ops->fsync(m->vfs, tmp, d);
+		e = tfs_vfs_fsync(m->vfs, tmp, d);
 	if (!e)
-		e = m->vfs->ops->mkdir(m->vfs, dir, d);
+		e = tfs_vfs_mkdir(m->vfs, dir, d);
 	if (!e)
-		e = m->vfs->ops->rename(m->vfs, tmp, final, d);
+		e = tfs_vfs_rename(m->vfs, tmp, final, d);
 	if (e) {
 		struct tfs_diag ignored;
 
 		tfs_diag_init(&ignored);
-		(void)m->vfs->ops->remove(m->vfs, tmp, &ignored);
+		(void)tfs_vfs_remove(m->vfs, tmp, &ignored);
 		goto out;
 	}
-	e = m->vfs->ops->fsync(m->vfs, dir, d);
+	e = tfs_vfs_fsync(m->vfs, dir, d);
 	if (e) {
 		/* Callers take a failure to mean "nothing at rel". */
 		struct tfs_diag ignored;
 
 		tfs_diag_init(&ignored);
-		(void)m->vfs->ops->remove(m->vfs, final, &ignored);
+		(void)tfs_vfs_remove(m->vfs, final, &ignored);
 	}
 out:
 	tfs_free(final);
@@ -271,7 +271,7 @@ static enum tfs_err remove_tree(struct tfs_vfs *vfs, const char *path,
 		if (e)
 			return e;
 	}
-	return vfs->ops->remove(vfs, path, d);
+	return tfs_vfs_remove(vfs, path, d);
 }
 
 static enum tfs_err mt_remove(const struct mt *m, const char *rel,
@@ -1678,7 +1678,7 @@ static enum tfs_err remove_stale_tmp(const struct mt *m, struct tfs_diag *d)
 		    (int64_t)now.tv_sec * 1000000000 + now.tv_nsec -
 				    st.mtime_ns >
 			    STALE_TMP_NS)
-			e = m->vfs->ops->remove(m->vfs, p, d);
+			e = tfs_vfs_remove(m->vfs, p, d);
 		tfs_free(p);
 	}
 	tfs_dirlist_release(&root);

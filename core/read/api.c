@@ -613,7 +613,7 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 	if (q->done)
 		return TFS_E_OK;
 	tfs_out_reset(q);
-	e = q->ops->next(q, d);
+	e = q->reader_ops->next(q, d);
 	if (e)
 		return e;
 	if (!q->batch_cell_num) {
@@ -656,8 +656,8 @@ void tfs_query_close(struct tfs_query *q)
 {
 	if (!q)
 		return;
-	if (q->ops)
-		q->ops->free(q);
+	if (q->reader_ops)
+		q->reader_ops->free(q);
 	for (size_t i = 0; q->cols && i < q->field_num; i++) {
 		tfs_buf_release(&q->cols[i].data);
 		tfs_buf_release(&q->cols[i].offsets);

@@ -936,7 +936,7 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	if (!r)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	q->reader = r;
-	q->ops = &dense_ops;
+	q->reader_ops = &dense_ops;
 	r->dim_num = s->dim_num;
 	r->dtype = s->dims[0].type;
 	r->tile_order = s->tile_order;

@@ -2095,6 +2095,6 @@ enum tfs_err tfs_sparse_reader_open_capped(struct tfs_query *q,
 	}
 	q->total_cells = UINT64_MAX;
 	q->reader = r;
-	q->ops = &sparse_ops;
+	q->reader_ops = &sparse_ops;
 	return TFS_E_OK;
 }

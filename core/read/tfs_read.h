@@ -128,7 +128,7 @@ struct tfs_query {
 	struct tfs_batch batch;
 	bool done;
 
-	const struct tfs_reader_ops *ops;
+	const struct tfs_reader_ops *reader_ops;
 	void *reader;
 };
 

@@ -593,6 +593,7 @@ static void mem_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops mem_ops = {
 	.stat = mem_stat,
+	.lstat = mem_stat, /* no links */
 	.read = mem_read,
 	.list = mem_list,
 	.write = mem_write,

@@ -191,7 +191,7 @@ static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
 			    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 				continue;
 			p = tfs_path_join(dir, n);
-			if (p && !posix->ops->remove(posix, p, &d) && removed)
+			if (p && !tfs_vfs_remove(posix, p, &d) && removed)
 				(*removed)++;
 			tfs_free(p);
 		}

@@ -882,7 +882,7 @@ static enum tfs_err file_append(struct tfs__tw *t, const char *path,
 				const struct tfs_buf *b, struct tfs_diag *d)
 {
 	t->bytes += b->len;
-	return t->o.vfs->ops->append(t->o.vfs, path, b->data, b->len, d);
+	return tfs_vfs_append(t->o.vfs, path, b->data, b->len, d);
 }
 
 static enum tfs_err drain_one(struct tfs__tw *t, struct tfs_diag *d)
@@ -1648,13 +1648,13 @@ enum tfs_err tfs__tw_finish(struct tfs__tw *t, uint64_t *bytes,
 		const struct slotacc *a = &t->slots[fd->slot];
 
 		if (a->file_size &&
-		    (e = t->o.vfs->ops->fsync(t->o.vfs, t->paths[3 * f], d)))
+		    (e = tfs_vfs_fsync(t->o.vfs, t->paths[3 * f], d)))
 			return e;
 		if (a->var_file_size &&
-		    (e = t->o.vfs->ops->fsync(t->o.vfs, t->paths[3 * f + 1], d)))
+		    (e = tfs_vfs_fsync(t->o.vfs, t->paths[3 * f + 1], d)))
 			return e;
 		if (a->validity_file_size &&
-		    (e = t->o.vfs->ops->fsync(t->o.vfs, t->paths[3 * f + 2], d)))
+		    (e = tfs_vfs_fsync(t->o.vfs, t->paths[3 * f + 2], d)))
 			return e;
 	}
 	if ((e = write_metadata(t, d)))

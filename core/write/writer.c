@@ -916,7 +916,7 @@ static enum tfs_err write_cells(struct tfs_writer *w, bool dense,
 	if (!idx)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	if ((e = tfs__sorter_rewind(w->sorter, d)) ||
-	    (e = w->vfs->ops->mkdir(w->vfs, w->dir, d)) ||
+	    (e = tfs_vfs_mkdir(w->vfs, w->dir, d)) ||
 	    (e = tfs__tw_new(&to, &tw, d)))
 		goto out;
 	for (;;) {
@@ -981,8 +981,8 @@ static enum tfs_err choose_name(struct tfs_writer *w, struct tfs_diag *d)
 			 "%s/%s%s", w->cdir, res->name, ext);
 	if (!w->parent || !w->commit)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	if ((e = w->vfs->ops->mkdir(w->vfs, w->parent, d)) ||
-	    (e = w->vfs->ops->mkdir(w->vfs, w->cdir, d)))
+	if ((e = tfs_vfs_mkdir(w->vfs, w->parent, d)) ||
+	    (e = tfs_vfs_mkdir(w->vfs, w->cdir, d)))
 		return e;
 	w->dir = tfs_path_join(w->parent, res->name);
 	if (!w->dir)
@@ -995,15 +995,15 @@ static enum tfs_err commit_last(struct tfs_writer *w, struct tfs_diag *d)
 {
 	enum tfs_err e;
 
-	if ((e = w->vfs->ops->fsync(w->vfs, w->dir, d)) ||
-	    (e = w->vfs->ops->fsync(w->vfs, w->parent, d)))
+	if ((e = tfs_vfs_fsync(w->vfs, w->dir, d)) ||
+	    (e = tfs_vfs_fsync(w->vfs, w->parent, d)))
 		return e;
 	if ((e = tfs__write_file(w->vfs, w->commit, "", 0, d)) ||
-	    (e = w->vfs->ops->fsync(w->vfs, w->cdir, d))) {
+	    (e = tfs_vfs_fsync(w->vfs, w->cdir, d))) {
 		struct tfs_diag ld;
 
 		tfs_diag_init(&ld);
-		(void)w->vfs->ops->remove(w->vfs, w->commit, &ld);
+		(void)tfs_vfs_remove(w->vfs, w->commit, &ld);
 		return e;
 	}
 	return TFS_E_OK;
@@ -1026,7 +1026,7 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 		return tfs_fail(d, e, "out of memory");
 	if ((e = choose_name(w, d)))
 		return e;
-	if ((e = w->vfs->ops->mkdir(w->vfs, w->dir, d)))
+	if ((e = tfs_vfs_mkdir(w->vfs, w->dir, d)))
 		return e;
 	tw_opts(w, &to, true, box);
 	return tfs__tw_new(&to, &w->tw, d);
