@@ -228,11 +228,11 @@ static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
 			goto out;
 		}
 		/* Partly written files of a local-disk writer (metadata.md §2). */
-		if (tfs__ends_with(name, ".tmp"))
+		if (tfs_str_ends_with(name, ".tmp"))
 			continue;
 		if (!tfs__full_overlap(ni.t1, ni.t2, src->t0, src->t1))
 			continue;
-		if (tfs__ends_with(name, ".vac")) {
+		if (tfs_str_ends_with(name, ".vac")) {
 			path = tfs_path_join(dir, name);
 			if (!path) {
 				err = tfs_fail(d, TFS_E_NOMEM,

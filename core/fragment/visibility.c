@@ -440,7 +440,7 @@ static enum tfs_err read_ignores(struct scan *s,
 		char *rel;
 		enum tfs_err err;
 
-		if (!tfs__ends_with(name, ".ign"))
+		if (!tfs_str_ends_with(name, ".ign"))
 			continue;
 		rel = tfs_path_join("__commits", name);
 		if (!rel)
@@ -497,7 +497,7 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 	for (size_t i = 0; i < con.count && !err; i++) {
 		const struct tfs_con_entry *e = &con.entries[i];
 		struct tfs_name_info ni;
-		bool is_del = tfs__ends_with(e->marker, ".del");
+		bool is_del = tfs_str_ends_with(e->marker, ".del");
 
 		if (!strset_has(&s->ignore, e->marker) &&
 		    !strset_add(&s->consolidated, e->marker,
@@ -505,7 +505,7 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 			err = nomem(s, d);
 			break;
 		}
-		if (!is_del && !tfs__ends_with(e->marker, ".upd"))
+		if (!is_del && !tfs_str_ends_with(e->marker, ".upd"))
 			continue;
 		if (tfs_name_parse(e->marker, &ni) != TFS_E_OK ||
 		    !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1))
@@ -549,7 +549,7 @@ static enum tfs_err read_cons(struct scan *s, const struct tfs_dirlist *commits,
 	for (size_t i = 0; i < commits->count; i++) {
 		enum tfs_err err;
 
-		if (!tfs__ends_with(commits->names[i], ".con"))
+		if (!tfs_str_ends_with(commits->names[i], ".con"))
 			continue;
 		err = read_one_con(s, commits->names[i], d);
 		if (err)
@@ -594,9 +594,9 @@ static enum tfs_err scan_root(struct scan *s, const struct tfs_dirlist *root,
 		enum tfs_err err = TFS_E_OK;
 		bool committed;
 
-		if (tfs__ends_with(name, ".vac")) {
+		if (tfs_str_ends_with(name, ".vac")) {
 			err = add_vac(s, name, d);
-		} else if (tfs__ends_with(name, ".meta")) {
+		} else if (tfs_str_ends_with(name, ".meta")) {
 			err = add_meta(s, NULL, name, d);
 		} else if (strchr(name, '_') && !strchr(name, '.') &&
 			   !tfs__is_reserved_name(name) &&
@@ -634,7 +634,7 @@ static const char *wrt_marker_name(const char *marker, size_t *len)
 
 	if (n <= sizeof(prefix) - 1 + 4 ||
 	    memcmp(marker, prefix, sizeof(prefix) - 1) ||
-	    !tfs__ends_with(marker, ".wrt"))
+	    !tfs_str_ends_with(marker, ".wrt"))
 		return NULL;
 	marker += sizeof(prefix) - 1;
 	*len = n - (sizeof(prefix) - 1) - 4;
@@ -678,13 +678,13 @@ static enum tfs_err scan_commits(struct scan *s,
 	}
 	for (size_t i = 0; i < commits->count; i++) {
 		const char *name = commits->names[i];
-		bool is_wrt = tfs__ends_with(name, ".wrt");
-		bool is_del = tfs__ends_with(name, ".del");
-		bool is_upd = tfs__ends_with(name, ".upd");
+		bool is_wrt = tfs_str_ends_with(name, ".wrt");
+		bool is_del = tfs_str_ends_with(name, ".del");
+		bool is_upd = tfs_str_ends_with(name, ".upd");
 		struct tfs_name_info ni;
 		char *rel;
 
-		if (tfs__ends_with(name, ".vac")) {
+		if (tfs_str_ends_with(name, ".vac")) {
 			rel = tfs_path_join("__commits", name);
 			if (!rel)
 				return nomem(s, d);
