@@ -30,18 +30,6 @@
 /* Cells per append of a slice write without other attributes. */
 #define SLICE_CHUNK_CELLS ((uint64_t)1 << 20)
 
-void tfsd_wtarget_release(struct tfsd_wtarget *t)
-{
-	tfs_free(t->rel);
-	tfs_free(t->path);
-	tfs_free(t->name);
-	tfs_free(t->key);
-	tfs_free(t->field);
-	tfs_free(t->sel);
-	tfs_free(t->log_dir);
-	memset(t, 0, sizeof(*t));
-}
-
 static char *join(const char *a, const char *b)
 {
 	struct tfs_buf buf;
