@@ -7,6 +7,7 @@
 
 #include "format_internal.h"
 #include "tfs_alloc.h"
+#include "tfs_str.h"
 
 #define DEL_SUFFIX ".del"
 
@@ -90,13 +91,6 @@ void tfs_consolidated_meta_release(struct tfs_consolidated_meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static bool ends_with(const char *s, size_t n, const char *suffix)
-{
-	size_t k = strlen(suffix);
-
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
 /* A new copy of the n bytes at p as a string; embedded NUL is refused. */
 static enum tfs_err dup_line(const uint8_t *p, size_t n, char **out)
 {
@@ -151,7 +145,7 @@ enum tfs_err tfs_con_parse(struct tfs_con_file *out, const uint8_t *buf,
 			goto out_release;
 		}
 		out->count++;
-		if (!ends_with(ent->marker, n, DEL_SUFFIX))
+		if (!tfs_str_ends_with(ent->marker, DEL_SUFFIX))
 			continue;
 		/* A delete: u64 size, then the embedded .del generic tile. */
 		if ((e = tfs__u64(&r, &ent->del_size, "delete tile size")))

@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "tfs_alloc.h"
+#include "tfs_str.h"
 #include "tfs_buf.h"
 #include "tfs_fragment.h"
 #include <tilefs/tilefs.h>
@@ -57,13 +58,6 @@ struct mt {
 static enum tfs_err nomem(struct tfs_diag *d)
 {
 	return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
 static enum tfs_err mt_init(struct mt *m, const char *path,
@@ -413,7 +407,7 @@ static enum tfs_err add_lines_of(const struct mt *m, const char *dir,
 		struct tfs_strlist lines;
 		char rel[512];
 
-		if (!ends_with(l->names[i], ext))
+		if (!tfs_str_ends_with(l->names[i], ext))
 			continue;
 		snprintf(rel, sizeof(rel), "%s/%s", dir, l->names[i]);
 		e = mt_read_lines(m, rel, &lines, d);
@@ -678,7 +672,7 @@ static enum tfs_err con_file_items(const struct mt *m, const char *name,
 			break;
 		}
 		if (con_items_add(out, en->marker,
-				  ends_with(en->marker, ".del")
+				  tfs_str_ends_with(en->marker, ".del")
 					  ? buf + en->del_offset
 					  : NULL,
 				  (size_t)en->del_size))
@@ -691,8 +685,8 @@ static enum tfs_err con_file_items(const struct mt *m, const char *name,
 
 static bool is_commit_file(const char *name)
 {
-	return ends_with(name, ".wrt") || ends_with(name, ".del") ||
-	       ends_with(name, ".upd");
+	return tfs_str_ends_with(name, ".wrt") || tfs_str_ends_with(name, ".del") ||
+	       tfs_str_ends_with(name, ".upd");
 }
 
 static enum tfs_err consolidate_commits(const struct mt *m, char *made,
@@ -724,7 +718,7 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 	for (size_t i = 0; !e && i < commits.count; i++) {
 		const char *n = commits.names[i];
 
-		if (ends_with(n, ".con")) {
+		if (tfs_str_ends_with(n, ".con")) {
 			con_num++;
 			e = con_file_items(m, n, &ignored, &items, d);
 		}
@@ -741,9 +735,9 @@ static enum tfs_err consolidate_commits(const struct mt *m, char *made,
 		if (con_items_has(&items, marker))
 			continue;
 		loose++;
-		if (ends_with(n, ".del"))
+		if (tfs_str_ends_with(n, ".del"))
 			e = mt_read(m, marker, &buf, &len, d);
-		if (!e && con_items_add(&items, marker, ends_with(n, ".del")
+		if (!e && con_items_add(&items, marker, tfs_str_ends_with(n, ".del")
 							   ? (buf ? buf
 								  : (uint8_t *)"")
 							   : NULL,
@@ -805,7 +799,7 @@ static enum tfs_err live_meta_files(const struct mt *m,
 		const char *n = meta->names[i];
 		char rel[512];
 
-		if (ends_with(n, ".vac") || ends_with(n, ".tmp"))
+		if (tfs_str_ends_with(n, ".vac") || tfs_str_ends_with(n, ".tmp"))
 			continue;
 		snprintf(rel, sizeof(rel), "__meta/%s", n);
 		if (!strset_has(&hidden, rel) && strset_add(out, n))
@@ -1334,7 +1328,7 @@ static enum tfs_err con_markers(const struct mt *m,
 	enum tfs_err e = TFS_E_OK;
 
 	for (size_t i = 0; !e && i < commits->count; i++)
-		if (ends_with(commits->names[i], ".con"))
+		if (tfs_str_ends_with(commits->names[i], ".con"))
 			e = con_file_items(m, commits->names[i], ignored,
 					   &items, d);
 	for (size_t i = 0; !e && i < items.count; i++)
@@ -1477,7 +1471,7 @@ static enum tfs_err vacuum_fragments(const struct mt *m, unsigned *removed,
 		struct tfs_name_info ni;
 		char rel[512];
 
-		if (!ends_with(commits.names[i], ".vac"))
+		if (!tfs_str_ends_with(commits.names[i], ".vac"))
 			continue;
 		if (!tfs_name_parse(commits.names[i], &ni) && ni.version >= 12)
 			version = ni.version;
@@ -1485,7 +1479,7 @@ static enum tfs_err vacuum_fragments(const struct mt *m, unsigned *removed,
 		e = vacuum_vac(m, rel, &con, version, removed, d);
 	}
 	for (size_t i = 0; !e && i < root.count; i++)
-		if (ends_with(root.names[i], ".vac") && root.names[i][0] == '_')
+		if (tfs_str_ends_with(root.names[i], ".vac") && root.names[i][0] == '_')
 			e = vacuum_vac(m, root.names[i], &con, version, removed,
 				       d);
 	strset_release(&ignored);
@@ -1505,7 +1499,7 @@ static size_t newest_of(const struct tfs_dirlist *l, const char *ext)
 	for (size_t i = 0; i < l->count; i++) {
 		struct tfs_name_info ni;
 
-		if (!ends_with(l->names[i], ext) ||
+		if (!tfs_str_ends_with(l->names[i], ext) ||
 		    tfs_name_parse(l->names[i], &ni))
 			continue;
 		if (keep == SIZE_MAX || ni.t2 >= best) {
@@ -1531,7 +1525,7 @@ static enum tfs_err vacuum_fragment_meta(const struct mt *m, unsigned *removed,
 	for (size_t i = 0; !e && keep != SIZE_MAX && i < l.count; i++) {
 		char rel[512];
 
-		if (i == keep || !ends_with(l.names[i], ".meta"))
+		if (i == keep || !tfs_str_ends_with(l.names[i], ".meta"))
 			continue;
 		snprintf(rel, sizeof(rel), "__fragment_meta/%s", l.names[i]);
 		e = mt_remove(m, rel, removed, d);
@@ -1569,7 +1563,7 @@ static enum tfs_err vacuum_commits(const struct mt *m, unsigned *removed,
 		if (is_commit_file(n)) {
 			if (con_items_has(&newest, rel))
 				e = mt_remove(m, rel, removed, d);
-		} else if (ends_with(n, ".con")) {
+		} else if (tfs_str_ends_with(n, ".con")) {
 			struct con_items old = {0};
 			bool covered = true;
 
@@ -1613,7 +1607,7 @@ static enum tfs_err vacuum_array_meta(const struct mt *m, unsigned *removed,
 		char rel[512], cons[512];
 		bool exists;
 
-		if (!ends_with(n, ".vac"))
+		if (!tfs_str_ends_with(n, ".vac"))
 			continue;
 		/* Only when the merged file exists. */
 		snprintf(cons, sizeof(cons), "__meta/%.*s",
@@ -1666,7 +1660,7 @@ static enum tfs_err remove_stale_tmp(const struct mt *m, struct tfs_diag *d)
 		char *p;
 		struct tfs_stat st;
 
-		if (strncmp(n, ".tfs-", 5) || !ends_with(n, ".tmp"))
+		if (strncmp(n, ".tfs-", 5) || !tfs_str_ends_with(n, ".tmp"))
 			continue;
 		p = mt_path(m, n);
 		if (!p) {

@@ -19,6 +19,7 @@
 #include "tfs_err.h"
 #include "tfs_log.h"
 #include "tfs_pool.h"
+#include "tfs_str.h"
 
 /* ---- tfs_buf ------------------------------------------------------------ */
 
@@ -674,4 +675,22 @@ Test(log, sink_and_level)
 	tfs_log(TFS_LOG_DEBUG, "dropped");
 	cr_assert_eq(lines, 1, "more verbose than the maximum: dropped");
 	tfs_log_configure(NULL, TFS_LOG_WARN);
+}
+
+Test(str, ends_with)
+{
+	static const struct {
+		const char *s, *suffix;
+		bool want;
+	} cases[] = {
+		{"a.con", ".con", true},   {".con", ".con", true},
+		{"con", ".con", false},    {"a.con.tmp", ".con", false},
+		{"", "", true},            {"abc", "", true},
+		{"", "x", false},          {"__fragments", "s", true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert_eq(tfs_str_ends_with(cases[i].s, cases[i].suffix),
+			     cases[i].want, "'%s' '%s'", cases[i].s,
+			     cases[i].suffix);
 }
