@@ -72,7 +72,7 @@ static enum tfs_err pick_fragments(const struct mt *m, struct tfs_array *a,
 	fs->t1min = UINT64_MAX;
 	fs->in = tfs_callocn(n ? n : 1, sizeof(*fs->in));
 	if (!fs->in)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	for (size_t i = 0; i < n; i++) {
 		struct tfs_fragment_info f;
 
@@ -80,7 +80,7 @@ static enum tfs_err pick_fragments(const struct mt *m, struct tfs_array *a,
 		if (f.t1 < start || f.t2 > end)
 			continue;
 		fs->in[fs->num++] = f;
-		tfs__widen(&fs->t1min, &fs->t2max, f.t1, f.t2);
+		tfs__mt_widen(&fs->t1min, &fs->t2max, f.t1, f.t2);
 		if (f.version > fs->max_version)
 			fs->max_version = f.version;
 	}
@@ -126,7 +126,7 @@ static enum tfs_err write_dense(const struct mt *m,
 	box = tfs_callocn(s->dim_num, sizeof(*box));
 	names = tfs_callocn(s->attr_num ? s->attr_num : 1, sizeof(*names));
 	if (!box || !names) {
-		e = tfs__nomem(d);
+		e = tfs__mt_nomem(d);
 		goto out;
 	}
 	for (uint32_t k = 0; k < s->dim_num; k++) {
@@ -275,7 +275,7 @@ static enum tfs_err write_sparse_stamped(const struct mt *m,
 			tfs_free(cols);
 			cols = tfs_mallocn(b->column_num + 1, sizeof(*cols));
 			if (!stamps || !cols) {
-				e = tfs__nomem(d);
+				e = tfs__mt_nomem(d);
 				break;
 			}
 			for (uint64_t i = 0; i < b->cell_num; i++)
@@ -391,7 +391,7 @@ enum tfs_err tfs__consolidate_fragments(const struct mt *m,
 		if (tfs_buf_printf(&vac, "%s%s\n",
 				   fs.in[i].version >= 12 ? "__fragments/" : "",
 				   fs.in[i].name))
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 	if (!e) {
 		char rel[512];
 		/* The writer uses the schema's version; the .vac goes where
@@ -406,7 +406,7 @@ enum tfs_err tfs__consolidate_fragments(const struct mt *m,
 	}
 	tfs_buf_release(&vac);
 	if (!e)
-		tfs__set_made(made, made_cap, res.name);
+		tfs__mt_set_made(made, made_cap, res.name);
 out:
 	tfs_free(fs.in);
 	tfs_array_close(a);

@@ -23,7 +23,7 @@ static enum tfs_err read_footer(const struct mt *m, const char *name,
 		 v >= 12 ? "__fragments/" : "", name);
 	p = tfs__mt_path(m, rel);
 	if (!p)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	e = tfs_vfs_stat(m->vfs, p, &st, d);
 	if (!e && (!st.exists || st.size < 8))
 		e = tfs_fail(d, TFS_E_CORRUPT, "fragment '%s': no metadata",
@@ -43,7 +43,7 @@ static enum tfs_err read_footer(const struct mt *m, const char *name,
 		at = out->len;
 		e = tfs_buf_resize(out, at + (size_t)flen);
 		if (e)
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 		else
 			e = tfs_vfs_read(m->vfs, p, st.size - 8 - flen,
 					 out->data + at, (size_t)flen, d);
@@ -67,7 +67,7 @@ enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 	if (e)
 		return e;
 	version = tfs_array_schema(a)->version;
-	e = tfs__need_v12(m, version, "fragment metadata", d);
+	e = tfs__mt_need_v12(m, version, "fragment metadata", d);
 	if (e) {
 		tfs_array_close(a);
 		return e;
@@ -85,7 +85,7 @@ enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 			n++;
 	}
 	if (n == 0) {
-		tfs__set_made(made, made_cap, NULL);
+		tfs__mt_set_made(made, made_cap, NULL);
 		goto out;
 	}
 	{
@@ -99,7 +99,7 @@ enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 				off += 16 + strlen(f.name);
 		}
 		if (tfs_buf_append_u32(&dir, n)) {
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 			goto out;
 		}
 		for (size_t i = 0; !e && i < frag_num; i++) {
@@ -115,21 +115,21 @@ enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 			if (tfs_buf_append_u64(&dir, strlen(f.name)) ||
 			    tfs_buf_append(&dir, f.name, strlen(f.name)) ||
 			    tfs_buf_append_u64(&dir, off + before))
-				e = tfs__nomem(d);
-			tfs__widen(&t1, &t2, f.t1, f.t2);
+				e = tfs__mt_nomem(d);
+			tfs__mt_widen(&t1, &t2, f.t1, f.t2);
 		}
 		if (e)
 			goto out;
 	}
 	if (tfs_buf_append(&dir, footers.data, footers.len)) {
-		e = tfs__nomem(d);
+		e = tfs__mt_nomem(d);
 		goto out;
 	}
 	e = tfs_generic_tile_encode(&tile, dir.data, dir.len, m->key, d);
 	if (e)
 		goto out;
-	e = tfs__write_new_file(m, "__fragment_meta", t1, t2, version, ".meta",
-				tile.data, tile.len, made, made_cap, d);
+	e = tfs__mt_write_new_file(m, "__fragment_meta", t1, t2, version, ".meta",
+				   tile.data, tile.len, made, made_cap, d);
 out:
 	tfs_buf_release(&dir);
 	tfs_buf_release(&footers);
@@ -217,7 +217,7 @@ enum tfs_err tfs__con_file_items(const struct mt *m, const char *name,
 	for (size_t k = 0; !e && k < cf.count; k++) {
 		const struct tfs_con_entry *en = &cf.entries[k];
 
-		if (tfs__strset_has(ignored, en->marker))
+		if (tfs__mt_strset_has(ignored, en->marker))
 			continue;
 		if (en->del_size && en->del_offset + en->del_size > len) {
 			e = tfs_fail(d, TFS_E_CORRUPT,
@@ -229,7 +229,7 @@ enum tfs_err tfs__con_file_items(const struct mt *m, const char *name,
 					  ? buf + en->del_offset
 					  : NULL,
 				  (size_t)en->del_size))
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 	}
 	tfs_con_release(&cf);
 	tfs_free(buf);
@@ -260,14 +260,14 @@ enum tfs_err tfs__consolidate_commits(const struct mt *m, char *made,
 		return e;
 	version = tfs_array_schema(a)->version;
 	tfs_array_close(a);
-	e = tfs__need_v12(m, version, "commits", d);
+	e = tfs__mt_need_v12(m, version, "commits", d);
 	if (e)
 		return e;
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
 	e = tfs__mt_list(m, "__commits", &commits, d);
 	if (e)
 		return e;
-	e = tfs__load_ignored(m, &commits, &ignored, d);
+	e = tfs__mt_load_ignored(m, &commits, &ignored, d);
 	for (size_t i = 0; !e && i < commits.count; i++) {
 		const char *n = commits.names[i];
 
@@ -295,14 +295,14 @@ enum tfs_err tfs__consolidate_commits(const struct mt *m, char *made,
 								  : (uint8_t *)"")
 							   : NULL,
 					len))
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 		tfs_free(buf);
 	}
 	if (e)
 		goto out;
 	/* One .con already holds everything: nothing to do. */
 	if (loose == 0 && con_num <= 1) {
-		tfs__set_made(made, made_cap, NULL);
+		tfs__mt_set_made(made, made_cap, NULL);
 		goto out;
 	}
 	if (items.count)
@@ -315,24 +315,24 @@ enum tfs_err tfs__consolidate_commits(const struct mt *m, char *made,
 
 		if (tfs_name_parse(base ? base + 1 : it->marker, &ni) ==
 		    TFS_E_OK) {
-			tfs__widen(&t1, &t2, ni.t1, ni.t2);
+			tfs__mt_widen(&t1, &t2, ni.t1, ni.t2);
 		}
 		if (tfs_buf_append(&out, it->marker, strlen(it->marker)) ||
 		    tfs_buf_append_u8(&out, '\n') ||
 		    (it->del && (tfs_buf_append_u64(&out, it->del_len) ||
 				 tfs_buf_append(&out, it->del, it->del_len))))
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 	}
 	if (e)
 		goto out;
 	if (t1 > t2)
 		t1 = t2;
-	e = tfs__write_new_file(m, "__commits", t1, t2, version, ".con", out.data,
-				out.len, made, made_cap, d);
+	e = tfs__mt_write_new_file(m, "__commits", t1, t2, version, ".con", out.data,
+				   out.len, made, made_cap, d);
 out:
 	tfs_buf_release(&out);
 	tfs__con_items_release(&items);
-	tfs__strset_release(&ignored);
+	tfs__mt_strset_release(&ignored);
 	tfs_dirlist_release(&commits);
 	return e;
 }
@@ -347,7 +347,7 @@ static enum tfs_err live_meta_files(const struct mt *m,
 	struct strset hidden = {0};
 	enum tfs_err e;
 
-	e = tfs__add_lines_of(m, "__meta", meta, ".vac", true, &hidden, d);
+	e = tfs__mt_add_lines_of(m, "__meta", meta, ".vac", true, &hidden, d);
 	for (size_t i = 0; !e && i < meta->count; i++) {
 		const char *n = meta->names[i];
 		char rel[512];
@@ -355,10 +355,10 @@ static enum tfs_err live_meta_files(const struct mt *m,
 		if (tfs_str_ends_with(n, ".vac") || tfs_str_ends_with(n, ".tmp"))
 			continue;
 		snprintf(rel, sizeof(rel), "__meta/%s", n);
-		if (!tfs__strset_has(&hidden, rel) && tfs__strset_add(out, n))
-			e = tfs__nomem(d);
+		if (!tfs__mt_strset_has(&hidden, rel) && tfs__mt_strset_add(out, n))
+			e = tfs__mt_nomem(d);
 	}
-	tfs__strset_release(&hidden);
+	tfs__mt_strset_release(&hidden);
 	return e;
 }
 
@@ -385,10 +385,10 @@ enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 	if (e)
 		goto out;
 	if (live.count < 2) {
-		tfs__set_made(made, made_cap, NULL);
+		tfs__mt_set_made(made, made_cap, NULL);
 		goto out;
 	}
-	qsort(live.items, live.count, sizeof(*live.items), tfs__str_cmp);
+	qsort(live.items, live.count, sizeof(*live.items), tfs__mt_str_cmp);
 	for (size_t i = 0; i < live.count; i++) {
 		struct tfs_name_info ni;
 
@@ -399,9 +399,9 @@ enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 				     m->path, live.items[i]);
 			goto out;
 		}
-		tfs__widen(&t1, &t2, ni.t1, ni.t2);
+		tfs__mt_widen(&t1, &t2, ni.t1, ni.t2);
 		if (tfs_buf_printf(&vac, "__meta/%s\n", live.items[i])) {
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 			goto out;
 		}
 	}
@@ -413,14 +413,14 @@ enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 	mf.entries = merged.entries;
 	mf.count = merged.count;
 	if (tfs_meta_file_serialize(&payload, &mf)) {
-		e = tfs__nomem(d);
+		e = tfs__mt_nomem(d);
 		goto out;
 	}
 	e = tfs_generic_tile_encode(&tile, payload.data, payload.len, m->key,
 				    d);
 	if (e)
 		goto out;
-	e = tfs__new_name(name, t1, t2, 0, "", d);
+	e = tfs__mt_new_name(name, t1, t2, 0, "", d);
 	if (e)
 		goto out;
 	/* The merged file first, then the list of what it replaces: until
@@ -433,13 +433,13 @@ enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 	snprintf(rel, sizeof(rel), "__meta/%s.vac", name);
 	e = tfs__mt_write_file(m, rel, vac.data, vac.len, d);
 	if (!e)
-		tfs__set_made(made, made_cap, name);
+		tfs__mt_set_made(made, made_cap, name);
 out:
 	tfs_metadata_release(&merged);
 	tfs_buf_release(&payload);
 	tfs_buf_release(&tile);
 	tfs_buf_release(&vac);
-	tfs__strset_release(&live);
+	tfs__mt_strset_release(&live);
 	tfs_dirlist_release(&meta);
 	return e;
 }

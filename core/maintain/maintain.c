@@ -46,7 +46,7 @@ enum tfs_err tfs_array_consolidate(const char *path,
 	struct mt m;
 	enum tfs_err e;
 
-	tfs__set_made(made, made_cap, NULL);
+	tfs__mt_set_made(made, made_cap, NULL);
 	e = tfs__mt_init(&m, path, opts ? &opts->write : NULL, d);
 	if (e)
 		return e;

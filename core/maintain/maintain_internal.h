@@ -43,7 +43,7 @@ struct con_items {
 };
 
 /* maintain_io.c */
-enum tfs_err tfs__nomem(struct tfs_diag *d);
+enum tfs_err tfs__mt_nomem(struct tfs_diag *d);
 enum tfs_err tfs__mt_init(struct mt *m, const char *path,
 			  const struct tfs_write_opts *wo,
 			  struct tfs_diag *d);
@@ -64,29 +64,29 @@ enum tfs_err tfs__mt_write_file(const struct mt *m, const char *rel,
 				struct tfs_diag *d);
 enum tfs_err tfs__mt_remove(const struct mt *m, const char *rel,
 			    unsigned *removed, struct tfs_diag *d);
-enum tfs_err tfs__new_name(char *name, uint64_t t1, uint64_t t2,
-			   uint32_t version, const char *ext,
-			   struct tfs_diag *d);
-void tfs__widen(uint64_t *t1, uint64_t *t2, uint64_t a1, uint64_t a2);
-enum tfs_err tfs__need_v12(const struct mt *m, uint32_t version,
-			   const char *what, struct tfs_diag *d);
-void tfs__set_made(char *made, size_t cap, const char *name);
-enum tfs_err tfs__write_new_file(const struct mt *m, const char *dir,
-				 uint64_t t1, uint64_t t2, uint32_t version,
-				 const char *ext, const uint8_t *data,
-				 size_t len, char *made, size_t made_cap,
-				 struct tfs_diag *d);
-int tfs__str_cmp(const void *a, const void *b);
-bool tfs__strset_has(const struct strset *s, const char *v);
-enum tfs_err tfs__strset_add(struct strset *s, const char *v);
-void tfs__strset_release(struct strset *s);
-enum tfs_err tfs__add_lines_of(const struct mt *m, const char *dir,
-			       const struct tfs_dirlist *l, const char *ext,
-			       bool vac_lines, struct strset *out,
-			       struct tfs_diag *d);
-enum tfs_err tfs__load_ignored(const struct mt *m,
-			       const struct tfs_dirlist *commits,
-			       struct strset *out, struct tfs_diag *d);
+enum tfs_err tfs__mt_new_name(char *name, uint64_t t1, uint64_t t2,
+			      uint32_t version, const char *ext,
+			      struct tfs_diag *d);
+void tfs__mt_widen(uint64_t *t1, uint64_t *t2, uint64_t a1, uint64_t a2);
+enum tfs_err tfs__mt_need_v12(const struct mt *m, uint32_t version,
+			      const char *what, struct tfs_diag *d);
+void tfs__mt_set_made(char *made, size_t cap, const char *name);
+enum tfs_err tfs__mt_write_new_file(const struct mt *m, const char *dir,
+				    uint64_t t1, uint64_t t2, uint32_t version,
+				    const char *ext, const uint8_t *data,
+				    size_t len, char *made, size_t made_cap,
+				    struct tfs_diag *d);
+int tfs__mt_str_cmp(const void *a, const void *b);
+bool tfs__mt_strset_has(const struct strset *s, const char *v);
+enum tfs_err tfs__mt_strset_add(struct strset *s, const char *v);
+void tfs__mt_strset_release(struct strset *s);
+enum tfs_err tfs__mt_add_lines_of(const struct mt *m, const char *dir,
+				  const struct tfs_dirlist *l, const char *ext,
+				  bool vac_lines, struct strset *out,
+				  struct tfs_diag *d);
+enum tfs_err tfs__mt_load_ignored(const struct mt *m,
+				  const struct tfs_dirlist *commits,
+				  struct strset *out, struct tfs_diag *d);
 
 /* consolidate_meta.c */
 enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,

@@ -4,7 +4,7 @@
  * with the lists of ignored fragments. */
 #include "maintain_internal.h"
 
-enum tfs_err tfs__nomem(struct tfs_diag *d)
+enum tfs_err tfs__mt_nomem(struct tfs_diag *d)
 {
 	return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 }
@@ -22,7 +22,7 @@ enum tfs_err tfs__mt_init(struct mt *m, const char *path,
 		n--;
 	m->path = tfs_strndup(path, n);
 	if (!m->path)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	m->key = wo ? wo->key : NULL;
 	m->vfs = wo ? wo->vfs : NULL;
 	if (!m->vfs) {
@@ -79,7 +79,7 @@ enum tfs_err tfs__mt_list(const struct mt *m, const char *rel,
 	out->names = NULL;
 	out->count = 0;
 	if (!dir)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	e = tfs_vfs_list_or_empty(m->vfs, dir, out, d);
 	tfs_free(dir);
 	return e;
@@ -92,7 +92,7 @@ enum tfs_err tfs__mt_read(const struct mt *m, const char *rel,
 	enum tfs_err e;
 
 	if (!p)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	e = tfs_vfs_read_all(m->vfs, p, MT_FILE_MAX, buf, len, d);
 	tfs_free(p);
 	return e;
@@ -113,7 +113,7 @@ enum tfs_err tfs__mt_read_lines(const struct mt *m, const char *rel,
 		return e;
 	e = tfs_lines_parse(lines, buf, len);
 	tfs_free(buf);
-	return e ? tfs__nomem(d) : TFS_E_OK;
+	return e ? tfs__mt_nomem(d) : TFS_E_OK;
 }
 
 enum tfs_err tfs__mt_exists(const struct mt *m, const char *rel, bool *out,
@@ -125,7 +125,7 @@ enum tfs_err tfs__mt_exists(const struct mt *m, const char *rel, bool *out,
 
 	*out = false;
 	if (!p)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	e = tfs_vfs_stat(m->vfs, p, &st, d);
 	tfs_free(p);
 	*out = !e && st.exists;
@@ -147,13 +147,13 @@ enum tfs_err tfs__mt_write_file(const struct mt *m, const char *rel,
 	tfs_buf_init(&name, TFS_BUF_NO_MAX);
 	if (!final || tfs_buf_printf(&name, ".tfs-%s.tmp", base) ||
 	    tfs_buf_append_u8(&name, 0)) {
-		e = tfs__nomem(d);
+		e = tfs__mt_nomem(d);
 		goto out;
 	}
 	tmp = tfs__mt_path(m, (const char *)name.data);
 	dir = tfs_strndup(final, (size_t)(strrchr(final, '/') - final));
 	if (!tmp || !dir) {
-		e = tfs__nomem(d);
+		e = tfs__mt_nomem(d);
 		goto out;
 	}
 	e = tfs_vfs_write(m->vfs, tmp, data, len, d);
@@ -207,7 +207,7 @@ static enum tfs_err remove_tree(struct tfs_vfs *vfs, const char *path,
 		for (size_t i = 0; !e && i < l.count; i++) {
 			char *p = tfs_path_join(path, l.names[i]);
 
-			e = p ? remove_tree(vfs, p, depth + 1, d) : tfs__nomem(d);
+			e = p ? remove_tree(vfs, p, depth + 1, d) : tfs__mt_nomem(d);
 			tfs_free(p);
 		}
 		tfs_dirlist_release(&l);
@@ -225,7 +225,7 @@ enum tfs_err tfs__mt_remove(const struct mt *m, const char *rel,
 	enum tfs_err e;
 
 	if (!p)
-		return tfs__nomem(d);
+		return tfs__mt_nomem(d);
 	e = tfs_vfs_stat(m->vfs, p, &st, d);
 	if (!e && st.exists) {
 		e = remove_tree(m->vfs, p, 0, d);
@@ -237,9 +237,9 @@ enum tfs_err tfs__mt_remove(const struct mt *m, const char *rel,
 }
 
 /* A new timestamped name (tfs_name_new) into name[TFS_NAME_MAX]. */
-enum tfs_err tfs__new_name(char *name, uint64_t t1, uint64_t t2,
-			   uint32_t version, const char *ext,
-			   struct tfs_diag *d)
+enum tfs_err tfs__mt_new_name(char *name, uint64_t t1, uint64_t t2,
+			      uint32_t version, const char *ext,
+			      struct tfs_diag *d)
 {
 	enum tfs_err e = tfs_name_new(name, TFS_NAME_MAX, t1, t2, version, ext);
 
@@ -247,7 +247,7 @@ enum tfs_err tfs__new_name(char *name, uint64_t t1, uint64_t t2,
 }
 
 /* Widens the time range [*t1, *t2] to hold [a1, a2]. */
-void tfs__widen(uint64_t *t1, uint64_t *t2, uint64_t a1, uint64_t a2)
+void tfs__mt_widen(uint64_t *t1, uint64_t *t2, uint64_t a1, uint64_t a2)
 {
 	*t1 = a1 < *t1 ? a1 : *t1;
 	*t2 = a2 > *t2 ? a2 : *t2;
@@ -255,8 +255,8 @@ void tfs__widen(uint64_t *t1, uint64_t *t2, uint64_t a1, uint64_t a2)
 
 /* Fragment metadata and commits consolidation make files of the layout
  * format 12 brought (consolidated.md §1–2). */
-enum tfs_err tfs__need_v12(const struct mt *m, uint32_t version,
-			   const char *what, struct tfs_diag *d)
+enum tfs_err tfs__mt_need_v12(const struct mt *m, uint32_t version,
+			      const char *what, struct tfs_diag *d)
 {
 	if (version >= 12)
 		return TFS_E_OK;
@@ -266,7 +266,7 @@ enum tfs_err tfs__need_v12(const struct mt *m, uint32_t version,
 			m->path, what, version);
 }
 
-void tfs__set_made(char *made, size_t cap, const char *name)
+void tfs__mt_set_made(char *made, size_t cap, const char *name)
 {
 	if (made && cap)
 		snprintf(made, cap, "%s", name ? name : "");
@@ -274,31 +274,31 @@ void tfs__set_made(char *made, size_t cap, const char *name)
 
 /* Writes len bytes as a new file "<dir>/<timestamped name><ext>" and
  * names it in made on success. */
-enum tfs_err tfs__write_new_file(const struct mt *m, const char *dir,
-				 uint64_t t1, uint64_t t2, uint32_t version,
-				 const char *ext, const uint8_t *data,
-				 size_t len, char *made, size_t made_cap,
-				 struct tfs_diag *d)
+enum tfs_err tfs__mt_write_new_file(const struct mt *m, const char *dir,
+				    uint64_t t1, uint64_t t2, uint32_t version,
+				    const char *ext, const uint8_t *data,
+				    size_t len, char *made, size_t made_cap,
+				    struct tfs_diag *d)
 {
 	char name[TFS_NAME_MAX], rel[512];
 	enum tfs_err e;
 
-	e = tfs__new_name(name, t1, t2, version, ext, d);
+	e = tfs__mt_new_name(name, t1, t2, version, ext, d);
 	if (e)
 		return e;
 	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
 	e = tfs__mt_write_file(m, rel, data, len, d);
 	if (!e)
-		tfs__set_made(made, made_cap, name);
+		tfs__mt_set_made(made, made_cap, name);
 	return e;
 }
 
-int tfs__str_cmp(const void *a, const void *b)
+int tfs__mt_str_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-bool tfs__strset_has(const struct strset *s, const char *v)
+bool tfs__mt_strset_has(const struct strset *s, const char *v)
 {
 	for (size_t i = 0; i < s->count; i++)
 		if (!strcmp(s->items[i], v))
@@ -306,11 +306,11 @@ bool tfs__strset_has(const struct strset *s, const char *v)
 	return false;
 }
 
-enum tfs_err tfs__strset_add(struct strset *s, const char *v)
+enum tfs_err tfs__mt_strset_add(struct strset *s, const char *v)
 {
 	char *c;
 
-	if (tfs__strset_has(s, v))
+	if (tfs__mt_strset_has(s, v))
 		return TFS_E_OK;
 	if (s->count == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 16;
@@ -328,7 +328,7 @@ enum tfs_err tfs__strset_add(struct strset *s, const char *v)
 	return TFS_E_OK;
 }
 
-void tfs__strset_release(struct strset *s)
+void tfs__mt_strset_release(struct strset *s)
 {
 	for (size_t i = 0; i < s->count; i++)
 		tfs_free(s->items[i]);
@@ -338,10 +338,10 @@ void tfs__strset_release(struct strset *s)
 
 /* Adds every line of every file ending in ext of folder dir (its entries
  * in l) to out; .vac lines normalized (tfs_vac_line_normalize). */
-enum tfs_err tfs__add_lines_of(const struct mt *m, const char *dir,
-			       const struct tfs_dirlist *l, const char *ext,
-			       bool vac_lines, struct strset *out,
-			       struct tfs_diag *d)
+enum tfs_err tfs__mt_add_lines_of(const struct mt *m, const char *dir,
+				  const struct tfs_dirlist *l, const char *ext,
+				  bool vac_lines, struct strset *out,
+				  struct tfs_diag *d)
 {
 	enum tfs_err e = TFS_E_OK;
 
@@ -363,20 +363,20 @@ enum tfs_err tfs__add_lines_of(const struct mt *m, const char *dir,
 				norm = tfs_vac_line_normalize(line);
 				line = norm;
 			}
-			e = line ? tfs__strset_add(out, line) : TFS_E_NOMEM;
+			e = line ? tfs__mt_strset_add(out, line) : TFS_E_NOMEM;
 			tfs_free(norm);
 		}
 		tfs_strlist_release(&lines);
 		if (e)
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 	}
 	return e;
 }
 
 /* Every line of every .ign file of __commits/ (layout.md §6 step 1). */
-enum tfs_err tfs__load_ignored(const struct mt *m,
-			       const struct tfs_dirlist *commits,
-			       struct strset *out, struct tfs_diag *d)
+enum tfs_err tfs__mt_load_ignored(const struct mt *m,
+				  const struct tfs_dirlist *commits,
+				  struct strset *out, struct tfs_diag *d)
 {
-	return tfs__add_lines_of(m, "__commits", commits, ".ign", false, out, d);
+	return tfs__mt_add_lines_of(m, "__commits", commits, ".ign", false, out, d);
 }

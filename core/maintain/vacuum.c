@@ -14,7 +14,7 @@ static enum tfs_err frag_committed(const struct mt *m, const char *name,
 
 	snprintf(rel, sizeof(rel), new_layout ? "__commits/%s.wrt" : "%s.ok",
 		 name);
-	if (tfs__strset_has(con, rel)) {
+	if (tfs__mt_strset_has(con, rel)) {
 		*out = true;
 		return TFS_E_OK;
 	}
@@ -35,8 +35,8 @@ static enum tfs_err con_markers(const struct mt *m,
 			e = tfs__con_file_items(m, commits->names[i], ignored,
 						&items, d);
 	for (size_t i = 0; !e && i < items.count; i++)
-		if (tfs__strset_add(out, items.items[i].marker))
-			e = tfs__nomem(d);
+		if (tfs__mt_strset_add(out, items.items[i].marker))
+			e = tfs__mt_nomem(d);
 	tfs__con_items_release(&items);
 	return e;
 }
@@ -102,13 +102,13 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 		const char *fname;
 
 		if (!norm) {
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 			break;
 		}
 		fname = !strncmp(norm, "__fragments/", 12) ? norm + 12 : norm;
 		snprintf(rel, sizeof(rel), "__commits/%s.wrt", fname);
-		if (tfs__strset_has(con, rel) && tfs_buf_printf(&ign, "%s\n", rel))
-			e = tfs__nomem(d);
+		if (tfs__mt_strset_has(con, rel) && tfs_buf_printf(&ign, "%s\n", rel))
+			e = tfs__mt_nomem(d);
 		tfs_free(norm);
 	}
 	if (!e && ign.len) {
@@ -116,8 +116,8 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 
 		if (tfs_name_parse(cname, &ni))
 			ni.t1 = ni.t2 = 0;
-		e = tfs__write_new_file(m, "__commits", ni.t1, ni.t2, version,
-					".ign", ign.data, ign.len, NULL, 0, d);
+		e = tfs__mt_write_new_file(m, "__commits", ni.t1, ni.t2, version,
+					   ".ign", ign.data, ign.len, NULL, 0, d);
 	}
 	for (size_t i = 0; !e && i < lines.count; i++) {
 		char *norm = tfs_vac_line_normalize(lines.items[i]);
@@ -125,7 +125,7 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 		const char *fname;
 
 		if (!norm) {
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 			break;
 		}
 		in_new = !strncmp(norm, "__fragments/", 12);
@@ -167,7 +167,7 @@ enum tfs_err tfs__vacuum_fragments(const struct mt *m, unsigned *removed,
 		return e;
 	e = tfs__mt_list(m, NULL, &root, d);
 	if (!e)
-		e = tfs__load_ignored(m, &commits, &ignored, d);
+		e = tfs__mt_load_ignored(m, &commits, &ignored, d);
 	if (!e)
 		e = con_markers(m, &commits, &ignored, &con, d);
 	for (size_t i = 0; !e && i < commits.count; i++) {
@@ -185,8 +185,8 @@ enum tfs_err tfs__vacuum_fragments(const struct mt *m, unsigned *removed,
 		if (tfs_str_ends_with(root.names[i], ".vac") && root.names[i][0] == '_')
 			e = vacuum_vac(m, root.names[i], &con, version, removed,
 				       d);
-	tfs__strset_release(&ignored);
-	tfs__strset_release(&con);
+	tfs__mt_strset_release(&ignored);
+	tfs__mt_strset_release(&con);
 	tfs_dirlist_release(&root);
 	tfs_dirlist_release(&commits);
 	return e;
@@ -251,7 +251,7 @@ enum tfs_err tfs__vacuum_commits(const struct mt *m, unsigned *removed,
 	e = tfs__mt_list(m, "__commits", &commits, d);
 	if (e)
 		return e;
-	e = tfs__load_ignored(m, &commits, &ignored, d);
+	e = tfs__mt_load_ignored(m, &commits, &ignored, d);
 	keep = newest_of(&commits, ".con");
 	if (e || keep == SIZE_MAX)
 		goto out;
@@ -281,7 +281,7 @@ enum tfs_err tfs__vacuum_commits(const struct mt *m, unsigned *removed,
 	}
 out:
 	tfs__con_items_release(&newest);
-	tfs__strset_release(&ignored);
+	tfs__mt_strset_release(&ignored);
 	tfs_dirlist_release(&commits);
 	return e;
 }
@@ -326,7 +326,7 @@ enum tfs_err tfs__vacuum_array_meta(const struct mt *m, unsigned *removed,
 			char *norm = tfs_vac_line_normalize(lines.items[k]);
 
 			if (!norm) {
-				e = tfs__nomem(d);
+				e = tfs__mt_nomem(d);
 				break;
 			}
 			/* Only metadata files: timestamped names in __meta/
@@ -367,7 +367,7 @@ enum tfs_err tfs__remove_stale_tmp(const struct mt *m, struct tfs_diag *d)
 			continue;
 		p = tfs__mt_path(m, n);
 		if (!p) {
-			e = tfs__nomem(d);
+			e = tfs__mt_nomem(d);
 			break;
 		}
 		e = tfs_vfs_stat(m->vfs, p, &st, d);
