@@ -625,16 +625,9 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	for (size_t i = 0; real && i < nl->n; i++)
 		if (strcmp(nl->names[i], name) == 0)
 			return true;
-	if (nl->n == nl->cap) {
-		size_t ncap = nl->cap ? nl->cap * 2 : 16;
-		char **nn = tfs_reallocn(nl->names, ncap, sizeof(*nn));
-
-		if (!nn) {
-			nl->failed = true;
-			return false;
-		}
-		nl->names = nn;
-		nl->cap = ncap;
+	if (tfs_grow(&nl->names, &nl->cap, nl->n + 1, sizeof(*nl->names))) {
+		nl->failed = true;
+		return false;
 	}
 	if (!(nl->names[nl->n] = tfs_strdup(name))) {
 		nl->failed = true;

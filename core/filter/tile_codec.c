@@ -177,18 +177,7 @@ void tfs__parts_release(struct tfs__parts *ps)
 
 static enum tfs_err parts_grow(struct tfs__parts *ps)
 {
-	struct tfs_buf *v;
-	size_t cap;
-
-	if (ps->n < ps->cap)
-		return TFS_E_OK;
-	cap = ps->cap ? ps->cap * 2 : 4;
-	v = tfs_reallocn(ps->v, cap, sizeof(*v));
-	if (!v)
-		return TFS_E_NOMEM;
-	ps->v = v;
-	ps->cap = cap;
-	return TFS_E_OK;
+	return tfs_grow(&ps->v, &ps->cap, ps->n + 1, sizeof(*ps->v));
 }
 
 static void buf_take(struct tfs_buf *dst, struct tfs_buf *src)
@@ -692,15 +681,8 @@ struct bounds {
 
 static enum tfs_err bounds_add(struct bounds *b, size_t at)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		size_t *v = tfs_reallocn(b->v, cap, sizeof(*v));
-
-		if (!v)
-			return TFS_E_NOMEM;
-		b->v = v;
-		b->cap = cap;
-	}
+	if (tfs_grow(&b->v, &b->cap, b->n + 1, sizeof(*b->v)))
+		return TFS_E_NOMEM;
 	b->v[b->n++] = at;
 	return TFS_E_OK;
 }

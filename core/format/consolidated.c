@@ -120,17 +120,10 @@ enum tfs_err tfs_con_parse(struct tfs_con_file *out, const uint8_t *buf,
 		r.c.pos += n + (nl ? 1 : 0);
 		if (n == 0)
 			continue;
-		if (out->count == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			void *p = tfs_reallocn(out->entries, ncap,
-					       sizeof(*out->entries));
-
-			if (!p) {
-				e = tfs__fail(&r, TFS_E_NOMEM, "out of memory");
-				goto out_release;
-			}
-			out->entries = p;
-			cap = ncap;
+		if (tfs_grow(&out->entries, &cap, out->count + 1,
+			     sizeof(*out->entries))) {
+			e = tfs__fail(&r, TFS_E_NOMEM, "out of memory");
+			goto out_release;
 		}
 		ent = &out->entries[out->count];
 		memset(ent, 0, sizeof(*ent));
@@ -193,16 +186,10 @@ enum tfs_err tfs_lines_parse(struct tfs_strlist *out, const uint8_t *buf,
 		pos += n + (nl ? 1 : 0);
 		if (n == 0)
 			continue;
-		if (out->count == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			void *p = tfs_reallocn(out->items, ncap, sizeof(char *));
-
-			if (!p) {
-				e = TFS_E_NOMEM;
-				goto out_release;
-			}
-			out->items = p;
-			cap = ncap;
+		if (tfs_grow(&out->items, &cap, out->count + 1,
+			     sizeof(*out->items))) {
+			e = TFS_E_NOMEM;
+			goto out_release;
 		}
 		e = dup_line(line, n, &out->items[out->count]);
 		if (e)

@@ -95,16 +95,9 @@ static enum tfs_err apply_entry(struct merge *m, const struct tfs_meta_kv *e)
 	copy.key_len = e->key_len;
 	copy.type = e->type;
 	copy.value_num = e->value_num;
-	if (m->num == m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 16;
-		struct tfs_meta_kv *n = tfs_reallocn(m->kv, ncap, sizeof(*n));
-
-		if (!n) {
-			kv_release(&copy);
-			return TFS_E_NOMEM;
-		}
-		m->kv = n;
-		m->cap = ncap;
+	if (tfs_grow(&m->kv, &m->cap, m->num + 1, sizeof(*m->kv))) {
+		kv_release(&copy);
+		return TFS_E_NOMEM;
 	}
 	memmove(m->kv + at + 1, m->kv + at, (m->num - at) * sizeof(*m->kv));
 	m->kv[at] = copy;

@@ -6,15 +6,8 @@
 
 bool tfs__vis_strset_add(struct strset *s, const char *str, size_t len)
 {
-	if (s->num == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 16;
-		char **n = tfs_reallocn(s->items, ncap, sizeof(*n));
-
-		if (!n)
-			return false;
-		s->items = n;
-		s->cap = ncap;
-	}
+	if (tfs_grow(&s->items, &s->cap, s->num + 1, sizeof(*s->items)))
+		return false;
 	s->items[s->num] = tfs_strndup(str, len);
 	if (!s->items[s->num])
 		return false;
@@ -89,26 +82,6 @@ enum tfs_err tfs__vis_check_named_version(const struct scan *s, const char *rel,
 	return tfs__vis_check_version(s, rel, &ni, d);
 }
 
-/* Makes room for one more element in the array *items_ptr (a pointer to
- * the array pointer) of num elements of size bytes. */
-static bool grow(void *items_ptr, size_t *cap, size_t num, size_t size)
-{
-	void *items;
-	size_t ncap;
-	void *n;
-
-	if (num < *cap)
-		return true;
-	memcpy(&items, items_ptr, sizeof(items));
-	ncap = *cap ? *cap * 2 : 16;
-	n = tfs_reallocn(items, ncap, size);
-	if (!n)
-		return false;
-	memcpy(items_ptr, &n, sizeof(n));
-	*cap = ncap;
-	return true;
-}
-
 /* Overlap test of layout.md §6 step 5 for an object with name info ni. */
 bool tfs__vis_passes(const struct scan *s, const struct tfs_name_info *ni,
 		     uint64_t t0, uint64_t t1)
@@ -125,8 +98,8 @@ enum tfs_err tfs__vis_add_cand(struct scan *s, const char *prefix,
 	struct cand *c;
 	enum tfs_err err;
 
-	if (!grow(&s->cands, &s->cand_cap, s->cand_num,
-		  sizeof(*s->cands)))
+	if (tfs_grow(&s->cands, &s->cand_cap, s->cand_num + 1,
+		     sizeof(*s->cands)))
 		return tfs__vis_nomem(s, d);
 	c = &s->cands[s->cand_num];
 	memset(c, 0, sizeof(*c));
@@ -157,8 +130,8 @@ enum tfs_err tfs__vis_add_vac(struct scan *s, const char *rel,
 	err = tfs__vis_check_version(s, rel, &ni, d);
 	if (err)
 		return err;
-	if (!grow(&s->vacs, &s->vac_cap, s->vac_num,
-		  sizeof(*s->vacs)))
+	if (tfs_grow(&s->vacs, &s->vac_cap, s->vac_num + 1,
+		     sizeof(*s->vacs)))
 		return tfs__vis_nomem(s, d);
 	v = &s->vacs[s->vac_num];
 	v->rel = tfs_strdup(rel);
@@ -180,8 +153,8 @@ enum tfs_err tfs__vis_add_meta(struct scan *s, const char *prefix,
 		if (err)
 			return err;
 	}
-	if (!grow(&s->metas, &s->meta_cap, s->meta_num,
-		  sizeof(*s->metas)))
+	if (tfs_grow(&s->metas, &s->meta_cap, s->meta_num + 1,
+		     sizeof(*s->metas)))
 		return tfs__vis_nomem(s, d);
 	s->metas[s->meta_num] =
 		prefix ? tfs_path_join(prefix, name) : tfs_strdup(name);
@@ -236,8 +209,8 @@ enum tfs_err tfs__vis_add_delete(struct scan *s, const char *marker,
 	size_t plen, consumed;
 	enum tfs_err err;
 
-	if (!grow(&a->deletes, &s->delete_cap, a->delete_num,
-		  sizeof(*a->deletes)))
+	if (tfs_grow(&a->deletes, &s->delete_cap, a->delete_num + 1,
+		     sizeof(*a->deletes)))
 		return tfs__vis_nomem(s, d);
 	err = tfs__decode_tile(a, where, buf, len, TFS__FILE_MAX, &payload,
 			       &plen, NULL, d);
@@ -318,8 +291,8 @@ enum tfs_err tfs__vis_add_update(struct scan *s, const char *marker,
 	for (size_t i = 0; i < a->update_num; i++)
 		if (!strcmp(a->updates[i].marker, marker))
 			return TFS_E_OK; /* listed by two .con files */
-	if (!grow(&a->updates, &s->update_cap, a->update_num,
-		  sizeof(*a->updates)))
+	if (tfs_grow(&a->updates, &s->update_cap, a->update_num + 1,
+		     sizeof(*a->updates)))
 		return tfs__vis_nomem(s, d);
 	u = &a->updates[a->update_num];
 	memset(u, 0, sizeof(*u));

@@ -155,15 +155,8 @@ static enum tfs_err con_items_add(struct con_items *c, const char *marker,
 
 	if (tfs__con_items_has(c, marker))
 		return TFS_E_OK;
-	if (c->count == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		struct con_item *p = tfs_reallocn(c->items, cap, sizeof(*p));
-
-		if (!p)
-			return TFS_E_NOMEM;
-		c->items = p;
-		c->cap = cap;
-	}
+	if (tfs_grow(&c->items, &c->cap, c->count + 1, sizeof(*c->items)))
+		return TFS_E_NOMEM;
 	it = &c->items[c->count];
 	memset(it, 0, sizeof(*it));
 	it->marker = tfs_strdup(marker);

@@ -312,15 +312,8 @@ enum tfs_err tfs__mt_strset_add(struct strset *s, const char *v)
 
 	if (tfs__mt_strset_has(s, v))
 		return TFS_E_OK;
-	if (s->count == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 16;
-		char **p = tfs_reallocn(s->items, cap, sizeof(*p));
-
-		if (!p)
-			return TFS_E_NOMEM;
-		s->items = p;
-		s->cap = cap;
-	}
+	if (tfs_grow(&s->items, &s->cap, s->count + 1, sizeof(*s->items)))
+		return TFS_E_NOMEM;
 	c = tfs_strdup(v);
 	if (!c)
 		return TFS_E_NOMEM;

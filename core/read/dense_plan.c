@@ -27,15 +27,9 @@ static bool frag_covers(const struct frag_box *fb, uint32_t dims,
 static enum tfs_err add_step(struct batch *b, uint32_t frag, const uint64_t *k,
 			     uint32_t dims, size_t first_job)
 {
-	if (b->step_num == b->step_cap) {
-		size_t cap = b->step_cap ? b->step_cap * 2 : 16;
-		struct copy_step *s = tfs_reallocn(b->steps, cap, sizeof(*s));
-
-		if (!s)
-			return TFS_E_NOMEM;
-		b->steps = s;
-		b->step_cap = cap;
-	}
+	if (tfs_grow(&b->steps, &b->step_cap, b->step_num + 1,
+		     sizeof(*b->steps)))
+		return TFS_E_NOMEM;
 	b->steps[b->step_num].frag = frag;
 	memcpy(b->steps[b->step_num].k, k, dims * sizeof(*k));
 	b->steps[b->step_num].first_job = first_job;
@@ -139,17 +133,10 @@ static enum tfs_err plan_space_tile(struct dense_reader *r,
 
 			if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
 				continue;
-			if (b->job_num == *job_cap) {
-				size_t cap = *job_cap ? *job_cap * 2 : 16;
-				struct decode_job *nj =
-					tfs_reallocn(*jobs, cap, sizeof(*nj));
-
-				if (!nj) {
-					e = TFS_E_NOMEM;
-					break;
-				}
-				*jobs = nj;
-				*job_cap = cap;
+			if (tfs_grow(jobs, job_cap, b->job_num + 1,
+				     sizeof(**jobs))) {
+				e = TFS_E_NOMEM;
+				break;
 			}
 			j = &(*jobs)[b->job_num++];
 			memset(j, 0, sizeof(*j));

@@ -7,19 +7,10 @@
  * valid until the next reserve. */
 static bool reserve_tiles(struct batch *b, size_t n)
 {
-	size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap : 8;
-	struct tfs_tile *t;
-
-	if (b->sparse_tile_cap - b->sparse_tile_num >= n)
-		return true;
-	while (cap - b->sparse_tile_num < n)
-		cap *= 2;
-	t = tfs_reallocn(b->sparse_tiles, cap, sizeof(*t));
-	if (!t)
-		return false;
-	b->sparse_tiles = t;
-	b->sparse_tile_cap = cap;
-	return true;
+	return n <= SIZE_MAX - b->sparse_tile_num &&
+	       tfs_grow(&b->sparse_tiles, &b->sparse_tile_cap,
+			b->sparse_tile_num + n, sizeof(*b->sparse_tiles)) ==
+		       TFS_E_OK;
 }
 
 /* Keeps a sparse tile alive until the batch is emitted, in room made by

@@ -192,17 +192,10 @@ static enum tfs_err posix_list(struct tfs_vfs *vfs, const char *dir,
 		}
 		if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
 			continue;
-		if (l.count == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			char **nn = tfs_reallocn(l.names, ncap, sizeof(*nn));
-
-			if (!nn) {
-				err = tfs_fail(d, TFS_E_NOMEM,
-					       "'%s': out of memory listing", dir);
-				break;
-			}
-			l.names = nn;
-			cap = ncap;
+		if (tfs_grow(&l.names, &cap, l.count + 1, sizeof(*l.names))) {
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "'%s': out of memory listing", dir);
+			break;
 		}
 		l.names[l.count] = tfs_strdup(ent->d_name);
 		if (!l.names[l.count]) {
