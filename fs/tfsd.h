@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "selection.h"
 #include "value_text.h"
@@ -80,6 +81,25 @@ bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel);
  * and the largest tile a read may decode (tfs_open_opts.max_tile_bytes);
  * 0 = no limit. */
 uint64_t tfsd_data_limit(const struct tfsd_config *c);
+
+/* The daemon's own options, the one source of `tilefs --help` and of the
+ * OPTIONS section of packaging/man/tilefs.1 (tests/docs checks that they
+ * agree). name is a `-o` option ("cache") or, starting with '-', a
+ * command-line flag ("-f", "-h, --help"); arg names its value ("SIZE") or
+ * is NULL; def is the default as text or NULL; help is one sentence. */
+struct tfsd_option {
+	const char *name;
+	const char *arg;
+	const char *def;
+	const char *help;
+};
+
+/* The table, terminated by an entry whose name is NULL. */
+extern const struct tfsd_option tfsd_options[];
+
+/* Prints the usage line and every option of tfsd_options, wrapped to 80
+ * columns, to f; the caller adds libfuse's own help after it. */
+void tfsd_options_print_help(FILE *f, const char *prog);
 
 /* ---- Opened arrays (arrays.c) -------------------------------------------- */
 
