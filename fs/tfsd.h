@@ -117,6 +117,9 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 			     struct tfs_tile_cache *tiles, struct tfs_pool *pool,
 			     struct tfsd_arrays **out) TFS_WUR;
 void tfsd_arrays_free(struct tfsd_arrays *c);
+/* The storage SOURCE is read through (owned by c, thread-safe): every
+ * look at SOURCE outside the core goes through it. */
+struct tfs_vfs *tfsd_arrays_vfs(const struct tfsd_arrays *c);
 /* A reference to the array at rel (relative to SOURCE) as of timestamp
  * (0 = current: re-checked at most twice a second, so new fragments show
  * up). Release with tfsd_arr_put. */

@@ -7,14 +7,10 @@
  * cost the array's opening (cached) at most. */
 #include "tfsd.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
@@ -412,7 +408,7 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 				    struct tfs_diag *d)
 {
 	enum tfs_object kind;
-	struct stat st;
+	struct tfs_stat st;
 	char *src, *rel;
 	enum tfs_err e;
 
@@ -425,7 +421,8 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free;
 	}
-	if (lstat(src, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	if (tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), src, &st, NULL) ||
+	    !st.exists || !st.is_dir) {
 		/* A member of a group stored elsewhere in SOURCE. */
 		struct member_find mf = {.name = name};
 
@@ -565,16 +562,9 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	for (size_t i = 0; real && i < nl->n; i++)
 		if (strcmp(nl->names[i], name) == 0)
 			return true;
-	if (nl->n == nl->cap) {
-		size_t ncap = nl->cap ? nl->cap * 2 : 16;
-		char **nn = tfs_reallocn(nl->names, ncap, sizeof(*nn));
-
-		if (!nn) {
-			nl->failed = true;
-			return false;
-		}
-		nl->names = nn;
-		nl->cap = ncap;
+	if (tfs_grow(&nl->names, &nl->cap, nl->n + 1, sizeof(*nl->names))) {
+		nl->failed = true;
+		return false;
 	}
 	if (!(nl->names[nl->n] = tfs_strdup(name))) {
 		nl->failed = true;
@@ -587,25 +577,37 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
-	DIR *dp = opendir(dir->src);
-	struct dirent *de;
+	struct tfs_vfs *vfs = tfsd_arrays_vfs(fs->arrays);
+	struct tfs_dirlist l;
 	struct name_list nl = {0};
-	enum tfs_err e = TFS_E_OK;
+	struct tfs_diag ld;
+	enum tfs_err e;
 
-	if (!dp)
-		return tfs_fail(d, errno == EACCES ? TFS_E_PERM : TFS_E_IO,
-				"folder '%s': %s", dir->src, strerror(errno));
-	while (!nl.failed && (de = readdir(dp)) != NULL) {
-		struct stat st;
+	tfs_diag_init(&ld);
+	e = tfs_vfs_list(vfs, dir->src, &l, &ld);
+	if (e)
+		return tfs_fail(d, e == TFS_E_PERM || e == TFS_E_NOMEM ? e
+								       : TFS_E_IO,
+				"folder '%s': %s", dir->src, tfs_diag_msg(&ld));
+	/* Subfolders only, and not through a symbolic link. */
+	for (size_t i = 0; !nl.failed && i < l.count; i++) {
+		const char *name = l.names[i];
+		struct tfs_stat st;
+		char *child;
 
-		if (de->d_name[0] == '.' || strncmp(de->d_name, "__", 2) == 0)
+		if (name[0] == '.' || strncmp(name, "__", 2) == 0)
 			continue;
-		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		name_list_add(&nl, de->d_name, NULL);
+		child = tfs_path_join(dir->src, name);
+		if (!child) {
+			nl.failed = true;
+			break;
+		}
+		if (!tfs_vfs_lstat(vfs, child, &st, NULL) && st.is_dir)
+			name_list_add(&nl, name, NULL);
+		tfs_free(child);
 	}
-	closedir(dp);
+	tfs_dirlist_release(&l);
+	e = TFS_E_OK;
 	if (!nl.failed)
 		group_outside_members(fs, dir, name_list_add, &nl);
 	if (nl.failed) {

@@ -1,4 +1,4 @@
-/* String predicates, see tfs_str.h. */
+/* String predicates (tfs_str.h). */
 #include "tfs_str.h"
 
 #include <string.h>
@@ -8,7 +8,7 @@ bool tfs_str_ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 
-	return n >= m && memcmp(s + n - m, suffix, m) == 0;
+	return n >= m && !memcmp(s + n - m, suffix, m);
 }
 
 bool tfs_str_ends_with_nocase(const char *s, const char *suffix)
