@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
@@ -28,7 +27,7 @@ struct entry {
 	char *rel;
 	uint64_t timestamp;
 	struct tfsd_arr *arr;                /* the cache's own reference */
-	struct timespec stamp[WATCHED_NUM]; /* mtimes at opening */
+	int64_t stamp[WATCHED_NUM]; /* mtimes (ns) at opening; 0: none */
 	uint64_t checked_ms;
 	uint64_t used_ms;
 };
@@ -37,6 +36,8 @@ struct tfsd_arrays {
 	const struct tfsd_config *cfg;
 	struct tfs_tile_cache *tiles;
 	struct tfs_pool *pool;
+	struct tfs_vfs *vfs; /* SOURCE's storage: cfg->vfs, rooted */
+	bool own_vfs;        /* made here (cfg->vfs was NULL): freed here */
 	pthread_mutex_t lock;
 	struct entry entries[MAX_ENTRIES]; /* protected by lock */
 	size_t entry_num;                  /* protected by lock */
@@ -63,6 +64,17 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 	c->cfg = cfg;
 	c->tiles = tiles;
 	c->pool = pool;
+	/* SOURCE's storage is the configuration's, rooted there (no link
+	 * below SOURCE followed); a configuration without one (set up by
+	 * hand) gets a plain one of its own. */
+	c->vfs = cfg->vfs;
+	if (!c->vfs) {
+		if (tfs_vfs_posix_new(&c->vfs)) {
+			tfs_free(c);
+			return TFS_E_NOMEM;
+		}
+		c->own_vfs = true;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return TFS_E_OK;
@@ -84,7 +96,14 @@ void tfsd_arrays_free(struct tfsd_arrays *c)
 		tfs_free(c->entries[i].rel);
 	}
 	pthread_mutex_destroy(&c->lock);
+	if (c->own_vfs)
+		tfs_vfs_free(c->vfs);
 	tfs_free(c);
+}
+
+struct tfs_vfs *tfsd_arrays_vfs(const struct tfsd_arrays *c)
+{
+	return c->vfs;
 }
 
 void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr)
@@ -107,30 +126,28 @@ void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr)
 		arr_free(arr);
 }
 
-static void stamp_read(const struct tfsd_config *cfg, const char *rel,
-		       struct timespec *out)
+static void stamp_read(const struct tfsd_arrays *c, const char *rel,
+		       int64_t *out)
 {
 	char path[4096];
 
 	for (size_t i = 0; i < WATCHED_NUM; i++) {
 		struct tfs_stat st;
 
-		snprintf(path, sizeof(path), "%s%s%s%s", cfg->source,
+		snprintf(path, sizeof(path), "%s%s%s%s", c->cfg->source,
 			 *rel ? "/" : "", rel, watched[i]);
-		if (tfs_vfs_stat(cfg->vfs, path, &st, NULL) == TFS_E_OK &&
+		if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
 		    st.exists)
-			out[i] = (struct timespec){
-				(time_t)(st.mtime_ns / 1000000000),
-				(long)(st.mtime_ns % 1000000000)};
+			out[i] = st.mtime_ns;
 		else
-			out[i] = (struct timespec){0, 0};
+			out[i] = 0;
 	}
 }
 
-static bool stamp_equal(const struct timespec *a, const struct timespec *b)
+static bool stamp_equal(const int64_t *a, const int64_t *b)
 {
 	for (size_t i = 0; i < WATCHED_NUM; i++)
-		if (a[i].tv_sec != b[i].tv_sec || a[i].tv_nsec != b[i].tv_nsec)
+		if (a[i] != b[i])
 			return false;
 	return true;
 }
@@ -139,7 +156,7 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d)
 {
-	struct tfs_open_opts oo = {.vfs = c->cfg->vfs,
+	struct tfs_open_opts oo = {.vfs = c->vfs,
 				   .timestamp = timestamp,
 				   .threads = c->cfg->threads,
 				   .key = tfsd_config_key(c->cfg, rel),
@@ -240,7 +257,7 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d)
 {
-	struct timespec stamp[WATCHED_NUM];
+	int64_t stamp[WATCHED_NUM];
 	bool current = timestamp == 0;
 	struct tfsd_arr *arr = NULL, *drop = NULL;
 	struct entry *en;
@@ -266,7 +283,7 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 	}
 
 	/* Check or open outside the lock: both do I/O. */
-	stamp_read(c->cfg, rel, stamp);
+	stamp_read(c, rel, stamp);
 	pthread_mutex_lock(&c->lock);
 	en = find(c, rel, timestamp);
 	if (en && stamp_equal(en->stamp, stamp)) {
@@ -427,7 +444,7 @@ static enum tfs_err same_view(const char *rel, const struct tfs_array *old,
 	uint64_t t = tfs_array_timestamp(old);
 	char when[32];
 
-	tfsd_format_time(when, sizeof(when), t);
+	tfsr_format_time(when, sizeof(when), t);
 	if (!same_name(tfs_array_schema(old)->name,
 		       tfs_array_schema(fresh)->name))
 		return tfs_fail(d, TFS_E_CORRUPT,

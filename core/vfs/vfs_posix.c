@@ -103,6 +103,29 @@ static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
 	st->size = st->is_dir ? 0 : (uint64_t)sb.st_size;
 	st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
 		       (int64_t)sb.st_mtim.tv_nsec;
+	st->read_only = (sb.st_mode & 0222) == 0;
+	return TFS_E_OK;
+}
+
+static enum tfs_err posix_lstat(struct tfs_vfs *vfs, const char *path,
+				struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct stat sb;
+
+	(void)vfs;
+	memset(st, 0, sizeof(*st));
+	if (lstat(path, &sb) != 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return TFS_E_OK;
+		return sys_fail(d, errno, "lstat", path);
+	}
+	st->exists = true;
+	st->is_link = S_ISLNK(sb.st_mode);
+	st->is_dir = S_ISDIR(sb.st_mode);
+	st->size = st->is_dir ? 0 : (uint64_t)sb.st_size;
+	st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+		       (int64_t)sb.st_mtim.tv_nsec;
+	st->read_only = (sb.st_mode & 0222) == 0;
 	return TFS_E_OK;
 }
 
@@ -202,17 +225,10 @@ static enum tfs_err list_fd(int fd, const char *dir, bool skip_links,
 				continue;
 			}
 		}
-		if (l.count == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			char **nn = tfs_reallocn(l.names, ncap, sizeof(*nn));
-
-			if (!nn) {
-				err = tfs_fail(d, TFS_E_NOMEM,
-					       "'%s': out of memory listing", dir);
-				break;
-			}
-			l.names = nn;
-			cap = ncap;
+		if (tfs_grow(&l.names, &cap, l.count + 1, sizeof(*l.names))) {
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "'%s': out of memory listing", dir);
+			break;
 		}
 		l.names[l.count] = tfs_strdup(ent->d_name);
 		if (!l.names[l.count]) {
@@ -389,6 +405,7 @@ static void posix_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops posix_ops = {
 	.stat = posix_stat,
+	.lstat = posix_lstat,
 	.read = posix_read,
 	.list = posix_list,
 	.write = posix_write,
@@ -653,6 +670,10 @@ static void fill_stat(struct tfs_stat *st, const struct stat *sb)
 	st->size = st->is_dir ? 0 : (uint64_t)sb->st_size;
 	st->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
 		       (int64_t)sb->st_mtim.tv_nsec;
+	st->read_only = (sb->st_mode & 0222) == 0;
+	st->is_link = S_ISLNK(sb->st_mode);
+	if (st->is_link)
+		st->is_dir = false;
 }
 
 static enum tfs_err rooted_stat(struct tfs_vfs *vfs, const char *path,
@@ -688,6 +709,65 @@ static enum tfs_err rooted_stat(struct tfs_vfs *vfs, const char *path,
 		return sys_fail(d, e, "stat", path);
 	}
 	close(fd);
+	fill_stat(st, &sb);
+	return TFS_E_OK;
+}
+
+/* stat, but a link as the last name is described (is_link), not
+ * followed; links before it are still refused (exists = false). */
+static enum tfs_err rooted_lstat(struct tfs_vfs *vfs, const char *path,
+				 struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct rooted *r = as_rooted(vfs);
+	const char *rel = below_root(r, path);
+	char name[NAME_MAX + 1];
+	size_t len, start;
+	struct stat sb;
+	char *parent;
+	int fd, e;
+
+	memset(st, 0, sizeof(*st));
+	if (!rel)
+		return rooted_stat(vfs, path, st, d);
+	len = strlen(rel);
+	while (len > 0 && rel[len - 1] == '/')
+		len--;
+	start = len;
+	while (start > 0 && rel[start - 1] != '/')
+		start--;
+	/* The root itself, or a path ending in "." or "..": as stat. */
+	if (len == start || (len - start == 1 && rel[start] == '.') ||
+	    (len - start == 2 && rel[start] == '.' && rel[start + 1] == '.') ||
+	    len - start > NAME_MAX)
+		return rooted_stat(vfs, path, st, d);
+	parent = tfs_malloc(len + 1);
+	if (!parent)
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", path);
+	memcpy(name, rel + start, len - start);
+	name[len - start] = '\0';
+	memcpy(parent, rel, start);
+	parent[start] = '\0';
+	fd = rooted_open(r, parent, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0) {
+		e = errno;
+		tfs_free(parent);
+		if (e == ENOENT || e == ENOTDIR)
+			return TFS_E_OK;
+		if (refused(e)) {
+			tfs_log(TFS_LOG_WARN,
+				"'%s': symbolic link (or '..') not followed",
+				path);
+			return TFS_E_OK;
+		}
+		return sys_fail(d, e, "lstat", path);
+	}
+	e = fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+	close(fd);
+	tfs_free(parent);
+	if (e == ENOENT || e == ENOTDIR)
+		return TFS_E_OK;
+	if (e)
+		return sys_fail(d, e, "lstat", path);
 	fill_stat(st, &sb);
 	return TFS_E_OK;
 }
@@ -868,6 +948,7 @@ static void rooted_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops rooted_ops = {
 	.stat = rooted_stat,
+	.lstat = rooted_lstat,
 	.read = rooted_read,
 	.list = rooted_list,
 	.write = rooted_write,
