@@ -519,6 +519,20 @@ static void rooted_links(bool walk)
 	p = join(root, "dirlink");
 	cr_assert_eq(tfs_vfs_list(v, p, &l, &d), TFS_E_NOT_FOUND);
 	tfs_free(p);
+	/* lstat describes a last link, and refuses one before it. */
+	p = join(root, "real/filelink");
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.is_link && !st.is_dir);
+	tfs_free(p);
+	p = join(root, "dirlink/secret");
+	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK);
+	cr_assert(!st.exists);
+	tfs_free(p);
+	p = join(root, "real/f");
+	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && !st.is_link && st.size == 1);
+	tfs_free(p);
 	/* Removing a link removes the link, not what it names. */
 	p = join(root, "real/filelink");
 	tfs_diag_init(&d);
