@@ -337,8 +337,6 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", sha);
 	ok &= (t = curl_slist_append(hl, line)) != NULL;
 	hl = t ? t : hl;
-	ok &= (t = curl_slist_append(hl, "Expect:")) != NULL;
-	hl = t ? t : hl;
 	if (r->body_len || !strcmp(r->method, "PUT") ||
 	    !strcmp(r->method, "POST")) {
 		ok &= (t = curl_slist_append(hl, "Content-Type: application/octet-stream")) != NULL;
@@ -375,6 +373,10 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 	curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	/* No header can turn "Expect: 100-continue" off here: libcurl 7.88
+	 * would sign the removal as an empty header it never sends. A
+	 * short wait keeps large uploads from stalling on it. */
+	curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 200L);
 	if (!s->cfg.verify_tls) {
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -413,6 +415,22 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 	}
 	curl_slist_free_all(hl);
 	return cc;
+}
+
+/* Whether the answer to a ranged GET says the object ends before the
+ * range does (a short file, not a fault worth retrying). */
+static bool range_past_end(const struct req *r)
+{
+	unsigned long long a, b, total;
+
+	if (r->status == 200 && r->length >= 0 && !r->overflow)
+		return (uint64_t)r->length < r->off + r->len &&
+		       r->got == (size_t)r->length;
+	if (r->status != 206 || !r->have_range ||
+	    sscanf(r->content_range, "bytes %llu-%llu/%llu", &a, &b, &total) != 3)
+		return false;
+	return a == r->off && b + 1 == total && total < r->off + r->len &&
+	       r->got == b - a + 1;
 }
 
 /* Whether a ranged GET brought exactly the bytes asked for. */
@@ -507,6 +525,10 @@ static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
 				e = TFS_E_OK;
 				break;
 			}
+			if (range_past_end(r)) {
+				e = TFS_E_CORRUPT;
+				break;
+			}
 			/* A short or misplaced body: the same as a reset. */
 			e = TFS_E_IO;
 			continue;
@@ -530,6 +552,9 @@ static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
 		return tfs_fail(d, e, "s3: %s '%s/%s': %s (after %u attempts)",
 				r->method, s->bucket, r->key ? r->key : "",
 				curl_easy_strerror(r->cc), r->attempts);
+	if (e == TFS_E_CORRUPT && r->status < 300)
+		return tfs_fail(d, e, "s3: GET '%s/%s': object ends before byte %" PRIu64,
+				s->bucket, r->key ? r->key : "", r->off + r->len);
 	if (r->status >= 200 && r->status < 300)
 		return tfs_fail(d, TFS_E_IO,
 				"s3: %s '%s/%s': wrong bytes for range %" PRIu64
@@ -1225,15 +1250,24 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 			e = tfs_fail(d, TFS_E_NOT_FOUND, "'%s': no such file", path);
 		goto out_free_key;
 	}
-	if (len > 2 * (size_t)READ_SPLIT)
-		e = read_split(s, key, off, dst, len, d);
-	else
-		e = get_range(s, key, off, dst, len, d);
-	if (e == TFS_E_CORRUPT)
-		/* 416: the range starts past the end. */
-		e = tfs_fail(d, TFS_E_CORRUPT,
-			     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
-			     path, len, off);
+	{
+		struct tfs_diag ld;
+
+		tfs_diag_init(&ld);
+		if (len > 2 * (size_t)READ_SPLIT)
+			e = read_split(s, key, off, dst, len, &ld);
+		else
+			e = get_range(s, key, off, dst, len, &ld);
+		if (e == TFS_E_CORRUPT)
+			/* 416 or a range past the end. */
+			e = tfs_fail(d, TFS_E_CORRUPT,
+				     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
+				     path, len, off);
+		else if (e == TFS_E_NOT_FOUND)
+			e = tfs_fail(d, e, "'%s': no such file", path);
+		else if (e)
+			e = tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+	}
 out_free_key:
 	tfs_free(key);
 	return e;
@@ -1664,6 +1698,65 @@ static char *replace_prefix(const char *key, size_t old_len, const char *to)
 	return r;
 }
 
+/* Gives the unsent files below folder key `from` their names below `to`. */
+static enum tfs_err rename_pending_below(struct s3 *s, const char *from,
+					 const char *to, bool *moved,
+					 struct tfs_diag *d)
+{
+	size_t fl = strlen(from), n = 0;
+	char **keys = NULL;
+	enum tfs_err e = TFS_E_OK;
+
+	pthread_mutex_lock(&s->lock);
+	for (struct pending *p = s->pending; p; p = p->next)
+		if (!p->unlinked && !strncmp(p->key, from, fl) &&
+		    p->key[fl] == '/')
+			n++;
+	keys = n ? tfs_callocn(n, sizeof(*keys)) : NULL;
+	if (keys) {
+		size_t i = 0;
+
+		for (struct pending *p = s->pending; p && i < n; p = p->next)
+			if (!p->unlinked && !strncmp(p->key, from, fl) &&
+			    p->key[fl] == '/')
+				keys[i++] = tfs_strdup(p->key);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (n && !keys)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		struct pending *p;
+		char *nk;
+
+		if (!keys[i] || e)
+			continue;
+		p = pending_get(s, keys[i], false, NULL);
+		if (!p)
+			continue;
+		nk = replace_prefix(p->key, fl, to);
+		if (!nk)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		else if (p->upload_id)
+			e = tfs_fail(d, TFS_E_BUSY,
+				     "s3: '%s': cannot rename while being uploaded",
+				     p->key);
+		if (!e) {
+			pthread_mutex_lock(&s->lock);
+			tfs_free(p->key);
+			p->key = nk;
+			nk = NULL;
+			pthread_mutex_unlock(&s->lock);
+			*moved = true;
+		}
+		tfs_free(nk);
+		pending_put(s, p);
+	}
+	for (size_t i = 0; i < n; i++)
+		tfs_free(keys[i]);
+	tfs_free(keys);
+	return e;
+}
+
 static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 			      const char *to, struct tfs_diag *d)
 {
@@ -1732,6 +1825,7 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 	{
 		/* A folder: every key below it, then the made folders. */
 		struct tfs__s3_listing ls;
+		bool pending_moved = false;
 		char *pf = dir_prefix(kf), *pt = dir_prefix(kt);
 		size_t plen = pf ? strlen(pf) : 0;
 
@@ -1749,9 +1843,11 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 				e = delete_key(s, ls.objects[i].key, d);
 			tfs_free(nk);
 		}
+		if (!e)
+			e = rename_pending_below(s, kf, kt, &pending_moved, d);
 		if (!e) {
 			size_t kl = strlen(kf);
-			bool moved = ls.nobjects > 0;
+			bool moved = ls.nobjects > 0 || pending_moved;
 
 			pthread_mutex_lock(&s->lock);
 			for (size_t i = 0; i < s->ndirs; i++) {

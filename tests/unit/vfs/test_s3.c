@@ -521,3 +521,271 @@ Test(s3_vfs, new_needs_no_network)
 	cr_assert_eq(ret, 2);
 	tfs_vfs_free(v);
 }
+
+/* ---- against a real server (TFS_S3_TEST_URI, else skipped) -------------- */
+
+struct live {
+	struct tfs_vfs *a, *b; /* two backends on one bucket: two machines */
+	char *root;
+};
+
+static void live_open(struct live *l, const char *name)
+{
+	const char *uri = getenv("TFS_S3_TEST_URI");
+	struct tfs_diag d;
+	char *r2;
+
+	if (!uri || !*uri)
+		cr_skip_test("TFS_S3_TEST_URI is not set");
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_s3_open_uri(uri, NULL, &l->a, &l->root, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_vfs_s3_open_uri(uri, NULL, &l->b, &r2, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	tfs_free(r2);
+	{
+		size_t n = strlen(l->root) + strlen(name) + 32;
+		char *sub = tfs_malloc(n);
+
+		snprintf(sub, n, "%s/%s-%ld", l->root, name, (long)getpid());
+		tfs_free(l->root);
+		l->root = sub;
+	}
+}
+
+static void live_close(struct live *l)
+{
+	tfs_vfs_free(l->a);
+	tfs_vfs_free(l->b);
+	tfs_free(l->root);
+}
+
+static char *lp(struct live *l, const char *name)
+{
+	char *p = tfs_path_join(l->root, name);
+
+	cr_assert_not_null(p);
+	return p;
+}
+
+static void durable_put(struct tfs_vfs *v, const char *path, const void *data,
+			size_t len)
+{
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(v->ops->write(v, path, data, len, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(v->ops->fsync(v, path, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+}
+
+Test(s3_live, durable_writes_seen_by_another_backend)
+{
+	struct live l;
+	struct tfs_diag d;
+	struct tfs_stat st;
+	struct tfs_dirlist ls;
+	char *dir, *f, *g, buf[8];
+
+	live_open(&l, "dur");
+	dir = lp(&l, "arr");
+	f = lp(&l, "arr/__fragments/one");
+	g = lp(&l, "arr/__fragments/two");
+	tfs_diag_init(&d);
+	{
+		char *frag = lp(&l, "arr/__fragments");
+
+		/* mkdir makes the parents too: folders are only names. */
+		cr_assert_eq(l.a->ops->mkdir(l.a, frag, &d), TFS_E_OK);
+		tfs_free(frag);
+	}
+	/* Nothing on the server yet: the other backend sees no folder. */
+	cr_assert_eq(tfs_vfs_stat(l.b, dir, &st, &d), TFS_E_OK);
+	cr_assert(!st.exists);
+	durable_put(l.a, f, "hello world", 11);
+	/* Unsent bytes are the writer's only. */
+	cr_assert_eq(l.a->ops->write(l.a, g, "pending", 7, &d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_stat(l.b, g, &st, &d), TFS_E_OK);
+	cr_assert(!st.exists);
+
+	cr_assert_eq(tfs_vfs_stat(l.b, f, &st, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert(st.exists && !st.is_dir && st.size == 11);
+	cr_assert_gt(st.mtime_ns, 0);
+	cr_assert_eq(tfs_vfs_stat(l.b, dir, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.is_dir, "a prefix in use is a folder");
+	cr_assert_eq(tfs_vfs_read(l.b, f, 6, buf, 5, &d), TFS_E_OK);
+	cr_assert_arr_eq(buf, "world", 5);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_read(l.b, f, 8, buf, 5, &d), TFS_E_CORRUPT);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_read(l.b, f, 11, buf, 1, &d), TFS_E_CORRUPT);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_list(l.b, dir, &ls, &d), TFS_E_OK);
+	cr_assert_eq(ls.count, 1);
+	cr_assert_str_eq(ls.names[0], "__fragments");
+	tfs_dirlist_release(&ls);
+
+	cr_assert_eq(l.a->ops->fsync(l.a, g, &d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_list(l.b, dir, &ls, &d), TFS_E_OK);
+	tfs_dirlist_release(&ls);
+	{
+		char *frag = lp(&l, "arr/__fragments");
+
+		cr_assert_eq(tfs_vfs_list(l.b, frag, &ls, &d), TFS_E_OK);
+		cr_assert_eq(ls.count, 2);
+		cr_assert_str_eq(ls.names[0], "one");
+		cr_assert_str_eq(ls.names[1], "two");
+		tfs_dirlist_release(&ls);
+		/* A folder with objects is not removed; its objects are. */
+		tfs_diag_init(&d);
+		cr_assert_eq(l.b->ops->remove(l.b, frag, &d), TFS_E_EXISTS);
+		cr_assert_eq(l.b->ops->remove(l.b, f, &d), TFS_E_OK);
+		cr_assert_eq(l.b->ops->remove(l.b, g, &d), TFS_E_OK);
+		/* Gone for b; a made the folder, so it stays there, empty. */
+		cr_assert_eq(tfs_vfs_stat(l.b, frag, &st, &d), TFS_E_OK);
+		cr_assert(!st.exists);
+		cr_assert_eq(tfs_vfs_stat(l.a, frag, &st, &d), TFS_E_OK);
+		cr_assert(st.exists && st.is_dir);
+		cr_assert_eq(tfs_vfs_list(l.a, frag, &ls, &d), TFS_E_OK);
+		cr_assert_eq(ls.count, 0);
+		tfs_free(frag);
+	}
+	tfs_free(dir);
+	tfs_free(f);
+	tfs_free(g);
+	live_close(&l);
+}
+
+Test(s3_live, commit_objects_are_written_once)
+{
+	struct live l;
+	struct tfs_diag d;
+	char *c;
+
+	live_open(&l, "once");
+	c = lp(&l, "arr/__commits/__1_1_abc_22.wrt");
+	{
+		char *cd = lp(&l, "arr/__commits");
+
+		tfs_diag_init(&d);
+		cr_assert_eq(l.a->ops->mkdir(l.a, cd, &d), TFS_E_OK);
+		cr_assert_eq(l.b->ops->mkdir(l.b, cd, &d), TFS_E_OK);
+		tfs_free(cd);
+	}
+	durable_put(l.a, c, "", 0);
+	tfs_diag_init(&d);
+	cr_assert_eq(l.b->ops->write(l.b, c, "x", 1, &d), TFS_E_OK);
+	cr_assert_eq(l.b->ops->fsync(l.b, c, &d), TFS_E_EXISTS);
+	cr_assert(strstr(d.msg, "already exists"), "%s", d.msg);
+	{
+		struct tfs_stat st;
+
+		cr_assert_eq(tfs_vfs_stat(l.a, c, &st, &d), TFS_E_OK);
+		cr_assert_eq(st.size, 0, "the first commit stays");
+	}
+	tfs_diag_init(&d);
+	cr_assert_eq(l.a->ops->remove(l.a, c, &d), TFS_E_OK);
+	tfs_free(c);
+	live_close(&l);
+}
+
+Test(s3_live, multipart_and_split_reads, .timeout = 120)
+{
+	struct live l;
+	struct tfs_diag d;
+	struct tfs_stat st;
+	const size_t chunk = 1u << 20, total = 21 * chunk + 12345;
+	uint8_t *data = malloc(total), *back = malloc(total);
+	char *f;
+	unsigned long req0, ret0, req1, ret1;
+
+	live_open(&l, "mp");
+	for (size_t i = 0; i < total; i++)
+		data[i] = (uint8_t)((i * 2654435761u) >> 13);
+	f = lp(&l, "big/a0.tdb");
+	tfs_diag_init(&d);
+	{
+		char *big = lp(&l, "big");
+
+		cr_assert_eq(l.a->ops->mkdir(l.a, big, &d), TFS_E_OK);
+		tfs_free(big);
+	}
+	tfs_vfs_s3_counters(l.a, &req0, &ret0);
+	for (size_t off = 0; off < total; off += chunk) {
+		size_t n = total - off < chunk ? total - off : chunk;
+
+		cr_assert_eq(l.a->ops->append(l.a, f, data + off, n, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	}
+	cr_assert_eq(l.a->ops->fsync(l.a, f, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_vfs_s3_counters(l.a, &req1, &ret1);
+	/* create + 2 parts while appending, 1 last part + complete
+	 * (the parent check may add a listing). */
+	cr_assert_geq(req1 - req0, 5);
+	cr_assert_leq(req1 - req0, 7);
+	cr_assert_eq(tfs_vfs_stat(l.b, f, &st, &d), TFS_E_OK);
+	cr_assert_eq(st.size, total);
+	memset(back, 0, total);
+	cr_assert_eq(tfs_vfs_read(l.b, f, 0, back, total, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert(!memcmp(back, data, total));
+	/* Across the part boundary. */
+	cr_assert_eq(tfs_vfs_read(l.b, f, (8u << 20) - 3, back, 7, &d),
+		     TFS_E_OK);
+	cr_assert(!memcmp(back, data + (8u << 20) - 3, 7));
+	/* Server-side rename of a folder moves every key. */
+	{
+		char *from = lp(&l, "big"), *to = lp(&l, "moved");
+		char *nf = lp(&l, "moved/a0.tdb");
+
+		cr_assert_eq(l.b->ops->rename(l.b, from, to, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		cr_assert_eq(tfs_vfs_stat(l.a, nf, &st, &d), TFS_E_OK);
+		cr_assert_eq(st.size, total);
+		cr_assert_eq(tfs_vfs_stat(l.a, f, &st, &d), TFS_E_OK);
+		cr_assert(!st.exists);
+		cr_assert_eq(l.a->ops->remove(l.a, nf, &d), TFS_E_OK);
+		tfs_free(from);
+		tfs_free(to);
+		tfs_free(nf);
+	}
+	free(data);
+	free(back);
+	tfs_free(f);
+	live_close(&l);
+}
+
+Test(s3_live, clear_errors)
+{
+	const char *uri = getenv("TFS_S3_TEST_URI");
+	struct tfs_s3_opts bad_key = {NULL, NULL, NULL, -1, NULL, NULL};
+	struct tfs_vfs *v;
+	struct tfs_diag d;
+	char *root, cred[] = "/tmp/tfs-badcred-XXXXXX";
+	int fd;
+
+	if (!uri || !*uri)
+		cr_skip_test("TFS_S3_TEST_URI is not set");
+	fd = mkstemp(cred);
+	cr_assert_geq(fd, 0);
+	cr_assert_gt(write(fd, "[default]\naws_access_key_id=nobody\n"
+			   "aws_secret_access_key=wrongsecretvalue\n", 74), 0);
+	close(fd);
+	bad_key.credentials_file = cred;
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_s3_open_uri(uri, &bad_key, &v, &root, &d),
+		     TFS_E_PERM);
+	cr_assert(strstr(d.msg, "credentials"), "%s", d.msg);
+	cr_assert_null(strstr(d.msg, "wrongsecretvalue"));
+	cr_assert_null(v);
+	unlink(cred);
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_s3_open_uri("s3://no-such-bucket-tfs/x", NULL, &v,
+					 &root, &d),
+		     TFS_E_NOT_FOUND);
+	cr_assert(strstr(d.msg, "no such bucket"), "%s", d.msg);
+}
