@@ -587,11 +587,17 @@ static enum tfs_err emit_box(struct emit *em, const uint64_t *lo,
 	uint64_t step = p->sel->dims[last].stride, width, r = 0;
 	enum tfs_err e;
 
-	for (uint32_t k = 0; k < last; k++) {
+	for (uint32_t k = 0, outer = 0; k < last; k++) {
 		uint64_t lo2[TFSD_MAX_DIMS], cnt2[TFSD_MAX_DIMS];
 
 		if (p->sel->dims[k].stride == 1 || cnt[k] == 1)
 			continue;
+		/* One query cannot skip along k: split the box, along its
+		 * outermost dimension of more than one cell so that the
+		 * pieces come out in row-major order. */
+		while (cnt[outer] == 1)
+			outer++;
+		k = outer;
 		memcpy(lo2, lo, nd * sizeof(*lo));
 		memcpy(cnt2, cnt, nd * sizeof(*cnt));
 		cnt2[k] = 1;
