@@ -154,7 +154,7 @@ memstore device bytes = 2147483648
 osd memory target = 1073741824
 [client.rgw]
 rgw data = $dir/rgw
-rgw frontends = beast endpoint=127.0.0.1:$port
+rgw frontends = beast endpoint=127.0.0.1:$port tcp_nodelay=1
 ms mon client mode = crc secure
 EOF
 	echo "$port" >"$dir/s3.port"

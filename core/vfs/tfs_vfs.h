@@ -91,6 +91,14 @@ void tfs_vfs_faulty_arm(struct tfs_vfs *faulty, enum tfs_fault_kind kind,
 /* Operations made through faulty since it was created (failed ones too). */
 unsigned long tfs_vfs_faulty_calls(struct tfs_vfs *faulty);
 
+/* The backend for a path when the caller gave none: for an "s3://bucket/.."
+ * URI an S3 backend on that bucket with the settings of the environment
+ * (tfs_s3.h; it takes such URIs as paths), checked with one request so
+ * that bad credentials or a missing bucket fail here with a clear message;
+ * for anything else the POSIX backend. */
+enum tfs_err tfs_vfs_default_new(const char *path, struct tfs_vfs **out,
+				 struct tfs_diag *d) TFS_WUR;
+
 void tfs_vfs_free(struct tfs_vfs *vfs);
 
 /* Convenience wrappers. */

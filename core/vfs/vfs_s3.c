@@ -87,6 +87,7 @@ struct s3 {
 	char **dirs;            /* keys made by mkdir; protected by lock */
 	size_t ndirs, dirs_cap; /* protected by lock */
 	unsigned long requests, retries; /* atomic */
+	bool trace; /* TFS_S3_TRACE set: one log line per request */
 	uint64_t rng;                    /* atomic */
 };
 
@@ -399,6 +400,15 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 	}
 	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
 	cc = curl_easy_perform(h);
+	if (s->trace) {
+		double secs = 0;
+
+		curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &secs);
+		tfs_log(TFS_LOG_WARN, "s3: %s %s%s%s -> %ld %s (%.1f ms)",
+			r->method, r->key ? r->key : "", r->query ? "?" : "",
+			r->query ? r->query : "", r->status,
+			cc ? curl_easy_strerror(cc) : "", secs * 1000);
+	}
 	{
 		long st = 0;
 		curl_off_t len = -1, ft = -1;
@@ -1035,6 +1045,32 @@ static struct s3 *S(struct tfs_vfs *v)
 	return (struct s3 *)v;
 }
 
+/* The key of a backend path; "s3://bucket/..." URIs of this bucket are
+ * paths too. NULL for a URI of another bucket or on ENOMEM. */
+static char *key_of(struct s3 *s, const char *path)
+{
+	if (tfs_s3_is_uri(path)) {
+		size_t bl = strlen(s->bucket);
+
+		path += 5;
+		if (strncmp(path, s->bucket, bl) ||
+		    (path[bl] != '/' && path[bl] != '\0'))
+			return NULL;
+		path += bl;
+	}
+	return tfs__s3_key(path);
+}
+
+/* Why key_of failed. */
+static enum tfs_err bad_path(struct s3 *s, const char *path,
+			     struct tfs_diag *d)
+{
+	if (tfs_s3_is_uri(path))
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': not in bucket '%s'", path, s->bucket);
+	return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+}
+
 static enum tfs_err head(struct s3 *s, const char *key, bool *found,
 			 struct tfs_stat *st, struct tfs_diag *d)
 {
@@ -1091,7 +1127,7 @@ static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
 			    struct tfs_stat *st, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path), *pre = NULL;
+	char *key = key_of(S(vfs), path), *pre = NULL;
 	struct pending *p;
 	struct tfs_diag ld;
 	enum tfs_err e = TFS_E_OK;
@@ -1099,7 +1135,7 @@ static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
 
 	memset(st, 0, sizeof(*st));
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	if (!*key || dir_made(s, key) || local_below(s, key)) {
 		st->exists = st->is_dir = true;
 		goto out_free_key;
@@ -1213,12 +1249,12 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 			    struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path);
+	char *key = key_of(S(vfs), path);
 	struct pending *p;
 	enum tfs_err e;
 
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off) {
 		e = tfs_fail(d, TFS_E_CORRUPT,
 			     "'%s': read of %zu bytes at offset %" PRIu64
@@ -1337,7 +1373,7 @@ static enum tfs_err s3_list(struct tfs_vfs *vfs, const char *dir,
 			    struct tfs_dirlist *out, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(dir), *pre = NULL;
+	char *key = key_of(S(vfs), dir), *pre = NULL;
 	struct tfs__s3_listing ls;
 	struct tfs_dirlist l = {NULL, 0};
 	size_t cap = 0, plen;
@@ -1347,7 +1383,11 @@ static enum tfs_err s3_list(struct tfs_vfs *vfs, const char *dir,
 	out->names = NULL;
 	out->count = 0;
 	tfs__s3_listing_init(&ls);
-	if (!key || !(pre = dir_prefix(key))) {
+	if (!key) {
+		e = bad_path(s, dir, d);
+		goto out_free;
+	}
+	if (!(pre = dir_prefix(key))) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free;
 	}
@@ -1445,12 +1485,12 @@ static enum tfs_err s3_write(struct tfs_vfs *vfs, const char *path,
 			     const void *data, size_t len, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path);
+	char *key = key_of(S(vfs), path);
 	struct pending *p;
 	enum tfs_err e = TFS_E_OK;
 
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	if (!*key) {
 		tfs_free(key);
 		return tfs_fail(d, TFS_E_INVALID, "'%s': not a file name", path);
@@ -1480,13 +1520,13 @@ static enum tfs_err s3_append(struct tfs_vfs *vfs, const char *path,
 			      const void *data, size_t len, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path);
+	char *key = key_of(S(vfs), path);
 	struct pending *p;
 	bool created;
 	enum tfs_err e = TFS_E_OK;
 
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	if (!*key) {
 		tfs_free(key);
 		return tfs_fail(d, TFS_E_INVALID, "'%s': not a file name", path);
@@ -1541,12 +1581,12 @@ static enum tfs_err s3_fsync(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path);
+	char *key = key_of(S(vfs), path);
 	struct pending *p;
 	enum tfs_err e = TFS_E_OK;
 
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	p = pending_get(s, key, false, NULL);
 	if (p) {
 		e = upload(s, p, d);
@@ -1576,11 +1616,11 @@ static enum tfs_err s3_mkdir(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path);
+	char *key = key_of(S(vfs), path);
 	enum tfs_err e = TFS_E_OK;
 
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	if (!*key || dir_made(s, key)) {
 		tfs_free(key);
 		return TFS_E_OK;
@@ -1761,7 +1801,7 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 			      const char *to, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *kf = tfs__s3_key(from), *kt = tfs__s3_key(to);
+	char *kf = key_of(S(vfs), from), *kt = key_of(S(vfs), to);
 	struct pending *p;
 	struct tfs_stat st;
 	bool found;
@@ -1769,7 +1809,7 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 	struct tfs_diag ld;
 
 	if (!kf || !kt) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		e = bad_path(s, kf ? to : from, d);
 		goto out_free;
 	}
 	if (!*kf || !*kt) {
@@ -1884,7 +1924,7 @@ static enum tfs_err s3_remove(struct tfs_vfs *vfs, const char *path,
 			      struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = tfs__s3_key(path), *pre = NULL;
+	char *key = key_of(S(vfs), path), *pre = NULL;
 	struct pending *p;
 	struct tfs_stat st;
 	struct tfs_diag ld;
@@ -1892,7 +1932,7 @@ static enum tfs_err s3_remove(struct tfs_vfs *vfs, const char *path,
 	enum tfs_err e = TFS_E_OK;
 
 	if (!key)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return bad_path(S(vfs), path, d);
 	if (!*key) {
 		e = tfs_fail(d, TFS_E_INVALID, "'%s': cannot remove the bucket",
 			     path);
@@ -2069,6 +2109,11 @@ enum tfs_err tfs_vfs_s3_new(const struct tfs_s3_config *c, const char *bucket,
 			ok = false;
 	}
 	s->rng = (uint64_t)now_ns() ^ (uint64_t)(uintptr_t)s;
+	{
+		const char *t = getenv("TFS_S3_TRACE");
+
+		s->trace = t && *t && strcmp(t, "0");
+	}
 	if (!ok) {
 		s3_destroy(&s->base);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
