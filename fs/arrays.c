@@ -15,6 +15,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 #define RECHECK_MS 500
 #define MAX_ENTRIES 256
@@ -107,10 +108,44 @@ void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr)
 		arr_free(arr);
 }
 
+/* On object storage folders have no mtime: the stamp of a watched folder
+ * is a hash of its listing (names and count). */
+static void stamp_read_vfs(const char *path, struct timespec *out)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_vfs *v;
+	uint64_t h = 1469598103934665603ULL;
+
+	*out = (struct timespec){0, 0};
+	if (tfs_vfs_default_new(path, &v, NULL))
+		return;
+	if (!tfs_vfs_list(v, path, &l, NULL)) {
+		for (size_t i = 0; i < l.count; i++)
+			for (const char *p = l.names[i];; p++) {
+				h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+				if (!*p)
+					break;
+			}
+		out->tv_sec = (time_t)(h >> 1);
+		out->tv_nsec = (long)(l.count % 1000000000);
+	}
+	tfs_dirlist_release(&l);
+	tfs_vfs_free(v);
+}
+
 static void stamp_read(const struct tfsd_config *cfg, const char *rel,
 		       struct timespec *out)
 {
 	char path[4096];
+
+	if (tfs_s3_is_uri(cfg->source)) {
+		for (size_t i = 0; i < WATCHED_NUM; i++) {
+			snprintf(path, sizeof(path), "%s%s%s%s", cfg->source,
+				 *rel ? "/" : "", rel, watched[i]);
+			stamp_read_vfs(path, &out[i]);
+		}
+		return;
+	}
 
 	for (size_t i = 0; i < WATCHED_NUM; i++) {
 		struct stat st;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "array_json.h"
+#include "tfs_s3.h"
 #include "tfs_alloc.h"
 #include "value_text.h"
 
@@ -64,12 +65,39 @@ static enum tfs_err put_schema(struct tfsd *fs, const struct tfsd_node *n,
 
 /* Bytes of the regular files under path (one level of folders, as a
  * fragment folder has). */
+static uint64_t folder_bytes_vfs(const char *path)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_vfs *v;
+	uint64_t total = 0;
+
+	if (tfs_vfs_default_new(path, &v, NULL))
+		return 0;
+	if (!tfs_vfs_list(v, path, &l, NULL)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *p = tfs_path_join(path, l.names[i]);
+			struct tfs_stat st;
+
+			if (p && !tfs_vfs_stat(v, p, &st, NULL) && st.exists &&
+			    !st.is_dir)
+				total += st.size;
+			tfs_free(p);
+		}
+	}
+	tfs_dirlist_release(&l);
+	tfs_vfs_free(v);
+	return total;
+}
+
 static uint64_t folder_bytes(const char *path)
 {
-	DIR *dp = opendir(path);
+	DIR *dp;
 	struct dirent *de;
 	uint64_t total = 0;
 
+	if (tfs_s3_is_uri(path))
+		return folder_bytes_vfs(path);
+	dp = opendir(path);
 	if (!dp)
 		return 0;
 	while ((de = readdir(dp)) != NULL) {

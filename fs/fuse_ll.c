@@ -26,6 +26,7 @@
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 /* Seconds the kernel may trust names and attributes: current views must
  * show new fragments within a second; versions never change. */
@@ -1564,6 +1565,15 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 
 	(void)ino;
+	if (tfs_s3_is_uri(tfs_daemon.cfg.source)) {
+		/* A bucket has no size: plenty of room, as S3 tools say. */
+		memset(&sv, 0, sizeof(sv));
+		sv.f_bsize = sv.f_frsize = 1 << 20;
+		sv.f_blocks = sv.f_bfree = sv.f_bavail = (fsblkcnt_t)1 << 30;
+		sv.f_namemax = 1024;
+		fuse_reply_statfs(req, &sv);
+		return;
+	}
 	if (statvfs(tfs_daemon.cfg.source, &sv) != 0) {
 		fuse_reply_err(req, errno);
 		return;
@@ -1677,6 +1687,11 @@ struct cli {
 	char *cleanup_grace;
 	char *max_cells;
 	char *max_memory;
+	char *s3_endpoint;
+	char *s3_region;
+	char *s3_addressing;
+	char *s3_verify_tls;
+	char *s3_credentials;
 	int read_only;
 	int allow_other;
 	int default_permissions;
@@ -1696,6 +1711,11 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("cleanup_grace=%s", cleanup_grace),
 	CLI_OPT("max_cells=%s", max_cells),
 	CLI_OPT("max_memory=%s", max_memory),
+	CLI_OPT("s3_endpoint=%s", s3_endpoint),
+	CLI_OPT("s3_region=%s", s3_region),
+	CLI_OPT("s3_addressing=%s", s3_addressing),
+	CLI_OPT("s3_verify_tls=%s", s3_verify_tls),
+	CLI_OPT("s3_credentials=%s", s3_credentials),
 	FUSE_OPT_END,
 };
 
@@ -1750,6 +1770,14 @@ static void usage(const char *prog)
 	       "                           with ENOMEM and a log line, and so does a\n"
 	       "                           read of a tile larger than what the cache\n"
 	       "                           leaves (default: no limit)\n"
+	       "    -o s3_endpoint=URL     S3 endpoint (default: AWS_ENDPOINT_URL_S3,\n"
+	       "                           AWS_ENDPOINT_URL, ~/.aws/config, or AWS)\n"
+	       "    -o s3_region=NAME      S3 region (default: AWS_REGION, ...)\n"
+	       "    -o s3_addressing=path|virtual  bucket in the path or the host name\n"
+	       "    -o s3_verify_tls=0|1   check the server's TLS certificate (default 1)\n"
+	       "    -o s3_credentials=FILE AWS credentials file (default: AWS_ACCESS_KEY_ID\n"
+	       "                           and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials)\n"
+	       "                           SOURCE may be s3://bucket/prefix\n"
 	       "    -f                     stay in the foreground, log to stderr\n"
 	       "    -d                     debug log (implies -f)\n"
 	       "    -h, --help             this help\n"
@@ -1787,6 +1815,51 @@ static void log_sink(enum tfs_log_level level, const char *line)
 		syslog(prio[level], "%s", line);
 }
 
+/* SOURCE in a bucket: the -o s3_* overrides go to the engine's S3
+ * backends, and the bucket is checked now so that bad credentials, a
+ * missing bucket or an unreachable endpoint fail the mount with one
+ * message. SOURCE keeps its URI form ("s3://bucket/prefix"). */
+static int configure_s3(struct tfsd_config *cfg, const struct cli *c)
+{
+	struct tfs_s3_opts o = {c->s3_endpoint, c->s3_region, c->s3_addressing,
+				-1, c->s3_credentials, NULL};
+	char *bucket = NULL, *path = NULL;
+	struct tfs_vfs *v;
+	struct tfs_diag d;
+	size_t n;
+
+	if (c->s3_verify_tls) {
+		if (strcmp(c->s3_verify_tls, "0") && strcmp(c->s3_verify_tls, "1")) {
+			fprintf(stderr, "tilefs: s3_verify_tls='%s': not 0 or 1\n",
+				c->s3_verify_tls);
+			return 2;
+		}
+		o.verify_tls = c->s3_verify_tls[0] == '1';
+	}
+	tfs_diag_init(&d);
+	if (tfs_s3_uri_parse(c->source, &bucket, &path, &d)) {
+		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
+		return 2;
+	}
+	n = strlen(bucket) + strlen(path) + 8;
+	cfg->source = tfs_malloc(n);
+	if (cfg->source)
+		snprintf(cfg->source, n, "s3://%s%s", bucket,
+			 strcmp(path, "/") ? path : "");
+	tfs_free(bucket);
+	tfs_free(path);
+	if (!cfg->source)
+		return 1;
+	tfs_vfs_default_s3_opts(&o);
+	if (tfs_vfs_default_new(cfg->source, &v, &d)) {
+		fprintf(stderr, "tilefs: source '%s': %s\n", cfg->source,
+			tfs_diag_msg(&d));
+		return 1;
+	}
+	tfs_vfs_free(v);
+	return 0;
+}
+
 static int configure(struct tfsd_config *cfg, struct cli *c,
 		     struct fuse_cmdline_opts *fo)
 {
@@ -1799,14 +1872,21 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 				"(see --help)\n");
 		return 2;
 	}
-	real = realpath(c->source, NULL);
-	if (!real) {
-		fprintf(stderr, "tilefs: source '%s': %s\n", c->source,
-			strerror(errno));
-		return 1;
+	if (tfs_s3_is_uri(c->source)) {
+		int rc = configure_s3(cfg, c);
+
+		if (rc)
+			return rc;
+	} else {
+		real = realpath(c->source, NULL);
+		if (!real) {
+			fprintf(stderr, "tilefs: source '%s': %s\n", c->source,
+				strerror(errno));
+			return 1;
+		}
+		cfg->source = tfs_strdup(real);
+		free(real);
 	}
-	cfg->source = tfs_strdup(real);
-	free(real);
 	cfg->mountpoint = tfs_strdup(fo->mountpoint);
 	if (!cfg->source || !cfg->mountpoint)
 		return 1;
@@ -2079,6 +2159,11 @@ out_args:
 	free(c.cleanup_grace);
 	free(c.max_cells);
 	free(c.max_memory);
+	free(c.s3_endpoint);
+	free(c.s3_region);
+	free(c.s3_addressing);
+	free(c.s3_verify_tls);
+	free(c.s3_credentials);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -19,6 +19,7 @@
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000
@@ -470,6 +471,24 @@ static bool member_find_fn(void *ctx, const char *name, const char *real)
 }
 
 /* A folder (plain or group) of SOURCE. */
+/* Whether src is a folder (not following a last symbolic link); on an
+ * object-storage SOURCE, whether its listing shows one. */
+static bool is_folder(const char *src, struct stat *st)
+{
+	if (tfs_s3_is_uri(src)) {
+		struct tfs_vfs *v;
+		struct tfs_stat vs;
+		bool r;
+
+		if (tfs_vfs_default_new(src, &v, NULL))
+			return false;
+		r = !tfs_vfs_stat(v, src, &vs, NULL) && vs.exists && vs.is_dir;
+		tfs_vfs_free(v);
+		return r;
+	}
+	return lstat(src, st) == 0 && S_ISDIR(st->st_mode);
+}
+
 static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				    const char *name, struct tfsd_node *out,
 				    struct tfs_diag *d)
@@ -488,7 +507,7 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free;
 	}
-	if (lstat(src, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	if (!is_folder(src, &st)) {
 		/* A member of a group stored elsewhere in SOURCE. */
 		struct member_find mf = {.name = name};
 
@@ -647,14 +666,57 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	return true;
 }
 
+/* The subfolders of a folder of an object-storage SOURCE: the common
+ * prefixes of its listing (no folder objects exist there). */
+static enum tfs_err list_folder_vfs(const struct tfsd_node *dir,
+				    struct name_list *nl, struct tfs_diag *d)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_vfs *v;
+	enum tfs_err e;
+
+	if ((e = tfs_vfs_default_new(dir->src, &v, d)))
+		return e;
+	e = tfs_vfs_list(v, dir->src, &l, d);
+	for (size_t i = 0; !e && !nl->failed && i < l.count; i++) {
+		const char *name = l.names[i];
+		struct tfs_stat st;
+		char *p;
+
+		if (name[0] == '.' || strncmp(name, "__", 2) == 0)
+			continue;
+		p = path_join(dir->src, name);
+		if (!p) {
+			nl->failed = true;
+			break;
+		}
+		if (!tfs_vfs_stat(v, p, &st, NULL) && st.is_dir)
+			name_list_add(nl, name, NULL);
+		tfs_free(p);
+	}
+	tfs_dirlist_release(&l);
+	tfs_vfs_free(v);
+	return e;
+}
+
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
-	DIR *dp = opendir(dir->src);
+	DIR *dp;
 	struct dirent *de;
 	struct name_list nl = {0};
 	enum tfs_err e = TFS_E_OK;
 
+	if (tfs_s3_is_uri(dir->src)) {
+		if ((e = list_folder_vfs(dir, &nl, d))) {
+			for (size_t i = 0; i < nl.n; i++)
+				tfs_free(nl.names[i]);
+			tfs_free(nl.names);
+			return e;
+		}
+		goto listed;
+	}
+	dp = opendir(dir->src);
 	if (!dp)
 		return tfs_fail(d, errno == EACCES ? TFS_E_PERM : TFS_E_IO,
 				"folder '%s': %s", dir->src, strerror(errno));
@@ -669,6 +731,7 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 		name_list_add(&nl, de->d_name, NULL);
 	}
 	closedir(dp);
+listed:
 	if (!nl.failed)
 		group_outside_members(fs, dir, name_list_add, &nl);
 	if (nl.failed) {
