@@ -88,10 +88,23 @@ struct s3 {
 	size_t ndirs, dirs_cap; /* protected by lock */
 	unsigned long requests, retries; /* atomic */
 	bool trace; /* TFS_S3_TRACE set: one log line per request */
+	/* Objects that never change once written (immutable_key): their
+	 * size, and the bytes of small ones. */
+	struct icache_entry *icache;       /* protected by lock */
+	size_t icache_num, icache_cap;     /* protected by lock */
+	size_t icache_bytes;               /* protected by lock */
+	size_t icache_next;                /* protected by lock: FIFO victim */
+	/* What stat answered lately (STAT_TTL_NS), so that resolving many
+	 * paths under one folder does not ask again for each; emptied by
+	 * every change this process makes. */
+	struct scache_entry *scache;       /* protected by lock */
+	size_t scache_num, scache_next;    /* protected by lock */
 	uint64_t rng;                    /* atomic */
 };
 
 static const struct tfs_vfs_ops s3_ops;
+struct s3;
+static void icache_drop(struct s3 *s, const char *key);
 
 /* ---- Requests ---------------------------------------------------------- */
 
@@ -975,6 +988,7 @@ static enum tfs_err upload(struct s3 *s, struct pending *p, struct tfs_diag *d)
 		return tfs_fail(d, TFS_E_IO,
 				"s3: '%s/%s': an earlier upload of it failed",
 				s->bucket, p->key);
+	icache_drop(s, p->key);
 	if (!p->upload_id && p->buf.len > (size_t)TFS_S3_PART_SIZE &&
 	    !is_commit_key(p->key)) {
 		if ((e = mp_start(s, p, d)))
@@ -1036,6 +1050,242 @@ static bool dir_made(struct s3 *s, const char *key)
 	r = dirs_has_locked(s, key, NULL);
 	pthread_mutex_unlock(&s->lock);
 	return r;
+}
+
+/* ---- Immutable objects ------------------------------------------------ */
+
+#define ICACHE_MAX_ENTRIES 4096
+#define ICACHE_MAX_BYTES (64u << 20)
+#define ICACHE_OBJECT_MAX (1u << 20)
+
+struct icache_entry {
+	char *key;
+	uint64_t size;
+	int64_t mtime_ns;
+	uint8_t *data; /* the whole object, or NULL */
+};
+
+/* TileDB never rewrites an object under a name made of a timestamp and a
+ * UUID ("__1700000000000_1700000000000_<uuid>..."): fragment folders and
+ * their files, schemas, commits, metadata, consolidated fragment
+ * metadata. Such a key (any component "__" and a digit) is immutable. */
+static bool immutable_key(const char *key)
+{
+	for (const char *c = key; c; c = strchr(c, '/')) {
+		if (*c == '/')
+			c++;
+		if (c[0] == '_' && c[1] == '_' && c[2] >= '0' && c[2] <= '9')
+			return true;
+	}
+	return false;
+}
+
+static void icache_entry_free(struct icache_entry *en)
+{
+	tfs_free(en->key);
+	tfs_free(en->data);
+}
+
+/* Copies what the cache knows of key; data (a new copy) only when asked
+ * and cached. */
+static bool icache_get(struct s3 *s, const char *key, struct tfs_stat *st,
+		       uint8_t **data)
+{
+	bool found = false;
+
+	if (data)
+		*data = NULL;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->icache_num; i++) {
+		struct icache_entry *en = &s->icache[i];
+
+		if (strcmp(en->key, key))
+			continue;
+		found = true;
+		if (st) {
+			memset(st, 0, sizeof(*st));
+			st->exists = true;
+			st->size = en->size;
+			st->mtime_ns = en->mtime_ns;
+		}
+		if (data && en->data)
+			*data = tfs_memdup(en->data, (size_t)en->size);
+		break;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+/* Remembers key's size (and bytes when data is not NULL; copied). */
+static void icache_put(struct s3 *s, const char *key, uint64_t size,
+		       int64_t mtime_ns, const uint8_t *data)
+{
+	struct icache_entry en = {NULL, size, mtime_ns, NULL}, old = {0};
+	bool have_old = false;
+
+	if (!immutable_key(key))
+		return;
+	en.key = tfs_strdup(key);
+	if (data && size <= ICACHE_OBJECT_MAX)
+		en.data = tfs_memdup(data, size ? (size_t)size : 1);
+	if (!en.key) {
+		icache_entry_free(&en);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->icache_num; i++)
+		if (!strcmp(s->icache[i].key, key)) {
+			old = s->icache[i];
+			have_old = true;
+			s->icache_bytes -= old.data ? (size_t)old.size : 0;
+			s->icache[i] = en;
+			s->icache_bytes += en.data ? (size_t)en.size : 0;
+			en.key = NULL;
+			break;
+		}
+	if (en.key) {
+		if (s->icache_num == s->icache_cap &&
+		    s->icache_cap < ICACHE_MAX_ENTRIES) {
+			size_t ncap = s->icache_cap ? 2 * s->icache_cap : 64;
+			struct icache_entry *n =
+				tfs_reallocn(s->icache, ncap, sizeof(*n));
+
+			if (n) {
+				s->icache = n;
+				s->icache_cap = ncap;
+			}
+		}
+		if (s->icache_num < s->icache_cap) {
+			s->icache[s->icache_num++] = en;
+		} else if (s->icache_num) {
+			/* Full: replace the oldest (first in, first out). */
+			size_t v = s->icache_next++ % s->icache_num;
+
+			old = s->icache[v];
+			have_old = true;
+			s->icache_bytes -= old.data ? (size_t)old.size : 0;
+			s->icache[v] = en;
+		} else {
+			old = en;
+			have_old = true;
+			en.data = NULL;
+		}
+		s->icache_bytes += en.data ? (size_t)en.size : 0;
+	}
+	/* Over the byte budget: drop bytes (sizes stay) in FIFO order. */
+	for (size_t i = 0; s->icache_bytes > ICACHE_MAX_BYTES && i < s->icache_num;
+	     i++) {
+		struct icache_entry *x = &s->icache[(s->icache_next + i) %
+						    s->icache_num];
+
+		if (x->data && x->key != en.key) {
+			s->icache_bytes -= (size_t)x->size;
+			tfs_free(x->data);
+			x->data = NULL;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (have_old)
+		icache_entry_free(&old);
+}
+
+/* Forgets key (it was written, renamed or removed by this process). */
+static void icache_drop(struct s3 *s, const char *key)
+{
+	struct icache_entry old = {0};
+	bool have_old = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->icache_num; i++)
+		if (!strcmp(s->icache[i].key, key)) {
+			old = s->icache[i];
+			have_old = true;
+			s->icache_bytes -= old.data ? (size_t)old.size : 0;
+			s->icache[i] = s->icache[--s->icache_num];
+			break;
+		}
+	pthread_mutex_unlock(&s->lock);
+	if (have_old)
+		icache_entry_free(&old);
+}
+
+/* ---- Recent stat answers ---------------------------------------------- */
+
+#define SCACHE_MAX 1024
+#define STAT_TTL_NS 1000000000LL
+
+struct scache_entry {
+	char *key;
+	struct tfs_stat st;
+	int64_t until_ns;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool scache_get(struct s3 *s, const char *key, struct tfs_stat *st)
+{
+	int64_t now = mono_ns();
+	bool found = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->scache_num && !found; i++)
+		if (s->scache[i].until_ns > now && !strcmp(s->scache[i].key, key)) {
+			*st = s->scache[i].st;
+			found = true;
+		}
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+static void scache_put(struct s3 *s, const char *key, const struct tfs_stat *st)
+{
+	char *k = tfs_strdup(key), *old = NULL;
+	struct scache_entry *en;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!s->scache)
+		s->scache = tfs_callocn(SCACHE_MAX, sizeof(*s->scache));
+	if (!s->scache) {
+		pthread_mutex_unlock(&s->lock);
+		tfs_free(k);
+		return;
+	}
+	if (s->scache_num < SCACHE_MAX) {
+		en = &s->scache[s->scache_num++];
+	} else {
+		en = &s->scache[s->scache_next++ % SCACHE_MAX];
+		old = en->key;
+	}
+	en->key = k;
+	en->st = *st;
+	en->until_ns = mono_ns() + STAT_TTL_NS;
+	pthread_mutex_unlock(&s->lock);
+	tfs_free(old);
+}
+
+/* Something changed here: forget every recent answer. */
+static void scache_clear(struct s3 *s)
+{
+	struct scache_entry *all;
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	all = s->scache;
+	n = s->scache_num;
+	s->scache = NULL;
+	s->scache_num = s->scache_next = 0;
+	pthread_mutex_unlock(&s->lock);
+	for (size_t i = 0; i < n; i++)
+		tfs_free(all[i].key);
+	tfs_free(all);
 }
 
 /* ---- Operations -------------------------------------------------------- */
@@ -1147,6 +1397,47 @@ static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
 		pending_put(s, p);
 		goto out_free_key;
 	}
+	if (icache_get(s, key, st, NULL) || scache_get(s, key, st))
+		goto out_free_key;
+	pre = dir_prefix(key);
+	if (!pre) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out_free_key;
+	}
+	{
+		/* One listing from the key on tells a file ("key" among the
+		 * objects) from a folder ("key/" among the common prefixes);
+		 * only when other keys with that start fill the page is more
+		 * needed. */
+		struct tfs__s3_listing l;
+		bool file = false, dir = false;
+
+		tfs__s3_listing_init(&l);
+		e = list_prefix(s, key, true, 1000, &l, d);
+		for (size_t i = 0; !e && i < l.nobjects && !file; i++)
+			if (!strcmp(l.objects[i].key, key)) {
+				file = true;
+				st->size = l.objects[i].size;
+				st->mtime_ns = l.objects[i].mtime_ns;
+			}
+		for (size_t i = 0; !e && i < l.nprefixes && !dir; i++)
+			dir = !strcmp(l.prefixes[i], pre);
+		used = l.truncated && !file && !dir;
+		tfs__s3_listing_release(&l);
+		if (e)
+			goto out_free_key;
+		if (file) {
+			st->exists = true;
+			icache_put(s, key, st->size, st->mtime_ns, NULL);
+			goto out_free_key;
+		}
+		if (dir) {
+			st->exists = st->is_dir = true;
+			goto out_free_key;
+		}
+		if (!used)
+			goto out_free_key;
+	}
 	tfs_diag_init(&ld);
 	if ((e = head(s, key, &found, st, &ld))) {
 		e = tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
@@ -1154,16 +1445,13 @@ static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
 	}
 	if (found)
 		goto out_free_key;
-	pre = dir_prefix(key);
-	if (!pre) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_free_key;
-	}
 	if ((e = prefix_used(s, pre, &used, d)))
 		goto out_free_key;
 	if (used)
 		st->exists = st->is_dir = true;
 out_free_key:
+	if (!e && pre)
+		scache_put(s, key, st);
 	tfs_free(pre);
 	tfs_free(key);
 	return e;
@@ -1277,6 +1565,44 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 		}
 		pending_put(s, p);
 		goto out_free_key;
+	}
+	if (immutable_key(key)) {
+		/* Small objects that never change are fetched whole once. */
+		struct tfs_stat st;
+		uint8_t *data;
+
+		if (icache_get(s, key, &st, &data) && data) {
+			if (off > st.size || len > st.size - off)
+				e = tfs_fail(d, TFS_E_CORRUPT,
+					     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
+					     path, len, off);
+			else {
+				if (len)
+					memcpy(dst, data + off, len);
+				e = TFS_E_OK;
+			}
+			tfs_free(data);
+			goto out_free_key;
+		}
+		if (!icache_get(s, key, &st, NULL)) {
+			e = s3_stat(vfs, path, &st, d);
+			if (e)
+				goto out_free_key;
+		}
+		if (st.exists && !st.is_dir && st.size <= ICACHE_OBJECT_MAX &&
+		    st.size > 0 && off <= st.size && len <= st.size - off) {
+			data = tfs_malloc((size_t)st.size);
+			if (data && !get_range(s, key, 0, data, (size_t)st.size,
+					       NULL)) {
+				icache_put(s, key, st.size, st.mtime_ns, data);
+				memcpy(dst, data + off, len);
+				tfs_free(data);
+				e = TFS_E_OK;
+				goto out_free_key;
+			}
+			/* Fall back to the range alone. */
+			tfs_free(data);
+		}
 	}
 	if (len == 0) {
 		struct tfs_stat st;
@@ -1489,6 +1815,7 @@ static enum tfs_err s3_write(struct tfs_vfs *vfs, const char *path,
 	struct pending *p;
 	enum tfs_err e = TFS_E_OK;
 
+	scache_clear(S(vfs));
 	if (!key)
 		return bad_path(S(vfs), path, d);
 	if (!*key) {
@@ -1525,6 +1852,7 @@ static enum tfs_err s3_append(struct tfs_vfs *vfs, const char *path,
 	bool created;
 	enum tfs_err e = TFS_E_OK;
 
+	scache_clear(S(vfs));
 	if (!key)
 		return bad_path(S(vfs), path, d);
 	if (!*key) {
@@ -1585,6 +1913,7 @@ static enum tfs_err s3_fsync(struct tfs_vfs *vfs, const char *path,
 	struct pending *p;
 	enum tfs_err e = TFS_E_OK;
 
+	scache_clear(S(vfs));
 	if (!key)
 		return bad_path(S(vfs), path, d);
 	p = pending_get(s, key, false, NULL);
@@ -1619,6 +1948,7 @@ static enum tfs_err s3_mkdir(struct tfs_vfs *vfs, const char *path,
 	char *key = key_of(S(vfs), path);
 	enum tfs_err e = TFS_E_OK;
 
+	scache_clear(S(vfs));
 	if (!key)
 		return bad_path(S(vfs), path, d);
 	if (!*key || dir_made(s, key)) {
@@ -1681,6 +2011,7 @@ static enum tfs_err delete_key(struct s3 *s, const char *key,
 	struct req r;
 	enum tfs_err e;
 
+	icache_drop(s, key);
 	req_init(&r, "DELETE", key);
 	e = perform(s, &r, d);
 	req_release(&r);
@@ -1708,6 +2039,7 @@ static enum tfs_err copy_key(struct s3 *s, const char *from, const char *to,
 	tfs_free(eb);
 	if (!hdr)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	icache_drop(s, to);
 	tfs_buf_init(&body, ERR_BODY_MAX);
 	req_init(&r, "PUT", to);
 	r.hdr[0] = hdr;
@@ -1808,6 +2140,7 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 	enum tfs_err e = TFS_E_OK;
 	struct tfs_diag ld;
 
+	scache_clear(S(vfs));
 	if (!kf || !kt) {
 		e = bad_path(s, kf ? to : from, d);
 		goto out_free;
@@ -1931,6 +2264,7 @@ static enum tfs_err s3_remove(struct tfs_vfs *vfs, const char *path,
 	bool found, used, made = false;
 	enum tfs_err e = TFS_E_OK;
 
+	scache_clear(S(vfs));
 	if (!key)
 		return bad_path(S(vfs), path, d);
 	if (!*key) {
@@ -1998,6 +2332,10 @@ static void s3_destroy(struct tfs_vfs *vfs)
 	}
 	for (unsigned i = 0; i < s->nidle; i++)
 		curl_easy_cleanup(s->idle[i]);
+	for (size_t i = 0; i < s->icache_num; i++)
+		icache_entry_free(&s->icache[i]);
+	scache_clear(s);
+	tfs_free(s->icache);
 	for (size_t i = 0; i < s->ndirs; i++)
 		tfs_free(s->dirs[i]);
 	tfs_free(s->dirs);

@@ -604,6 +604,11 @@ Test(s3_live, durable_writes_seen_by_another_backend)
 	cr_assert_eq(tfs_vfs_stat(l.b, dir, &st, &d), TFS_E_OK);
 	cr_assert(!st.exists);
 	durable_put(l.a, f, "hello world", 11);
+	/* b remembers its answers for up to a second (STAT_TTL_NS), then
+	 * asks again. */
+	cr_assert_eq(tfs_vfs_stat(l.b, dir, &st, &d), TFS_E_OK);
+	cr_assert(!st.exists, "the answer of a moment ago");
+	usleep(1100 * 1000);
 	/* Unsent bytes are the writer's only. */
 	cr_assert_eq(l.a->ops->write(l.a, g, "pending", 7, &d), TFS_E_OK);
 	cr_assert_eq(tfs_vfs_stat(l.b, g, &st, &d), TFS_E_OK);
