@@ -105,6 +105,7 @@ struct s3 {
 static const struct tfs_vfs_ops s3_ops;
 struct s3;
 static void icache_drop(struct s3 *s, const char *key);
+static void parent_remember(struct s3 *s, const char *key);
 
 /* ---- Requests ---------------------------------------------------------- */
 
@@ -2193,6 +2194,8 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 	if (found) {
 		if (!(e = copy_key(s, kf, kt, d)))
 			e = delete_key(s, kf, d);
+		if (!e)
+			parent_remember(s, kf);
 		goto out_free;
 	}
 	{
@@ -2253,6 +2256,48 @@ out_free:
 	return e;
 }
 
+/* Remembers key as a folder this process knows (made, or emptied by
+ * removing its last object: on POSIX the folder would still be there). */
+static void dir_remember(struct s3 *s, const char *key)
+{
+	char *k;
+
+	if (!*key || dir_made(s, key) || !(k = tfs_strdup(key)))
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!dirs_has_locked(s, k, NULL)) {
+		if (s->ndirs == s->dirs_cap) {
+			size_t ncap = s->dirs_cap ? 2 * s->dirs_cap : 16;
+			char **nd = tfs_reallocn(s->dirs, ncap, sizeof(*nd));
+
+			if (nd) {
+				s->dirs = nd;
+				s->dirs_cap = ncap;
+			}
+		}
+		if (s->ndirs < s->dirs_cap) {
+			s->dirs[s->ndirs++] = k;
+			k = NULL;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	tfs_free(k);
+}
+
+/* The parent folder of key stays (as on POSIX) after key goes. */
+static void parent_remember(struct s3 *s, const char *key)
+{
+	const char *sl = strrchr(key, '/');
+	char *parent;
+
+	if (!sl)
+		return;
+	parent = tfs_strndup(key, (size_t)(sl - key));
+	if (parent)
+		dir_remember(s, parent);
+	tfs_free(parent);
+}
+
 static enum tfs_err s3_remove(struct tfs_vfs *vfs, const char *path,
 			      struct tfs_diag *d)
 {
@@ -2285,6 +2330,8 @@ static enum tfs_err s3_remove(struct tfs_vfs *vfs, const char *path,
 	}
 	if (found) {
 		e = delete_key(s, key, d);
+		if (!e)
+			parent_remember(s, key);
 		goto out_free;
 	}
 	pre = dir_prefix(key);
