@@ -39,6 +39,11 @@ enum cli_status cli_status_of(enum tfs_err e)
 	case TFS_E_NOMEM:
 	case TFS_E_BUSY:
 	case TFS_E_INTERNAL:
+	/* The daemon's own: the tool meets none of them. */
+	case TFS_E_NOT_DIR:
+	case TFS_E_IS_DIR:
+	case TFS_E_BAD_HANDLE:
+	case TFS_E_NO_ATTR:
 	case TFS_E__COUNT:
 		break;
 	}

@@ -30,7 +30,11 @@
 	X(READONLY, EROFS, "read-only")                                  \
 	X(BUSY, EBUSY, "resource busy")                                  \
 	X(NAME_TOO_LONG, ENAMETOOLONG, "file name too long")             \
-	X(INTERNAL, EIO, "internal error")
+	X(INTERNAL, EIO, "internal error")                               \
+	X(NOT_DIR, ENOTDIR, "not a folder")                              \
+	X(IS_DIR, EISDIR, "is a folder")                                 \
+	X(BAD_HANDLE, EBADF, "not an open file")                         \
+	X(NO_ATTR, ENODATA, "no such extended attribute")
 
 enum tfs_err {
 #define TFS_ERR_ENUM(name, errno_value, msg) TFS_E_##name,

@@ -273,7 +273,9 @@ Test(err, errno_table)
 		{TFS_E_EXISTS, EEXIST},	  {TFS_E_NOSPC, ENOSPC},
 		{TFS_E_READONLY, EROFS},  {TFS_E_BUSY, EBUSY},
 		{TFS_E_NAME_TOO_LONG, ENAMETOOLONG},
-		{TFS_E_INTERNAL, EIO},
+		{TFS_E_INTERNAL, EIO},	  {TFS_E_NOT_DIR, ENOTDIR},
+		{TFS_E_IS_DIR, EISDIR},	  {TFS_E_BAD_HANDLE, EBADF},
+		{TFS_E_NO_ATTR, ENODATA},
 	};
 
 	cr_assert_eq(sizeof(cases) / sizeof(cases[0]), TFS_E__COUNT,
