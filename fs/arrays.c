@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
@@ -29,7 +28,7 @@ struct entry {
 	char *rel;
 	uint64_t timestamp;
 	struct tfsd_arr *arr;                /* the cache's own reference */
-	struct timespec stamp[WATCHED_NUM]; /* mtimes at opening */
+	int64_t stamp[WATCHED_NUM]; /* mtimes (ns) at opening; 0: none */
 	uint64_t checked_ms;
 	uint64_t used_ms;
 };
@@ -38,6 +37,7 @@ struct tfsd_arrays {
 	const struct tfsd_config *cfg;
 	struct tfs_tile_cache *tiles;
 	struct tfs_pool *pool;
+	struct tfs_vfs *vfs; /* SOURCE's storage (POSIX), owned */
 	pthread_mutex_t lock;
 	struct entry entries[MAX_ENTRIES]; /* protected by lock */
 	size_t entry_num;                  /* protected by lock */
@@ -64,6 +64,12 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 	c->cfg = cfg;
 	c->tiles = tiles;
 	c->pool = pool;
+	/* SOURCE's storage: a folder, or a bucket (s3://, checked at
+	 * start-up by configure_s3). */
+	if (tfs_vfs_default_new(cfg->source, &c->vfs, NULL)) {
+		tfs_free(c);
+		return TFS_E_NOMEM;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return TFS_E_OK;
@@ -85,7 +91,13 @@ void tfsd_arrays_free(struct tfsd_arrays *c)
 		tfs_free(c->entries[i].rel);
 	}
 	pthread_mutex_destroy(&c->lock);
+	tfs_vfs_free(c->vfs);
 	tfs_free(c);
+}
+
+struct tfs_vfs *tfsd_arrays_vfs(const struct tfsd_arrays *c)
+{
+	return c->vfs;
 }
 
 void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr)
@@ -109,60 +121,50 @@ void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr)
 }
 
 /* On object storage folders have no mtime: the stamp of a watched folder
- * is a hash of its listing (names and count). */
-static void stamp_read_vfs(const char *path, struct timespec *out)
+ * is a hash of its listing (names and count), never 0 when it lists. */
+static int64_t stamp_of_listing(struct tfs_vfs *v, const char *path)
 {
 	struct tfs_dirlist l = {0};
-	struct tfs_vfs *v;
 	uint64_t h = 1469598103934665603ULL;
 
-	*out = (struct timespec){0, 0};
-	if (tfs_vfs_default_new(path, &v, NULL))
-		return;
-	if (!tfs_vfs_list(v, path, &l, NULL)) {
-		for (size_t i = 0; i < l.count; i++)
-			for (const char *p = l.names[i];; p++) {
-				h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-				if (!*p)
-					break;
-			}
-		out->tv_sec = (time_t)(h >> 1);
-		out->tv_nsec = (long)(l.count % 1000000000);
-	}
+	if (tfs_vfs_list(v, path, &l, NULL))
+		return 0;
+	for (size_t i = 0; i < l.count; i++)
+		for (const char *p = l.names[i];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+			if (!*p)
+				break;
+		}
+	h ^= l.count;
 	tfs_dirlist_release(&l);
-	tfs_vfs_free(v);
+	return (int64_t)(h >> 1) | 1;
 }
 
-static void stamp_read(const struct tfsd_config *cfg, const char *rel,
-		       struct timespec *out)
+static void stamp_read(const struct tfsd_arrays *c, const char *rel,
+		       int64_t *out)
 {
 	char path[4096];
-
-	if (tfs_s3_is_uri(cfg->source)) {
-		for (size_t i = 0; i < WATCHED_NUM; i++) {
-			snprintf(path, sizeof(path), "%s%s%s%s", cfg->source,
-				 *rel ? "/" : "", rel, watched[i]);
-			stamp_read_vfs(path, &out[i]);
-		}
-		return;
-	}
+	bool bucket = tfs_s3_is_uri(c->cfg->source);
 
 	for (size_t i = 0; i < WATCHED_NUM; i++) {
-		struct stat st;
+		struct tfs_stat st;
 
-		snprintf(path, sizeof(path), "%s%s%s%s", cfg->source,
+		snprintf(path, sizeof(path), "%s%s%s%s", c->cfg->source,
 			 *rel ? "/" : "", rel, watched[i]);
-		if (stat(path, &st) == 0)
-			out[i] = st.st_mtim;
+		if (bucket)
+			out[i] = stamp_of_listing(c->vfs, path);
+		else if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
+			 st.exists)
+			out[i] = st.mtime_ns;
 		else
-			out[i] = (struct timespec){0, 0};
+			out[i] = 0;
 	}
 }
 
-static bool stamp_equal(const struct timespec *a, const struct timespec *b)
+static bool stamp_equal(const int64_t *a, const int64_t *b)
 {
 	for (size_t i = 0; i < WATCHED_NUM; i++)
-		if (a[i].tv_sec != b[i].tv_sec || a[i].tv_nsec != b[i].tv_nsec)
+		if (a[i] != b[i])
 			return false;
 	return true;
 }
@@ -265,7 +267,7 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d)
 {
-	struct timespec stamp[WATCHED_NUM];
+	int64_t stamp[WATCHED_NUM];
 	bool current = timestamp == 0;
 	struct tfsd_arr *arr = NULL, *drop = NULL;
 	struct entry *en;
@@ -291,7 +293,7 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 	}
 
 	/* Check or open outside the lock: both do I/O. */
-	stamp_read(c->cfg, rel, stamp);
+	stamp_read(c, rel, stamp);
 	pthread_mutex_lock(&c->lock);
 	en = find(c, rel, timestamp);
 	if (en && stamp_equal(en->stamp, stamp)) {

@@ -4,13 +4,9 @@
  * periodically, in a thread of its own, through tfs_array_cleanup. */
 #include "tfsd_write.h"
 
-#include <dirent.h>
 #include <stdatomic.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -62,11 +58,11 @@ static bool array_opens(struct tfsd *fs, const char *path)
 
 static void sweep_dir(struct sweep *sw, const char *path, int depth)
 {
+	struct tfs_vfs *vfs = tfsd_arrays_vfs(sw->fs->arrays);
 	enum tfs_object kind;
 	struct tfs_diag d;
-	struct stat st;
-	DIR *dp;
-	struct dirent *de;
+	struct tfs_stat st;
+	struct tfs_dirlist l;
 
 	if (depth > SWEEP_DEPTH || ++sw->folders > SWEEP_FOLDERS ||
 	    (sw->stop && atomic_load(sw->stop)))
@@ -79,8 +75,8 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 		unsigned removed = 0;
 
 		sw->arrays++;
-		if (stat(path, &st) != 0 || !(st.st_mode & 0222) ||
-		    !array_opens(sw->fs, path))
+		if (tfs_vfs_stat(vfs, path, &st, NULL) || !st.exists ||
+		    st.read_only || !array_opens(sw->fs, path))
 			return;
 		if (tfs_array_cleanup(path, &wo, sw->grace_ms, &removed, &d))
 			tfs_log(TFS_LOG_ERROR, "cleanup of '%s': %s", path,
@@ -93,27 +89,23 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 		sw->removed += removed;
 		return;
 	}
-	dp = opendir(path);
-	if (!dp)
+	if (tfs_vfs_list(vfs, path, &l, NULL))
 		return;
-	while ((de = readdir(dp)) != NULL) {
+	/* Subfolders only, and not through a symbolic link. */
+	for (size_t i = 0; i < l.count; i++) {
+		const char *name = l.names[i];
 		char *child;
-		size_t len;
 
-		if (de->d_name[0] == '.' || strncmp(de->d_name, "__", 2) == 0)
+		if (name[0] == '.' || strncmp(name, "__", 2) == 0)
 			continue;
-		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		len = strlen(path) + strlen(de->d_name) + 2;
-		child = tfs_malloc(len);
+		child = tfs_path_join(path, name);
 		if (!child)
 			break;
-		snprintf(child, len, "%s/%s", path, de->d_name);
-		sweep_dir(sw, child, depth + 1);
+		if (!tfs_vfs_lstat(vfs, child, &st, NULL) && st.is_dir)
+			sweep_dir(sw, child, depth + 1);
 		tfs_free(child);
 	}
-	closedir(dp);
+	tfs_dirlist_release(&l);
 }
 
 static void sweep_run(struct tfsd *fs, uint64_t grace_ms,

@@ -84,48 +84,7 @@ static int cli_proc(void *data, const char *arg, int key,
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] SOURCE MOUNTPOINT\n\n"
-	       "Shows every TileDB array under SOURCE as files and folders.\n\n"
-	       "tilefs options:\n"
-	       "    -o ro                  read-only mount (writes fail with EROFS)\n"
-	       "    -o key=HEX             AES-256 key (64 hex digits) for encrypted arrays\n"
-	       "    -o keyfile=PATH        keys: one 'relative/array/path HEXKEY' per line,\n"
-	       "                           '*' for a default\n"
-	       "    -o cache=SIZE          byte budget for decoded tiles (default 256M)\n"
-	       "    -o threads=N           decode threads (default: one per CPU)\n"
-	       "    -o timestamp=T         show arrays as of T (ms since the epoch or\n"
-	       "                           ISO-8601 UTC)\n"
-	       "    -o whole_max=N         render text files of selections up to N cells\n"
-	       "                           (times fields) at open, with an exact size;\n"
-	       "                           larger ones stream with size 0 (default 65536)\n"
-	       "    -o staging=DIR         folder for files being written until their\n"
-	       "                           commit (default: a new folder in $TMPDIR)\n"
-	       "    -o cleanup_grace=S     uncommitted fragment folders older than S\n"
-	       "                           seconds are removed as crashed writes, at\n"
-	       "                           mount time and every 10 minutes (default 900)\n"
-	       "    -o max_cells=N         cells of one file at most; more: EFBIG and a\n"
-	       "                           log line (default: no limit)\n"
-	       "    -o max_memory=SIZE     the daemon's data at most, caches included;\n"
-	       "                           cache= shrinks to half of it if larger; an\n"
-	       "                           open or read whose rendering (files rendered\n"
-	       "                           whole count while open) would go over fails\n"
-	       "                           with ENOMEM and a log line, and so does a\n"
-	       "                           read of a tile larger than what the cache\n"
-	       "                           leaves (default: no limit)\n"
-	       "    -o s3_endpoint=URL     S3 endpoint (default: AWS_ENDPOINT_URL_S3,\n"
-	       "                           AWS_ENDPOINT_URL, ~/.aws/config, or AWS)\n"
-	       "    -o s3_region=NAME      S3 region (default: AWS_REGION, ...)\n"
-	       "    -o s3_addressing=path|virtual  bucket in the path or the host name\n"
-	       "    -o s3_verify_tls=0|1   check the server's TLS certificate (default 1)\n"
-	       "    -o s3_credentials=FILE AWS credentials file (default: AWS_ACCESS_KEY_ID\n"
-	       "                           and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials)\n"
-	       "                           SOURCE may be s3://bucket/prefix\n"
-	       "    -f                     stay in the foreground, log to stderr\n"
-	       "    -d                     debug log (implies -f)\n"
-	       "    -h, --help             this help\n"
-	       "    -V, --version          print the version\n\n"
-	       "FUSE options:\n",
-	       prog);
+	tfsd_options_print_help(stdout, prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
 }

@@ -1,6 +1,7 @@
 /* The daemon's option values: sizes, times and keys as users type them
- * (SPEC §1). Pure functions plus the keyfile reader; the command line
- * itself is parsed in fuse_ll.c with fuse_opt. */
+ * (SPEC §1), and the table of the options --help prints. Pure functions
+ * plus the keyfile reader; the command line itself is parsed in main.c
+ * with fuse_opt. */
 #include "tfsd.h"
 
 #include <ctype.h>
@@ -295,4 +296,133 @@ const uint8_t *tfsd_config_key(const struct tfsd_config *c, const char *rel)
 			return k->key;
 	}
 	return c->has_default_key ? c->default_key : NULL;
+}
+
+/* The one list of the daemon's options: --help prints it, the man page's
+ * OPTIONS section documents the same names (tests/docs/options_doc.sh). The
+ * command line itself is parsed in main.c with fuse_opt, which needs
+ * offsets into its own struct; a name added here must be added there
+ * too, and a name added there and not here fails that test. */
+const struct tfsd_option tfsd_options[] = {
+	{"ro", NULL, NULL,
+	 "read-only mount: every write fails with EROFS (otherwise the mount "
+	 "takes writes)"},
+	{"key", "HEX", NULL,
+	 "AES-256 key (64 hex digits) for encrypted arrays; arrays that are "
+	 "not encrypted still open; wiped from the process's command line at "
+	 "start-up and never logged"},
+	{"keyfile", "PATH", NULL,
+	 "keys per array: one 'relative/array/path HEXKEY' per line, '*' as "
+	 "the path of a default key, '#' starts a comment"},
+	{"cache", "SIZE", "256M",
+	 "byte budget of decoded tiles, shared by all arrays; a number of "
+	 "bytes with k, M, G or T as a suffix"},
+	{"threads", "N", "one per CPU", "decode threads, 1 to 1024"},
+	{"timestamp", "T", NULL,
+	 "show every array as of T: milliseconds since the epoch or ISO-8601 "
+	 "UTC (2023-11-14T22:13:22Z); such a mount is read-only"},
+	{"whole_max", "N", "65536",
+	 "text renderings of selections of up to N cells (times fields) are "
+	 "rendered at open with an exact size; larger ones stream with size 0"},
+	{"staging", "DIR", "a new tilefs-staging.PID.XXXXXX in $TMPDIR or /tmp",
+	 "folder for the bytes of files being written, until their commit; "
+	 "never inside SOURCE; the default one is removed at unmount"},
+	{"cleanup_grace", "S", "900",
+	 "uncommitted fragment folders older than S seconds are a crashed "
+	 "write's and are removed, at mount time and every 10 minutes"},
+	{"max_cells", "N", "no limit",
+	 "cells of one file at most (dense: checked at stat and open; sparse: "
+	 "while reading); more fail with EFBIG and a log line"},
+	{"max_memory", "SIZE", "no limit",
+	 "the daemon's data at most, caches included, 1M or more; cache= "
+	 "shrinks to half of it if larger; an open or read whose rendering "
+	 "(files rendered whole count while open) or tile would go over fails "
+	 "with ENOMEM and a log line"},
+	{"s3_endpoint", "URL", "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, ~/.aws/config or AWS",
+	 "S3 endpoint when SOURCE is s3://bucket/prefix; a custom endpoint "
+	 "means path-style addressing"},
+	{"s3_region", "NAME", "AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config or us-east-1",
+	 "S3 region, for request signing"},
+	{"s3_addressing", "path|virtual", NULL,
+	 "S3 bucket in the path or in the host name"},
+	{"s3_verify_tls", "0|1", "1",
+	 "check the S3 server's TLS certificate"},
+	{"s3_credentials", "FILE", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials",
+	 "AWS credentials file (profile AWS_PROFILE or default) for S3; keys "
+	 "never appear in logs or the command line"},
+	{"-f", NULL, NULL,
+	 "stay in the foreground and log to stderr (otherwise to syslog as "
+	 "tilefs[PID])"},
+	{"-d", NULL, NULL, "debug log of every request (implies -f)"},
+	{"-s", NULL, NULL, "single-threaded request loop"},
+	{"-h, --help", NULL, NULL, "print this help and exit"},
+	{"-V, --version", NULL, NULL,
+	 "print the version of tilefs and of the FUSE library, and exit"},
+	{NULL, NULL, NULL, NULL},
+};
+
+/* Column of the descriptions, and the width they wrap to. */
+#define HELP_COL 27
+#define HELP_WIDTH 80
+
+/* Prints text word by word from column col, wrapping at HELP_WIDTH to
+ * HELP_COL; returns the column after the last word. */
+static size_t help_words(FILE *f, const char *text, size_t col)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t n;
+
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, " ");
+		if (!n)
+			break;
+		if (col > HELP_COL && col + 1 + n > HELP_WIDTH) {
+			fprintf(f, "\n%*s", HELP_COL, "");
+			col = HELP_COL;
+		} else if (col > HELP_COL) {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(p, 1, n, f);
+		col += n;
+		p += n;
+	}
+	return col;
+}
+
+void tfsd_options_print_help(FILE *f, const char *prog)
+{
+	fprintf(f, "usage: %s [options] SOURCE MOUNTPOINT\n\n"
+		   "Shows every TileDB array under SOURCE as files and "
+		   "folders.\n\n"
+		   "tilefs options:\n",
+		prog);
+	for (const struct tfsd_option *o = tfsd_options; o->name; o++) {
+		int len;
+		size_t col;
+
+		if (o->name[0] == '-')
+			len = fprintf(f, "    %s", o->name);
+		else
+			len = fprintf(f, "    -o %s%s%s", o->name,
+				      o->arg ? "=" : "", o->arg ? o->arg : "");
+		if (len < 0)
+			return;
+		if ((size_t)len + 2 > HELP_COL) /* two spaces before the text */
+			fprintf(f, "\n%*s", HELP_COL, "");
+		else
+			fprintf(f, "%*s", HELP_COL - len, "");
+		col = help_words(f, o->help, HELP_COL);
+		if (o->def) {
+			char def[128];
+
+			snprintf(def, sizeof(def), "(default: %s)", o->def);
+			help_words(f, def, col);
+		}
+		fputc('\n', f);
+	}
+	fputs("\nFUSE options:\n", f);
 }

@@ -104,6 +104,18 @@ enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
 	return TFS_E_OK;
 }
 
+void tfsd_wtarget_release(struct tfsd_wtarget *t)
+{
+	tfs_free(t->rel);
+	tfs_free(t->path);
+	tfs_free(t->name);
+	tfs_free(t->key);
+	tfs_free(t->field);
+	tfs_free(t->sel);
+	tfs_free(t->log_dir);
+	memset(t, 0, sizeof(*t));
+}
+
 const char *tfsd_staging_dir(const struct tfsd_staging *st)
 {
 	return st->dir;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "selection.h"
 #include "value_text.h"
@@ -81,6 +82,25 @@ bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel);
  * 0 = no limit. */
 uint64_t tfsd_data_limit(const struct tfsd_config *c);
 
+/* The daemon's own options, the one source of `tilefs --help` and of the
+ * OPTIONS section of packaging/man/tilefs.1 (tests/docs checks that they
+ * agree). name is a `-o` option ("cache") or, starting with '-', a
+ * command-line flag ("-f", "-h, --help"); arg names its value ("SIZE") or
+ * is NULL; def is the default as text or NULL; help is one sentence. */
+struct tfsd_option {
+	const char *name;
+	const char *arg;
+	const char *def;
+	const char *help;
+};
+
+/* The table, terminated by an entry whose name is NULL. */
+extern const struct tfsd_option tfsd_options[];
+
+/* Prints the usage line and every option of tfsd_options, wrapped to 80
+ * columns, to f; the caller adds libfuse's own help after it. */
+void tfsd_options_print_help(FILE *f, const char *prog);
+
 /* ---- Opened arrays (arrays.c) -------------------------------------------- */
 
 /* One opened version of an array, shared by every node and open file that
@@ -104,6 +124,9 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 			     struct tfs_tile_cache *tiles, struct tfs_pool *pool,
 			     struct tfsd_arrays **out) TFS_WUR;
 void tfsd_arrays_free(struct tfsd_arrays *c);
+/* The storage SOURCE is read through (owned by c, thread-safe): every
+ * look at SOURCE outside the core goes through it. */
+struct tfs_vfs *tfsd_arrays_vfs(const struct tfsd_arrays *c);
 /* A reference to the array at rel (relative to SOURCE) as of timestamp
  * (0 = current: re-checked at most twice a second, so new fragments show
  * up). Release with tfsd_arr_put. */

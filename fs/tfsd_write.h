@@ -44,6 +44,7 @@ struct tfsd_wtarget {
 	char *log_dir; /* path of the mount whose ingest.log records it */
 };
 
+/* Frees a target's strings and empties it (staging.c). */
 void tfsd_wtarget_release(struct tfsd_wtarget *t);
 
 /* What writing the file at vpath (a path of the mount) means. A path that

@@ -7,19 +7,14 @@
  * cost the array's opening (cached) at most. */
 #include "tfsd.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
-#include "tfs_s3.h"
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000
@@ -471,30 +466,12 @@ static bool member_find_fn(void *ctx, const char *name, const char *real)
 }
 
 /* A folder (plain or group) of SOURCE. */
-/* Whether src is a folder (not following a last symbolic link); on an
- * object-storage SOURCE, whether its listing shows one. */
-static bool is_folder(const char *src, struct stat *st)
-{
-	if (tfs_s3_is_uri(src)) {
-		struct tfs_vfs *v;
-		struct tfs_stat vs;
-		bool r;
-
-		if (tfs_vfs_default_new(src, &v, NULL))
-			return false;
-		r = !tfs_vfs_stat(v, src, &vs, NULL) && vs.exists && vs.is_dir;
-		tfs_vfs_free(v);
-		return r;
-	}
-	return lstat(src, st) == 0 && S_ISDIR(st->st_mode);
-}
-
 static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				    const char *name, struct tfsd_node *out,
 				    struct tfs_diag *d)
 {
 	enum tfs_object kind;
-	struct stat st;
+	struct tfs_stat st;
 	char *src, *rel;
 	enum tfs_err e;
 
@@ -507,7 +484,8 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free;
 	}
-	if (!is_folder(src, &st)) {
+	if (tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), src, &st, NULL) ||
+	    !st.exists || !st.is_dir) {
 		/* A member of a group stored elsewhere in SOURCE. */
 		struct member_find mf = {.name = name};
 
@@ -647,16 +625,9 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	for (size_t i = 0; real && i < nl->n; i++)
 		if (strcmp(nl->names[i], name) == 0)
 			return true;
-	if (nl->n == nl->cap) {
-		size_t ncap = nl->cap ? nl->cap * 2 : 16;
-		char **nn = tfs_reallocn(nl->names, ncap, sizeof(*nn));
-
-		if (!nn) {
-			nl->failed = true;
-			return false;
-		}
-		nl->names = nn;
-		nl->cap = ncap;
+	if (tfs_grow(&nl->names, &nl->cap, nl->n + 1, sizeof(*nl->names))) {
+		nl->failed = true;
+		return false;
 	}
 	if (!(nl->names[nl->n] = tfs_strdup(name))) {
 		nl->failed = true;
@@ -666,72 +637,40 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	return true;
 }
 
-/* The subfolders of a folder of an object-storage SOURCE: the common
- * prefixes of its listing (no folder objects exist there). */
-static enum tfs_err list_folder_vfs(const struct tfsd_node *dir,
-				    struct name_list *nl, struct tfs_diag *d)
-{
-	struct tfs_dirlist l = {0};
-	struct tfs_vfs *v;
-	enum tfs_err e;
-
-	if ((e = tfs_vfs_default_new(dir->src, &v, d)))
-		return e;
-	e = tfs_vfs_list(v, dir->src, &l, d);
-	for (size_t i = 0; !e && !nl->failed && i < l.count; i++) {
-		const char *name = l.names[i];
-		struct tfs_stat st;
-		char *p;
-
-		if (name[0] == '.' || strncmp(name, "__", 2) == 0)
-			continue;
-		p = path_join(dir->src, name);
-		if (!p) {
-			nl->failed = true;
-			break;
-		}
-		if (!tfs_vfs_stat(v, p, &st, NULL) && st.is_dir)
-			name_list_add(nl, name, NULL);
-		tfs_free(p);
-	}
-	tfs_dirlist_release(&l);
-	tfs_vfs_free(v);
-	return e;
-}
-
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
-	DIR *dp;
-	struct dirent *de;
+	struct tfs_vfs *vfs = tfsd_arrays_vfs(fs->arrays);
+	struct tfs_dirlist l;
 	struct name_list nl = {0};
-	enum tfs_err e = TFS_E_OK;
+	struct tfs_diag ld;
+	enum tfs_err e;
 
-	if (tfs_s3_is_uri(dir->src)) {
-		if ((e = list_folder_vfs(dir, &nl, d))) {
-			for (size_t i = 0; i < nl.n; i++)
-				tfs_free(nl.names[i]);
-			tfs_free(nl.names);
-			return e;
+	tfs_diag_init(&ld);
+	e = tfs_vfs_list(vfs, dir->src, &l, &ld);
+	if (e)
+		return tfs_fail(d, e == TFS_E_PERM || e == TFS_E_NOMEM ? e
+								       : TFS_E_IO,
+				"folder '%s': %s", dir->src, tfs_diag_msg(&ld));
+	/* Subfolders only, and not through a symbolic link. */
+	for (size_t i = 0; !nl.failed && i < l.count; i++) {
+		const char *name = l.names[i];
+		struct tfs_stat st;
+		char *child;
+
+		if (name[0] == '.' || strncmp(name, "__", 2) == 0)
+			continue;
+		child = tfs_path_join(dir->src, name);
+		if (!child) {
+			nl.failed = true;
+			break;
 		}
-		goto listed;
+		if (!tfs_vfs_lstat(vfs, child, &st, NULL) && st.is_dir)
+			name_list_add(&nl, name, NULL);
+		tfs_free(child);
 	}
-	dp = opendir(dir->src);
-	if (!dp)
-		return tfs_fail(d, errno == EACCES ? TFS_E_PERM : TFS_E_IO,
-				"folder '%s': %s", dir->src, strerror(errno));
-	while (!nl.failed && (de = readdir(dp)) != NULL) {
-		struct stat st;
-
-		if (de->d_name[0] == '.' || strncmp(de->d_name, "__", 2) == 0)
-			continue;
-		if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		name_list_add(&nl, de->d_name, NULL);
-	}
-	closedir(dp);
-listed:
+	tfs_dirlist_release(&l);
+	e = TFS_E_OK;
 	if (!nl.failed)
 		group_outside_members(fs, dir, name_list_add, &nl);
 	if (nl.failed) {

@@ -30,18 +30,6 @@
 /* Cells per append of a slice write without other attributes. */
 #define SLICE_CHUNK_CELLS ((uint64_t)1 << 20)
 
-void tfsd_wtarget_release(struct tfsd_wtarget *t)
-{
-	tfs_free(t->rel);
-	tfs_free(t->path);
-	tfs_free(t->name);
-	tfs_free(t->key);
-	tfs_free(t->field);
-	tfs_free(t->sel);
-	tfs_free(t->log_dir);
-	memset(t, 0, sizeof(*t));
-}
-
 static char *join(const char *a, const char *b)
 {
 	struct tfs_buf buf;
@@ -122,14 +110,17 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 		char *stem_name = tfs_strndup(name, stem);
 		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
 		enum tfs_err e;
-		struct stat st;
+		struct tfs_stat st;
 
 		if (!rel) {
 			tfs_free(stem_name);
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		}
 		e = target_init(fs, t, TFSD_W_CSV_NEW, rel, name, dir_vpath, d);
-		if (!e && lstat(t->path, &st) == 0)
+		if (!e &&
+		    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st,
+				   NULL) &&
+		    st.exists)
 			e = tfs_fail(d, TFS_E_EXISTS,
 				     "'%s': '%s' exists already, a CSV file "
 				     "here makes a new array of that name",

@@ -7,14 +7,32 @@
 # concurrency tests with it, then runs every fuzz target briefly
 # (scripts/fuzz.sh, clang).
 # Exits non-zero if anything fails; the last line is the summary.
+#
+#   --quick   the quick tier: no package installs, the release build only,
+#             and only the tests labelled unit, corpus, integration or
+#             docs that are not labelled soak (no stress or crash loops,
+#             no robustness or fuzzing runs, no package install); a few
+#             minutes. docs/TESTING.md lists the tiers.
+#
 #   TFS_JOBS=N          parallel build and test jobs (default 2)
 #   TFS_FUZZ_SECONDS=N  seconds per fuzz target (default 10; 0 skips)
 #   TFS_FUZZ_SEED=N     libFuzzer seed of that run (default 1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+quick=0
+for arg in "$@"; do
+  case $arg in
+  --quick) quick=1 ;;
+  -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "test.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
 jobs=${TFS_JOBS:-2}
-bash scripts/install-deps.sh || { echo "test.sh: FAIL (installing dependencies)"; exit 1; }
+if [ "$quick" -eq 0 ]; then
+  bash scripts/install-deps.sh || { echo "test.sh: FAIL (installing dependencies)"; exit 1; }
+fi
 
 # allocator_may_return_null: a huge request is an ordinary allocation
 # failure (TFS_E_NOMEM), as with the real allocator, not an abort.
@@ -22,6 +40,11 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_ma
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 declare -A result
+# The CTest selection of the run: everything, or the quick tier.
+ctest_select=()
+if [ "$quick" -eq 1 ]; then
+  ctest_select=(-L 'unit|corpus|integration|docs' -LE soak)
+fi
 # suite NAME BUILD_DIR [cmake options...]: configure, build, ctest.
 suite() {
   local name=$1 dir=$2
@@ -33,8 +56,8 @@ suite() {
   if ! cmake --build "$dir" -j "$jobs"; then
     result[$name]="build failed"; return 1
   fi
-  echo "=== $name: ctest"
-  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs"; then
+  echo "=== $name: ctest ${ctest_select[*]}"
+  if ! ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_select[@]}"; then
     result[$name]="tests failed"; return 1
   fi
   result[$name]="ok"
@@ -65,14 +88,26 @@ tsan_suite() {
 
 status=0
 suite release build-release || status=1
+if [ "$quick" -eq 1 ]; then
+  result[asan+ubsan]="skipped"
+  result[tsan]="skipped"
+  result[fuzz]="skipped"
+  summary="release: ${result[release]}, asan+ubsan: ${result[asan+ubsan]}, tsan: ${result[tsan]}, fuzz: ${result[fuzz]}"
+  if [ "$status" -eq 0 ]; then
+    echo "test.sh: PASS ($summary; --quick)"
+  else
+    echo "test.sh: FAIL ($summary; --quick)"
+  fi
+  exit "$status"
+fi
 suite asan+ubsan build-asan -DTFS_SANITIZE=ON || status=1
 tsan_suite || status=1
 
 # A short fuzzing run of every target (about 2 minutes on 2 CPUs); any
 # crash, leak or timeout fails it and leaves its reproducer in
 # tests/fuzz/regressions/. Seeded, so that the verdict on a tree does not
-# depend on luck: the random exploration is the long runs' job (README,
-# "Fuzzing").
+# depend on luck: the random exploration is the long runs' job
+# (docs/FUZZING.md).
 fuzz_secs=${TFS_FUZZ_SECONDS:-10}
 if [ "$fuzz_secs" -eq 0 ]; then
   result[fuzz]="skipped"

@@ -66,6 +66,30 @@ void *tfs_reallocn(void *p, size_t n, size_t size)
 	return tfs_realloc(p, n * size);
 }
 
+enum tfs_err tfs_grow(void *pp, size_t *cap, size_t need, size_t elem)
+{
+	size_t max = elem ? SIZE_MAX / elem : SIZE_MAX;
+	size_t ncap = *cap ? *cap : 16;
+	void *old, *p;
+
+	if (need <= *cap)
+		return TFS_E_OK;
+	if (need > max)
+		return TFS_E_NOMEM;
+	while (ncap < need)
+		ncap = ncap > max / 2 ? max : ncap * 2;
+	if (ncap > max)
+		ncap = max;
+	/* Through memcpy: pp may point at any pointer type. */
+	memcpy(&old, pp, sizeof(old));
+	p = tfs_reallocn(old, ncap, elem);
+	if (!p)
+		return TFS_E_NOMEM;
+	memcpy(pp, &p, sizeof(p));
+	*cap = ncap;
+	return TFS_E_OK;
+}
+
 void tfs_free(void *p)
 {
 	free(p);

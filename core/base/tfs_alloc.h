@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "tfs_err.h"
+
 /* All return NULL on failure (or when a failure is injected). tfs_mallocn
  * and tfs_callocn fail on n * size overflow. tfs_free accepts NULL. */
 void *tfs_malloc(size_t size);
@@ -14,6 +16,12 @@ void *tfs_callocn(size_t n, size_t size);
 void *tfs_realloc(void *p, size_t size);
 void *tfs_reallocn(void *p, size_t n, size_t size);
 void tfs_free(void *p);
+/* The one growable array: makes the array whose pointer is at pp (the
+ * address of a `T *`, any object type) hold at least need items of elem
+ * bytes. The capacity *cap doubles, starting at 16, and is never more than
+ * size_t can count in bytes. TFS_E_NOMEM (overflow, or the allocation
+ * failed) leaves the array and *cap as they were. */
+enum tfs_err tfs_grow(void *pp, size_t *cap, size_t need, size_t elem) TFS_WUR;
 /* Copies of strings and byte ranges (the latter NUL-terminated too). */
 char *tfs_strdup(const char *s);
 char *tfs_strndup(const char *s, size_t n);

@@ -7,6 +7,7 @@
 
 #include "format_internal.h"
 #include "tfs_alloc.h"
+#include "tfs_str.h"
 
 #define DEL_SUFFIX ".del"
 
@@ -90,13 +91,6 @@ void tfs_consolidated_meta_release(struct tfs_consolidated_meta *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static bool ends_with(const char *s, size_t n, const char *suffix)
-{
-	size_t k = strlen(suffix);
-
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
-
 /* A new copy of the n bytes at p as a string; embedded NUL is refused. */
 static enum tfs_err dup_line(const uint8_t *p, size_t n, char **out)
 {
@@ -126,17 +120,10 @@ enum tfs_err tfs_con_parse(struct tfs_con_file *out, const uint8_t *buf,
 		r.c.pos += n + (nl ? 1 : 0);
 		if (n == 0)
 			continue;
-		if (out->count == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			void *p = tfs_reallocn(out->entries, ncap,
-					       sizeof(*out->entries));
-
-			if (!p) {
-				e = tfs__fail(&r, TFS_E_NOMEM, "out of memory");
-				goto out_release;
-			}
-			out->entries = p;
-			cap = ncap;
+		if (tfs_grow(&out->entries, &cap, out->count + 1,
+			     sizeof(*out->entries))) {
+			e = tfs__fail(&r, TFS_E_NOMEM, "out of memory");
+			goto out_release;
 		}
 		ent = &out->entries[out->count];
 		memset(ent, 0, sizeof(*ent));
@@ -151,7 +138,7 @@ enum tfs_err tfs_con_parse(struct tfs_con_file *out, const uint8_t *buf,
 			goto out_release;
 		}
 		out->count++;
-		if (!ends_with(ent->marker, n, DEL_SUFFIX))
+		if (!tfs_str_ends_with(ent->marker, DEL_SUFFIX))
 			continue;
 		/* A delete: u64 size, then the embedded .del generic tile. */
 		if ((e = tfs__u64(&r, &ent->del_size, "delete tile size")))
@@ -199,16 +186,10 @@ enum tfs_err tfs_lines_parse(struct tfs_strlist *out, const uint8_t *buf,
 		pos += n + (nl ? 1 : 0);
 		if (n == 0)
 			continue;
-		if (out->count == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			void *p = tfs_reallocn(out->items, ncap, sizeof(char *));
-
-			if (!p) {
-				e = TFS_E_NOMEM;
-				goto out_release;
-			}
-			out->items = p;
-			cap = ncap;
+		if (tfs_grow(&out->items, &cap, out->count + 1,
+			     sizeof(*out->items))) {
+			e = TFS_E_NOMEM;
+			goto out_release;
 		}
 		e = dup_line(line, n, &out->items[out->count]);
 		if (e)

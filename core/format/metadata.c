@@ -58,17 +58,10 @@ enum tfs_err tfs_meta_file_parse(struct tfs_meta_file *out, const uint8_t *buf,
 	memset(out, 0, sizeof(*out));
 	tfs__rd_init(&r, buf, len, "array metadata", d);
 	while (tfs_cur_left(&r.c)) {
-		if (out->count == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			void *p = tfs_reallocn(out->entries, ncap,
-					       sizeof(*out->entries));
-
-			if (!p) {
-				e = tfs__fail(&r, TFS_E_NOMEM, "out of memory");
-				goto out_release;
-			}
-			out->entries = p;
-			cap = ncap;
+		if (tfs_grow(&out->entries, &cap, out->count + 1,
+			     sizeof(*out->entries))) {
+			e = tfs__fail(&r, TFS_E_NOMEM, "out of memory");
+			goto out_release;
 		}
 		memset(&out->entries[out->count], 0, sizeof(*out->entries));
 		out->count++;

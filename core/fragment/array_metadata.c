@@ -95,16 +95,9 @@ static enum tfs_err apply_entry(struct merge *m, const struct tfs_meta_kv *e)
 	copy.key_len = e->key_len;
 	copy.type = e->type;
 	copy.value_num = e->value_num;
-	if (m->num == m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 16;
-		struct tfs_meta_kv *n = tfs_reallocn(m->kv, ncap, sizeof(*n));
-
-		if (!n) {
-			kv_release(&copy);
-			return TFS_E_NOMEM;
-		}
-		m->kv = n;
-		m->cap = ncap;
+	if (tfs_grow(&m->kv, &m->cap, m->num + 1, sizeof(*m->kv))) {
+		kv_release(&copy);
+		return TFS_E_NOMEM;
 	}
 	memmove(m->kv + at + 1, m->kv + at, (m->num - at) * sizeof(*m->kv));
 	m->kv[at] = copy;
@@ -228,11 +221,11 @@ static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
 			goto out;
 		}
 		/* Partly written files of a local-disk writer (metadata.md §2). */
-		if (tfs__ends_with(name, ".tmp"))
+		if (tfs_str_ends_with(name, ".tmp"))
 			continue;
 		if (!tfs__full_overlap(ni.t1, ni.t2, src->t0, src->t1))
 			continue;
-		if (tfs__ends_with(name, ".vac")) {
+		if (tfs_str_ends_with(name, ".vac")) {
 			path = tfs_path_join(dir, name);
 			if (!path) {
 				err = tfs_fail(d, TFS_E_NOMEM,

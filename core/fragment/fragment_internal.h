@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "tfs_fragment.h"
+#include "tfs_str.h"
 
 /* Upper bound for any whole metadata file read into memory and for any
  * decoded generic tile: a lying header can't make us allocate more. */
@@ -17,7 +18,6 @@
 
 /* The reserved folder names of an array (layout.md §4). */
 bool tfs__is_reserved_name(const char *name);
-bool tfs__ends_with(const char *s, const char *suffix);
 
 /* [a, b] inside [t0, t1] (full) or intersecting it (any). */
 static inline bool tfs__full_overlap(uint64_t a, uint64_t b, uint64_t t0,

@@ -9,422 +9,7 @@
  * not-vacuumed fragment", corpus/README.md) and the fragments to vacuum.
  * Each fragment needed by either list is loaded once into the pool. Delete
  * and update commits in the window are collected on the way. */
-#include "fragment_internal.h"
-
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "tfs_alloc.h"
-
-/* ---- a set of strings: append, then sort once, then look up ------------ */
-
-struct strset {
-	char **items;
-	size_t num;
-	size_t cap;
-};
-
-static bool strset_add(struct strset *s, const char *str, size_t len)
-{
-	if (s->num == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 16;
-		char **n = tfs_reallocn(s->items, ncap, sizeof(*n));
-
-		if (!n)
-			return false;
-		s->items = n;
-		s->cap = ncap;
-	}
-	s->items[s->num] = tfs_strndup(str, len);
-	if (!s->items[s->num])
-		return false;
-	s->num++;
-	return true;
-}
-
-static int str_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorts and drops duplicates. */
-static void strset_seal(struct strset *s)
-{
-	size_t keep = 0;
-
-	if (s->num > 1)
-		qsort(s->items, s->num, sizeof(*s->items), str_cmp);
-	for (size_t i = 0; i < s->num; i++) {
-		if (keep && !strcmp(s->items[keep - 1], s->items[i])) {
-			tfs_free(s->items[i]);
-			continue;
-		}
-		s->items[keep++] = s->items[i];
-	}
-	s->num = keep;
-}
-
-static bool strset_has(const struct strset *s, const char *str)
-{
-	return s->num &&
-	       bsearch(&str, s->items, s->num, sizeof(*s->items), str_cmp);
-}
-
-static void strset_release(struct strset *s)
-{
-	for (size_t i = 0; i < s->num; i++)
-		tfs_free(s->items[i]);
-	tfs_free(s->items);
-	s->items = NULL;
-	s->num = s->cap = 0;
-}
-
-/* ---- scan state --------------------------------------------------------- */
-
-struct cand {
-	char *rel; /* "__fragments/<name>" or "<name>" (root) */
-	struct tfs_name_info ni;
-	bool hidden_window; /* named by a vacuum file applying at the window */
-	bool hidden_all;    /* ... applying at [0, UINT64_MAX] */
-	bool visible;
-	bool listed;
-	struct tfs_fragment *f;
-};
-
-struct vac {
-	char *rel;
-	struct tfs_name_info ni;
-};
-
-struct scan {
-	struct tfs_arraydir *a;
-	bool sparse;
-	struct strset ignore;
-	struct strset consolidated; /* array-relative commit markers */
-	struct cand *cands;
-	size_t cand_num, cand_cap;
-	struct vac *vacs;
-	size_t vac_num, vac_cap;
-	char **metas; /* array-relative .meta paths, listing order */
-	size_t meta_num, meta_cap;
-	size_t delete_cap;
-	size_t update_cap;
-	const struct tfs_dirlist *commits; /* sorted __commits listing */
-};
-
-static enum tfs_err nomem(const struct scan *s, struct tfs_diag *d)
-{
-	return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-			s->a->path);
-}
-
-/* Objects named with a format version newer than we know (layout.md §2)
- * are refused whole: their contents need not follow any layout we know. */
-static enum tfs_err check_version(const struct scan *s, const char *rel,
-				  const struct tfs_name_info *ni,
-				  struct tfs_diag *d)
-{
-	if (ni->version <= TFS_FORMAT_VERSION_MAX)
-		return TFS_E_OK;
-	return tfs_fail(d, TFS_E_UNSUPPORTED,
-			"'%s/%s': unsupported format version %" PRIu32,
-			s->a->path, rel, ni->version);
-}
-
-/* check_version for the timestamped name of rel, if it has one. */
-static enum tfs_err check_named_version(const struct scan *s, const char *rel,
-					struct tfs_diag *d)
-{
-	struct tfs_name_info ni;
-
-	if (tfs_name_parse(rel, &ni) != TFS_E_OK)
-		return TFS_E_OK;
-	return check_version(s, rel, &ni, d);
-}
-
-/* Makes room for one more element in the array *items_ptr (a pointer to
- * the array pointer) of num elements of size bytes. */
-static bool grow(void *items_ptr, size_t *cap, size_t num, size_t size)
-{
-	void *items;
-	size_t ncap;
-	void *n;
-
-	if (num < *cap)
-		return true;
-	memcpy(&items, items_ptr, sizeof(items));
-	ncap = *cap ? *cap * 2 : 16;
-	n = tfs_reallocn(items, ncap, size);
-	if (!n)
-		return false;
-	memcpy(items_ptr, &n, sizeof(n));
-	*cap = ncap;
-	return true;
-}
-
-/* Overlap test of layout.md §6 step 5 for an object with name info ni. */
-static bool passes(const struct scan *s, const struct tfs_name_info *ni,
-		   uint64_t t0, uint64_t t1)
-{
-	if (s->sparse && ni->version >= 15)
-		return tfs__any_overlap(ni->t1, ni->t2, t0, t1);
-	return tfs__full_overlap(ni->t1, ni->t2, t0, t1);
-}
-
-static enum tfs_err add_cand(struct scan *s, const char *prefix,
-			     const char *name, const struct tfs_name_info *ni,
-			     struct tfs_diag *d)
-{
-	struct cand *c;
-	enum tfs_err err;
-
-	if (!grow(&s->cands, &s->cand_cap, s->cand_num,
-		  sizeof(*s->cands)))
-		return nomem(s, d);
-	c = &s->cands[s->cand_num];
-	memset(c, 0, sizeof(*c));
-	c->rel = prefix ? tfs_path_join(prefix, name) : tfs_strdup(name);
-	if (!c->rel)
-		return nomem(s, d);
-	err = check_version(s, c->rel, ni, d);
-	if (err) {
-		tfs_free(c->rel);
-		return err;
-	}
-	c->ni = *ni;
-	s->cand_num++;
-	return TFS_E_OK;
-}
-
-static enum tfs_err add_vac(struct scan *s, const char *rel,
-			    struct tfs_diag *d)
-{
-	struct tfs_name_info ni;
-	struct vac *v;
-	enum tfs_err err;
-
-	if (tfs_name_parse(rel, &ni) != TFS_E_OK)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"'%s/%s': vacuum file without a timestamped name",
-				s->a->path, rel);
-	err = check_version(s, rel, &ni, d);
-	if (err)
-		return err;
-	if (!grow(&s->vacs, &s->vac_cap, s->vac_num,
-		  sizeof(*s->vacs)))
-		return nomem(s, d);
-	v = &s->vacs[s->vac_num];
-	v->rel = tfs_strdup(rel);
-	if (!v->rel)
-		return nomem(s, d);
-	v->ni = ni;
-	s->vac_num++;
-	return TFS_E_OK;
-}
-
-static enum tfs_err add_meta(struct scan *s, const char *prefix,
-			     const char *name, struct tfs_diag *d)
-{
-	struct tfs_name_info ni;
-	enum tfs_err err;
-
-	if (tfs_name_parse(name, &ni) == TFS_E_OK) {
-		err = check_version(s, name, &ni, d);
-		if (err)
-			return err;
-	}
-	if (!grow(&s->metas, &s->meta_cap, s->meta_num,
-		  sizeof(*s->metas)))
-		return nomem(s, d);
-	s->metas[s->meta_num] =
-		prefix ? tfs_path_join(prefix, name) : tfs_strdup(name);
-	if (!s->metas[s->meta_num])
-		return nomem(s, d);
-	s->meta_num++;
-	return TFS_E_OK;
-}
-
-static void scan_release(struct scan *s)
-{
-	strset_release(&s->ignore);
-	strset_release(&s->consolidated);
-	for (size_t i = 0; i < s->cand_num; i++)
-		tfs_free(s->cands[i].rel);
-	tfs_free(s->cands);
-	for (size_t i = 0; i < s->vac_num; i++)
-		tfs_free(s->vacs[i].rel);
-	tfs_free(s->vacs);
-	for (size_t i = 0; i < s->meta_num; i++)
-		tfs_free(s->metas[i]);
-	tfs_free(s->metas);
-}
-
-static enum tfs_err read_file(const struct scan *s, const char *rel,
-			      uint8_t **buf, size_t *len, struct tfs_diag *d)
-{
-	char *path = tfs__array_path(s->a, rel);
-	enum tfs_err err;
-
-	*buf = NULL;
-	*len = 0;
-	if (!path)
-		return nomem(s, d);
-	err = tfs_vfs_read_all(s->a->vfs, path, TFS__FILE_MAX, buf, len, d);
-	tfs_free(path);
-	return err;
-}
-
-/* ---- delete and update commits ------------------------------------------ */
-
-/* Adds the delete condition held in the generic tile at buf. */
-static enum tfs_err add_delete(struct scan *s, const char *marker,
-			       const struct tfs_name_info *ni,
-			       const char *where, const uint8_t *buf,
-			       size_t len, struct tfs_diag *d)
-{
-	struct tfs_arraydir *a = s->a;
-	struct tfs_delete *del;
-	struct tfs_diag ld;
-	uint8_t *payload;
-	size_t plen, consumed;
-	enum tfs_err err;
-
-	if (!grow(&a->deletes, &s->delete_cap, a->delete_num,
-		  sizeof(*a->deletes)))
-		return nomem(s, d);
-	err = tfs__decode_tile(a, where, buf, len, TFS__FILE_MAX, &payload,
-			       &plen, NULL, d);
-	if (err)
-		return err;
-	del = &a->deletes[a->delete_num];
-	memset(del, 0, sizeof(*del));
-	tfs_diag_init(&ld);
-	err = tfs_condition_parse(&del->cond, payload, plen, &consumed, &ld);
-	tfs_free(payload);
-	if (err)
-		return tfs_fail(d, err, "'%s': delete condition: %s", where,
-				tfs_diag_msg(&ld));
-	del->marker = tfs_strdup(marker);
-	if (!del->marker) {
-		tfs_condition_release(&del->cond);
-		return nomem(s, d);
-	}
-	del->t1 = ni->t1;
-	del->t2 = ni->t2;
-	a->delete_num++;
-	return TFS_E_OK;
-}
-
-static int delete_cmp(const void *x, const void *y)
-{
-	const struct tfs_delete *a = x, *b = y;
-
-	return a->t1 < b->t1 ? -1 : a->t1 > b->t1;
-}
-
-/* Sorts the deletes by t1, ties in the order they were found. */
-static void sort_deletes(struct scan *s)
-{
-	struct tfs_arraydir *a = s->a;
-
-	/* Insertion sort: stable, and delete lists are short. */
-	for (size_t i = 1; i < a->delete_num; i++) {
-		struct tfs_delete tmp = a->deletes[i];
-		size_t j = i;
-
-		while (j > 0 && delete_cmp(&a->deletes[j - 1], &tmp) > 0) {
-			a->deletes[j] = a->deletes[j - 1];
-			j--;
-		}
-		a->deletes[j] = tmp;
-	}
-}
-
-/* Whether __commits holds the file of marker "__commits/<name>". */
-static bool commit_file_exists(const struct scan *s, const char *marker)
-{
-	static const char prefix[] = "__commits/";
-	const char *name = marker + sizeof(prefix) - 1;
-
-	if (strncmp(marker, prefix, sizeof(prefix) - 1) || !s->commits ||
-	    !s->commits->count)
-		return false;
-	return bsearch(&name, s->commits->names, s->commits->count,
-		       sizeof(*s->commits->names), str_cmp) != NULL;
-}
-
-/* Records the update commit called marker: recognised and listed, never
- * applied (consolidated.md §6). Its file, when there, is decoded and
- * parsed like TileDB does, so a damaged or newer one is refused. */
-static enum tfs_err add_update(struct scan *s, const char *marker,
-			       const struct tfs_name_info *ni,
-			       struct tfs_diag *d)
-{
-	struct tfs_arraydir *a = s->a;
-	struct tfs_update_commit *u;
-	struct tfs_diag ld;
-	uint8_t *buf, *payload;
-	size_t len, plen;
-	char *where;
-	enum tfs_err err;
-
-	for (size_t i = 0; i < a->update_num; i++)
-		if (!strcmp(a->updates[i].marker, marker))
-			return TFS_E_OK; /* listed by two .con files */
-	if (!grow(&a->updates, &s->update_cap, a->update_num,
-		  sizeof(*a->updates)))
-		return nomem(s, d);
-	u = &a->updates[a->update_num];
-	memset(u, 0, sizeof(*u));
-	u->marker = tfs_strdup(marker);
-	if (!u->marker)
-		return nomem(s, d);
-	u->t1 = ni->t1;
-	u->t2 = ni->t2;
-	a->update_num++;
-	a->has_updates = true;
-	if (!commit_file_exists(s, marker))
-		return TFS_E_OK;
-	err = read_file(s, marker, &buf, &len, d);
-	if (err)
-		return err;
-	where = tfs__array_path(a, marker);
-	err = where ? tfs__decode_tile(a, where, buf, len, TFS__FILE_MAX,
-				       &payload, &plen, NULL, d)
-		    : nomem(s, d);
-	tfs_free(buf);
-	if (!err) {
-		tfs_diag_init(&ld);
-		err = tfs_update_parse(&u->update, payload, plen, &ld);
-		tfs_free(payload);
-		if (err)
-			tfs_fail(d, err, "'%s': update: %s", where,
-				 tfs_diag_msg(&ld));
-		else
-			u->has_values = true;
-	}
-	tfs_free(where);
-	return err;
-}
-
-/* Sorts the updates by t1, ties in the order they were found. */
-static void sort_updates(struct scan *s)
-{
-	struct tfs_arraydir *a = s->a;
-
-	for (size_t i = 1; i < a->update_num; i++) {
-		struct tfs_update_commit tmp = a->updates[i];
-		size_t j = i;
-
-		while (j > 0 && a->updates[j - 1].t1 > tmp.t1) {
-			a->updates[j] = a->updates[j - 1];
-			j--;
-		}
-		a->updates[j] = tmp;
-	}
-}
+#include "visibility_internal.h"
 
 /* ---- steps 1–2: ignore and consolidated commit files --------------------- */
 
@@ -440,14 +25,14 @@ static enum tfs_err read_ignores(struct scan *s,
 		char *rel;
 		enum tfs_err err;
 
-		if (!tfs__ends_with(name, ".ign"))
+		if (!tfs_str_ends_with(name, ".ign"))
 			continue;
 		rel = tfs_path_join("__commits", name);
 		if (!rel)
-			return nomem(s, d);
-		err = check_named_version(s, rel, d);
+			return tfs__vis_nomem(s, d);
+		err = tfs__vis_check_named_version(s, rel, d);
 		if (!err)
-			err = read_file(s, rel, &buf, &len, d);
+			err = tfs__vis_read_file(s, rel, &buf, &len, d);
 		tfs_free(rel);
 		if (err)
 			return err;
@@ -457,14 +42,14 @@ static enum tfs_err read_ignores(struct scan *s,
 			return tfs_fail(d, err, "'%s/__commits/%s': cannot parse",
 					s->a->path, name);
 		for (size_t k = 0; k < lines.count && !err; k++)
-			if (!strset_add(&s->ignore, lines.items[k],
-					strlen(lines.items[k])))
-				err = nomem(s, d);
+			if (!tfs__vis_strset_add(&s->ignore, lines.items[k],
+						 strlen(lines.items[k])))
+				err = tfs__vis_nomem(s, d);
 		tfs_strlist_release(&lines);
 		if (err)
 			return err;
 	}
-	strset_seal(&s->ignore);
+	tfs__vis_strset_seal(&s->ignore);
 	return TFS_E_OK;
 }
 
@@ -482,10 +67,10 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 
 	rel = tfs_path_join("__commits", name);
 	if (!rel)
-		return nomem(s, d);
-	err = check_named_version(s, rel, d);
+		return tfs__vis_nomem(s, d);
+	err = tfs__vis_check_named_version(s, rel, d);
 	if (!err)
-		err = read_file(s, rel, &buf, &len, d);
+		err = tfs__vis_read_file(s, rel, &buf, &len, d);
 	if (err)
 		goto out_rel;
 	tfs_diag_init(&ld);
@@ -497,22 +82,22 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 	for (size_t i = 0; i < con.count && !err; i++) {
 		const struct tfs_con_entry *e = &con.entries[i];
 		struct tfs_name_info ni;
-		bool is_del = tfs__ends_with(e->marker, ".del");
+		bool is_del = tfs_str_ends_with(e->marker, ".del");
 
-		if (!strset_has(&s->ignore, e->marker) &&
-		    !strset_add(&s->consolidated, e->marker,
-				strlen(e->marker))) {
-			err = nomem(s, d);
+		if (!tfs__vis_strset_has(&s->ignore, e->marker) &&
+		    !tfs__vis_strset_add(&s->consolidated, e->marker,
+					 strlen(e->marker))) {
+			err = tfs__vis_nomem(s, d);
 			break;
 		}
-		if (!is_del && !tfs__ends_with(e->marker, ".upd"))
+		if (!is_del && !tfs_str_ends_with(e->marker, ".upd"))
 			continue;
 		if (tfs_name_parse(e->marker, &ni) != TFS_E_OK ||
 		    !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1))
 			continue;
-		err = check_version(s, e->marker, &ni, d);
+		err = tfs__vis_check_version(s, e->marker, &ni, d);
 		if (!err && !is_del)
-			err = add_update(s, e->marker, &ni, d);
+			err = tfs__vis_add_update(s, e->marker, &ni, d);
 		if (err || !is_del)
 			continue;
 		if (e->del_offset > len || e->del_size > len - e->del_offset) {
@@ -526,13 +111,13 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 		tfs_free(where);
 		where = tfs_malloc(wlen);
 		if (!where) {
-			err = nomem(s, d);
+			err = tfs__vis_nomem(s, d);
 			break;
 		}
 		snprintf(where, wlen, "%s/%s (delete '%s')", a->path, rel,
 			 e->marker);
-		err = add_delete(s, e->marker, &ni, where, buf + e->del_offset,
-				 (size_t)e->del_size, d);
+		err = tfs__vis_add_delete(s, e->marker, &ni, where, buf + e->del_offset,
+					  (size_t)e->del_size, d);
 	}
 	tfs_free(where);
 	tfs_con_release(&con);
@@ -549,13 +134,13 @@ static enum tfs_err read_cons(struct scan *s, const struct tfs_dirlist *commits,
 	for (size_t i = 0; i < commits->count; i++) {
 		enum tfs_err err;
 
-		if (!tfs__ends_with(commits->names[i], ".con"))
+		if (!tfs_str_ends_with(commits->names[i], ".con"))
 			continue;
 		err = read_one_con(s, commits->names[i], d);
 		if (err)
 			return err;
 	}
-	strset_seal(&s->consolidated);
+	tfs__vis_strset_seal(&s->consolidated);
 	return TFS_E_OK;
 }
 
@@ -573,12 +158,12 @@ static enum tfs_err has_ok_marker(const struct scan *s,
 
 	*out = false;
 	if (!ok)
-		return nomem(s, d);
+		return tfs__vis_nomem(s, d);
 	memcpy(ok, name, n);
 	memcpy(ok + n, ".ok", 4);
 	*out = (root->count && bsearch(&ok, root->names, root->count,
-				       sizeof(*root->names), str_cmp)) ||
-	       strset_has(&s->consolidated, ok);
+				       sizeof(*root->names), tfs__vis_str_cmp)) ||
+	       tfs__vis_strset_has(&s->consolidated, ok);
 	tfs_free(ok);
 	return TFS_E_OK;
 }
@@ -594,10 +179,10 @@ static enum tfs_err scan_root(struct scan *s, const struct tfs_dirlist *root,
 		enum tfs_err err = TFS_E_OK;
 		bool committed;
 
-		if (tfs__ends_with(name, ".vac")) {
-			err = add_vac(s, name, d);
-		} else if (tfs__ends_with(name, ".meta")) {
-			err = add_meta(s, NULL, name, d);
+		if (tfs_str_ends_with(name, ".vac")) {
+			err = tfs__vis_add_vac(s, name, d);
+		} else if (tfs_str_ends_with(name, ".meta")) {
+			err = tfs__vis_add_meta(s, NULL, name, d);
 		} else if (strchr(name, '_') && !strchr(name, '.') &&
 			   !tfs__is_reserved_name(name) &&
 			   tfs_name_parse(name, &ni) == TFS_E_OK) {
@@ -612,13 +197,13 @@ static enum tfs_err scan_root(struct scan *s, const struct tfs_dirlist *root,
 
 				tfs_free(p);
 				if (!m)
-					return nomem(s, d);
+					return tfs__vis_nomem(s, d);
 				err = tfs_vfs_stat(a->vfs, m, &st, d);
 				tfs_free(m);
 				committed = !err && st.exists && !st.is_dir;
 			}
 			if (!err && committed)
-				err = add_cand(s, NULL, name, &ni, d);
+				err = tfs__vis_add_cand(s, NULL, name, &ni, d);
 		}
 		if (err)
 			return err;
@@ -634,7 +219,7 @@ static const char *wrt_marker_name(const char *marker, size_t *len)
 
 	if (n <= sizeof(prefix) - 1 + 4 ||
 	    memcmp(marker, prefix, sizeof(prefix) - 1) ||
-	    !tfs__ends_with(marker, ".wrt"))
+	    !tfs_str_ends_with(marker, ".wrt"))
 		return NULL;
 	marker += sizeof(prefix) - 1;
 	*len = n - (sizeof(prefix) - 1) - 4;
@@ -651,9 +236,9 @@ static enum tfs_err add_wrt_cand(struct scan *s, const char *name, size_t len,
 	enum tfs_err err = TFS_E_OK;
 
 	if (!frag)
-		return nomem(s, d);
+		return tfs__vis_nomem(s, d);
 	if (tfs_name_parse(frag, &ni) == TFS_E_OK)
-		err = add_cand(s, "__fragments", frag, &ni, d);
+		err = tfs__vis_add_cand(s, "__fragments", frag, &ni, d);
 	tfs_free(frag);
 	return err;
 }
@@ -678,17 +263,17 @@ static enum tfs_err scan_commits(struct scan *s,
 	}
 	for (size_t i = 0; i < commits->count; i++) {
 		const char *name = commits->names[i];
-		bool is_wrt = tfs__ends_with(name, ".wrt");
-		bool is_del = tfs__ends_with(name, ".del");
-		bool is_upd = tfs__ends_with(name, ".upd");
+		bool is_wrt = tfs_str_ends_with(name, ".wrt");
+		bool is_del = tfs_str_ends_with(name, ".del");
+		bool is_upd = tfs_str_ends_with(name, ".upd");
 		struct tfs_name_info ni;
 		char *rel;
 
-		if (tfs__ends_with(name, ".vac")) {
+		if (tfs_str_ends_with(name, ".vac")) {
 			rel = tfs_path_join("__commits", name);
 			if (!rel)
-				return nomem(s, d);
-			err = add_vac(s, rel, d);
+				return tfs__vis_nomem(s, d);
+			err = tfs__vis_add_vac(s, rel, d);
 			tfs_free(rel);
 			if (err)
 				return err;
@@ -698,8 +283,8 @@ static enum tfs_err scan_commits(struct scan *s,
 			continue;
 		rel = tfs_path_join("__commits", name);
 		if (!rel)
-			return nomem(s, d);
-		if (strset_has(&s->consolidated, rel)) {
+			return tfs__vis_nomem(s, d);
+		if (tfs__vis_strset_has(&s->consolidated, rel)) {
 			tfs_free(rel);
 			continue;
 		}
@@ -708,19 +293,19 @@ static enum tfs_err scan_commits(struct scan *s,
 		} else if (tfs_name_parse(name, &ni) != TFS_E_OK ||
 			   !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1)) {
 			err = TFS_E_OK;
-		} else if ((err = check_version(s, rel, &ni, d))) {
+		} else if ((err = tfs__vis_check_version(s, rel, &ni, d))) {
 			/* newer than we know: returned below */
 		} else if (is_upd) {
-			err = add_update(s, rel, &ni, d);
+			err = tfs__vis_add_update(s, rel, &ni, d);
 		} else {
 			uint8_t *buf;
 			size_t len;
 			char *path = tfs__array_path(a, rel);
 
-			err = path ? read_file(s, rel, &buf, &len, d)
-				   : nomem(s, d);
+			err = path ? tfs__vis_read_file(s, rel, &buf, &len, d)
+				   : tfs__vis_nomem(s, d);
 			if (!err) {
-				err = add_delete(s, rel, &ni, path, buf, len, d);
+				err = tfs__vis_add_delete(s, rel, &ni, path, buf, len, d);
 				tfs_free(buf);
 			}
 			tfs_free(path);
@@ -741,7 +326,7 @@ static enum tfs_err scan_fragment_meta(struct scan *s, struct tfs_diag *d)
 	if (err)
 		return err;
 	for (size_t i = 0; i < l.count && !err; i++)
-		err = add_meta(s, "__fragment_meta", l.names[i], d);
+		err = tfs__vis_add_meta(s, "__fragment_meta", l.names[i], d);
 	tfs_dirlist_release(&l);
 	return err;
 }
@@ -754,7 +339,7 @@ static enum tfs_err apply_vacs(struct scan *s, struct tfs_diag *d)
 
 	for (size_t v = 0; v < s->vac_num; v++) {
 		const struct vac *vf = &s->vacs[v];
-		bool at_window = passes(s, &vf->ni, a->t0, a->t1);
+		bool at_window = tfs__vis_passes(s, &vf->ni, a->t0, a->t1);
 		struct tfs_strlist lines;
 		struct strset named = {NULL, 0, 0};
 		uint8_t *buf;
@@ -762,7 +347,7 @@ static enum tfs_err apply_vacs(struct scan *s, struct tfs_diag *d)
 		enum tfs_err err;
 
 		/* At [0, UINT64_MAX] every vacuum file applies. */
-		err = read_file(s, vf->rel, &buf, &len, d);
+		err = tfs__vis_read_file(s, vf->rel, &buf, &len, d);
 		if (err)
 			return err;
 		err = tfs_lines_parse(&lines, buf, len);
@@ -773,24 +358,24 @@ static enum tfs_err apply_vacs(struct scan *s, struct tfs_diag *d)
 		for (size_t k = 0; k < lines.count && !err; k++) {
 			char *norm = tfs_vac_line_normalize(lines.items[k]);
 
-			if (!norm || !strset_add(&named, norm, strlen(norm)))
-				err = nomem(s, d);
+			if (!norm || !tfs__vis_strset_add(&named, norm, strlen(norm)))
+				err = tfs__vis_nomem(s, d);
 			tfs_free(norm);
 		}
 		tfs_strlist_release(&lines);
 		if (err) {
-			strset_release(&named);
+			tfs__vis_strset_release(&named);
 			return err;
 		}
-		strset_seal(&named);
+		tfs__vis_strset_seal(&named);
 		for (size_t c = 0; c < s->cand_num; c++) {
-			if (!strset_has(&named, s->cands[c].rel))
+			if (!tfs__vis_strset_has(&named, s->cands[c].rel))
 				continue;
 			s->cands[c].hidden_all = true;
 			if (at_window)
 				s->cands[c].hidden_window = true;
 		}
-		strset_release(&named);
+		tfs__vis_strset_release(&named);
 	}
 	return TFS_E_OK;
 }
@@ -811,7 +396,7 @@ static enum tfs_err build_order(struct scan *s, bool listed,
 			n++;
 	v = tfs_callocn(n ? n : 1, sizeof(*v));
 	if (!v)
-		return nomem(s, d);
+		return tfs__vis_nomem(s, d);
 	n = 0;
 	for (size_t i = 0; i < s->cand_num; i++) {
 		struct tfs_fragment *f = s->cands[i].f;
@@ -843,7 +428,7 @@ static enum tfs_err load_pool(struct scan *s, struct tfs_diag *d)
 			n++;
 	a->frag_pool = tfs_callocn(n ? n : 1, sizeof(*a->frag_pool));
 	if (!a->frag_pool)
-		return nomem(s, d);
+		return tfs__vis_nomem(s, d);
 	if (n && s->meta_num) {
 		err = tfs__meta_index_load(a, s->metas, s->meta_num, &idx, d);
 		if (err)
@@ -872,7 +457,7 @@ static enum tfs_err collect_to_vacuum(struct scan *s, struct tfs_diag *d)
 			n++;
 	a->to_vacuum = tfs_callocn(n ? n : 1, sizeof(*a->to_vacuum));
 	if (!a->to_vacuum)
-		return nomem(s, d);
+		return tfs__vis_nomem(s, d);
 	for (size_t i = 0; i < s->cand_num; i++) {
 		const char *rel = s->cands[i].rel;
 		const char *slash = strrchr(rel, '/');
@@ -882,7 +467,7 @@ static enum tfs_err collect_to_vacuum(struct scan *s, struct tfs_diag *d)
 		a->to_vacuum[a->to_vacuum_num] =
 			tfs_strdup(slash ? slash + 1 : rel);
 		if (!a->to_vacuum[a->to_vacuum_num])
-			return nomem(s, d);
+			return tfs__vis_nomem(s, d);
 		a->to_vacuum_num++;
 	}
 	return TFS_E_OK;
@@ -920,7 +505,7 @@ enum tfs_err tfs__load_fragments(struct tfs_arraydir *a, struct tfs_diag *d)
 	for (size_t i = 0; i < s.cand_num; i++) {
 		struct cand *c = &s.cands[i];
 
-		c->visible = !c->hidden_window && passes(&s, &c->ni, a->t0, a->t1);
+		c->visible = !c->hidden_window && tfs__vis_passes(&s, &c->ni, a->t0, a->t1);
 		c->listed = !c->hidden_all;
 	}
 	err = load_pool(&s, d);
@@ -931,12 +516,12 @@ enum tfs_err tfs__load_fragments(struct tfs_arraydir *a, struct tfs_diag *d)
 	if (!err)
 		err = collect_to_vacuum(&s, d);
 	if (!err) {
-		sort_deletes(&s);
-		sort_updates(&s);
+		tfs__vis_sort_deletes(&s);
+		tfs__vis_sort_updates(&s);
 	}
 out:
 	tfs_dirlist_release(&root);
 	tfs_dirlist_release(&commits);
-	scan_release(&s);
+	tfs__vis_scan_release(&s);
 	return err;
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "tfs_alloc.h"
+#include "tfs_str.h"
 #include "tfs_format.h"
 #include "tfs_fragment.h"
 #include <tilefs/tfs_group.h>
@@ -47,13 +48,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !memcmp(s + n - m, suffix, m);
 }
 
 static const char *last_component(const char *s)
@@ -300,7 +294,7 @@ static bool is_v1_name(const char *name)
 
 	for (const char *p = name; *p; p++)
 		us += *p == '_';
-	return us == 4 || (us == 5 && ends_with(name, "_1"));
+	return us == 4 || (us == 5 && tfs_str_ends_with(name, "_1"));
 }
 
 static enum tfs_err read_details(struct tfs_vfs *vfs, const char *dir,
@@ -360,11 +354,11 @@ static enum tfs_err load_details(struct tfs_group *g, struct tfs_vfs *vfs,
 			goto out;
 		}
 		/* A writer's partly written file, as for metadata. */
-		if (ends_with(name, ".tmp"))
+		if (tfs_str_ends_with(name, ".tmp"))
 			continue;
 		if (ni.t2 > t1)
 			continue;
-		if (ends_with(name, ".vac")) {
+		if (tfs_str_ends_with(name, ".vac")) {
 			char *p = tfs_path_join(dir, name);
 
 			if (!p) {

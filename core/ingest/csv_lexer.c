@@ -226,16 +226,9 @@ static enum tfs_err add_field(struct tfs__csv_lexer *lx, const uint8_t *p,
 			      size_t len, bool quoted, uint64_t line,
 			      struct tfs_diag *d)
 {
-	if (lx->field_num == lx->field_cap) {
-		size_t cap = lx->field_cap ? 2 * lx->field_cap : 16;
-		struct tfs__csv_field *nf;
-
-		nf = tfs_reallocn(lx->fields, cap, sizeof(*nf));
-		if (!nf)
-			return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
-		lx->fields = nf;
-		lx->field_cap = cap;
-	}
+	if (tfs_grow(&lx->fields, &lx->field_cap, lx->field_num + 1,
+		     sizeof(*lx->fields)))
+		return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
 	lx->fields[lx->field_num++] = (struct tfs__csv_field){
 		.p = p, .len = len, .quoted = quoted, .esc = false, .line = line};
 	return TFS_E_OK;

@@ -171,7 +171,7 @@ static void remove_tree(struct tfs_vfs *v, const char *path, bool keep_top)
 	struct tfs_dirlist l = {0};
 	struct tfs_stat st;
 
-	if (v->ops->stat(v, path, &st, NULL) || !st.exists)
+	if (tfs_vfs_stat(v, path, &st, NULL) || !st.exists)
 		return;
 	if (st.is_dir && !tfs_vfs_list(v, path, &l, NULL)) {
 		for (size_t i = 0; i < l.count; i++) {
@@ -184,7 +184,7 @@ static void remove_tree(struct tfs_vfs *v, const char *path, bool keep_top)
 		tfs_dirlist_release(&l);
 	}
 	if (!keep_top)
-		(void)v->ops->remove(v, path, NULL);
+		(void)tfs_vfs_remove(v, path, NULL);
 }
 
 static void undo_create(const struct tfs_write_opts *wo, const char *path,
@@ -215,6 +215,20 @@ static bool empty_folder(const struct tfs_write_opts *wo, const char *path)
 	return empty;
 }
 
+static bool path_exists(const struct tfs_write_opts *wo, const char *path)
+{
+	struct tfs_vfs *posix = NULL, *v = wo->vfs;
+	struct tfs_stat st;
+	bool exists = false;
+
+	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
+		v = posix;
+	if (v)
+		exists = !tfs_vfs_stat(v, path, &st, NULL) && st.exists;
+	tfs_vfs_free(posix);
+	return exists;
+}
+
 enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 				const struct tfs_ingest_opts *opts,
 				struct tfs_ingest_result *result,
@@ -224,7 +238,6 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 	struct tfs_write_opts wo;
 	struct tfs_schema s;
 	struct tfs_diag wd;
-	struct stat st;
 	uint64_t rows, lo = 0, hi;
 	bool existed;
 	enum tfs_err e;
@@ -237,13 +250,7 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
 		return e;
 	/* An empty folder may be made the array; anything else there makes
 	 * tfs_array_create refuse. Only what this call made is undone. */
-	if (wo.vfs) {
-		struct tfs_stat vst;
-
-		existed = !tfs_vfs_stat(wo.vfs, array_path, &vst, NULL) && vst.exists;
-	} else {
-		existed = stat(array_path, &st) == 0;
-	}
+	existed = path_exists(&wo, array_path);
 	/* Something already there that is not an empty folder is never
 	 * touched, whatever fails. */
 	if (existed && !empty_folder(&wo, array_path)) {

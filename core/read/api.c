@@ -577,33 +577,6 @@ out_fail:
 	return e;
 }
 
-void tfs_out_reset(struct tfs_query *q)
-{
-	for (size_t i = 0; i < q->field_num; i++) {
-		q->cols[i].data.len = 0;
-		q->cols[i].offsets.len = 0;
-		q->cols[i].validity.len = 0;
-	}
-	q->batch_cell_num = 0;
-}
-
-enum tfs_err tfs_out_append(struct tfs_query *q, size_t field,
-			    const uint8_t *value, uint64_t len, uint8_t valid)
-{
-	struct tfs_out_column *c = &q->cols[field];
-	enum tfs_err e;
-
-	if (q->fields[field].var) {
-		e = tfs_buf_append_u64(&c->offsets, c->data.len);
-		if (e)
-			return e;
-	}
-	e = tfs_buf_append(&c->data, value, (size_t)len);
-	if (!e && q->fields[field].nullable)
-		e = tfs_buf_append_u8(&c->validity, valid);
-	return e;
-}
-
 enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 			    struct tfs_diag *d)
 {
@@ -613,7 +586,7 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 	if (q->done)
 		return TFS_E_OK;
 	tfs_out_reset(q);
-	e = q->ops->next(q, d);
+	e = q->reader_ops->next(q, d);
 	if (e)
 		return e;
 	if (!q->batch_cell_num) {
@@ -656,8 +629,8 @@ void tfs_query_close(struct tfs_query *q)
 {
 	if (!q)
 		return;
-	if (q->ops)
-		q->ops->free(q);
+	if (q->reader_ops)
+		q->reader_ops->free(q);
 	for (size_t i = 0; q->cols && i < q->field_num; i++) {
 		tfs_buf_release(&q->cols[i].data);
 		tfs_buf_release(&q->cols[i].offsets);

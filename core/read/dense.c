@@ -9,86 +9,7 @@
  * caller consumes the current one. All coordinates are handled as unsigned
  * offsets from the domain's low bound ("rel"), which works for negative
  * and full-range domains alike. */
-#include "tfs_read.h"
-
-#include <assert.h>
-#include <string.h>
-
-#include "tfs_alloc.h"
-
-#define MAX_DIMS 32
-/* Decoded bytes a batch aims for: two batches are in memory at a time. */
-#define BATCH_BYTES ((uint64_t)32 << 20)
-
-struct frag_box {
-	struct tfs_fragment *f;
-	uint32_t index; /* fragment index: larger is newer */
-	uint64_t lo[MAX_DIMS], hi[MAX_DIMS]; /* NED, rel */
-	uint64_t tlo[MAX_DIMS];              /* first tile index per dim */
-	uint64_t tstride[MAX_DIMS];          /* tile-number strides */
-	int32_t *slot_of_field;              /* per field: slot or -1 */
-};
-
-struct decode_job {
-	struct tfs_job job;
-	struct tfs_arraydir *dir;
-	struct tfs_fragment *f;
-	uint32_t slot;
-	uint64_t tile_no;
-	struct tfs_tile tile;
-	enum tfs_err err;
-	struct tfs_diag diag;
-};
-
-/* One fragment's contribution to one space tile of a batch. */
-struct copy_step {
-	uint32_t frag;          /* index into reader->frags */
-	uint64_t k[MAX_DIMS];   /* space tile */
-	size_t first_job;       /* jobs of its fields, in field order */
-};
-
-struct batch {
-	uint64_t row_lo, row_hi; /* rel, dimension 0 */
-	uint64_t cells;
-	bool needs_fill; /* some cell may be written by no fragment */
-	struct decode_job *jobs;
-	size_t job_num;
-	struct copy_step *steps;
-	size_t step_num;
-	size_t step_cap;
-	/* Tiles of sparse fragments, alive until the batch is emitted. */
-	struct tfs_tile *sparse_tiles;
-	size_t sparse_tile_num;
-	size_t sparse_tile_cap;
-};
-
-struct var_ref {
-	const uint8_t *p;
-	uint64_t len;
-};
-
-struct dense_reader {
-	uint32_t dim_num;
-	uint8_t dtype;
-	uint64_t dom_lo_raw[MAX_DIMS];
-	uint64_t ext[MAX_DIMS];
-	uint64_t sub_lo[MAX_DIMS], sub_hi[MAX_DIMS]; /* rel */
-	uint64_t cell_stride[MAX_DIMS];              /* cell order in a tile */
-	uint64_t tile_cells;
-	uint8_t tile_order;
-	struct frag_box *frags; /* visible dense fragments, oldest first */
-	size_t frag_num;
-	/* Sparse fragments of a dense array (legacy writes, read.md §4). */
-	struct frag_box *sparse;
-	size_t sparse_num;
-	uint32_t *winner; /* per batch cell: 1 + index of the last writer */
-	uint64_t next_row;      /* first row of the next batch to plan */
-	bool planned_all;       /* the last batch has been planned */
-	uint64_t rows_per_batch_tiles; /* tile rows per batch */
-	struct batch *cur, *ahead;
-	struct var_ref **refs;  /* per var field, one batch of cells */
-	size_t refs_cap;
-};
+#include "dense_internal.h"
 
 static uint64_t raw_u64(uint8_t type, const uint8_t *p)
 {
@@ -97,13 +18,13 @@ static uint64_t raw_u64(uint8_t type, const uint8_t *p)
 	return (uint64_t)tfs_value_as_i64(type, p);
 }
 
-static uint64_t rel_of(const struct dense_reader *r, uint32_t d,
-		       const uint8_t *p)
+uint64_t tfs__dense_rel_of(const struct dense_reader *r, uint32_t d,
+			   const uint8_t *p)
 {
 	return raw_u64(r->dtype, p) - r->dom_lo_raw[d];
 }
 
-static void decode_job_run(void *arg)
+void tfs__dense_decode_job_run(void *arg)
 {
 	struct decode_job *j = arg;
 
@@ -128,247 +49,6 @@ static void batch_free(struct dense_reader *r, struct tfs_query *q,
 	tfs_free(b->jobs);
 	tfs_free(b->steps);
 	tfs_free(b);
-}
-
-/* Tile number of space tile k inside fragment fb's tile box, in the
- * array's tile order. */
-static uint64_t frag_tile_no(const struct dense_reader *r,
-			     const struct frag_box *fb, const uint64_t *k)
-{
-	uint64_t t = 0;
-
-	for (uint32_t d = 0; d < r->dim_num; d++)
-		t += (k[d] - fb->tlo[d]) * fb->tstride[d];
-	return t;
-}
-
-static bool frag_covers(const struct frag_box *fb, uint32_t dims,
-			const uint64_t *lo, const uint64_t *hi)
-{
-	for (uint32_t d = 0; d < dims; d++)
-		if (fb->lo[d] > lo[d] || fb->hi[d] < hi[d])
-			return false;
-	return true;
-}
-
-static enum tfs_err add_step(struct batch *b, uint32_t frag, const uint64_t *k,
-			     uint32_t dims, size_t first_job)
-{
-	if (b->step_num == b->step_cap) {
-		size_t cap = b->step_cap ? b->step_cap * 2 : 16;
-		struct copy_step *s = tfs_reallocn(b->steps, cap, sizeof(*s));
-
-		if (!s)
-			return TFS_E_NOMEM;
-		b->steps = s;
-		b->step_cap = cap;
-	}
-	b->steps[b->step_num].frag = frag;
-	memcpy(b->steps[b->step_num].k, k, dims * sizeof(*k));
-	b->steps[b->step_num].first_job = first_job;
-	b->step_num++;
-	return TFS_E_OK;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-static uint64_t max_u64(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
-/* True when one kept fragment holding every requested attribute covers
- * the whole part of space tile [slo, shi] that the batch reads, so no cell
- * of it keeps its fill value. */
-static bool space_tile_covered(const struct dense_reader *r,
-			       const struct tfs_query *q, const struct batch *b,
-			       const bool *keep, const uint64_t *slo,
-			       const uint64_t *shi)
-{
-	uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
-
-	for (uint32_t d = 0; d < r->dim_num; d++) {
-		lo[d] = max_u64(slo[d], d ? r->sub_lo[d] : b->row_lo);
-		hi[d] = min_u64(shi[d], d ? r->sub_hi[d] : b->row_hi);
-	}
-	for (size_t i = 0; i < r->frag_num; i++) {
-		bool all_fields = true;
-
-		if (!keep[i] || !frag_covers(&r->frags[i], r->dim_num, lo, hi))
-			continue;
-		for (size_t fi = 0; fi < q->field_num; fi++)
-			if (!q->fields[fi].is_dim &&
-			    r->frags[i].slot_of_field[fi] < 0)
-				all_fields = false;
-		if (all_fields)
-			return true;
-	}
-	return false;
-}
-
-/* Lists the fragments (after pruning) and tiles of space tile k within
- * the batch's rows. */
-static enum tfs_err plan_space_tile(struct dense_reader *r,
-				    struct tfs_query *q, struct batch *b,
-				    const uint64_t *k, struct decode_job **jobs,
-				    size_t *job_cap)
-{
-	uint32_t dims = r->dim_num;
-	uint64_t slo[MAX_DIMS], shi[MAX_DIMS];
-	uint64_t olo[MAX_DIMS], ohi[MAX_DIMS];
-	bool *keep;
-	enum tfs_err e = TFS_E_OK;
-
-	for (uint32_t d = 0; d < dims; d++) {
-		slo[d] = k[d] * r->ext[d];
-		shi[d] = slo[d] + (r->ext[d] - 1);
-	}
-	keep = tfs_callocn(r->frag_num ? r->frag_num : 1, sizeof(*keep));
-	if (!keep)
-		return TFS_E_NOMEM;
-	/* Newest first: drop f if a newer fragment covers all of f ∩ S. */
-	for (size_t i = r->frag_num; i-- > 0;) {
-		const struct frag_box *fb = &r->frags[i];
-		bool hit = true, region = true;
-
-		for (uint32_t d = 0; d < dims && hit; d++) {
-			olo[d] = max_u64(fb->lo[d], slo[d]);
-			ohi[d] = min_u64(fb->hi[d], shi[d]);
-			hit = olo[d] <= ohi[d];
-		}
-		if (!hit)
-			continue;
-		for (size_t j = i + 1; j < r->frag_num; j++) {
-			const struct frag_box *g = &r->frags[j];
-			bool g_hit = true;
-
-			for (uint32_t d = 0; d < dims && g_hit; d++)
-				g_hit = g->lo[d] <= ohi[d] && g->hi[d] >= olo[d];
-			if (g_hit && frag_covers(g, dims, olo, ohi)) {
-				hit = false;
-				break;
-			}
-		}
-		if (!hit)
-			continue;
-		/* Must also touch the batch's part of the subarray. */
-		for (uint32_t d = 0; d < dims && region; d++) {
-			uint64_t lo = d ? r->sub_lo[d] : b->row_lo;
-			uint64_t hi = d ? r->sub_hi[d] : b->row_hi;
-
-			region = olo[d] <= hi && ohi[d] >= lo;
-		}
-		keep[i] = region;
-	}
-	if (!b->needs_fill && !space_tile_covered(r, q, b, keep, slo, shi))
-		b->needs_fill = true;
-	for (size_t i = 0; i < r->frag_num && !e; i++) {
-		const struct frag_box *fb = &r->frags[i];
-		size_t first = b->job_num;
-
-		if (!keep[i])
-			continue;
-		for (size_t fi = 0; fi < q->field_num; fi++) {
-			struct decode_job *j;
-
-			if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
-				continue;
-			if (b->job_num == *job_cap) {
-				size_t cap = *job_cap ? *job_cap * 2 : 16;
-				struct decode_job *nj =
-					tfs_reallocn(*jobs, cap, sizeof(*nj));
-
-				if (!nj) {
-					e = TFS_E_NOMEM;
-					break;
-				}
-				*jobs = nj;
-				*job_cap = cap;
-			}
-			j = &(*jobs)[b->job_num++];
-			memset(j, 0, sizeof(*j));
-			j->dir = q->dir;
-			j->f = fb->f;
-			j->slot = (uint32_t)fb->slot_of_field[fi];
-			j->tile_no = frag_tile_no(r, fb, k);
-		}
-		if (!e)
-			e = add_step(b, (uint32_t)i, k, dims, first);
-	}
-	tfs_free(keep);
-	return e;
-}
-
-/* Plans the batch starting at r->next_row and starts its decodes. */
-static enum tfs_err plan_batch(struct dense_reader *r, struct tfs_query *q,
-			       struct batch **out)
-{
-	uint32_t dims = r->dim_num;
-	uint64_t k[MAX_DIMS], klo[MAX_DIMS], khi[MAX_DIMS];
-	uint64_t row_cells = 1, tile_row0, tile_row1;
-	size_t job_cap = 0;
-	struct batch *b;
-	enum tfs_err e = TFS_E_OK;
-
-	*out = NULL;
-	if (r->planned_all)
-		return TFS_E_OK;
-	b = tfs_callocn(1, sizeof(*b));
-	if (!b)
-		return TFS_E_NOMEM;
-	tile_row0 = r->next_row / r->ext[0];
-	tile_row1 = tile_row0 + (r->rows_per_batch_tiles - 1);
-	if (tile_row1 < tile_row0 || tile_row1 > r->sub_hi[0] / r->ext[0])
-		tile_row1 = r->sub_hi[0] / r->ext[0];
-	b->row_lo = r->next_row;
-	{
-		uint64_t start = tile_row1 * r->ext[0], end = start + (r->ext[0] - 1);
-
-		b->row_hi = min_u64(r->sub_hi[0], end < start ? UINT64_MAX : end);
-	}
-	r->next_row = b->row_hi + 1;
-	r->planned_all = b->row_hi == r->sub_hi[0];
-	for (uint32_t d = 1; d < dims; d++)
-		row_cells *= r->sub_hi[d] - r->sub_lo[d] + 1;
-	b->cells = (b->row_hi - b->row_lo + 1) * row_cells;
-	klo[0] = tile_row0;
-	khi[0] = tile_row1;
-	for (uint32_t d = 1; d < dims; d++) {
-		klo[d] = r->sub_lo[d] / r->ext[d];
-		khi[d] = r->sub_hi[d] / r->ext[d];
-	}
-	memcpy(k, klo, dims * sizeof(*k));
-	for (;;) {
-		uint32_t d;
-
-		e = plan_space_tile(r, q, b, k, &b->jobs, &job_cap);
-		if (e)
-			break;
-		for (d = dims; d-- > 0;) {
-			if (k[d] < khi[d]) {
-				k[d]++;
-				break;
-			}
-			k[d] = klo[d];
-		}
-		if (d == UINT32_MAX)
-			break;
-	}
-	if (e) {
-		tfs_free(b->jobs);
-		tfs_free(b->steps);
-		tfs_free(b);
-		return e;
-	}
-	for (size_t i = 0; i < b->job_num; i++) {
-		tfs_job_init(&b->jobs[i].job, decode_job_run, &b->jobs[i]);
-		tfs_pool_submit(q->array->pool, &b->jobs[i].job);
-	}
-	*out = b;
-	return TFS_E_OK;
 }
 
 /* Copies the cells of one decoded tile that fall in region [lo, hi] (rel)
@@ -529,184 +209,6 @@ static enum tfs_err assemble_var(struct tfs_out_column *col,
 	return TFS_E_OK;
 }
 
-/* Makes room for n more kept tiles at once: pointers from keep_tile stay
- * valid until the next reserve. */
-static bool reserve_tiles(struct batch *b, size_t n)
-{
-	size_t cap = b->sparse_tile_cap ? b->sparse_tile_cap : 8;
-	struct tfs_tile *t;
-
-	if (b->sparse_tile_cap - b->sparse_tile_num >= n)
-		return true;
-	while (cap - b->sparse_tile_num < n)
-		cap *= 2;
-	t = tfs_reallocn(b->sparse_tiles, cap, sizeof(*t));
-	if (!t)
-		return false;
-	b->sparse_tiles = t;
-	b->sparse_tile_cap = cap;
-	return true;
-}
-
-/* Keeps a sparse tile alive until the batch is emitted, in room made by
- * reserve_tiles. */
-static struct tfs_tile *keep_tile(struct batch *b)
-{
-	assert(b->sparse_tile_num < b->sparse_tile_cap);
-	memset(&b->sparse_tiles[b->sparse_tile_num], 0, sizeof(*b->sparse_tiles));
-	return &b->sparse_tiles[b->sparse_tile_num++];
-}
-
-static bool box_hits(const struct dense_reader *r, const struct batch *b,
-		     const uint64_t *lo, const uint64_t *hi)
-{
-	for (uint32_t d = 0; d < r->dim_num; d++) {
-		uint64_t qlo = d ? r->sub_lo[d] : b->row_lo;
-		uint64_t qhi = d ? r->sub_hi[d] : b->row_hi;
-
-		if (lo[d] > qhi || hi[d] < qlo)
-			return false;
-	}
-	return true;
-}
-
-/* Writes the cells of one sparse tile that lie in the batch, where the
- * fragment is newer than the cell's last writer. */
-static enum tfs_err apply_sparse_tile(struct dense_reader *r,
-				      struct tfs_query *q, struct batch *b,
-				      const struct frag_box *fb, uint64_t tile,
-				      struct tfs_diag *d)
-{
-	struct tfs_tile *coords[MAX_DIMS];
-	struct tfs_tile *vals;
-	uint64_t out_stride[MAX_DIMS];
-	uint32_t dims = r->dim_num;
-	size_t size = tfs_datatype_size(r->dtype);
-	/* Before v5 one `__coords` tile holds every dimension, cell by cell
-	 * once read (tile_read.c). */
-	bool zipped = fb->f->footer.version < 5;
-	uint32_t coord_tiles = zipped ? 1 : dims;
-	enum tfs_err e;
-
-	vals = tfs_callocn(q->field_num ? q->field_num : 1, sizeof(*vals));
-	if (!vals)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	/* coords[] points into the kept tiles: no move until we are done. */
-	if (!reserve_tiles(b, coord_tiles + q->field_num)) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_free;
-	}
-	for (uint32_t k = 0; k < coord_tiles; k++) {
-		coords[k] = keep_tile(b);
-		e = tfs_tile_read_cached(q->dir, fb->f,
-					 tfs_fragment_dim_slot(fb->f, k), tile,
-					 coords[k], d);
-		if (e)
-			goto out_free;
-	}
-	for (size_t fi = 0; fi < q->field_num; fi++) {
-		struct tfs_tile *t;
-
-		if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
-			continue;
-		t = keep_tile(b);
-		e = tfs_tile_read_cached(q->dir, fb->f, (uint32_t)fb->slot_of_field[fi],
-				  tile, t, d);
-		if (e)
-			goto out_free;
-		vals[fi] = *t;
-	}
-	out_stride[dims - 1] = 1;
-	for (uint32_t k = dims - 1; k-- > 0;)
-		out_stride[k] = out_stride[k + 1] *
-				(r->sub_hi[k + 1] - r->sub_lo[k + 1] + 1);
-	for (uint64_t c = 0; c < coords[0]->cell_num; c++) {
-		uint64_t out = 0;
-		bool inside = true;
-		size_t vi = 0;
-
-		for (uint32_t k = 0; k < dims && inside; k++) {
-			uint64_t x = rel_of(r, k,
-					    zipped ? coords[0]->fixed +
-							     (c * dims + k) * size
-						   : coords[k]->fixed + c * size);
-			uint64_t qlo = k ? r->sub_lo[k] : b->row_lo;
-			uint64_t qhi = k ? r->sub_hi[k] : b->row_hi;
-
-			inside = x >= qlo && x <= qhi;
-			out += (x - qlo) * out_stride[k];
-		}
-		if (!inside || r->winner[out] > fb->index)
-			continue;
-		r->winner[out] = fb->index + 1;
-		for (size_t fi = 0; fi < q->field_num; fi++) {
-			const struct tfs_out_field *fld = &q->fields[fi];
-			struct tfs_out_column *col = &q->cols[fi];
-			const struct tfs_tile *t = &vals[fi];
-			struct var_ref *refs = NULL;
-
-			if (fld->is_dim)
-				continue;
-			if (fld->var)
-				refs = r->refs[vi++];
-			if (fb->slot_of_field[fi] < 0)
-				continue;
-			if (fld->var) {
-				refs[out].p = t->var + t->offsets[c];
-				refs[out].len = t->offsets[c + 1] - t->offsets[c];
-			} else {
-				memcpy(col->data.data + out * fld->cell_size,
-				       t->fixed + c * fld->cell_size,
-				       (size_t)fld->cell_size);
-			}
-			if (fld->nullable)
-				col->validity.data[out] =
-					t->validity ? t->validity[c] : 1;
-		}
-	}
-	e = TFS_E_OK;
-out_free:
-	tfs_free(vals);
-	return e;
-}
-
-/* Sparse fragments of a dense array override older writers cell by cell
- * (read.md §4); their tiles are found through the R-tree leaves. */
-static enum tfs_err apply_sparse(struct dense_reader *r, struct tfs_query *q,
-				 struct batch *b, struct tfs_diag *d)
-{
-	for (size_t i = 0; i < r->sparse_num; i++) {
-		const struct frag_box *fb = &r->sparse[i];
-		const struct tfs_rtree *rt;
-		enum tfs_err e;
-
-		if (!box_hits(r, b, fb->lo, fb->hi))
-			continue;
-		e = tfs_fragment_rtree(q->dir, fb->f, &rt, d);
-		if (e)
-			return e;
-		for (uint64_t t = 0; t < fb->f->tile_num; t++) {
-			uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
-
-			if (t < rt->leaf_num && rt->dim_num == r->dim_num) {
-				for (uint32_t k = 0; k < r->dim_num; k++) {
-					const struct tfs_range *m =
-						&rt->leaves[t * rt->dim_num + k];
-
-					lo[k] = rel_of(r, k, m->lo);
-					hi[k] = rel_of(r, k, m->hi);
-				}
-				if (!box_hits(r, b, lo, hi))
-					continue;
-			}
-			e = apply_sparse_tile(r, q, b, fb, t, d);
-			if (e)
-				return e;
-		}
-	}
-	return TFS_E_OK;
-}
-
 static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 			       struct batch *b, struct tfs_diag *d)
 {
@@ -758,8 +260,8 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 			uint64_t qlo = dd ? r->sub_lo[dd] : b->row_lo;
 			uint64_t qhi = dd ? r->sub_hi[dd] : b->row_hi;
 
-			lo[dd] = max_u64(max_u64(slo, qlo), fb->lo[dd]);
-			hi[dd] = min_u64(min_u64(shi, qhi), fb->hi[dd]);
+			lo[dd] = tfs__max_u64(tfs__max_u64(slo, qlo), fb->lo[dd]);
+			hi[dd] = tfs__min_u64(tfs__min_u64(shi, qhi), fb->hi[dd]);
 			hit = lo[dd] <= hi[dd];
 		}
 		for (size_t fi = 0; fi < q->field_num; fi++) {
@@ -780,7 +282,7 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 		}
 	}
 	if (r->sparse_num) {
-		e = apply_sparse(r, q, b, d);
+		e = tfs__dense_apply_sparse(r, q, b, d);
 		if (e)
 			return e;
 	}
@@ -804,7 +306,7 @@ static enum tfs_err dense_next(struct tfs_query *q, struct tfs_diag *d)
 	if (!r->cur)
 		return TFS_E_OK; /* end */
 	if (!r->ahead) {
-		e = plan_batch(r, q, &r->ahead);
+		e = tfs__dense_plan_batch(r, q, &r->ahead);
 		if (e)
 			return tfs_fail(d, e, "out of memory");
 	}
@@ -892,8 +394,8 @@ static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
 					f->name, f->footer.dim_num, r->dim_num);
 		fb->f = f;
 		for (uint32_t dd = 0; dd < r->dim_num; dd++) {
-			fb->lo[dd] = rel_of(r, dd, f->footer.ned[dd].lo);
-			fb->hi[dd] = rel_of(r, dd, f->footer.ned[dd].hi);
+			fb->lo[dd] = tfs__dense_rel_of(r, dd, f->footer.ned[dd].lo);
+			fb->hi[dd] = tfs__dense_rel_of(r, dd, f->footer.ned[dd].hi);
 			if (fb->lo[dd] > fb->hi[dd])
 				return tfs_fail(d, TFS_E_CORRUPT,
 						"fragment '%s': non-empty "
@@ -936,7 +438,7 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	if (!r)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	q->reader = r;
-	q->ops = &dense_ops;
+	q->reader_ops = &dense_ops;
 	r->dim_num = s->dim_num;
 	r->dtype = s->dims[0].type;
 	r->tile_order = s->tile_order;
@@ -958,8 +460,8 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 					"array '%s': dimension '%s' has a zero "
 					"tile extent",
 					q->dir->path, dim->name);
-		r->sub_lo[k] = rel_of(r, k, q->sub[k].lo);
-		r->sub_hi[k] = rel_of(r, k, q->sub[k].hi);
+		r->sub_lo[k] = tfs__dense_rel_of(r, k, q->sub[k].lo);
+		r->sub_hi[k] = tfs__dense_rel_of(r, k, q->sub[k].hi);
 		r->tile_cells *= r->ext[k];
 	}
 	/* Cell positions inside a tile (read.md §2). */
@@ -1001,7 +503,7 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	if (!r->rows_per_batch_tiles)
 		r->rows_per_batch_tiles = 1;
 	r->next_row = r->sub_lo[0];
-	e = plan_batch(r, q, &r->cur);
+	e = tfs__dense_plan_batch(r, q, &r->cur);
 	if (e)
 		return tfs_fail(d, e, "out of memory");
 	return TFS_E_OK;

@@ -68,6 +68,11 @@ uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile);
 enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 			   uint32_t slot, uint64_t tile, struct tfs_tile *out,
 			   struct tfs_diag *d) TFS_WUR;
+/* Frees the buffers of a tile that owns them (not shared) and empties it
+ * (tile_read.c, the layer below the cache). */
+void tfs__tile_free_buffers(struct tfs_tile *t);
+/* Empties a tile: drops the reference to a shared tile, else frees its
+ * own buffers (tile_cache.c). */
 void tfs_tile_release(struct tfs_tile *t);
 /* tfs_tile_read through the array's tile cache (tile_cache.c), when it
  * has one: the cached tile's buffers, shared read-only (out->shared holds
@@ -128,7 +133,7 @@ struct tfs_query {
 	struct tfs_batch batch;
 	bool done;
 
-	const struct tfs_reader_ops *ops;
+	const struct tfs_reader_ops *reader_ops;
 	void *reader;
 };
 

@@ -59,7 +59,7 @@ enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
 static void entry_free(struct tfs_cached_tile *en)
 {
 	en->tile.shared = NULL; /* the buffers are the entry's own */
-	tfs_tile_release(&en->tile);
+	tfs__tile_free_buffers(&en->tile);
 	tfs_free(en->name);
 	tfs_free(en);
 }
@@ -159,6 +159,16 @@ static void evict_to_budget(struct tfs_tile_cache *c)
 {
 	while (c->bytes > c->budget && c->lru.lru_prev != &c->lru)
 		table_remove(c, c->lru.lru_prev);
+}
+
+void tfs_tile_release(struct tfs_tile *t)
+{
+	if (t->shared) {
+		tfs_cached_tile_put(t->shared);
+		memset(t, 0, sizeof(*t));
+		return;
+	}
+	tfs__tile_free_buffers(t);
 }
 
 void tfs_cached_tile_put(struct tfs_cached_tile *en)

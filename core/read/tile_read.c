@@ -4,6 +4,7 @@
  * (format/tile.md, format/fragment.md §6). */
 #include "tfs_read.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "tfs_alloc.h"
@@ -72,13 +73,9 @@ uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile)
 	return f->schema->capacity;
 }
 
-void tfs_tile_release(struct tfs_tile *t)
+void tfs__tile_free_buffers(struct tfs_tile *t)
 {
-	if (t->shared) {
-		tfs_cached_tile_put(t->shared);
-		memset(t, 0, sizeof(*t));
-		return;
-	}
+	assert(!t->shared);
 	tfs_free(t->fixed);
 	tfs_free(t->offsets);
 	tfs_free(t->var);
@@ -444,7 +441,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	return TFS_E_OK;
 out_fail:
 	tfs_free(src);
-	tfs_tile_release(out);
+	tfs__tile_free_buffers(out);
 	if (e == TFS_E_CORRUPT || e == TFS_E_CHECKSUM)
 		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
 			 " does not decode", f->name, slot, tile);

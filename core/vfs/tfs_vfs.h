@@ -21,6 +21,12 @@ struct tfs_stat {
 	bool is_dir;
 	uint64_t size;     /* files only */
 	int64_t mtime_ns;  /* last modification */
+	/* No write permission for anyone (POSIX: mode & 0222 == 0); backends
+	 * without permissions leave it false. */
+	bool read_only;
+	/* lstat only: the path is a symbolic link, not followed (is_dir is
+	 * then false); backends without links leave it false. */
+	bool is_link;
 };
 
 /* A folder listing: entry names (not paths), sorted bytewise. */
@@ -33,6 +39,10 @@ struct tfs_vfs_ops {
 	/* A missing path is not an error: st->exists = false. */
 	enum tfs_err (*stat)(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_stat *st, struct tfs_diag *d);
+	/* stat, but a symbolic link at path is described, not followed
+	 * (st->is_link). Backends without links: the same as stat. */
+	enum tfs_err (*lstat)(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_stat *st, struct tfs_diag *d);
 	/* Reads exactly len bytes at off; a short file is TFS_E_CORRUPT. */
 	enum tfs_err (*read)(struct tfs_vfs *vfs, const char *path,
 			     uint64_t off, void *dst, size_t len,
@@ -108,11 +118,18 @@ struct tfs_vfs *tfs_vfs_default_inner(struct tfs_vfs *v);
 
 void tfs_vfs_free(struct tfs_vfs *vfs);
 
-/* Convenience wrappers. */
+/* The seam: every caller above core/vfs goes through these wrappers, never
+ * through vfs->ops directly, so one place sees every storage call (as
+ * SQLite's os.c does). Same arguments and contract as the operations. */
 static inline enum tfs_err tfs_vfs_stat(struct tfs_vfs *v, const char *path,
 					struct tfs_stat *st, struct tfs_diag *d)
 {
 	return v->ops->stat(v, path, st, d);
+}
+static inline enum tfs_err tfs_vfs_lstat(struct tfs_vfs *v, const char *path,
+					 struct tfs_stat *st, struct tfs_diag *d)
+{
+	return v->ops->lstat(v, path, st, d);
 }
 static inline enum tfs_err tfs_vfs_read(struct tfs_vfs *v, const char *path,
 					uint64_t off, void *dst, size_t len,
@@ -125,6 +142,38 @@ static inline enum tfs_err tfs_vfs_list(struct tfs_vfs *v, const char *dir,
 					struct tfs_diag *d)
 {
 	return v->ops->list(v, dir, out, d);
+}
+static inline enum tfs_err tfs_vfs_write(struct tfs_vfs *v, const char *path,
+					 const void *data, size_t len,
+					 struct tfs_diag *d)
+{
+	return v->ops->write(v, path, data, len, d);
+}
+static inline enum tfs_err tfs_vfs_append(struct tfs_vfs *v, const char *path,
+					  const void *data, size_t len,
+					  struct tfs_diag *d)
+{
+	return v->ops->append(v, path, data, len, d);
+}
+static inline enum tfs_err tfs_vfs_fsync(struct tfs_vfs *v, const char *path,
+					 struct tfs_diag *d)
+{
+	return v->ops->fsync(v, path, d);
+}
+static inline enum tfs_err tfs_vfs_mkdir(struct tfs_vfs *v, const char *path,
+					 struct tfs_diag *d)
+{
+	return v->ops->mkdir(v, path, d);
+}
+static inline enum tfs_err tfs_vfs_rename(struct tfs_vfs *v, const char *from,
+					  const char *to, struct tfs_diag *d)
+{
+	return v->ops->rename(v, from, to, d);
+}
+static inline enum tfs_err tfs_vfs_remove(struct tfs_vfs *v, const char *path,
+					  struct tfs_diag *d)
+{
+	return v->ops->remove(v, path, d);
 }
 
 /* tfs_vfs_list, but a missing folder lists as empty instead of failing;

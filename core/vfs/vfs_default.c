@@ -42,6 +42,12 @@ static enum tfs_err h_stat(struct tfs_vfs *v, const char *p, struct tfs_stat *st
 	return in(v)->ops->stat(in(v), p, st, d);
 }
 
+static enum tfs_err h_lstat(struct tfs_vfs *v, const char *p,
+			    struct tfs_stat *st, struct tfs_diag *d)
+{
+	return in(v)->ops->lstat(in(v), p, st, d);
+}
+
 static enum tfs_err h_read(struct tfs_vfs *v, const char *p, uint64_t off,
 			   void *dst, size_t len, struct tfs_diag *d)
 {
@@ -94,6 +100,7 @@ static void h_destroy(struct tfs_vfs *v)
 
 static const struct tfs_vfs_ops handle_ops = {
 	.stat = h_stat,
+	.lstat = h_lstat,
 	.read = h_read,
 	.list = h_list,
 	.write = h_write,

@@ -78,6 +78,17 @@ static enum tfs_err faulty_stat(struct tfs_vfs *vfs, const char *path,
 	return f->inner->ops->stat(f->inner, path, st, d);
 }
 
+static enum tfs_err faulty_lstat(struct tfs_vfs *vfs, const char *path,
+				 struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct faulty_vfs *f = to_faulty(vfs);
+	enum tfs_fault_kind k = next_fault(f);
+
+	if (k != TFS_FAULT_NONE)
+		return fault_err(k, OP_QUERY, "lstat", path, d);
+	return f->inner->ops->lstat(f->inner, path, st, d);
+}
+
 static enum tfs_err faulty_read(struct tfs_vfs *vfs, const char *path,
 				uint64_t off, void *dst, size_t len,
 				struct tfs_diag *d)
@@ -205,6 +216,7 @@ static void faulty_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops faulty_ops = {
 	.stat = faulty_stat,
+	.lstat = faulty_lstat,
 	.read = faulty_read,
 	.list = faulty_list,
 	.write = faulty_write,

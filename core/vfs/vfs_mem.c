@@ -108,18 +108,8 @@ static size_t kid_find(const struct mem_node *dir, const char *name,
 /* Room for one more child; false when out of memory. */
 static bool kid_reserve(struct mem_node *dir)
 {
-	size_t ncap;
-	struct mem_node **nk;
-
-	if (dir->kid_num < dir->kid_cap)
-		return true;
-	ncap = dir->kid_cap ? dir->kid_cap * 2 : 8;
-	nk = tfs_reallocn(dir->kids, ncap, sizeof(*nk));
-	if (!nk)
-		return false;
-	dir->kids = nk;
-	dir->kid_cap = ncap;
-	return true;
+	return tfs_grow(&dir->kids, &dir->kid_cap, dir->kid_num + 1,
+			sizeof(*dir->kids)) == TFS_E_OK;
 }
 
 static bool kid_insert(struct mem_node *dir, size_t at, struct mem_node *kid)
@@ -593,6 +583,7 @@ static void mem_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops mem_ops = {
 	.stat = mem_stat,
+	.lstat = mem_stat, /* no links */
 	.read = mem_read,
 	.list = mem_list,
 	.write = mem_write,

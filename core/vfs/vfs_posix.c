@@ -96,6 +96,29 @@ static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
 	st->size = st->is_dir ? 0 : (uint64_t)sb.st_size;
 	st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
 		       (int64_t)sb.st_mtim.tv_nsec;
+	st->read_only = (sb.st_mode & 0222) == 0;
+	return TFS_E_OK;
+}
+
+static enum tfs_err posix_lstat(struct tfs_vfs *vfs, const char *path,
+				struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct stat sb;
+
+	(void)vfs;
+	memset(st, 0, sizeof(*st));
+	if (lstat(path, &sb) != 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return TFS_E_OK;
+		return sys_fail(d, errno, "lstat", path);
+	}
+	st->exists = true;
+	st->is_link = S_ISLNK(sb.st_mode);
+	st->is_dir = S_ISDIR(sb.st_mode);
+	st->size = st->is_dir ? 0 : (uint64_t)sb.st_size;
+	st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+		       (int64_t)sb.st_mtim.tv_nsec;
+	st->read_only = (sb.st_mode & 0222) == 0;
 	return TFS_E_OK;
 }
 
@@ -169,17 +192,10 @@ static enum tfs_err posix_list(struct tfs_vfs *vfs, const char *dir,
 		}
 		if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
 			continue;
-		if (l.count == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			char **nn = tfs_reallocn(l.names, ncap, sizeof(*nn));
-
-			if (!nn) {
-				err = tfs_fail(d, TFS_E_NOMEM,
-					       "'%s': out of memory listing", dir);
-				break;
-			}
-			l.names = nn;
-			cap = ncap;
+		if (tfs_grow(&l.names, &cap, l.count + 1, sizeof(*l.names))) {
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "'%s': out of memory listing", dir);
+			break;
 		}
 		l.names[l.count] = tfs_strdup(ent->d_name);
 		if (!l.names[l.count]) {
@@ -335,6 +351,7 @@ static void posix_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops posix_ops = {
 	.stat = posix_stat,
+	.lstat = posix_lstat,
 	.read = posix_read,
 	.list = posix_list,
 	.write = posix_write,

@@ -2400,6 +2400,7 @@ static void s3_destroy(struct tfs_vfs *vfs)
 
 static const struct tfs_vfs_ops s3_ops = {
 	.stat = s3_stat,
+	.lstat = s3_stat, /* no links */
 	.read = s3_read,
 	.list = s3_list,
 	.write = s3_write,

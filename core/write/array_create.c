@@ -220,18 +220,18 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 	if ((e = tfs_generic_tile_encode(&tile, payload.data, payload.len, key, d)))
 		goto out;
 	made = !st.exists;
-	if ((e = vfs->ops->mkdir(vfs, path, d)))
+	if ((e = tfs_vfs_mkdir(vfs, path, d)))
 		goto out_remove;
 	made = true;
 	sdir = tfs_path_join(path, "__schema");
-	if (!sdir || (e = vfs->ops->mkdir(vfs, sdir, d)))
+	if (!sdir || (e = tfs_vfs_mkdir(vfs, sdir, d)))
 		goto out_nomem;
 	for (size_t i = 0; i < sizeof(folders) / sizeof(*folders); i++) {
 		char *p = tfs_path_join(path, folders[i]);
 
 		if (!p)
 			goto out_nomem;
-		e = vfs->ops->mkdir(vfs, p, d);
+		e = tfs_vfs_mkdir(vfs, p, d);
 		tfs_free(p);
 		if (e)
 			goto out_remove;
@@ -250,7 +250,7 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			if (e)
 				goto out_remove;
 		}
-		if ((e = vfs->ops->fsync(vfs, edir, d)))
+		if ((e = tfs_vfs_fsync(vfs, edir, d)))
 			goto out_remove;
 	}
 	file = tfs_path_join(sdir, name);
@@ -261,9 +261,9 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 	if (!tmp)
 		goto out_nomem;
 	if ((e = tfs__write_file(vfs, tmp, tile.data, tile.len, d)) ||
-	    (e = vfs->ops->rename(vfs, tmp, file, d)) ||
-	    (e = vfs->ops->fsync(vfs, sdir, d)) ||
-	    (e = vfs->ops->fsync(vfs, path, d)))
+	    (e = tfs_vfs_rename(vfs, tmp, file, d)) ||
+	    (e = tfs_vfs_fsync(vfs, sdir, d)) ||
+	    (e = tfs_vfs_fsync(vfs, path, d)))
 		goto out_remove;
 	goto out;
 

@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include "tfs_alloc.h"
+#include "tfs_str.h"
 #include "tilefs/tilefs.h"
 
+/* A commit-consolidation file: "<something>.con". */
 static bool ends_with_con(const char *s)
 {
-	size_t n = strlen(s);
-
-	return n > 4 && !strcmp(s + n - 4, ".con");
+	return strlen(s) > 4 && tfs_str_ends_with(s, ".con");
 }
 
 static bool has_name(const struct tfs_dirlist *l, const char *name)
@@ -191,7 +191,7 @@ static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
 			    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 				continue;
 			p = tfs_path_join(dir, n);
-			if (p && !posix->ops->remove(posix, p, &d) && removed)
+			if (p && !tfs_vfs_remove(posix, p, &d) && removed)
 				(*removed)++;
 			tfs_free(p);
 		}

@@ -96,16 +96,16 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 		goto out;
 	}
 	snprintf(tmp, strlen(file) + 5, "%s.tmp", file);
-	if ((e = vfs->ops->mkdir(vfs, mdir, d)))
+	if ((e = tfs_vfs_mkdir(vfs, mdir, d)))
 		goto out;
 	if ((e = tfs__write_file(vfs, tmp, tile.data, tile.len, d)) ||
-	    (e = vfs->ops->rename(vfs, tmp, file, d)) ||
-	    (e = vfs->ops->fsync(vfs, mdir, d))) {
+	    (e = tfs_vfs_rename(vfs, tmp, file, d)) ||
+	    (e = tfs_vfs_fsync(vfs, mdir, d))) {
 		struct tfs_diag ld;
 
 		tfs_diag_init(&ld);
-		(void)vfs->ops->remove(vfs, tmp, &ld);
-		(void)vfs->ops->remove(vfs, file, &ld);
+		(void)tfs_vfs_remove(vfs, tmp, &ld);
+		(void)tfs_vfs_remove(vfs, file, &ld);
 	}
 out:
 	tfs_free(sorted);

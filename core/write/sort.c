@@ -90,7 +90,7 @@ static void run_release(struct tfs__sorter *s, struct run *r)
 		struct tfs_diag d;
 
 		tfs_diag_init(&d);
-		(void)s->posix->ops->remove(s->posix, r->path, &d);
+		(void)tfs_vfs_remove(s->posix, r->path, &d);
 	}
 	tfs_free(r->path);
 	tfs__cells_release(&r->blk[0]);
@@ -337,7 +337,7 @@ static enum tfs_err flush_block(struct tfs__sorter *s, struct run *r,
 		return TFS_E_OK;
 	if ((e = block_serialize(s, &s->scratch)))
 		return tfs_fail(d, e, "spill: out of memory");
-	e = s->posix->ops->append(s->posix, r->path, s->ser.data, s->ser.len, d);
+	e = tfs_vfs_append(s->posix, r->path, s->ser.data, s->ser.len, d);
 	if (e)
 		return e;
 	r->size += s->ser.len;

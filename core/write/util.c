@@ -91,7 +91,7 @@ void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)
 		return;
 	if (st.is_dir)
 		tfs__empty_dir(vfs, path);
-	(void)vfs->ops->remove(vfs, path, &d);
+	(void)tfs_vfs_remove(vfs, path, &d);
 }
 
 enum tfs_err tfs__write_file(struct tfs_vfs *vfs, const char *path,
@@ -99,7 +99,7 @@ enum tfs_err tfs__write_file(struct tfs_vfs *vfs, const char *path,
 {
 	enum tfs_err e;
 
-	if ((e = vfs->ops->write(vfs, path, data, len, d)))
+	if ((e = tfs_vfs_write(vfs, path, data, len, d)))
 		return e;
-	return vfs->ops->fsync(vfs, path, d);
+	return tfs_vfs_fsync(vfs, path, d);
 }

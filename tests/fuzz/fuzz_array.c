@@ -36,7 +36,7 @@ static bool make_parents(struct tfs_vfs *v, char *path)
 			continue;
 		*p = '\0';
 		tfs_diag_init(&d);
-		if (v->ops->mkdir(v, path, &d)) {
+		if (tfs_vfs_mkdir(v, path, &d)) {
 			*p = '/';
 			return false;
 		}
@@ -79,7 +79,7 @@ static bool load_files(struct tfs_vfs *v, struct tfs_cursor *c)
 		path[sizeof(ROOT) + n] = '\0';
 		tfs_diag_init(&d);
 		if (make_parents(v, path) &&
-		    v->ops->write(v, path, data, size, &d) == TFS_E_OK)
+		    tfs_vfs_write(v, path, data, size, &d) == TFS_E_OK)
 			files++;
 	}
 	return files > 0;

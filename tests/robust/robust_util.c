@@ -112,7 +112,7 @@ static bool make_parents(struct tfs_vfs *v, char *path)
 			continue;
 		*p = '\0';
 		tfs_diag_init(&d);
-		e = v->ops->mkdir(v, path, &d);
+		e = tfs_vfs_mkdir(v, path, &d);
 		*p = '/';
 		if (e)
 			return false;
@@ -129,7 +129,7 @@ struct tfs_vfs *rb_array_to_mem(const struct rb_array *a,
 	if (tfs_vfs_mem_new(&v))
 		return NULL;
 	tfs_diag_init(&d);
-	if (v->ops->mkdir(v, RB_ROOT, &d))
+	if (tfs_vfs_mkdir(v, RB_ROOT, &d))
 		goto out_free;
 	for (size_t i = 0; i < a->file_num; i++) {
 		const uint8_t *data = a->files[i].data;
@@ -145,7 +145,7 @@ struct tfs_vfs *rb_array_to_mem(const struct rb_array *a,
 		snprintf(path, sizeof(path), RB_ROOT "/%s", a->files[i].rel);
 		tfs_diag_init(&d);
 		if (!make_parents(v, path) ||
-		    v->ops->write(v, path, data, len, &d))
+		    tfs_vfs_write(v, path, data, len, &d))
 			goto out_free;
 	}
 	return v;

@@ -551,7 +551,7 @@ static void missing_tile_file(const struct subject *sub, struct stats *st)
 		v = rb_array_to_mem(a, NULL, 0);
 		snprintf(path, sizeof(path), RB_ROOT "/%s", a->files[i].rel);
 		tfs_diag_init(&d);
-		if (!v || v->ops->remove(v, path, &d)) {
+		if (!v || tfs_vfs_remove(v, path, &d)) {
 			fail_case(st, "setup: ", d.msg);
 			tfs_vfs_free(v);
 			return;

@@ -19,6 +19,7 @@
 #include "tfs_err.h"
 #include "tfs_log.h"
 #include "tfs_pool.h"
+#include "tfs_str.h"
 
 /* ---- tfs_buf ------------------------------------------------------------ */
 
@@ -676,4 +677,59 @@ Test(log, sink_and_level)
 	tfs_log(TFS_LOG_DEBUG, "dropped");
 	cr_assert_eq(lines, 1, "more verbose than the maximum: dropped");
 	tfs_log_configure(NULL, TFS_LOG_WARN);
+}
+
+Test(str, ends_with)
+{
+	static const struct {
+		const char *s, *suffix;
+		bool want;
+	} cases[] = {
+		{"a.con", ".con", true},   {".con", ".con", true},
+		{"con", ".con", false},    {"a.con.tmp", ".con", false},
+		{"", "", true},            {"abc", "", true},
+		{"", "x", false},          {"__fragments", "s", true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_assert_eq(tfs_str_ends_with(cases[i].s, cases[i].suffix),
+			     cases[i].want, "'%s' '%s'", cases[i].s,
+			     cases[i].suffix);
+}
+
+Test(alloc, grow)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0;
+
+	cr_assert_eq(tfs_grow(&v, &cap, 0, sizeof(*v)), TFS_E_OK);
+	cr_assert_null(v);
+	cr_assert_eq(tfs_grow(&v, &cap, 1, sizeof(*v)), TFS_E_OK);
+	cr_assert_not_null(v);
+	cr_assert_eq(cap, 16);
+	for (uint32_t i = 0; i < 16; i++)
+		v[i] = i;
+	/* Enough room: nothing moves. */
+	uint32_t *same = v;
+	cr_assert_eq(tfs_grow(&v, &cap, 16, sizeof(*v)), TFS_E_OK);
+	cr_assert_eq(v, same);
+	/* Doubles until need fits, keeping the items. */
+	cr_assert_eq(tfs_grow(&v, &cap, 100, sizeof(*v)), TFS_E_OK);
+	cr_assert_eq(cap, 128);
+	for (uint32_t i = 0; i < 16; i++)
+		cr_assert_eq(v[i], i);
+	/* More bytes than size_t counts: refused, unchanged. */
+	same = v;
+	cr_assert_eq(tfs_grow(&v, &cap, SIZE_MAX / 2, sizeof(*v)),
+		     TFS_E_NOMEM);
+	cr_assert_eq(v, same);
+	cr_assert_eq(cap, 128);
+	/* A failed allocation: unchanged too. */
+	tfs_alloc_fail_after(0);
+	cr_assert_eq(tfs_grow(&v, &cap, 129, sizeof(*v)), TFS_E_NOMEM);
+	tfs_alloc_fail_after(-1);
+	cr_assert_eq(v, same);
+	cr_assert_eq(cap, 128);
+	cr_assert_eq(v[15], 15);
+	tfs_free(v);
 }

@@ -1011,7 +1011,7 @@ Test(errors, corrupt_footer_and_missing_schema)
 	/* The schema a fragment names has gone. */
 	m = vt_mem_copy("dense_1d");
 	tfs_diag_init(&d);
-	cr_assert_eq(m->ops->rename(m,
+	cr_assert_eq(tfs_vfs_rename(m,
 				    "/A/__schema/__1700000000000_1700000000000_00000002fced2fb1f6ac08863552dc86",
 				    "/A/__schema/__1600000000000_1600000000000_00000000000000000000000000000001",
 				    &d),
@@ -1515,7 +1515,7 @@ static void rewrite_as_version(struct tfs_vfs *m, const char *array, uint32_t v,
 		dir = vt_fmt("/A/__1700000001000_1700000001000_%s_%u", uuid, v);
 	else
 		dir = vt_fmt("/A/__1700000001000_1700000001000_%s", uuid);
-	cr_assert_eq(m->ops->mkdir(m, dir, &d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(m, dir, &d), TFS_E_OK);
 	p = vt_fmt("%s/__fragment_metadata.tdb", dir);
 	vt_put(m, p, file.data, file.len);
 	free(p);

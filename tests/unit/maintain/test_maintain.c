@@ -422,7 +422,7 @@ Test(maintain, array_meta)
 		for (size_t i = 0; i < l.count; i++)
 			if (strstr(l.names[i], ".vac")) {
 				vac = tfs_path_join("/A/__meta", l.names[i]);
-				cr_assert_eq(v->ops->append(v, vac,
+				cr_assert_eq(tfs_vfs_append(v, vac,
 							    "__meta/..\n__meta/\n",
 							    18, &d),
 					     TFS_E_OK);
@@ -845,7 +845,7 @@ Test(maintain, refusals)
 	unsigned removed = 7;
 
 	cr_assert_eq(tfs_vfs_mem_new(&v), TFS_E_OK);
-	cr_assert_eq(v->ops->mkdir(v, "/A", &d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(v, "/A", &d), TFS_E_OK);
 	cr_assert_eq(consolidate(v, TFS_CONSOLIDATE_FRAGMENTS, 0, 0, made, &d),
 		     TFS_E_NOT_ARRAY);
 	cr_assert_str_eq(made, "");
@@ -954,7 +954,7 @@ static void remove_only(struct tfs_vfs *v, const char *dir, const char *ext)
 		if (a >= b && !strcmp(l.names[i] + a - b, ext)) {
 			char *p = tfs_path_join(dir, l.names[i]);
 
-			cr_assert_eq(v->ops->remove(v, p, &d), TFS_E_OK);
+			cr_assert_eq(tfs_vfs_remove(v, p, &d), TFS_E_OK);
 			tfs_free(p);
 		}
 	}
@@ -1104,10 +1104,10 @@ Test(maintain, vacuum_removes_only_fragments)
 	vac = vt_fmt("/A/__commits/%s.vac", made);
 	cr_assert_eq(tfs_vfs_read_all(v, vac, SIZE_MAX, &buf, &len, &d),
 		     TFS_E_OK);
-	cr_assert_eq(v->ops->append(v, vac, extra, sizeof(extra) - 1, &d),
+	cr_assert_eq(tfs_vfs_append(v, vac, extra, sizeof(extra) - 1, &d),
 		     TFS_E_OK);
 	tfs_free(buf);
-	cr_assert_eq(v->ops->mkdir(v, "/A/__meta", &d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(v, "/A/__meta", &d), TFS_E_OK);
 	cr_assert_eq(vacuum(v, TFS_CONSOLIDATE_FRAGMENTS, &removed, &d),
 		     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	cr_assert_eq(removed, 4);

@@ -146,7 +146,7 @@ void lb_put(struct lb_array *a, const char *rel, const void *data, size_t len)
 	char *p = tfs_path_join(a->dir, rel);
 
 	tfs_diag_init(&d);
-	cr_assert_eq(a->vfs->ops->write(a->vfs, p, data, len, &d), TFS_E_OK,
+	cr_assert_eq(tfs_vfs_write(a->vfs, p, data, len, &d), TFS_E_OK,
 		     "%s: %s", p, tfs_diag_msg(&d));
 	tfs_free(p);
 }
@@ -157,7 +157,7 @@ static void lb_mkdir(struct lb_array *a, const char *rel)
 	char *p = rel[0] ? tfs_path_join(a->dir, rel) : tfs_strdup(a->dir);
 
 	tfs_diag_init(&d);
-	cr_assert_eq(a->vfs->ops->mkdir(a->vfs, p, &d), TFS_E_OK, "%s: %s", p,
+	cr_assert_eq(tfs_vfs_mkdir(a->vfs, p, &d), TFS_E_OK, "%s: %s", p,
 		     tfs_diag_msg(&d));
 	tfs_free(p);
 }
@@ -1053,7 +1053,7 @@ void lb_write_fragment(struct lb_array *a, const struct lb_frag *f,
 		struct tfs_diag d;
 
 		tfs_diag_init(&d);
-		cr_assert_eq(a->vfs->ops->mkdir(a->vfs, p, &d), TFS_E_OK);
+		cr_assert_eq(tfs_vfs_mkdir(a->vfs, p, &d), TFS_E_OK);
 	}
 	tfs_free(p);
 	for (uint32_t i = 0; i < num; i++)

@@ -407,8 +407,8 @@ static struct tfs_query *query_open(struct tfs_array *a,
 		     tfs_diag_msg(&d));
 	if (ro->piece_cells) {
 		/* Same query, reader with a tiny piece cap. */
-		q->ops->free(q);
-		q->ops = NULL;
+		q->reader_ops->free(q);
+		q->reader_ops = NULL;
 		cr_assert_eq(tfs_sparse_reader_open_capped(q, ro->piece_cells, &d),
 			     TFS_E_OK, "%s", tfs_diag_msg(&d));
 	}
@@ -645,8 +645,8 @@ static void oom_sweep(const char *name, uint64_t piece_cells)
 		uint64_t got = 0;
 
 		q = query_open(a, NULL, &ro);
-		q->ops->free(q);
-		q->ops = NULL;
+		q->reader_ops->free(q);
+		q->reader_ops = NULL;
 		tfs_diag_init(&d);
 		tfs_alloc_fail_after(n);
 		e = tfs_sparse_reader_open_capped(q, piece_cells, &d);

@@ -27,7 +27,7 @@ void vt_put(struct tfs_vfs *v, const char *path, const void *data, size_t len)
 	struct tfs_diag d;
 
 	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->write(v, path, data, len, &d), TFS_E_OK, "%s",
+	cr_assert_eq(tfs_vfs_write(v, path, data, len, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 }
 
@@ -36,7 +36,7 @@ void vt_rm(struct tfs_vfs *v, const char *path)
 	struct tfs_diag d;
 
 	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->remove(v, path, &d), TFS_E_OK, "%s",
+	cr_assert_eq(tfs_vfs_remove(v, path, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 }
 
@@ -51,12 +51,12 @@ void vt_mkdir_p(struct tfs_vfs *v, const char *path)
 			continue;
 		*s = '\0';
 		tfs_diag_init(&d);
-		cr_assert_eq(v->ops->mkdir(v, p, &d), TFS_E_OK, "%s",
+		cr_assert_eq(tfs_vfs_mkdir(v, p, &d), TFS_E_OK, "%s",
 			     tfs_diag_msg(&d));
 		*s = '/';
 	}
 	tfs_diag_init(&d);
-	cr_assert_eq(v->ops->mkdir(v, p, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_vfs_mkdir(v, p, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
 	free(p);
 }
 
@@ -79,7 +79,7 @@ void vt_rm_tree(struct tfs_vfs *v, const char *path)
 		}
 		tfs_dirlist_release(&l);
 	}
-	(void)v->ops->remove(v, path, &d);
+	(void)tfs_vfs_remove(v, path, &d);
 }
 
 void vt_copy_tree(struct tfs_vfs *src, const char *sp, struct tfs_vfs *dst,
@@ -94,7 +94,7 @@ void vt_copy_tree(struct tfs_vfs *src, const char *sp, struct tfs_vfs *dst,
 	if (st.is_dir) {
 		struct tfs_dirlist l;
 
-		cr_assert_eq(dst->ops->mkdir(dst, dp, &d), TFS_E_OK, "%s",
+		cr_assert_eq(tfs_vfs_mkdir(dst, dp, &d), TFS_E_OK, "%s",
 			     tfs_diag_msg(&d));
 		cr_assert_eq(tfs_vfs_list(src, sp, &l, &d), TFS_E_OK);
 		for (size_t i = 0; i < l.count; i++) {
@@ -112,7 +112,7 @@ void vt_copy_tree(struct tfs_vfs *src, const char *sp, struct tfs_vfs *dst,
 
 		cr_assert_eq(tfs_vfs_read_all(src, sp, SIZE_MAX, &buf, &len, &d),
 			     TFS_E_OK);
-		cr_assert_eq(dst->ops->write(dst, dp, buf, len, &d), TFS_E_OK);
+		cr_assert_eq(tfs_vfs_write(dst, dp, buf, len, &d), TFS_E_OK);
 		tfs_free(buf);
 	}
 }

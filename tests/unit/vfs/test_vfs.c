@@ -360,6 +360,33 @@ static void check_rename(struct tfs_vfs *v, const char *root)
 	tfs_free(s);
 }
 
+/* lstat tells the same as stat where no link is involved. */
+static void check_lstat(struct tfs_vfs *v, const char *root)
+{
+	struct tfs_diag d;
+	struct tfs_stat st;
+	char *p;
+
+	mk(v, root, "ld");
+	put(v, root, "ld/f", "abc");
+	tfs_diag_init(&d);
+	p = join(root, "ld/f");
+	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert(st.exists && !st.is_dir && !st.is_link && !st.read_only);
+	cr_assert_eq(st.size, 3);
+	cr_assert_eq(st.mtime_ns, stat_of(v, root, "ld/f").mtime_ns);
+	cr_assert_eq(tfs_vfs_remove(v, p, &d), TFS_E_OK);
+	tfs_free(p);
+	p = join(root, "ld");
+	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert(st.exists && st.is_dir && !st.is_link);
+	cr_assert_eq(tfs_vfs_remove(v, p, &d), TFS_E_OK);
+	/* Missing: not an error. */
+	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert(!st.exists);
+	tfs_free(p);
+}
+
 static void check_all(struct tfs_vfs *v, const char *root)
 {
 	check_read_write(v, root);
@@ -367,6 +394,7 @@ static void check_all(struct tfs_vfs *v, const char *root)
 	check_list(v, root);
 	check_dirs(v, root);
 	check_rename(v, root);
+	check_lstat(v, root);
 }
 
 /* ---- per backend -------------------------------------------------------- */
@@ -521,6 +549,54 @@ Test(vfs, posix_permission_denied)
 	tfs_free(dir);
 }
 
+Test(vfs, posix_lstat_links_and_read_only)
+{
+	struct tfs_vfs *v;
+	struct tfs_diag d;
+	struct tfs_stat st;
+	char *dir, *sub, *link, *dangling, *file;
+
+	dir = make_tmpdir();
+	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
+	mk(v, dir, "sub");
+	put(v, dir, "file", "x");
+	sub = join(dir, "sub");
+	link = join(dir, "link");
+	dangling = join(dir, "dangling");
+	file = join(dir, "file");
+	cr_assert_eq(symlink(sub, link), 0);
+	cr_assert_eq(symlink("/nonexistent-tfs-target", dangling), 0);
+	tfs_diag_init(&d);
+	/* stat follows the link to the folder, lstat does not. */
+	cr_assert_eq(tfs_vfs_stat(v, link, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.is_dir && !st.is_link);
+	cr_assert_eq(tfs_vfs_lstat(v, link, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && !st.is_dir && st.is_link);
+	/* A dangling link: missing for stat, there for lstat. */
+	cr_assert_eq(tfs_vfs_stat(v, dangling, &st, &d), TFS_E_OK);
+	cr_assert(!st.exists);
+	cr_assert_eq(tfs_vfs_lstat(v, dangling, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.is_link);
+	/* No write bit: read_only, for stat and lstat. */
+	cr_assert_eq(chmod(file, 0444), 0);
+	cr_assert_eq(tfs_vfs_stat(v, file, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.read_only);
+	cr_assert_eq(tfs_vfs_lstat(v, file, &st, &d), TFS_E_OK);
+	cr_assert(st.exists && st.read_only);
+	cr_assert_eq(chmod(file, 0644), 0);
+	cr_assert_eq(tfs_vfs_stat(v, file, &st, &d), TFS_E_OK);
+	cr_assert(!st.read_only);
+	cr_assert_eq(unlink(link), 0);
+	cr_assert_eq(unlink(dangling), 0);
+	vt_rm_tree(v, dir);
+	tfs_vfs_free(v);
+	tfs_free(sub);
+	tfs_free(link);
+	tfs_free(dangling);
+	tfs_free(file);
+	tfs_free(dir);
+}
+
 Test(vfs, path_join)
 {
 	static const struct {
@@ -593,6 +669,7 @@ Test(vfs_faulty, eio_once_at_nth)
 	tfs_vfs_faulty_arm(e.f, TFS_FAULT_EIO, 0, false);
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_vfs_stat(e.f, "/f", &st, &d), TFS_E_IO);
+	cr_assert_eq(tfs_vfs_lstat(e.f, "/f", &st, &d), TFS_E_IO);
 	struct tfs_dirlist l;
 	cr_assert_eq(tfs_vfs_list(e.f, "/", &l, &d), TFS_E_IO);
 	cr_assert_null(l.names);

@@ -44,7 +44,7 @@ static void copy_tree(struct tfs_vfs *from, const char *src, struct tfs_vfs *to,
 	struct tfs_diag d;
 
 	tfs_diag_init(&d);
-	cr_assert_eq(to->ops->mkdir(to, dst, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_vfs_mkdir(to, dst, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
 	cr_assert_eq(tfs_vfs_list(from, src, &l, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 	for (size_t i = 0; i < l.count; i++) {
@@ -67,7 +67,7 @@ static void copy_tree(struct tfs_vfs *from, const char *src, struct tfs_vfs *to,
 			cr_assert_eq(tfs_vfs_read_all(from, s, 1 << 30, &buf, &len,
 						      &d),
 				     TFS_E_OK, "%s", tfs_diag_msg(&d));
-			cr_assert_eq(to->ops->write(to, t, buf, len, &d), TFS_E_OK);
+			cr_assert_eq(tfs_vfs_write(to, t, buf, len, &d), TFS_E_OK);
 			free(buf);
 		}
 		free(s);
@@ -743,7 +743,7 @@ static void cleanup_case(const char *array, const char *stray_dir,
 			char *p = tfs_path_join(cdir, l.names[i]);
 
 			if (strstr(l.names[i], ".wrt"))
-				cr_assert_eq(mem->ops->remove(mem, p, &d), TFS_E_OK);
+				cr_assert_eq(tfs_vfs_remove(mem, p, &d), TFS_E_OK);
 			free(p);
 		}
 		tfs_dirlist_release(&l);
@@ -759,7 +759,7 @@ static void cleanup_case(const char *array, const char *stray_dir,
 		     array, removed);
 	snprintf(stray, sizeof(stray), "%s/%s/__9_9_00000000000000000000000000000000_22",
 		 ARR, stray_dir);
-	cr_assert_eq(mem->ops->mkdir(mem, stray, &d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(mem, stray, &d), TFS_E_OK);
 	cr_assert_eq(tfs_array_cleanup(ARR, &wo, 0, &removed, &d), TFS_E_OK);
 	cr_expect_eq(removed, 1);
 	oo.vfs = mem;

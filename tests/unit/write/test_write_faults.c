@@ -553,12 +553,12 @@ Test(cleanup, only_uncommitted_old_folders)
 	wt_env_init(&e, 1);
 	make_sparse(&e, "/s", false);
 	cr_assert_eq(write3(&e, "/s", x, y, v, 1, NULL, &res), TFS_E_OK);
-	cr_assert_eq(e.vfs->ops->mkdir(e.vfs, stray, &e.d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(e.vfs, stray, &e.d), TFS_E_OK);
 	{
 		char p[256];
 
 		snprintf(p, sizeof(p), "%s/a0.tdb", stray);
-		cr_assert_eq(e.vfs->ops->write(e.vfs, p, "x", 1, &e.d), TFS_E_OK);
+		cr_assert_eq(tfs_vfs_write(e.vfs, p, "x", 1, &e.d), TFS_E_OK);
 	}
 	/* Too young for a long grace period. */
 	cr_assert_eq(tfs_array_cleanup("/s", &e.wo, 3600 * 1000, &removed, &e.d),
@@ -572,7 +572,7 @@ Test(cleanup, only_uncommitted_old_folders)
 	cr_expect_eq(frags, 1);
 	cr_expect_eq(commits, 1);
 	/* Not an array: refused, nothing touched. */
-	cr_assert_eq(e.vfs->ops->mkdir(e.vfs, "/plain", &e.d), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(e.vfs, "/plain", &e.d), TFS_E_OK);
 	cr_expect_eq(tfs_array_cleanup("/plain", &e.wo, 0, &removed, &e.d),
 		     TFS_E_NOT_ARRAY);
 	tfs_vfs_free(e.vfs);

@@ -1,0 +1,361 @@
+/* What a fragment loads on first use (fragment.md §5-6): per-slot tile
+ * offsets and sizes, the R-tree of MBRs and the processed delete
+ * conditions, each at most once under the fragment's own mutex (see
+ * fragment_load.c). */
+#include "fragment_load_internal.h"
+
+/* ---- lazy loads --------------------------------------------------------- */
+
+static enum tfs_err meta_file_size(const struct tfs_arraydir *a,
+				   const struct tfs_fragment *f, char **path,
+				   uint64_t *size, struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	enum tfs_err err;
+
+	*path = tfs_path_join(f->dir, META_FILE);
+	if (!*path)
+		return tfs_fail(d, TFS_E_NOMEM, "fragment '%s': out of memory",
+				f->name);
+	err = tfs_vfs_stat(a->vfs, *path, &st, d);
+	if (!err && (!st.exists || st.is_dir))
+		err = tfs_fail(d, TFS_E_CORRUPT, "fragment '%s': missing '%s'",
+			       f->name, *path);
+	if (err) {
+		tfs_free(*path);
+		*path = NULL;
+		return err;
+	}
+	*size = st.size;
+	return TFS_E_OK;
+}
+
+/* The generic tile at off of the fragment metadata file (a new buffer). */
+static enum tfs_err read_meta_tile(const struct tfs_arraydir *a,
+				   const struct tfs_fragment *f, uint64_t off,
+				   uint8_t **payload, size_t *plen,
+				   struct tfs_diag *d)
+{
+	uint64_t size;
+	char *path;
+	enum tfs_err err;
+
+	err = meta_file_size(a, f, &path, &size, d);
+	if (err)
+		return err;
+	err = tfs__read_tile_at(a, path, size, off, TFS__FILE_MAX, payload,
+				plen, d);
+	tfs_free(path);
+	return err;
+}
+
+/* Reads one per-slot u64 list (fragment.md §6) and checks it has one entry
+ * per tile, and, for offsets (limit != UINT64_MAX), that they do not
+ * decrease and stay inside the data file of limit bytes. */
+static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
+				  const struct tfs_fragment *f,
+				  const char *path, uint64_t size, uint64_t off,
+				  uint32_t slot, const char *what,
+				  uint64_t limit, uint64_t **out,
+				  struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	uint8_t *payload;
+	size_t plen;
+	uint64_t *list = NULL, count = 0;
+	enum tfs_err err;
+
+	*out = NULL;
+	if (f->tile_num > (TFS__FILE_MAX - 8) / 8)
+		return tfs_fail(d, TFS_E_TOO_BIG,
+				"fragment '%s': %" PRIu64 " tiles is too many",
+				f->name, f->tile_num);
+	err = tfs__read_tile_at(a, path, size, off,
+				(size_t)(8 + 8 * f->tile_num), &payload, &plen,
+				d);
+	if (err == TFS_E_TOO_BIG && d && d->code == TFS_E_TOO_BIG) {
+		/* The limit is the list's exact size: more is damage (a
+		 * footer whose domain lost tiles), EIO rather than EFBIG. */
+		tfs_diag_init(d);
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u %s holds more than "
+				"the fragment's %" PRIu64 " tiles",
+				f->name, slot, what, f->tile_num);
+	}
+	if (err)
+		return err;
+	tfs_diag_init(&ld);
+	err = tfs_u64_list_parse(payload, plen, &list, &count, &ld);
+	tfs_free(payload);
+	if (err)
+		return tfs_fail(d, err, "fragment '%s': slot %u %s: %s", f->name,
+				slot, what, tfs_diag_msg(&ld));
+	if (count != f->tile_num) {
+		tfs_free(list);
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u %s has %" PRIu64
+				" entries, the fragment has %" PRIu64 " tiles",
+				f->name, slot, what, count, f->tile_num);
+	}
+	for (uint64_t i = 0; limit != UINT64_MAX && i < count; i++) {
+		if (list[i] > limit || (i && list[i] < list[i - 1])) {
+			uint64_t at = list[i]; /* the message outlives list */
+
+			tfs_free(list);
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"fragment '%s': slot %u %s: tile %" PRIu64
+					" starts at %" PRIu64
+					", out of order or past the end of the file (%" PRIu64
+					" bytes)",
+					f->name, slot, what, i, at, limit);
+		}
+	}
+	*out = list;
+	return TFS_E_OK;
+}
+
+/* What a slot holds in the fragment's own schema. */
+struct slot_kind {
+	bool var;
+	bool nullable;
+};
+
+static struct slot_kind slot_kind_of(const struct tfs_fragment *f,
+				     uint32_t slot)
+{
+	const struct tfs_schema *s = f->schema;
+	struct slot_kind k = {false, false};
+	uint32_t dims = f->footer.version >= 5 ? s->dim_num : 0;
+
+	if (slot < s->attr_num) {
+		k.var = s->attrs[slot].var;
+		k.nullable = s->attrs[slot].nullable;
+	} else if (slot > s->attr_num && slot <= s->attr_num + dims) {
+		k.var = s->dims[slot - s->attr_num - 1].var;
+	}
+	return k;
+}
+
+/* Checks the footer's size of one data file of a slot against the file:
+ * tile reads allocate up to what the footer says, so a lying footer must
+ * not claim more than the file holds. A missing file is left to the
+ * reads to report. */
+static enum tfs_err check_data_file(const struct tfs_arraydir *a,
+				    const struct tfs_fragment *f, uint32_t slot,
+				    enum tfs_file_kind kind, uint64_t claimed,
+				    struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	char *path;
+	enum tfs_err err;
+
+	if (claimed == 0)
+		return TFS_E_OK;
+	path = tfs_fragment_file_path(f, slot, kind);
+	if (!path)
+		return tfs_fail(d, TFS_E_NOMEM, "fragment '%s': out of memory",
+				f->name);
+	err = tfs_vfs_stat(a->vfs, path, &st, d);
+	if (!err && st.exists && !st.is_dir && st.size < claimed)
+		err = tfs_fail(d, TFS_E_CORRUPT,
+			       "'%s': %" PRIu64 " bytes, its fragment's footer "
+			       "says %" PRIu64,
+			       path, st.size, claimed);
+	tfs_free(path);
+	return err;
+}
+
+static enum tfs_err load_slot(const struct tfs_arraydir *a,
+			      struct tfs_fragment *f, uint32_t slot,
+			      struct tfs_diag *d)
+{
+	const struct tfs_footer *ft = &f->footer;
+	struct slot_kind k = slot_kind_of(f, slot);
+	struct tfs_slot_tiles t = {NULL, NULL, NULL, NULL};
+	uint64_t size;
+	char *path;
+	enum tfs_err err;
+
+	if (f->tile_num == 0)
+		return TFS_E_OK;
+	err = check_data_file(a, f, slot, TFS_FILE_FIXED,
+			      ft->file_sizes[slot], d);
+	if (!err && k.var)
+		err = check_data_file(a, f, slot, TFS_FILE_VAR,
+				      ft->file_var_sizes[slot], d);
+	if (!err && k.nullable && ft->version >= 7)
+		err = check_data_file(a, f, slot, TFS_FILE_VALIDITY,
+				      ft->file_validity_sizes[slot], d);
+	if (err)
+		return err;
+	err = meta_file_size(a, f, &path, &size, d);
+	if (err)
+		return err;
+	err = read_u64_list(a, f, path, size, ft->tile_offsets_off[slot], slot,
+			    "tile offsets", ft->file_sizes[slot], &t.offsets, d);
+	if (!err && k.var)
+		err = read_u64_list(a, f, path, size,
+				    ft->tile_var_offsets_off[slot], slot,
+				    "tile var offsets", ft->file_var_sizes[slot],
+				    &t.var_offsets, d);
+	if (!err && k.var)
+		err = read_u64_list(a, f, path, size,
+				    ft->tile_var_sizes_off[slot], slot,
+				    "tile var sizes", UINT64_MAX, &t.var_sizes, d);
+	if (!err && k.nullable && ft->version >= 7)
+		err = read_u64_list(a, f, path, size,
+				    ft->tile_validity_offsets_off[slot], slot,
+				    "tile validity offsets",
+				    ft->file_validity_sizes[slot],
+				    &t.validity_offsets, d);
+	tfs_free(path);
+	if (err) {
+		tfs_free(t.offsets);
+		tfs_free(t.var_offsets);
+		tfs_free(t.var_sizes);
+		tfs_free(t.validity_offsets);
+		return err;
+	}
+	f->slots[slot] = t;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
+				     struct tfs_fragment *f, uint32_t slot,
+				     const struct tfs_slot_tiles **out,
+				     struct tfs_diag *d)
+{
+	enum tfs_err err = TFS_E_OK;
+
+	*out = NULL;
+	if (slot >= f->footer.slot_num)
+		return tfs_fail(d, TFS_E_INVALID,
+				"fragment '%s': no slot %u (it has %u)", f->name,
+				slot, f->footer.slot_num);
+	pthread_mutex_lock(&f->lock);
+	if (!f->slot_loaded[slot]) {
+		err = load_slot(a, f, slot, d);
+		if (!err)
+			f->slot_loaded[slot] = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (!err)
+		*out = &f->slots[slot];
+	return err;
+}
+
+/* A sparse fragment's non-empty domain is the union of its tiles' MBRs
+ * (format/fragment.md). The footer that holds it is never encrypted nor
+ * checksummed, while the R-tree is a generic tile (AES-GCM in encrypted
+ * arrays): a domain that does not hold every MBR is damage, and left in,
+ * reads of the array's domain would silently drop the cells outside it. */
+static enum tfs_err rtree_inside_ned(const struct tfs_fragment *f,
+				     struct tfs_diag *d)
+{
+	const struct tfs_schema *s = f->schema;
+
+	if (f->footer.empty || !f->footer.ned)
+		return TFS_E_OK;
+	for (uint64_t t = 0; t < f->rtree.leaf_num; t++) {
+		for (uint32_t k = 0; k < s->dim_num; k++) {
+			const struct tfs_range *mbr =
+				&f->rtree.leaves[t * s->dim_num + k];
+			const struct tfs_range *ned = &f->footer.ned[k];
+			uint8_t type = s->dims[k].type;
+
+			if (s->dims[k].var)
+				continue;
+			if (tfs_value_cmp(type, mbr->lo, ned->lo) < 0 ||
+			    tfs_value_cmp(type, mbr->hi, ned->hi) > 0)
+				return tfs_fail(d, TFS_E_CORRUPT,
+						"fragment '%s': tile %" PRIu64
+						" reaches outside the non-empty "
+						"domain of dimension '%s'",
+						f->name, t, s->dims[k].name);
+		}
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
+				const struct tfs_rtree **out,
+				struct tfs_diag *d)
+{
+	enum tfs_err err = TFS_E_OK;
+
+	*out = NULL;
+	pthread_mutex_lock(&f->lock);
+	if (!f->rtree_loaded) {
+		struct tfs_diag ld;
+		uint8_t *payload;
+		size_t plen;
+
+		err = read_meta_tile(a, f, f->footer.rtree_off, &payload, &plen,
+				     d);
+		if (!err) {
+			tfs_diag_init(&ld);
+			err = tfs_rtree_parse(&f->rtree, payload, plen,
+					      f->footer.version, f->schema, &ld);
+			tfs_free(payload);
+			if (err)
+				tfs_fail(d, err, "fragment '%s': R-tree: %s",
+					 f->name, tfs_diag_msg(&ld));
+		}
+		if (!err && !f->footer.dense && f->rtree.leaf_num != f->tile_num) {
+			err = tfs_fail(d, TFS_E_CORRUPT,
+				       "fragment '%s': R-tree has %" PRIu64
+				       " leaves for %" PRIu64 " tiles",
+				       f->name, f->rtree.leaf_num, f->tile_num);
+			tfs_rtree_release(&f->rtree);
+		}
+		if (!err && !f->footer.dense &&
+		    (err = rtree_inside_ned(f, d)))
+			tfs_rtree_release(&f->rtree);
+		if (!err)
+			f->rtree_loaded = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (!err)
+		*out = &f->rtree;
+	return err;
+}
+
+enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
+				    struct tfs_fragment *f,
+				    const struct tfs_strlist **out,
+				    struct tfs_diag *d)
+{
+	enum tfs_err err = TFS_E_OK;
+
+	*out = NULL;
+	pthread_mutex_lock(&f->lock);
+	if (!f->processed_loaded && f->footer.version < 16) {
+		memset(&f->processed_conditions, 0,
+		       sizeof(f->processed_conditions));
+		f->processed_loaded = true;
+	}
+	if (!f->processed_loaded) {
+		struct tfs_diag ld;
+		uint8_t *payload;
+		size_t plen;
+
+		err = read_meta_tile(a, f, f->footer.processed_conditions_off,
+				     &payload, &plen, d);
+		if (!err) {
+			tfs_diag_init(&ld);
+			err = tfs_strlist_parse(&f->processed_conditions, payload,
+						plen, &ld);
+			tfs_free(payload);
+			if (err)
+				tfs_fail(d, err,
+					 "fragment '%s': processed conditions: %s",
+					 f->name, tfs_diag_msg(&ld));
+		}
+		if (!err)
+			f->processed_loaded = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (!err)
+		*out = &f->processed_conditions;
+	return err;
+}

@@ -1,0 +1,318 @@
+/* Orders of the sparse reader: a stable index sort with the comparisons it
+ * uses (tile bounds, coordinates, newest first), and the JSON text of a
+ * cell's values that orders duplicates as TileDB prints them. */
+#include "sparse_internal.h"
+
+/* ---- Sorting ----------------------------------------------------------- */
+
+static void insertion_sort(uint32_t *v, size_t n, sp_cmp_fn cmp,
+			   const void *ctx)
+{
+	for (size_t i = 1; i < n; i++) {
+		uint32_t x = v[i];
+		size_t j = i;
+
+		while (j > 0 && cmp(ctx, v[j - 1], x) > 0) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
+}
+
+/* Stable merge sort of an index array. */
+enum tfs_err tfs__sp_sort_index(uint32_t *v, size_t n, sp_cmp_fn cmp,
+				const void *ctx)
+{
+	const size_t run = 16;
+	uint32_t *tmp, *src = v, *dst;
+
+	for (size_t i = 0; i < n; i += run)
+		insertion_sort(v + i, n - i < run ? n - i : run, cmp, ctx);
+	if (n <= run)
+		return TFS_E_OK;
+	tmp = tfs_mallocn(n, sizeof(*tmp));
+	if (!tmp)
+		return TFS_E_NOMEM;
+	dst = tmp;
+	for (size_t w = run; w < n; w *= 2) {
+		for (size_t lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = lo + w < n ? lo + w : n;
+			size_t hi = lo + 2 * w < n ? lo + 2 * w : n;
+			size_t a = lo, b = mid, o = lo;
+
+			while (a < mid && b < hi)
+				dst[o++] = cmp(ctx, src[b], src[a]) < 0 ? src[b++]
+									: src[a++];
+			while (a < mid)
+				dst[o++] = src[a++];
+			while (b < hi)
+				dst[o++] = src[b++];
+		}
+		uint32_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof(*v));
+	tfs_free(tmp);
+	return TFS_E_OK;
+}
+
+int tfs__sp_tile_lo_cmp(const void *ctx, uint32_t a, uint32_t b)
+{
+	const struct sp_reader *r = ctx;
+
+	return val_cmp(&r->dims[0], &r->tiles[a].lo0, &r->tiles[b].lo0);
+}
+
+int tfs__sp_coords_cmp(const struct sp_reader *r, uint32_t a, uint32_t b)
+{
+	const uint64_t *ka = cell_keys(r, a), *kb = cell_keys(r, b);
+
+	for (uint32_t k = 0; k < r->dim_num; k++) {
+		if (!r->dims[k].var) {
+			if (ka[k] != kb[k])
+				return ka[k] < kb[k] ? -1 : 1;
+		} else {
+			uint64_t la, lb;
+			const uint8_t *pa = cells_coord(&r->cells, &r->dims[k],
+							k, a, &la);
+			const uint8_t *pb = cells_coord(&r->cells, &r->dims[k],
+							k, b, &lb);
+			int c = tfs_bytes_cmp(pa, (size_t)la, pb, (size_t)lb);
+
+			if (c)
+				return c;
+		}
+	}
+	return 0;
+}
+
+int tfs__sp_coords_only_cmp(const void *ctx, uint32_t a, uint32_t b)
+{
+	return tfs__sp_coords_cmp(ctx, a, b);
+}
+
+/* Coordinates, then newest first: cell timestamp, fragment index, then
+ * the later cell. */
+int tfs__sp_newest_cmp(const void *ctx, uint32_t a, uint32_t b)
+{
+	const struct sp_reader *r = ctx;
+	int c = tfs__sp_coords_cmp(r, a, b);
+	uint64_t ta, tb;
+	uint32_t fa, fb, pa, pb;
+
+	if (c)
+		return c;
+	ta = cell_u64(&r->cells.ts, a);
+	tb = cell_u64(&r->cells.ts, b);
+	if (ta != tb)
+		return ta > tb ? -1 : 1;
+	pa = cell_u32(&r->cells.tile, a);
+	pb = cell_u32(&r->cells.tile, b);
+	fa = r->frags[r->tiles[r->ptiles[pa]].frag].index;
+	fb = r->frags[r->tiles[r->ptiles[pb]].frag].index;
+	if (fa != fb)
+		return fa > fb ? -1 : 1;
+	if (pa != pb)
+		return pa > pb ? -1 : 1;
+	pa = cell_u32(&r->cells.pos, a);
+	pb = cell_u32(&r->cells.pos, b);
+	return pa > pb ? -1 : pa < pb;
+}
+
+/* ---- JSON text of a cell (order of duplicates) --------------------------
+ *
+ * The corpus sorts equal coordinates by the JSON text of the cell object
+ * (corpus/README.md, "The JSON"): values as the corpus writes them, so
+ * 1 < 100 < 17 and a string sorts by its escaped UTF-8 bytes. Field names
+ * and separators are the same in both texts and drop out, except the
+ * character after the last value ('}') versus after the others (','). */
+
+static enum tfs_err json_float(struct tfs_buf *b, double v, bool f32)
+{
+	struct tfs_decimal dec;
+	char digits[24];
+	size_t nd;
+	int exp;
+	enum tfs_err e = TFS_E_OK;
+
+	if (v != v)
+		return tfs_buf_append(b, "\"NaN\"", 5);
+	if (v > DBL_MAX)
+		return tfs_buf_append(b, "\"Infinity\"", 10);
+	if (v < -DBL_MAX)
+		return tfs_buf_append(b, "\"-Infinity\"", 11);
+	if (v >= 9007199254740992.0 || v <= -9007199254740992.0 ||
+	    v == (double)(int64_t)v)
+		return tfs_buf_printf(b, "%.0f", v);
+	/* The fewest digits that read back (as a float for FLOAT32). */
+	if (f32)
+		tfs_decimal_of_f32(&dec, (float)v);
+	else
+		tfs_decimal_of_f64(&dec, v);
+	nd = (size_t)dec.ndigits;
+	for (size_t i = nd; i > 0; i--) {
+		digits[i - 1] = (char)('0' + dec.digits % 10);
+		dec.digits /= 10;
+	}
+	exp = dec.exp10;
+	if (dec.negative) {
+		e = tfs_buf_append_u8(b, '-');
+		if (e)
+			return e;
+	}
+	if (exp >= -4 && exp < 16) {
+		int decpt = exp + 1;
+
+		if (decpt <= 0) {
+			e = tfs_buf_append(b, "0.", 2);
+			for (int i = 0; !e && i < -decpt; i++)
+				e = tfs_buf_append_u8(b, '0');
+			if (!e)
+				e = tfs_buf_append(b, digits, nd);
+		} else if ((size_t)decpt >= nd) {
+			e = tfs_buf_append(b, digits, nd);
+			for (size_t i = nd; !e && i < (size_t)decpt; i++)
+				e = tfs_buf_append_u8(b, '0');
+			if (!e)
+				e = tfs_buf_append(b, ".0", 2);
+		} else {
+			e = tfs_buf_append(b, digits, (size_t)decpt);
+			if (!e)
+				e = tfs_buf_append_u8(b, '.');
+			if (!e)
+				e = tfs_buf_append(b, digits + decpt,
+						   nd - (size_t)decpt);
+		}
+		return e;
+	}
+	e = tfs_buf_append_u8(b, (uint8_t)digits[0]);
+	if (!e && nd > 1) {
+		e = tfs_buf_append_u8(b, '.');
+		if (!e)
+			e = tfs_buf_append(b, digits + 1, nd - 1);
+	}
+	if (!e)
+		e = tfs_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+',
+				   exp < 0 ? -exp : exp);
+	return e;
+}
+
+/* Length of the valid UTF-8 sequence at p (0 if invalid). */
+static size_t utf8_len(const uint8_t *p, size_t n)
+{
+	uint32_t cp;
+	size_t len;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		len = 2;
+		cp = p[0] & 0x1fu;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		len = 3;
+		cp = p[0] & 0x0fu;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		len = 4;
+		cp = p[0] & 0x07u;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3fu);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static enum tfs_err json_string(struct tfs_buf *b, const uint8_t *p,
+				uint64_t len)
+{
+	enum tfs_err e = tfs_buf_append_u8(b, '"');
+
+	for (size_t i = 0; !e && i < len;) {
+		uint8_t c = p[i];
+		size_t n;
+
+		if (c == '"' || c == '\\') {
+			e = tfs_buf_append_u8(b, '\\');
+			if (!e)
+				e = tfs_buf_append_u8(b, c);
+			i++;
+			continue;
+		}
+		if (c < 0x20) {
+			static const char esc[] = "btnvfr";
+
+			if (c >= 8 && c <= 13 && c != 11)
+				e = tfs_buf_printf(b, "\\%c", esc[c - 8]);
+			else
+				e = tfs_buf_printf(b, "\\u%04x", c);
+			i++;
+			continue;
+		}
+		n = utf8_len(p + i, (size_t)(len - i));
+		if (n == 0) {
+			e = tfs_buf_printf(b, "\\u%04x", c);
+			i++;
+		} else {
+			e = tfs_buf_append(b, p + i, n);
+			i += n;
+		}
+	}
+	return e ? e : tfs_buf_append_u8(b, '"');
+}
+
+static enum tfs_err json_number(struct tfs_buf *b, uint8_t type,
+				const uint8_t *p)
+{
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED:
+		return tfs_buf_printf(b, "%" PRId64, tfs_value_as_i64(type, p));
+	case TFS_CLASS_UNSIGNED:
+		return tfs_buf_printf(b, "%" PRIu64, tfs_value_as_u64(type, p));
+	default:
+		return json_float(b, tfs_value_as_f64(type, p),
+				  type == TFS_FLOAT32);
+	}
+}
+
+enum tfs_err tfs__sp_json_value(struct tfs_buf *b,
+				const struct tfs_out_field *f,
+				const uint8_t *p, uint64_t len, uint8_t valid)
+{
+	enum tfs_type_class k = tfs_datatype_class(f->type);
+	size_t size = tfs_datatype_size(f->type);
+	enum tfs_err e;
+
+	if (f->nullable && !valid)
+		return tfs_buf_append(b, "null", 4);
+	if (k == TFS_CLASS_STRING)
+		return json_string(b, p, len);
+	if (k == TFS_CLASS_BYTES) {
+		e = tfs_buf_append_u8(b, '"');
+		for (uint64_t i = 0; !e && i < len; i++)
+			e = tfs_buf_printf(b, "%02x", p[i]);
+		return e ? e : tfs_buf_append_u8(b, '"');
+	}
+	if (!size)
+		return TFS_E_OK;
+	if (!f->var && f->cell_val_num == 1)
+		return len >= size ? json_number(b, f->type, p) : TFS_E_OK;
+	e = tfs_buf_append_u8(b, '[');
+	for (uint64_t i = 0; !e && i + size <= len; i += size) {
+		if (i)
+			e = tfs_buf_append_u8(b, ',');
+		if (!e)
+			e = json_number(b, f->type, p + i);
+	}
+	return e ? e : tfs_buf_append_u8(b, ']');
+}
