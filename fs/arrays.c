@@ -454,7 +454,7 @@ static enum tfs_err same_view(const char *rel, const struct tfs_array *old,
 	uint64_t t = tfs_array_timestamp(old);
 	char when[32];
 
-	tfsd_format_time(when, sizeof(when), t);
+	tfsr_format_time(when, sizeof(when), t);
 	if (!same_name(tfs_array_schema(old)->name,
 		       tfs_array_schema(fresh)->name))
 		return tfs_fail(d, TFS_E_CORRUPT,

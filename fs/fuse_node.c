@@ -84,7 +84,7 @@ static bool node_takes_writes(struct tfsd_ll *ll, const struct tfsd_node *n)
 		return n->file == TFSD_F_META_VALUE ||
 		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
 			n->field >= (int)n->arr->schema->dim_num &&
-			(n->fmt == TFSD_FMT_RAW || n->fmt == TFSD_FMT_NPY));
+			(n->fmt == TFSR_FMT_RAW || n->fmt == TFSR_FMT_NPY));
 	default:
 		return false;
 	}

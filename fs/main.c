@@ -170,7 +170,7 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 	struct tfs_diag d;
 
 	tfs_diag_init(&d);
-	if (c->timestamp && (tfsd_parse_time(c->timestamp, &cfg->timestamp) ||
+	if (c->timestamp && (tfsr_parse_time(c->timestamp, &cfg->timestamp) ||
 			     cfg->timestamp == 0)) {
 		fprintf(stderr, "tilefs: timestamp='%s': not ms since the epoch "
 				"or ISO-8601\n",

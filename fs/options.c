@@ -1,12 +1,11 @@
-/* The daemon's option values: sizes, times and keys as users type them
- * (SPEC §1), and the table of the options --help prints. Pure functions
- * plus the keyfile reader; the command line itself is parsed in main.c
- * with fuse_opt. */
+/* The daemon's option values: sizes and keys as users type them (SPEC
+ * §1; times are render/time_text.c's), and the table of the options
+ * --help prints. Pure functions plus the keyfile reader; the command line
+ * itself is parsed in main.c with fuse_opt. */
 #include "tfsd.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,129 +53,6 @@ enum tfs_err tfsd_parse_size(const char *text, uint64_t *out)
 		return TFS_E_RANGE;
 	*out = (uint64_t)v << shift;
 	return TFS_E_OK;
-}
-
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
-
-void tfsd_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-	int64_t era, day_of_era;
-	unsigned doe, yoe, doy, mp;
-
-	/* Days are counted from 0000-03-01, 719468 days before the epoch, in
-	 * eras of 146097 days (400 years). The shift is applied to the era
-	 * and the day within it, so that no day count overflows. */
-	era = z / 146097;
-	day_of_era = z % 146097;
-	if (day_of_era < 0) {
-		day_of_era += 146097;
-		era--;
-	}
-	day_of_era += 719468 % 146097;
-	era += 719468 / 146097;
-	if (day_of_era >= 146097) {
-		day_of_era -= 146097;
-		era++;
-	}
-	doe = (unsigned)day_of_era;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int64_t)yoe + era * 400 + (*m <= 2);
-}
-
-/* Reads exactly n digits at *p. */
-static bool digits(const char **p, unsigned n, unsigned *out)
-{
-	unsigned v = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)(*p)[i]))
-			return false;
-		v = v * 10 + (unsigned)((*p)[i] - '0');
-	}
-	*p += n;
-	*out = v;
-	return true;
-}
-
-enum tfs_err tfsd_parse_time(const char *text, uint64_t *out)
-{
-	const char *p = text;
-	unsigned y, mo, d, h = 0, mi = 0, s = 0, ms = 0;
-	int64_t days, total;
-
-	if (!*text)
-		return TFS_E_INVALID;
-	if (strspn(text, "0123456789") == strlen(text)) {
-		char *end;
-
-		errno = 0;
-		*out = strtoull(text, &end, 10);
-		return errno ? TFS_E_RANGE : TFS_E_OK;
-	}
-	if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) ||
-	    *p++ != '-' || !digits(&p, 2, &d))
-		return TFS_E_INVALID;
-	if (*p == 'T' || *p == ' ') {
-		p++;
-		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
-			return TFS_E_INVALID;
-		if (*p == ':') {
-			p++;
-			if (!digits(&p, 2, &s))
-				return TFS_E_INVALID;
-			if (*p == '.') {
-				unsigned scale = 100;
-
-				p++;
-				if (!isdigit((unsigned char)*p))
-					return TFS_E_INVALID;
-				for (; isdigit((unsigned char)*p); p++) {
-					ms += (unsigned)(*p - '0') * scale;
-					scale /= 10;
-				}
-			}
-		}
-	}
-	if (*p == 'Z')
-		p++;
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    s > 60)
-		return TFS_E_INVALID;
-	days = days_from_civil(y, mo, d);
-	if (days < 0)
-		return TFS_E_RANGE;
-	total = ((days * 24 + h) * 60 + mi) * 60 + s;
-	*out = (uint64_t)total * 1000 + ms;
-	return TFS_E_OK;
-}
-
-void tfsd_format_time(char *out, size_t cap, uint64_t ms)
-{
-	uint64_t secs = ms / 1000;
-	int64_t y;
-	unsigned m, d;
-
-	tfsd_civil_from_days((int64_t)(secs / 86400), &y, &m, &d);
-	snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03uZ", y,
-		 m, d, (unsigned)(secs % 86400 / 3600),
-		 (unsigned)(secs % 3600 / 60), (unsigned)(secs % 60),
-		 (unsigned)(ms % 1000));
 }
 
 static int key_cmp(const void *a, const void *b)

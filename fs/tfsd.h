@@ -13,13 +13,13 @@
 #include <stdio.h>
 
 #include "selection.h"
+#include "tfs_render.h"
 #include "value_text.h"
 #include <tilefs/tilefs.h>
 
 struct tfs_tile_cache;
 
-/* Dimensions of a schema at most (format/schema.md). */
-#define TFSD_MAX_DIMS 128
+#define TFSD_MAX_DIMS TFSR_MAX_DIMS
 /* Bytes of one name of the mount at most (longer: ENAMETOOLONG). */
 #define TFSD_NAME_MAX 255
 
@@ -62,13 +62,6 @@ struct tfsd_config {
 void tfsd_config_release(struct tfsd_config *c);
 /* "256M", "1G", "4096", "64k" → bytes. */
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
-/* Milliseconds since the epoch, or ISO-8601 UTC ("2023-11-14",
- * "2023-11-14T22:13:20", "...20.5Z", "...20.000Z"). */
-enum tfs_err tfsd_parse_time(const char *text, uint64_t *out) TFS_WUR;
-/* "2023-11-14T22:13:20.000Z" for ms since the epoch (cap >= 32). */
-void tfsd_format_time(char *out, size_t cap, uint64_t ms);
-/* The proleptic Gregorian date of a day number (0 = 1970-01-01). */
-void tfsd_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
 /* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
  * default, '#' comments. Fills c->keys / c->default_key. */
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
@@ -216,7 +209,7 @@ struct tfsd_node {
 	char *name;           /* metadata key, fragment name */
 	char *sel;            /* slice: the SEL text */
 	size_t sel_len;
-	enum tfsd_format fmt;
+	enum tfsr_format fmt;
 };
 
 void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n);
@@ -243,19 +236,6 @@ typedef bool (*tfsd_list_fn)(void *ctx, const char *name, bool is_dir);
 enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
 		       tfsd_list_fn fn, void *ctx, struct tfs_diag *d) TFS_WUR;
 
-/* Field helpers: the name, type and shape facts of field i of a schema
- * (dims first, then attrs). */
-struct tfsd_field {
-	const char *name;
-	uint8_t type;
-	uint32_t cell_val_num;
-	bool var;
-	bool nullable;
-	bool is_dim;
-	const struct tfs_attr *attr; /* NULL for dimensions */
-};
-uint32_t tfsd_field_count(const struct tfs_schema *s);
-void tfsd_field_get(const struct tfs_schema *s, int i, struct tfsd_field *out);
 
 /* Extended attribute `name` of a node into out; TFS_E_NOT_FOUND when the
  * node has no such attribute. tfsd_xattr_list gives the names. */
@@ -264,7 +244,7 @@ enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
 enum tfs_err tfsd_xattr_list(struct tfsd *fs, const struct tfsd_node *n,
 			     struct tfs_buf *out) TFS_WUR;
 
-/* ---- File content (content.c, docs.c) ----------------------------------- */
+/* ---- File content (content.c, node_docs.c) -------------------------------- */
 
 /* What stat shows for a file node. exact = false means the size is not
  * known without decoding: stat shows 0 and reads use direct I/O. */
@@ -295,8 +275,9 @@ enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 			    struct tfs_diag *d) TFS_WUR;
 void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f);
 
-/* Small documents rendered whole (docs.c): schema.json, metadata.json,
- * metadata/<key>, fragments/<name>/info.json. */
+/* Small documents rendered whole (node_docs.c, by render/docs.h):
+ * schema.json, metadata.json, metadata/<key>,
+ * fragments/<name>/info.json. */
 enum tfs_err tfsd_doc_render(struct tfsd *fs, const struct tfsd_node *n,
 			     struct tfs_buf *out, struct tfs_diag *d) TFS_WUR;
 

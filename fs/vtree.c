@@ -25,53 +25,6 @@ static const char *const array_specials[] = {
 };
 #define ARRAY_SPECIAL_NUM (sizeof(array_specials) / sizeof(array_specials[0]))
 
-static const char *const format_ext[] = {
-	[TFSD_FMT_RAW] = "",          [TFSD_FMT_TXT] = ".txt",
-	[TFSD_FMT_CSV] = ".csv",      [TFSD_FMT_JSON] = ".json",
-	[TFSD_FMT_NPY] = ".npy",      [TFSD_FMT_OFFSETS] = ".offsets",
-	[TFSD_FMT_VALIDITY] = ".validity",
-};
-
-uint32_t tfsd_field_count(const struct tfs_schema *s)
-{
-	return s->dim_num + s->attr_num;
-}
-
-void tfsd_field_get(const struct tfs_schema *s, int i, struct tfsd_field *out)
-{
-	memset(out, 0, sizeof(*out));
-	if ((uint32_t)i < s->dim_num) {
-		const struct tfs_dim *dim = &s->dims[i];
-
-		out->name = dim->name;
-		out->type = dim->type;
-		out->cell_val_num = dim->var ? TFS_VAR_NUM : 1;
-		out->var = dim->var;
-		out->is_dim = true;
-	} else {
-		const struct tfs_attr *at = &s->attrs[(uint32_t)i - s->dim_num];
-
-		out->name = at->name;
-		out->type = at->type;
-		out->cell_val_num = at->cell_val_num;
-		out->var = at->var;
-		out->nullable = at->nullable;
-		out->attr = at;
-	}
-}
-
-static int field_find(const struct tfs_schema *s, const char *name)
-{
-	for (uint32_t i = 0; i < tfsd_field_count(s); i++) {
-		struct tfsd_field f;
-
-		tfsd_field_get(s, (int)i, &f);
-		if (strcmp(f.name, name) == 0)
-			return (int)i;
-	}
-	return -1;
-}
-
 /* A field name that can be a file name. */
 static bool field_listable(const char *name)
 {
@@ -157,7 +110,7 @@ static enum tfs_err node_inherit(struct tfsd *fs, struct tfsd_node *child,
 }
 
 static enum tfs_err node_set_slice(struct tfsd_node *n, const char *sel,
-				   size_t sel_len, enum tfsd_format fmt,
+				   size_t sel_len, enum tfsr_format fmt,
 				   struct tfs_diag *d)
 {
 	n->kind = TFSD_N_FILE;
@@ -174,37 +127,21 @@ static enum tfs_err node_set_slice(struct tfsd_node *n, const char *sel,
  * the selection parses (SPEC §3). */
 static enum tfs_err slice_check(const struct tfsd_arr *arr, int field,
 				const char *sel, size_t sel_len,
-				enum tfsd_format fmt, const char *name,
+				enum tfsr_format fmt, const char *name,
 				struct tfs_diag *d)
 {
-	struct tfsd_sel *parsed = NULL;
+	struct tfsr_sel *parsed = NULL;
+	struct tfs_diag why;
 	enum tfs_err e;
 
-	if (field < 0) {
-		if (fmt != TFSD_FMT_CSV && fmt != TFSD_FMT_JSON &&
-		    fmt != TFSD_FMT_NPY)
-			return tfs_fail(d, TFS_E_NOT_FOUND,
-					"'%s': array-level slices are .csv, "
-					".json or .npy",
-					name);
-	} else {
-		struct tfsd_field f;
-
-		tfsd_field_get(arr->schema, field, &f);
-		if (fmt == TFSD_FMT_OFFSETS && !f.var)
-			return tfs_fail(d, TFS_E_NOT_FOUND,
-					"'%s': '%s' is not var-size, it has "
-					"no offsets",
-					name, f.name);
-		if (fmt == TFSD_FMT_VALIDITY && !f.nullable)
-			return tfs_fail(d, TFS_E_NOT_FOUND,
-					"'%s': '%s' is not nullable, it has "
-					"no validity",
-					name, f.name);
-	}
-	e = tfsd_sel_parse(sel, sel_len, arr->schema,
+	tfs_diag_init(&why);
+	if (!tfsr_renderer_takes(tfsr_renderer_of(fmt), arr->schema, field,
+				 &why))
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", name,
+				tfs_diag_msg(&why));
+	e = tfsr_sel_parse(sel, sel_len, arr->schema,
 			   arr->has_ned ? arr->ned : NULL, &parsed, d);
-	tfsd_sel_free(parsed);
+	tfsr_sel_free(parsed);
 	if (e)
 		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", name,
 				tfs_diag_msg(d));
@@ -230,14 +167,14 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	const char *special = name;
 	const char *sel;
 	size_t sel_len;
-	enum tfsd_format fmt;
+	enum tfsr_format fmt;
 	enum tfs_err e;
 	int field;
 
 	e = node_open(fs, dir, &arr, d);
 	if (e)
 		return e;
-	field = field_find(arr->schema, name);
+	field = tfsr_field_find(arr->schema, name);
 	if (field >= 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FIELD, d);
 		out->field = field;
@@ -255,14 +192,14 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	} else if (strcmp(special, "data.csv") == 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
 		if (!e)
-			e = node_set_slice(out, "", 0, TFSD_FMT_CSV, d);
+			e = node_set_slice(out, "", 0, TFSR_FMT_CSV, d);
 	} else if (strcmp(special, "metadata") == 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_META_DIR, d);
 	} else if (strcmp(special, "fragments") == 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
 	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
-	} else if (tfsd_slice_name_parse(special, &sel, &sel_len, &fmt)) {
+	} else if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt)) {
 		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
 		if (!e)
 			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
@@ -288,12 +225,12 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 {
 	const char *sel;
 	size_t sel_len;
-	enum tfsd_format fmt;
+	enum tfsr_format fmt;
 	enum tfs_err e;
 
 	if (dir->kind == TFSD_N_FIELD && strcmp(name, "tiles") == 0)
 		return node_inherit(fs, out, dir, dir->arr, TFSD_N_TILES, d);
-	if (!tfsd_slice_name_parse(name, &sel, &sel_len, &fmt))
+	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt))
 		return TFS_E_NOT_FOUND;
 	e = slice_check(dir->arr, dir->field, sel, sel_len, fmt, name, d);
 	if (!e)
@@ -398,7 +335,7 @@ static enum tfs_err child_of_versions(struct tfsd *fs,
 	uint64_t t;
 	enum tfs_err e;
 
-	if (tfsd_parse_time(name, &t) || t == 0)
+	if (tfsr_parse_time(name, &t) || t == 0)
 		return tfs_fail(d, TFS_E_NOT_FOUND,
 				"versions/'%s': not a time (ms since the "
 				"epoch or ISO-8601 UTC)",
@@ -693,15 +630,15 @@ static bool emit_special(const struct tfs_schema *s, const char *name,
 {
 	char esc[64];
 
-	if (field_find(s, name) < 0)
+	if (tfsr_field_find(s, name) < 0)
 		return fn(ctx, name, is_dir);
 	snprintf(esc, sizeof(esc), "__%s", name);
 	return fn(ctx, esc, is_dir);
 }
 
-/* Emits slice[NED]EXT for each format of the list. */
-static enum tfs_err emit_slices(const struct tfsd_arr *arr,
-				const enum tfsd_format *fmts, size_t n,
+/* Emits slice[NED]EXT for each format that takes the field (-1: every
+ * field), in the renderer table's order. */
+static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
 				bool escape, tfsd_list_fn fn, void *ctx)
 {
 	struct tfs_buf sel, name;
@@ -711,13 +648,16 @@ static enum tfs_err emit_slices(const struct tfsd_arr *arr,
 		return TFS_E_OK;
 	tfs_buf_init(&sel, TFS_BUF_NO_MAX);
 	tfs_buf_init(&name, TFS_BUF_NO_MAX);
-	e = tfsd_sel_format_ned(&sel, arr->schema, arr->ned);
-	for (size_t i = 0; !e && i < n; i++) {
+	e = tfsr_sel_format_ned(&sel, arr->schema, arr->ned);
+	for (size_t i = 0; !e && i < TFSR_FMT_NUM; i++) {
+		const struct tfsr_renderer *r = &tfsr_renderers[i];
+
+		if (!tfsr_renderer_takes(r, arr->schema, field, NULL))
+			continue;
 		name.len = 0;
 		e = tfs_buf_printf(&name, "%sslice[%.*s]%s%c",
 				   escape ? "__" : "", (int)sel.len,
-				   (const char *)sel.data, format_ext[fmts[i]],
-				   '\0');
+				   (const char *)sel.data, r->ext, '\0');
 		if (!e && !fn(ctx, (const char *)name.data, false))
 			break;
 	}
@@ -729,8 +669,6 @@ static enum tfs_err emit_slices(const struct tfsd_arr *arr,
 static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 			       tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
-	static const enum tfsd_format fmts[] = {TFSD_FMT_CSV, TFSD_FMT_JSON,
-						TFSD_FMT_NPY};
 	const struct tfs_schema *s;
 	struct tfsd_arr *arr;
 	bool escape = false;
@@ -749,18 +687,18 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
 	}
-	for (uint32_t i = 0; i < tfsd_field_count(s); i++) {
-		struct tfsd_field f;
+	for (uint32_t i = 0; i < tfsr_field_count(s); i++) {
+		struct tfsr_field f;
 
-		tfsd_field_get(s, (int)i, &f);
-		if (field_find(s, f.name) == (int)i && field_listable(f.name) &&
+		tfsr_field_get(s, (int)i, &f);
+		if (tfsr_field_find(s, f.name) == (int)i && field_listable(f.name) &&
 		    strncmp(f.name, "slice[", 6) != 0 &&
 		    !fn(ctx, f.name, true))
 			goto out_put;
 		if (strncmp(f.name, "slice[", 6) == 0)
 			escape = true;
 	}
-	e = emit_slices(arr, fmts, 3, escape, fn, ctx);
+	e = emit_slices(arr, -1, escape, fn, ctx);
 	if (e)
 		e = tfs_fail(d, e, "array '%s': cannot list slices", dir->rel);
 out_put:
@@ -771,24 +709,13 @@ out_put:
 static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 			       void *ctx, struct tfs_diag *d)
 {
-	enum tfsd_format fmts[7];
-	struct tfsd_field f;
-	size_t n = 0;
+	struct tfsr_field f;
 	enum tfs_err e;
 
-	tfsd_field_get(dir->arr->schema, dir->field, &f);
-	fmts[n++] = TFSD_FMT_RAW;
-	fmts[n++] = TFSD_FMT_TXT;
-	fmts[n++] = TFSD_FMT_CSV;
-	fmts[n++] = TFSD_FMT_JSON;
-	fmts[n++] = TFSD_FMT_NPY;
-	if (f.var)
-		fmts[n++] = TFSD_FMT_OFFSETS;
-	if (f.nullable)
-		fmts[n++] = TFSD_FMT_VALIDITY;
+	tfsr_field_get(dir->arr->schema, dir->field, &f);
 	if (!fn(ctx, "tiles", true))
 		return TFS_E_OK;
-	e = emit_slices(dir->arr, fmts, n, false, fn, ctx);
+	e = emit_slices(dir->arr, dir->field, false, fn, ctx);
 	return e ? tfs_fail(d, e, "cannot list '%s'", f.name) : e;
 }
 
@@ -968,7 +895,7 @@ static enum tfs_err list_versions(const struct tfsd_node *dir, tfsd_list_fn fn,
 
 		if (t2[i] == 0 || (i && t2[i] == t2[i - 1]))
 			continue;
-		tfsd_format_time(name, sizeof(name), t2[i]);
+		tfsr_format_time(name, sizeof(name), t2[i]);
 		if (!fn(ctx, name, true))
 			break;
 	}

@@ -24,6 +24,7 @@
 #include "tfs_buf.h"
 #include "tfs_bytes.h"
 #include "tfs_log.h"
+#include "tfs_str.h"
 
 /* Documents read whole (schema.json, metadata values) at most. */
 #define DOC_MAX ((size_t)16 << 20)
@@ -41,14 +42,6 @@ static char *join(const char *a, const char *b)
 		return NULL;
 	}
 	return (char *)tfs_buf_detach(&buf, NULL);
-}
-
-/* Whether s ends with suffix, in any case (x.CSV from other systems). */
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n > m && strcasecmp(s + n - m, suffix) == 0;
 }
 
 static int hexval(char c)
@@ -105,7 +98,7 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 				"'%s': names starting with '__' belong to "
 				"TileDB",
 				name);
-	if (name[0] != '.' && ends_with(name, ".csv")) {
+	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv")) {
 		size_t stem = strlen(name) - 4;
 		char *stem_name = tfs_strndup(name, stem);
 		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
@@ -146,7 +139,7 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 				"'%s': not a name to write in an array "
 				"(write NAME.csv)",
 				name);
-	if (name[0] != '.' && ends_with(name, ".csv"))
+	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv"))
 		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
 				   dir_vpath, d);
 	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);
@@ -232,12 +225,12 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	}
 	case TFSD_N_FIELD: {
 		const struct tfs_schema *s = dir.arr->schema;
-		struct tfsd_field f;
-		enum tfsd_format fmt;
+		struct tfsr_field f;
+		enum tfsr_format fmt;
 		const char *sel;
 		size_t sel_len;
 
-		tfsd_field_get(s, dir.field, &f);
+		tfsr_field_get(s, dir.field, &f);
 		if (f.is_dim) {
 			e = tfs_fail(d, TFS_E_PERM,
 				     "'%s' is a dimension: write an attribute's "
@@ -245,8 +238,8 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				     f.name);
 			break;
 		}
-		if (!tfsd_slice_name_parse(name, &sel, &sel_len, &fmt) ||
-		    (fmt != TFSD_FMT_RAW && fmt != TFSD_FMT_NPY)) {
+		if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
+		    (fmt != TFSR_FMT_RAW && fmt != TFSR_FMT_NPY)) {
 			e = tfs_fail(d, TFS_E_PERM,
 				     "'%s': slices are written raw "
 				     "(slice[SEL]) or as .npy",
@@ -268,7 +261,7 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 		out->field = tfs_strdup(f.name);
 		out->sel = tfs_strndup(sel, sel_len);
 		out->sel_len = sel_len;
-		out->npy = fmt == TFSD_FMT_NPY;
+		out->npy = fmt == TFSR_FMT_NPY;
 		if (!out->field || !out->sel)
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		break;
@@ -708,7 +701,7 @@ static enum tfs_err npy_check(int fd, const struct tfs_attr *at,
 		p = end;
 	}
 	tfs_buf_init(&want, 256);
-	if (tfsd_npy_descr(&want, at->type, at->cell_val_num, 0) ||
+	if (tfsr_npy_descr(&want, at->type, at->cell_val_num, 0) ||
 	    tfs_buf_append_u8(&want, 0)) {
 		tfs_buf_release(&want);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -737,7 +730,7 @@ static enum tfs_err npy_check(int fd, const struct tfs_attr *at,
 	tfs_buf_release(&want);
 	if (e)
 		return e;
-	per_cell = tfsd_npy_is_subarray(at->type, at->cell_val_num)
+	per_cell = tfsr_npy_is_subarray(at->type, at->cell_val_num)
 			   ? at->cell_val_num
 			   : 1;
 	if (elems / per_cell != cells || elems % per_cell)
@@ -845,7 +838,7 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 {
 	struct slice_job j;
 	struct tfsd_arr *arr = NULL;
-	struct tfsd_sel *sel = NULL;
+	struct tfsr_sel *sel = NULL;
 	struct tfs_range *box = NULL;
 	struct tfs_query *q = NULL;
 	const char **others = NULL;
@@ -897,7 +890,7 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 			goto out;
 		}
 	}
-	e = tfsd_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
+	e = tfsr_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
 			   &sel, d);
 	if (e) {
 		e = tfs_fail(d, TFS_E_INVALID, "'%s': %s", t->name,
@@ -1000,7 +993,7 @@ out:
 	tfs_free(others);
 	tfs_free(j.cols);
 	tfs_free(box);
-	tfsd_sel_free(sel);
+	tfsr_sel_free(sel);
 	tfsd_arr_put(fs->arrays, arr);
 	tfs_buf_release(&j.vals);
 	tfs_buf_release(&j.validity);
@@ -1094,7 +1087,7 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 	char *dir_copy;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	tfsd_format_time(when, sizeof(when),
+	tfsr_format_time(when, sizeof(when),
 			 (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
 	tfs_log(failed ? TFS_LOG_ERROR : TFS_LOG_INFO, "write '/%s%s%s': %s%s",
 		dir, *dir ? "/" : "", file, failed ? "refused: " : "", outcome);

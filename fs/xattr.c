@@ -26,14 +26,14 @@ struct facts {
 static void facts_of(const struct tfsd_node *n, struct facts *out)
 {
 	const struct tfsd_arr *arr = n->arr;
-	struct tfsd_sel *sel = NULL;
+	struct tfsr_sel *sel = NULL;
 	struct tfs_diag d;
 
 	memset(out, 0, sizeof(*out));
 	if (!arr || arr->schema->array_type != TFS_DENSE)
 		return;
 	tfs_diag_init(&d);
-	if (tfsd_sel_parse(n->sel ? n->sel : "", n->sel ? n->sel_len : 0,
+	if (tfsr_sel_parse(n->sel ? n->sel : "", n->sel ? n->sel_len : 0,
 			   arr->schema, arr->has_ned ? arr->ned : NULL, &sel,
 			   &d))
 		return;
@@ -47,7 +47,7 @@ static void facts_of(const struct tfsd_node *n, struct facts *out)
 					   &out->cells))
 			out->has_cells = false;
 	}
-	tfsd_sel_free(sel);
+	tfsr_sel_free(sel);
 }
 
 static bool has_facts(const struct tfsd_node *n)
@@ -87,9 +87,9 @@ enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
 		const struct tfs_schema *s = arr->schema;
 
 		if (n->field >= 0) {
-			struct tfsd_field fd;
+			struct tfsr_field fd;
 
-			tfsd_field_get(s, n->field, &fd);
+			tfsr_field_get(s, n->field, &fd);
 			e = tfs_buf_printf(out, "%s", tfs_datatype_name(fd.type));
 		} else {
 			for (uint32_t i = 0; !e && i < s->attr_num; i++)

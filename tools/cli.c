@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tfsd.h"
+#include "tfs_render.h"
 
 enum cli_status cli_status_of(enum tfs_err e)
 {
@@ -104,7 +104,7 @@ bool cli_parse_key(const char *cmd, struct cli_common *c, const char *hex)
 bool cli_parse_timestamp(const char *cmd, struct cli_common *c,
 			 const char *text)
 {
-	if (tfsd_parse_time(text, &c->timestamp) || c->timestamp == 0) {
+	if (tfsr_parse_time(text, &c->timestamp) || c->timestamp == 0) {
 		cli_usage(cmd, "--timestamp takes milliseconds since the epoch "
 			       "or ISO-8601 UTC");
 		return false;

@@ -1,7 +1,7 @@
 /* `tfs export`: a selection of an array as a file, exactly the bytes the
- * mount serves for `A/[FIELD/]slice[SEL].EXT`. The array is the root of an
- * unmounted virtual tree of the daemon (fs/: selection grammar, renderers,
- * .npy), so both read the same code and never disagree. */
+ * mount serves for `A/[FIELD/]slice[SEL].EXT`: both plan the slice and
+ * stream it through the render library (render/slice.h), so they never
+ * disagree. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "slice.h"
 #include "tfs_alloc.h"
-#include "tfsd.h"
+#include "tfs_pool.h"
 
 static const char export_usage[] =
 	"usage: tfs export PATH [SEL] [--field NAME] [--format FMT] [-o FILE]\n"
@@ -35,155 +36,98 @@ static const char export_usage[] =
 	"exit status: 0 ok, 2 usage, 3 no such array or field, 4 bad selection,\n"
 	"5 I/O or corrupt data, 6 key\n";
 
-static const struct {
-	const char *name, *ext;
-} formats[] = {
-	{"raw", ""},       {"txt", ".txt"},         {"csv", ".csv"},
-	{"json", ".json"}, {"npy", ".npy"},         {"offsets", ".offsets"},
-	{"validity", ".validity"},
-};
-
 struct export_opts {
-	const char *path, *sel, *field, *ext, *out;
+	const char *path, *sel, *field, *out;
+	const struct tfsr_renderer *r;
 	struct cli_common c;
 };
 
-static void fs_release(struct tfsd *fs)
+/* Opens the array with a tile cache and a decode pool (as the mount
+ * does); *field: the field's index, -1 for every field. */
+static enum tfs_err export_open(const struct export_opts *o,
+				struct tfs_tile_cache **tiles,
+				struct tfs_pool **pool, struct tfs_array **a,
+				int *field, struct tfs_diag *d)
 {
-	tfsd_renders_free(fs->renders);
-	tfsd_arrays_free(fs->arrays);
-	tfs_pool_free(fs->pool);
-	tfs_tile_cache_free(fs->tiles);
-	memset(fs->cfg.default_key, 0, sizeof(fs->cfg.default_key));
-	tfsd_config_release(&fs->cfg);
-}
-
-static enum tfs_err fs_init(struct tfsd *fs, const struct export_opts *o,
-			    struct tfs_diag *d)
-{
-	char *real = realpath(o->path, NULL);
 	unsigned threads = o->c.threads ? o->c.threads : tfs_cpu_count();
+	struct tfs_open_opts oo = {.key = o->c.has_key ? o->c.key : NULL,
+				   .timestamp = o->c.timestamp,
+				   .threads = threads};
+	enum tfs_err e;
 
-	memset(fs, 0, sizeof(*fs));
-	if (!real)
-		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", o->path,
-				strerror(errno));
-	fs->cfg.source = tfs_strdup(real);
-	free(real);
-	fs->cfg.cache_bytes = (uint64_t)64 << 20;
-	fs->cfg.threads = threads;
-	fs->cfg.timestamp = o->c.timestamp;
-	fs->cfg.whole_max_cells = 65536;
-	if (o->c.has_key) {
-		memcpy(fs->cfg.default_key, o->c.key, 32);
-		fs->cfg.has_default_key = true;
-	}
-	if (!fs->cfg.source ||
-	    tfs_tile_cache_new(fs->cfg.cache_bytes, &fs->tiles) ||
-	    tfs_pool_new(threads - 1, &fs->pool) ||
-	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
-	    tfsd_renders_new((uint64_t)8 << 20, &fs->renders)) {
-		fs_release(fs);
+	*a = NULL;
+	*tiles = NULL;
+	*pool = NULL;
+	if (tfs_tile_cache_new((uint64_t)64 << 20, tiles) ||
+	    tfs_pool_new(threads - 1, pool))
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	oo.cache = *tiles;
+	oo.pool = *pool;
+	e = tfs_array_open(o->path, &oo, a, d);
+	if (e)
+		return e;
+	*field = -1;
+	if (o->field) {
+		*field = tfsr_field_find(tfs_array_schema(*a), o->field);
+		if (*field < 0)
+			return tfs_fail(d, TFS_E_NOT_FOUND,
+					"array '%s' has no field '%s'", o->path,
+					o->field);
 	}
 	return TFS_E_OK;
 }
 
-/* Copies the file's bytes to out. */
-static enum tfs_err copy_out(struct tfsd *fs, struct tfsd_file *f, FILE *out,
-			     struct tfs_diag *d)
+/* Streams the slice to out. */
+static enum tfs_err export_write(struct tfsr_slice *sl, struct tfs_array *a,
+				 FILE *out, struct tfs_diag *d)
 {
-	const size_t chunk = (size_t)1 << 20;
-	uint8_t *buf = tfs_malloc(chunk);
-	uint64_t off = 0;
+	struct tfsr_stream st;
 	enum tfs_err e = TFS_E_OK;
 
-	if (!buf)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	for (;;) {
-		size_t got = 0;
-
-		e = tfsd_file_read(fs, f, off, buf, chunk, &got, d);
-		if (e)
-			break;
-		if (got && fwrite(buf, 1, got, out) != got) {
+	tfsr_stream_init(&st, sl, a);
+	while (!e && !st.done) {
+		e = tfsr_stream_step(&st, d);
+		if (!e && st.out.len &&
+		    fwrite(st.out.data, 1, st.out.len, out) != st.out.len)
 			e = tfs_fail(d, TFS_E_IO, "cannot write the output: %s",
 				     strerror(errno));
-			break;
-		}
-		off += got;
-		if (got < chunk)
-			break;
+		st.out.len = 0;
 	}
-	tfs_free(buf);
+	tfsr_stream_release(&st);
 	return e;
 }
 
 static int run_export(const struct export_opts *o)
 {
-	struct tfsd fs;
-	struct tfsd_node dir, file;
-	struct tfsd_file *f = NULL;
-	struct tfs_buf name;
+	struct tfs_tile_cache *tiles;
+	struct tfs_pool *pool;
+	struct tfs_array *a;
+	struct tfs_range ned[TFSR_MAX_DIMS];
+	struct tfsr_slice *sl = NULL;
+	struct tfsr_slice_opts so = {.fmt = o->r->fmt, .sel = o->sel,
+				     .sel_len = strlen(o->sel)};
 	struct tfs_diag d;
 	FILE *out = stdout;
 	enum tfs_err e;
 	int st;
 
 	tfs_diag_init(&d);
-	e = fs_init(&fs, o, &d);
-	if (e)
-		return cli_fail("export", &d, e);
-	/* The array (or its field's folder) first: failing here is "not
-	 * found"; failing on the slice name is a refused selection. */
-	e = tfsd_resolve(&fs, o->field ? o->field : "", &dir, &d);
-	if (!e && dir.kind != TFSD_N_ARRAY && dir.kind != TFSD_N_FIELD) {
-		tfsd_node_release(&fs, &dir);
-		e = tfs_fail(&d, TFS_E_NOT_ARRAY,
-			     o->field ? "'%s' has no field '%s'"
-				      : "'%s' is not a TileDB array",
-			     o->path, o->field);
-	}
-	if (e == TFS_E_NOT_FOUND && o->field) {
-		/* The array resolved, so the field is what is missing. */
-		struct tfsd_node root;
-
-		if (!tfsd_resolve(&fs, "", &root, &d)) {
-			tfsd_node_release(&fs, &root);
-			tfs_diag_init(&d);
-			e = tfs_fail(&d, TFS_E_NOT_FOUND,
-				     "array '%s' has no field '%s'", o->path,
-				     o->field);
-		}
-	}
+	e = export_open(o, &tiles, &pool, &a, &so.field, &d);
 	if (e) {
 		st = cli_fail("export", &d, e);
-		goto out_fs;
+		goto out_array;
 	}
-	tfs_buf_init(&name, 1 << 20);
-	if (tfs_buf_printf(&name, "slice[%s]%s", o->sel, o->ext) ||
-	    tfs_buf_append_u8(&name, 0)) {
-		st = cli_fail("export", NULL, TFS_E_NOMEM);
-		goto out_name;
+	if (!tfsr_renderer_takes(o->r, tfs_array_schema(a), so.field, &d)) {
+		st = cli_fail("export", &d, TFS_E_INVALID);
+		goto out_array;
 	}
-	e = tfsd_resolve_child(&fs, &dir, (const char *)name.data, &file, &d);
-	if (!e && file.kind != TFSD_N_FILE) {
-		tfsd_node_release(&fs, &file);
-		e = tfs_fail(&d, TFS_E_INVALID, "'%s' is no file",
-			     (const char *)name.data);
-	}
-	if (e) {
-		/* The vtree says "not found" for a bad selection, as the
-		 * mount must; here it is refused input. */
-		if (e == TFS_E_NOT_FOUND)
-			e = d.code = TFS_E_INVALID;
-		st = cli_fail("export", &d, e);
-		goto out_name;
-	}
-	e = tfsd_file_open(&fs, &file, (const char *)name.data, &f, &d);
+	if (tfs_array_schema(a)->dim_num <= TFSR_MAX_DIMS &&
+	    tfs_array_non_empty_domain(a, ned))
+		so.ned = ned;
+	e = tfsr_slice_open(a, &so, &sl, &d);
 	if (e) {
 		st = cli_fail("export", &d, e);
-		goto out_file;
+		goto out_array;
 	}
 	if (o->out) {
 		out = fopen(o->out, "wb");
@@ -191,10 +135,10 @@ static int run_export(const struct export_opts *o)
 			cli_errorf("export", "cannot create '%s': %s", o->out,
 				   strerror(errno));
 			st = CLI_IO;
-			goto out_close;
+			goto out_slice;
 		}
 	}
-	e = copy_out(&fs, f, out, &d);
+	e = export_write(sl, a, out, &d);
 	if (!e && fflush(out) != 0)
 		e = tfs_fail(&d, TFS_E_IO, "cannot write the output: %s",
 			     strerror(errno));
@@ -204,15 +148,12 @@ static int run_export(const struct export_opts *o)
 	if (e && o->out)
 		unlink(o->out);
 	st = e ? cli_fail("export", &d, e) : CLI_OK;
-out_close:
-	tfsd_file_close(&fs, f);
-out_file:
-	tfsd_node_release(&fs, &file);
-out_name:
-	tfs_buf_release(&name);
-	tfsd_node_release(&fs, &dir);
-out_fs:
-	fs_release(&fs);
+out_slice:
+	tfsr_slice_free(sl);
+out_array:
+	tfs_array_close(a);
+	tfs_pool_free(pool);
+	tfs_tile_cache_free(tiles);
 	return st;
 }
 
@@ -230,8 +171,7 @@ int cmd_export(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct export_opts o = {.sel = ":", .ext = ".csv"};
-	const char *fmt = "csv";
+	struct export_opts o = {.sel = ":", .r = tfsr_renderer_named("csv")};
 	char selbuf[4096];
 	int opt, st;
 
@@ -256,13 +196,8 @@ int cmd_export(int argc, char **argv)
 			o.field = optarg;
 			break;
 		case OPT_FORMAT:
-			fmt = optarg;
-			o.ext = NULL;
-			for (size_t i = 0; i < sizeof(formats) / sizeof(*formats);
-			     i++)
-				if (!strcmp(optarg, formats[i].name))
-					o.ext = formats[i].ext;
-			if (!o.ext)
+			o.r = tfsr_renderer_named(optarg);
+			if (!o.r)
 				return cli_usage("export", "unknown --format");
 			break;
 		case 'o':
@@ -288,8 +223,7 @@ int cmd_export(int argc, char **argv)
 			o.sel = selbuf;
 		}
 	}
-	if (!o.field && strcmp(fmt, "csv") && strcmp(fmt, "json") &&
-	    strcmp(fmt, "npy")) {
+	if (!o.field && !(o.r->flags & TFSR_R_ALL_FIELDS)) {
 		cli_common_release(&o.c);
 		return cli_usage("export", "every field together is csv, json "
 					   "or npy (or give --field)");

@@ -11,7 +11,7 @@
 #include "dump.h"
 #include "tfs_alloc.h"
 #include "tfs_datatype.h"
-#include "tfsd.h"
+#include "tfs_render.h"
 #include "value_text.h"
 
 static const char info_usage[] =
@@ -55,7 +55,7 @@ static void put_values(struct tfs_buf *b, uint8_t type, const void *p,
 			return;
 		return;
 	}
-	if (tfsd_cell_text(b, &c, 0, TFSD_TEXT_TXT, NULL))
+	if (tfsr_cell_text(b, &c, 0, TFSR_TEXT_TXT, NULL))
 		b->len = 0;
 }
 
@@ -125,7 +125,7 @@ static void print_array(const char *path, const struct tfs_array *a)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
 	size_t nfrag = tfs_array_fragment_count(a), visible = 0;
-	struct tfs_range ned[TFSD_MAX_DIMS];
+	struct tfs_range ned[TFSR_MAX_DIMS];
 	char t1[48], t2[48];
 
 	printf("array      %s\n", path);
@@ -188,7 +188,7 @@ static void print_array(const char *path, const struct tfs_array *a)
 		       en->ordered ? ", ordered" : "");
 	}
 	fputs("non-empty  ", stdout);
-	if (s->dim_num <= TFSD_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
+	if (s->dim_num <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
 		print_box(s, ned);
 	else
 		fputs("(empty)", stdout);
@@ -204,8 +204,8 @@ static void print_array(const char *path, const struct tfs_array *a)
 		struct tfs_fragment_info f;
 
 		tfs_array_fragment(a, i, &f);
-		tfsd_format_time(t1, sizeof(t1), f.t1);
-		tfsd_format_time(t2, sizeof(t2), f.t2);
+		tfsr_format_time(t1, sizeof(t1), f.t1);
+		tfsr_format_time(t2, sizeof(t2), f.t2);
 		printf(" %c %s\n     %s .. %s, v%" PRIu32 ", %s, %" PRIu64
 		       " cells%s, ",
 		       f.visible ? '*' : ' ', f.name, t1, t2, f.version,

@@ -7,5 +7,8 @@
 
 /* Whether s ends with suffix (every string ends with ""). */
 bool tfs_str_ends_with(const char *s, const char *suffix);
+/* The same, ASCII letters compared without case ("x.CSV" ends with
+ * ".csv"). */
+bool tfs_str_ends_with_nocase(const char *s, const char *suffix);
 
 #endif

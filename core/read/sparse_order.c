@@ -130,13 +130,15 @@ int tfs__sp_newest_cmp(const void *ctx, uint32_t a, uint32_t b)
  * and separators are the same in both texts and drop out, except the
  * character after the last value ('}') versus after the others (','). */
 
+/* Integral floats below this are plain digits in the corpus JSON; the
+ * text is core/base's tfs_fmt_f64/f32, the one float formatter every
+ * writer calls, so nothing here copies a renderer's layout. */
+#define JSON_PLAIN_BELOW 1e16
+
 static enum tfs_err json_float(struct tfs_buf *b, double v, bool f32)
 {
-	struct tfs_decimal dec;
-	char digits[24];
-	size_t nd;
-	int exp;
-	enum tfs_err e = TFS_E_OK;
+	char t[TFS_FMT_FLOAT_MAX];
+	size_t n;
 
 	if (v != v)
 		return tfs_buf_append(b, "\"NaN\"", 5);
@@ -144,60 +146,9 @@ static enum tfs_err json_float(struct tfs_buf *b, double v, bool f32)
 		return tfs_buf_append(b, "\"Infinity\"", 10);
 	if (v < -DBL_MAX)
 		return tfs_buf_append(b, "\"-Infinity\"", 11);
-	if (v >= 9007199254740992.0 || v <= -9007199254740992.0 ||
-	    v == (double)(int64_t)v)
-		return tfs_buf_printf(b, "%.0f", v);
-	/* The fewest digits that read back (as a float for FLOAT32). */
-	if (f32)
-		tfs_decimal_of_f32(&dec, (float)v);
-	else
-		tfs_decimal_of_f64(&dec, v);
-	nd = (size_t)dec.ndigits;
-	for (size_t i = nd; i > 0; i--) {
-		digits[i - 1] = (char)('0' + dec.digits % 10);
-		dec.digits /= 10;
-	}
-	exp = dec.exp10;
-	if (dec.negative) {
-		e = tfs_buf_append_u8(b, '-');
-		if (e)
-			return e;
-	}
-	if (exp >= -4 && exp < 16) {
-		int decpt = exp + 1;
-
-		if (decpt <= 0) {
-			e = tfs_buf_append(b, "0.", 2);
-			for (int i = 0; !e && i < -decpt; i++)
-				e = tfs_buf_append_u8(b, '0');
-			if (!e)
-				e = tfs_buf_append(b, digits, nd);
-		} else if ((size_t)decpt >= nd) {
-			e = tfs_buf_append(b, digits, nd);
-			for (size_t i = nd; !e && i < (size_t)decpt; i++)
-				e = tfs_buf_append_u8(b, '0');
-			if (!e)
-				e = tfs_buf_append(b, ".0", 2);
-		} else {
-			e = tfs_buf_append(b, digits, (size_t)decpt);
-			if (!e)
-				e = tfs_buf_append_u8(b, '.');
-			if (!e)
-				e = tfs_buf_append(b, digits + decpt,
-						   nd - (size_t)decpt);
-		}
-		return e;
-	}
-	e = tfs_buf_append_u8(b, (uint8_t)digits[0]);
-	if (!e && nd > 1) {
-		e = tfs_buf_append_u8(b, '.');
-		if (!e)
-			e = tfs_buf_append(b, digits + 1, nd - 1);
-	}
-	if (!e)
-		e = tfs_buf_printf(b, "e%c%02d", exp < 0 ? '-' : '+',
-				   exp < 0 ? -exp : exp);
-	return e;
+	n = f32 ? tfs_fmt_f32(t, sizeof(t), (float)v, JSON_PLAIN_BELOW)
+		: tfs_fmt_f64(t, sizeof(t), v, JSON_PLAIN_BELOW);
+	return tfs_buf_append(b, t, n);
 }
 
 /* Length of the valid UTF-8 sequence at p (0 if invalid). */

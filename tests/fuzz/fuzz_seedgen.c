@@ -21,6 +21,7 @@
 #include "tfs_buf.h"
 #include "tfs_fragment.h"
 #include "tfs_read.h"
+#include "tfs_str.h"
 
 /* Seeds stay small: libFuzzer's default max_len follows the largest. */
 #define MAX_SEED ((size_t)256 << 10)
@@ -78,13 +79,6 @@ static uint8_t *read_file(const char *path, size_t *len)
 	return buf;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 /* ---- single files, by where they live ---------------------------------- */
 
 /* Decodes a generic-tile file and writes its payload as a seed of target
@@ -118,13 +112,13 @@ static void one_file(const char *path, const char *rel, const char *name)
 	} else if (strstr(rel, "__schema/") ||
 		   strcmp(name, "__array_schema.tdb") == 0) {
 		tile_file("fuzz_schema", rel, buf, len, 0, false);
-	} else if (ends_with(name, ".vac") || ends_with(name, ".ign")) {
+	} else if (tfs_str_ends_with(name, ".vac") || tfs_str_ends_with(name, ".ign")) {
 		mode = 1;
 		put_seed("fuzz_commits", rel, &mode, 1, buf, len);
-	} else if (ends_with(name, ".con")) {
+	} else if (tfs_str_ends_with(name, ".con")) {
 		mode = 0;
 		put_seed("fuzz_commits", rel, &mode, 1, buf, len);
-	} else if (ends_with(name, ".del") || ends_with(name, ".upd")) {
+	} else if (tfs_str_ends_with(name, ".del") || tfs_str_ends_with(name, ".upd")) {
 		tile_file("fuzz_condition", rel, buf, len, 0, false);
 	} else if (strstr(rel, "__meta/")) {
 		tile_file("fuzz_metadata", rel, buf, len, 0, false);
@@ -428,7 +422,7 @@ next:
 		uint8_t *buf;
 		size_t len;
 
-		if (!ends_with(de->d_name, ".meta"))
+		if (!tfs_str_ends_with(de->d_name, ".meta"))
 			continue;
 		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
 		snprintf(id, sizeof(id), "%s/__fragment_meta/%s", rel,

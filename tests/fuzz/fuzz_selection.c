@@ -1,4 +1,4 @@
-/* Fuzz target: the daemon's selection grammar (fs/selection.h, SPEC §3):
+/* Fuzz target: the selection grammar (render/selection.h, SPEC §3):
  * the SEL of `slice[SEL].EXT` parsed against real schemas and non-empty
  * domains of the public corpus, opened once at startup (the corpus path
  * is compiled in; TFS_FUZZ_CORPUS overrides it).
@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "tfsd.h"
+#include "selection.h"
+#include "tfs_render.h"
 
 static const char *const array_names[] = {
 	"dense_2d_rowmajor",   "sparse_string_dim", "dense_datetime_dim",
@@ -28,11 +29,11 @@ static struct {
 	struct tfs_range *ned; /* NULL when empty */
 } arrays[ARRAY_NUM];
 
-static void check_sel(const struct tfsd_sel *sel, const struct tfs_schema *s)
+static void check_sel(const struct tfsr_sel *sel, const struct tfs_schema *s)
 {
 	FUZZ_CHECK(sel->dim_num == s->dim_num);
 	for (uint32_t k = 0; k < sel->dim_num; k++) {
-		const struct tfsd_dim_sel *ds = &sel->dims[k];
+		const struct tfsr_dim_sel *ds = &sel->dims[k];
 		const struct tfs_dim *dim = &s->dims[k];
 
 		FUZZ_CHECK(ds->stride >= 1);
@@ -67,14 +68,14 @@ static void check_sel(const struct tfsd_sel *sel, const struct tfs_schema *s)
 static void check_format_ned(const struct tfs_schema *s,
 			     const struct tfs_range *ned)
 {
-	struct tfsd_sel *sel;
+	struct tfsr_sel *sel;
 	struct tfs_diag d;
 	struct tfs_buf b;
 
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	FUZZ_CHECK(tfsd_sel_format_ned(&b, s, ned) == TFS_E_OK);
+	FUZZ_CHECK(tfsr_sel_format_ned(&b, s, ned) == TFS_E_OK);
 	tfs_diag_init(&d);
-	if (tfsd_sel_parse((const char *)b.data, b.len, s, ned, &sel, &d)) {
+	if (tfsr_sel_parse((const char *)b.data, b.len, s, ned, &sel, &d)) {
 		fprintf(stderr, "'%.*s': %s\n", (int)b.len, (char *)b.data,
 			d.msg);
 		fuzz_fail(__FILE__, __LINE__,
@@ -89,7 +90,7 @@ static void check_format_ned(const struct tfs_schema *s,
 		FUZZ_CHECK(memcmp(sel->dims[k].lo_val, ned[k].lo, w) == 0);
 		FUZZ_CHECK(memcmp(sel->dims[k].hi_val, ned[k].hi, w) == 0);
 	}
-	tfsd_sel_free(sel);
+	tfsr_sel_free(sel);
 	tfs_buf_release(&b);
 }
 
@@ -106,7 +107,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	opts.threads = 1;
 	for (size_t i = 0; i < ARRAY_NUM; i++) {
 		char path[4096];
-		struct tfs_range ned[TFSD_MAX_DIMS];
+		struct tfs_range ned[TFSR_MAX_DIMS];
 		struct tfs_diag d;
 
 		snprintf(path, sizeof(path), "%s/%s", corpus, array_names[i]);
@@ -133,7 +134,7 @@ static void check_slice_name(const uint8_t *text, size_t len)
 	static const char *const exts[] = {"", ".txt", ".csv", ".json",
 					   ".npy", ".offsets", ".validity"};
 	const char *sel;
-	enum tfsd_format fmt;
+	enum tfsr_format fmt;
 	size_t sel_len;
 	char *name;
 
@@ -144,13 +145,13 @@ static void check_slice_name(const uint8_t *text, size_t len)
 	/* The text itself as a file name. */
 	memcpy(name, text, len);
 	name[len] = '\0';
-	if (tfsd_slice_name_parse(name, &sel, &sel_len, &fmt))
+	if (tfsr_slice_name_parse(name, &sel, &sel_len, &fmt))
 		FUZZ_CHECK(sel == name + 6 && sel_len <= len - 6);
 	/* Wrapped: the SEL comes back whole. */
 	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
 		snprintf(name, len + 32, "slice[%.*s]%s", (int)len,
 			 (const char *)text, exts[i]);
-		FUZZ_CHECK(tfsd_slice_name_parse(name, &sel, &sel_len, &fmt));
+		FUZZ_CHECK(tfsr_slice_name_parse(name, &sel, &sel_len, &fmt));
 		FUZZ_CHECK(sel == name + 6 && sel_len == len &&
 			   (unsigned)fmt == i);
 	}
@@ -161,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct tfs_schema *s;
 	const struct tfs_range *ned;
-	struct tfsd_sel *sel;
+	struct tfsr_sel *sel;
 	struct tfs_diag d;
 	char *text;
 	enum tfs_err e;
@@ -177,13 +178,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(text);
 	memcpy(text, data + 1, size - 1);
 	tfs_diag_init(&d);
-	e = tfsd_sel_parse(text, size - 1, s, ned, &sel, &d);
+	e = tfsr_sel_parse(text, size - 1, s, ned, &sel, &d);
 	if (e) {
 		FUZZ_CHECK(sel == NULL && d.code == e);
 		FUZZ_CHECK(e == TFS_E_INVALID || e == TFS_E_NOMEM);
 	} else {
 		check_sel(sel, s);
-		tfsd_sel_free(sel);
+		tfsr_sel_free(sel);
 	}
 	check_slice_name(data + 1, size - 1);
 	free(text);

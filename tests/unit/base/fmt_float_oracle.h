@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* tools/json_out.c json_fmt_f64/json_fmt_f32 (plain digits below 1e16,
+/* render/json_out.c json_fmt_f64/json_fmt_f32 (plain digits below 1e16,
  * the search from precision 15 (6) for normal non-integers). cap >= 32. */
 size_t fmt_oracle_json_f64(char *out, size_t cap, double v);
 size_t fmt_oracle_json_f32(char *out, size_t cap, float v);

@@ -679,6 +679,34 @@ Test(log, sink_and_level)
 	tfs_log_configure(NULL, TFS_LOG_WARN);
 }
 
+Test(str, ends_with_compares_the_last_bytes)
+{
+	static const struct {
+		const char *s, *suffix;
+		bool exact, nocase;
+	} cases[] = {
+		{"a.csv", ".csv", true, true},
+		{"a.CSV", ".csv", false, true},
+		{".csv", ".csv", true, true},
+		{"csv", ".csv", false, false},
+		{"", "", true, true},
+		{"abc", "", true, true},
+		{"", "x", false, false},
+		{"__fragments/x.wrt", ".wrt", true, true},
+		{"x.wrtx", ".wrt", false, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(tfs_str_ends_with(cases[i].s, cases[i].suffix),
+			     cases[i].exact, "'%s' ends with '%s'", cases[i].s,
+			     cases[i].suffix);
+		cr_assert_eq(tfs_str_ends_with_nocase(cases[i].s,
+						      cases[i].suffix),
+			     cases[i].nocase, "'%s' ends with '%s' (any case)",
+			     cases[i].s, cases[i].suffix);
+	}
+}
+
 Test(str, ends_with)
 {
 	static const struct {

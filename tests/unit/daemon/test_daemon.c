@@ -40,60 +40,6 @@ Test(options, sizes)
 	}
 }
 
-Test(options, times)
-{
-	static const struct {
-		const char *text;
-		uint64_t want;
-		bool ok;
-	} cases[] = {
-		{"1700000000000", 1700000000000ull, true},
-		{"2023-11-14T22:13:20.000Z", 1700000000000ull, true},
-		{"2023-11-14T22:13:20Z", 1700000000000ull, true},
-		{"2023-11-14T22:13:20.5", 1700000000500ull, true},
-		{"2023-11-14", 1699920000000ull, true},
-		{"1970-01-01T00:00:00.001Z", 1, true},
-		{"2000-02-29T12:00", 951825600000ull, true},
-		{"2023-13-01", 0, false},
-		{"2023-11-14T25:00", 0, false},
-		{"yesterday", 0, false},
-		{"", 0, false},
-		{"2023-11-14T22:13:20.000Zjunk", 0, false},
-	};
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		uint64_t v = 0;
-		enum tfs_err e = tfsd_parse_time(cases[i].text, &v);
-
-		cr_expect_eq(e == TFS_E_OK, cases[i].ok, "'%s'", cases[i].text);
-		if (cases[i].ok)
-			cr_expect_eq(v, cases[i].want, "'%s': %llu", cases[i].text,
-				     (unsigned long long)v);
-	}
-}
-
-Test(options, time_text_round_trips)
-{
-	uint64_t samples[] = {0, 1, 999, 1000, 1700000000000ull,
-			      1700000001234ull, 4102444800000ull, 951825600000ull};
-
-	for (size_t i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
-		char text[40];
-		uint64_t back = 0;
-
-		tfsd_format_time(text, sizeof(text), samples[i]);
-		cr_assert_eq(strlen(text), 24, "%s", text);
-		cr_assert_eq(tfsd_parse_time(text, &back), TFS_E_OK, "%s", text);
-		cr_expect_eq(back, samples[i], "%s", text);
-	}
-	{
-		char text[40];
-
-		tfsd_format_time(text, sizeof(text), 1700000000000ull);
-		cr_expect_str_eq(text, "2023-11-14T22:13:20.000Z");
-	}
-}
-
 Test(options, keyfile)
 {
 	char path[64];

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "json_mini.h"
+#include "json_test.h"
 #include "tfs_format.h"
 
 #define CORPUS TFS_CORPUS_DIR

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "frag_test_json.h"
+#include "json_test.h"
 #include "tfs_alloc.h"
 #include "tfs_fragment.h"
 #include "vfs_test_util.h"
@@ -81,31 +81,31 @@ static const struct tfs_fragment *listed_named(const struct tfs_arraydir *a,
 
 /* ---- comparing with the corpus JSON -------------------------------------- */
 
-static uint64_t jnum_u64(const struct jval *v)
+static uint64_t jnum_u64(const struct jv *v)
 {
-	cr_assert(v && v->type == J_NUM);
+	cr_assert(v && v->t == J_NUM);
 	return strtoull(v->text, NULL, 10);
 }
 
 /* One value of datatype type at p against a JSON number (or the
  * "NaN"/"Infinity" strings). */
-static bool value_matches(uint8_t type, const uint8_t *p, const struct jval *j)
+static bool value_matches(uint8_t type, const uint8_t *p, const struct jv *j)
 {
 	switch (tfs_datatype_class(type)) {
 	case TFS_CLASS_SIGNED:
-		return j->type == J_NUM &&
+		return j->t == J_NUM &&
 		       tfs_value_as_i64(type, p) == strtoll(j->text, NULL, 10);
 	case TFS_CLASS_UNSIGNED:
-		return j->type == J_NUM &&
+		return j->t == J_NUM &&
 		       tfs_value_as_u64(type, p) == strtoull(j->text, NULL, 10);
 	case TFS_CLASS_FLOAT: {
 		double got = tfs_value_as_f64(type, p), want;
 
-		if (j->type == J_STR) {
+		if (j->t == J_STR) {
 			if (!strcmp(j->text, "NaN"))
 				return got != got;
 			want = strtod(j->text, NULL);
-		} else if (j->type == J_NUM) {
+		} else if (j->t == J_NUM) {
 			want = type == TFS_FLOAT32
 				       ? (double)strtof(j->text, NULL)
 				       : strtod(j->text, NULL);
@@ -121,18 +121,16 @@ static bool value_matches(uint8_t type, const uint8_t *p, const struct jval *j)
 
 /* A range of dimension dim against JSON [lo, hi]. */
 static void check_range(const struct tfs_dim *dim, const struct tfs_range *r,
-			const struct jval *j, const char *what)
+			const struct jv *j, const char *what)
 {
-	cr_assert(j && j->type == J_ARR && j->n == 2, "%s: bad JSON range",
+	cr_assert(j && j->t == J_ARR && j->n == 2, "%s: bad JSON range",
 		  what);
 	if (dim->var) {
-		cr_assert(j->items[0].type == J_STR && j->items[1].type == J_STR);
-		cr_assert(r->lo_len == j->items[0].len &&
-				  !memcmp(r->lo, j->items[0].text, r->lo_len),
+		cr_assert(j->items[0].t == J_STR && j->items[1].t == J_STR);
+		cr_assert(json_str_eq(&j->items[0], r->lo, r->lo_len),
 			  "%s: low '%.*s' != '%s'", what, (int)r->lo_len,
 			  (const char *)r->lo, j->items[0].text);
-		cr_assert(r->hi_len == j->items[1].len &&
-				  !memcmp(r->hi, j->items[1].text, r->hi_len),
+		cr_assert(json_str_eq(&j->items[1], r->hi, r->hi_len),
 			  "%s: high '%.*s' != '%s'", what, (int)r->hi_len,
 			  (const char *)r->hi, j->items[1].text);
 		return;
@@ -144,12 +142,12 @@ static void check_range(const struct tfs_dim *dim, const struct tfs_range *r,
 }
 
 static void check_fragment(const struct tfs_arraydir *a,
-			   const struct tfs_fragment *f, const struct jval *jf,
+			   const struct tfs_fragment *f, const struct jv *jf,
 			   const char *label)
 {
-	const struct jval *ts = json_get(jf, "timestamps");
-	const struct jval *ned = json_get(jf, "non_empty_domain");
-	const struct jval *name = json_get(jf, "name");
+	const struct jv *ts = json_get(jf, "timestamps");
+	const struct jv *ned = json_get(jf, "non_empty_domain");
+	const struct jv *name = json_get(jf, "name");
 
 	cr_assert_str_eq(f->name, name->text, "%s", label);
 	cr_assert_eq(f->name_info.t1, jnum_u64(&ts->items[0]), "%s %s", label,
@@ -181,7 +179,7 @@ static void check_fragment(const struct tfs_arraydir *a,
 
 /* Union of the visible fragments' non-empty domains against the JSON's
  * non_empty_domain (what TileDB reports at the opening timestamp). */
-static void check_union_ned(const struct tfs_arraydir *a, const struct jval *j,
+static void check_union_ned(const struct tfs_arraydir *a, const struct jv *j,
 			    const char *label)
 {
 	const struct tfs_schema *s = a->schema;
@@ -189,7 +187,7 @@ static void check_union_ned(const struct tfs_arraydir *a, const struct jval *j,
 
 	for (size_t i = 0; i < a->fragment_num; i++)
 		n += !a->fragments[i]->footer.empty;
-	if (!j || j->type == J_NULL) {
+	if (!j || j->t == J_NULL) {
 		cr_assert_eq(n, 0, "%s: expected no non-empty domain", label);
 		return;
 	}
@@ -241,12 +239,12 @@ static char *hex_of(const uint8_t *p, size_t n)
 	return s;
 }
 
-static void check_metadata(const struct tfs_arraydir *a, const struct jval *j,
+static void check_metadata(const struct tfs_arraydir *a, const struct jv *j,
 			   const char *label)
 {
 	const struct tfs_metadata *m = &a->metadata;
 
-	cr_assert(j && j->type == J_OBJ, "%s: metadata", label);
+	cr_assert(j && j->t == J_OBJ, "%s: metadata", label);
 	cr_assert_eq(m->count, j->n, "%s: %zu metadata keys, expected %zu",
 		     label, m->count, j->n);
 	for (size_t i = 1; i < m->count; i++)
@@ -256,8 +254,8 @@ static void check_metadata(const struct tfs_arraydir *a, const struct jval *j,
 			     0, "%s: metadata not sorted", label);
 	for (size_t i = 0; i < j->n; i++) {
 		const char *key = j->keys[i];
-		const struct jval *e = &j->items[i];
-		const struct jval *vals = json_get(e, "values");
+		const struct jv *e = &j->items[i];
+		const struct jv *vals = json_get(e, "values");
 		const struct tfs_meta_kv *kv = NULL;
 		size_t vsize;
 
@@ -280,9 +278,8 @@ static void check_metadata(const struct tfs_arraydir *a, const struct jval *j,
 			free(h);
 		} else if (tfs_datatype_is_string(kv->type)) {
 			cr_assert_eq(vals->n, 1);
-			cr_assert(vals->items[0].len == vsize &&
-					  !memcmp(vals->items[0].text, kv->value,
-						  vsize),
+			cr_assert(json_str_eq(&vals->items[0], kv->value,
+					      vsize),
 				  "%s: key '%s'", label, key);
 		} else {
 			size_t sz = tfs_datatype_size(kv->type);
@@ -301,12 +298,12 @@ static void check_metadata(const struct tfs_arraydir *a, const struct jval *j,
 
 /* Everything the JSON says about the array that this module decides. */
 static void check_against_json(const struct tfs_arraydir *a,
-			       const struct jval *j, const char *label)
+			       const struct jv *j, const char *label)
 {
-	const struct jval *schema = json_get(j, "schema");
-	const struct jval *tr = json_get(schema, "timestamp_range");
-	const struct jval *frags = json_get(j, "fragments");
-	const struct jval *vac = json_get(j, "fragments_to_vacuum");
+	const struct jv *schema = json_get(j, "schema");
+	const struct jv *tr = json_get(schema, "timestamp_range");
+	const struct jv *frags = json_get(j, "fragments");
+	const struct jv *vac = json_get(j, "fragments_to_vacuum");
 
 	cr_assert_eq(a->schema->version, jnum_u64(json_get(j, "format_version")),
 		     "%s: schema version", label);
@@ -399,16 +396,16 @@ static char *array_of(const char *json_name, uint64_t *t)
 }
 
 static void check_array_json(struct tfs_vfs *v, const char *path,
-			     const struct jval *j, uint64_t t,
+			     const struct jv *j, uint64_t t,
 			     const char *label)
 {
-	const struct jval *kh = json_get(j, "key_hex");
-	const struct jval *opened = json_get(j, "opened_at");
+	const struct jv *kh = json_get(j, "key_hex");
+	const struct jv *opened = json_get(j, "opened_at");
 	uint8_t key[32];
-	bool has_key = kh && kh->type == J_STR && parse_hex_key(kh->text, key);
+	bool has_key = kh && kh->t == J_STR && parse_hex_key(kh->text, key);
 	struct tfs_arraydir *a;
 
-	if (opened && opened->type == J_NUM)
+	if (opened && opened->t == J_NUM)
 		cr_assert_eq(jnum_u64(opened), t, "%s", label);
 	a = must_open(v, path, has_key ? key : NULL, t);
 	check_against_json(a, j, label);
@@ -417,9 +414,9 @@ static void check_array_json(struct tfs_vfs *v, const char *path,
 }
 
 static void check_group_json(struct tfs_vfs *v, const char *path,
-			     const struct jval *j)
+			     const struct jv *j)
 {
-	const struct jval *members = json_get(j, "members");
+	const struct jv *members = json_get(j, "members");
 	enum tfs_object_kind kind;
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
@@ -431,8 +428,8 @@ static void check_group_json(struct tfs_vfs *v, const char *path,
 		     TFS_E_NOT_ARRAY);
 	cr_assert_null(a);
 	for (size_t i = 0; i < members->n; i++) {
-		const struct jval *m = &members->items[i];
-		const struct jval *content = json_get(m, "content");
+		const struct jv *m = &members->items[i];
+		const struct jv *content = json_get(m, "content");
 		char *p = vt_fmt("%s/%s", path, json_get(m, "path")->text);
 
 		if (!strcmp(json_get(m, "type")->text, "group"))
@@ -453,7 +450,7 @@ static void check_corpus_dir(const char *dir, size_t *checked)
 	while ((e = readdir(dp))) {
 		const char *name = e->d_name;
 		size_t n = strlen(name);
-		struct jval *j;
+		struct jv *j;
 		char *jpath, *arr, *apath;
 		uint64_t t;
 
@@ -920,7 +917,7 @@ Test(errors, encryption_keys)
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 	uint8_t key[32];
-	struct jval *j = json_load(CORPUS "/encrypted.json");
+	struct jv *j = json_load(CORPUS "/encrypted.json");
 
 	cr_assert(parse_hex_key(json_get(j, "key_hex")->text, key));
 	cr_assert_eq(open_at(v, CORPUS "/encrypted", NULL, UINT64_MAX, &a, &d),
@@ -1154,7 +1151,7 @@ Test(faults, short_reads_at_every_call)
 Test(faults, encrypted_eio_at_every_call)
 {
 	uint8_t key[32];
-	struct jval *j = json_load(CORPUS "/encrypted.json");
+	struct jv *j = json_load(CORPUS "/encrypted.json");
 
 	cr_assert(parse_hex_key(json_get(j, "key_hex")->text, key));
 	faults_during_open("encrypted", key, UINT64_MAX, TFS_FAULT_EIO, TFS_E_IO);
@@ -1224,7 +1221,7 @@ static void alloc_failures_during_open(const char *array, const uint8_t *key)
 Test(faults, allocation_failures)
 {
 	uint8_t key[32];
-	struct jval *j = json_load(CORPUS "/encrypted.json");
+	struct jv *j = json_load(CORPUS "/encrypted.json");
 
 	alloc_failures_during_open("dense_1d", NULL);
 	alloc_failures_during_open("consolidated_commits", NULL);
@@ -1249,7 +1246,7 @@ Test(mem, corpus_copies_match)
 	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
 		struct tfs_vfs *m = vt_mem_copy(arrays[i]);
 		char *jp = vt_fmt("%s/%s.json", CORPUS, arrays[i]);
-		struct jval *j = json_load(jp);
+		struct jv *j = json_load(jp);
 
 		cr_assert_not_null(j);
 		check_array_json(m, "/A", j, UINT64_MAX, arrays[i]);
@@ -1266,7 +1263,7 @@ Test(mem, posix_temp_copy)
 	char tmpl[] = "/tmp/tfs-frag-......";
 	char *dir;
 	char *dst, *wrt;
-	struct jval *j = json_load(CORPUS "/consolidated_commits.json");
+	struct jv *j = json_load(CORPUS "/consolidated_commits.json");
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 

@@ -70,7 +70,7 @@ static void render(const char *path, bool labels, struct tfs_buf *out,
 			for (size_t k = 0; k < b->column_num; k++) {
 				if (k)
 					cr_assert(!tfs_buf_append_u8(out, ','));
-				cr_assert(!tfsd_cell_text(out, &b->columns[k], i, TFSD_TEXT_CSV,
+				cr_assert(!tfsr_cell_text(out, &b->columns[k], i, TFSR_TEXT_CSV,
 							  labels ? fx_column_enum(a, &b->columns[k])
 								 : NULL));
 			}

@@ -1,5 +1,5 @@
 /* data.csv round trip over the corpus: each array's cells rendered as
- * the daemon renders data.csv (fs/value_text.c, SPEC §4; enumerated
+ * the daemon renders data.csv (render/value_text.c, SPEC §4; enumerated
  * attributes as their enumeration's values), ingested into a copy of the
  * array, and rendered again must give the same text. Arrays it cannot
  * apply to are skipped: encrypted (no key here), duplicates allowed (the
@@ -36,7 +36,7 @@ static void render(const char *path, struct tfs_buf *out)
 			for (size_t k = 0; k < b->column_num; k++) {
 				if (k)
 					cr_assert(!tfs_buf_append_u8(out, ','));
-				cr_assert(!tfsd_name_text(out, b->columns[k].name, TFSD_TEXT_CSV));
+				cr_assert(!tfsr_name_text(out, b->columns[k].name, TFSR_TEXT_CSV));
 			}
 			cr_assert(!tfs_buf_append_u8(out, '\n'));
 			header = true;
@@ -45,7 +45,7 @@ static void render(const char *path, struct tfs_buf *out)
 			for (size_t k = 0; k < b->column_num; k++) {
 				if (k)
 					cr_assert(!tfs_buf_append_u8(out, ','));
-				cr_assert(!tfsd_cell_text(out, &b->columns[k], i, TFSD_TEXT_CSV,
+				cr_assert(!tfsr_cell_text(out, &b->columns[k], i, TFSR_TEXT_CSV,
 							  fx_column_enum(a, &b->columns[k])));
 			}
 			cr_assert(!tfs_buf_append_u8(out, '\n'));

@@ -1,5 +1,5 @@
 /* Schema JSON: every corpus array's schema rendered as schema.json shows
- * it (tools/array_json.c) parses back to an equal schema, enumerations
+ * it (render/array_json.c) parses back to an equal schema, enumerations
  * and their values included; bad documents are refused naming the JSON
  * path. Schema inference from CSV files. */
 #include <criterion/criterion.h>

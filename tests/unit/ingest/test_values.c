@@ -371,7 +371,7 @@ Test(values, datetime_text_round_trip)
 			if ((type == TFS_DATETIME_YEAR && v > INT64_MAX - 1970) ||
 			    (type == TFS_DATETIME_YEAR + 3 && v > INT64_MAX - 719468))
 				continue;
-			tfsd_datetime_text(text, sizeof(text), type, v);
+			tfsr_datetime_text(text, sizeof(text), type, v);
 			cr_assert_eq(tfs__value_parse(type, (const uint8_t *)text, strlen(text),
 						      &back, &why),
 				     TFS_E_OK, "%s %lld '%s': %s", tfs_datatype_name(type),

@@ -1,5 +1,5 @@
-/* The JSON conventions of the corpus as tools/json_out.c and
- * tools/cell_json.c write them: shortest round-trip floats (float32 through
+/* The JSON conventions of the corpus as render/json_out.c and
+ * render/cell_json.c write them: shortest round-trip floats (float32 through
  * float), integers exact, strings with invalid UTF-8 bytes as \u00XY, hex
  * for bytes, comma placement, values parsed from subarray texts. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* The daemon's pure parts: the selection grammar (SPEC §3) against corpus
+/* The render library's parts: the selection grammar (SPEC §3) against corpus
  * schemas, value text (SPEC §4), text renderers and .npy headers. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
@@ -7,33 +7,16 @@
 #include <string.h>
 
 #include "npy.h"
+#include "selection.h"
 #include "text_render.h"
-#include "tfsd.h"
+#include "render_fixture.h"
+#include "tfs_render.h"
+#include "value_text.h"
 #include "tfs_buf.h"
 
-#define CORPUS TFS_CORPUS_DIR
-
-static struct tfs_array *arr;
-
-static void open_array(const char *name)
-{
-	char path[4096];
-	struct tfs_diag d;
-
-	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_array_open(path, NULL, &arr, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-}
-
-static void close_array(void)
-{
-	tfs_array_close(arr);
-	arr = NULL;
-}
 
 /* Parses sel on the open array with its non-empty domain. */
-static enum tfs_err parse(const char *sel, struct tfsd_sel **out,
+static enum tfs_err parse(const char *sel, struct tfsr_sel **out,
 			  struct tfs_diag *d)
 {
 	static struct tfs_range ned[8];
@@ -41,15 +24,15 @@ static enum tfs_err parse(const char *sel, struct tfsd_sel **out,
 	bool has = tfs_array_non_empty_domain(arr, ned);
 
 	tfs_diag_init(d);
-	return tfsd_sel_parse(sel, strlen(sel), s, has ? ned : NULL, out, d);
+	return tfsr_sel_parse(sel, strlen(sel), s, has ? ned : NULL, out, d);
 }
 
-static int64_t lo_i(const struct tfsd_sel *s, int k)
+static int64_t lo_i(const struct tfsr_sel *s, int k)
 {
 	return (int64_t)(int32_t)tfs_get_u32(s->dims[k].range.lo);
 }
 
-static int64_t hi_i(const struct tfsd_sel *s, int k)
+static int64_t hi_i(const struct tfsr_sel *s, int k)
 {
 	return (int64_t)(int32_t)tfs_get_u32(s->dims[k].range.hi);
 }
@@ -70,7 +53,7 @@ Test(selection, integers_half_open, .fini = close_array)
 		{"1:11:3,2:13:4", 1, 10, 2, 12, 4, 3},
 		{"1:10", 1, 9, 1, 12, 9, 12},
 	};
-	struct tfsd_sel *s;
+	struct tfsr_sel *s;
 	struct tfs_diag d;
 
 	open_array("dense_2d_rowmajor");
@@ -84,11 +67,11 @@ Test(selection, integers_half_open, .fini = close_array)
 		cr_expect_eq(hi_i(s, 1), ok[i].hi1, "'%s'", ok[i].sel);
 		cr_expect_eq(s->dims[0].count, ok[i].n0, "'%s'", ok[i].sel);
 		cr_expect_eq(s->dims[1].count, ok[i].n1, "'%s'", ok[i].sel);
-		tfsd_sel_free(s);
+		tfsr_sel_free(s);
 	}
 	cr_assert_eq(parse("5:5", &s, &d), TFS_E_OK);
 	cr_expect(s->empty, "5:5 selects nothing");
-	tfsd_sel_free(s);
+	tfsr_sel_free(s);
 }
 
 Test(selection, errors_say_why, .fini = close_array)
@@ -104,7 +87,7 @@ Test(selection, errors_say_why, .fini = close_array)
 		{"1:2:3:4", "more than lo:hi:step"}, {"\"1", "unterminated"},
 		{"1.5:3", "not a value"},
 	};
-	struct tfsd_sel *s;
+	struct tfsr_sel *s;
 	struct tfs_diag d;
 
 	open_array("dense_2d_rowmajor");
@@ -118,11 +101,11 @@ Test(selection, errors_say_why, .fini = close_array)
 
 Test(selection, floats_strings_and_names, .fini = close_array)
 {
-	struct tfsd_sel *s;
+	struct tfsr_sel *s;
 	struct tfs_diag d;
 	const char *sel;
 	size_t len;
-	enum tfsd_format fmt;
+	enum tfsr_format fmt;
 	double lo, hi;
 
 	open_array("sparse_2d_float");
@@ -130,7 +113,7 @@ Test(selection, floats_strings_and_names, .fini = close_array)
 	memcpy(&lo, s->dims[0].range.lo, 8);
 	memcpy(&hi, s->dims[0].range.hi, 8);
 	cr_expect(lo == 0.5 && hi < 1.5 && hi > 1.4999999, "[0.5, 1.5)");
-	tfsd_sel_free(s);
+	tfsr_sel_free(s);
 	cr_expect_eq(parse("1:2:3", &s, &d), TFS_E_INVALID, "float stride");
 	close_array();
 
@@ -139,30 +122,30 @@ Test(selection, floats_strings_and_names, .fini = close_array)
 		     tfs_diag_msg(&d));
 	cr_expect(s->dims[0].hi_exclusive);
 	cr_expect(s->dims[0].range.lo_len == 1 && s->dims[0].range.lo[0] == 'b');
-	tfsd_sel_free(s);
+	tfsr_sel_free(s);
 	cr_assert_eq(parse("\"a \\\"q\\\"\":", &s, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 	cr_expect(s->dims[0].range.lo_len == 5 &&
 		  memcmp(s->dims[0].range.lo, "a \"q\"", 5) == 0);
 	cr_expect(!s->dims[0].hi_exclusive, "a missing hi is inclusive");
-	tfsd_sel_free(s);
+	tfsr_sel_free(s);
 	cr_assert_eq(parse("banana", &s, &d), TFS_E_OK);
 	cr_expect(!s->dims[0].hi_exclusive && s->dims[0].range.hi_len == 6);
-	tfsd_sel_free(s);
+	tfsr_sel_free(s);
 	cr_expect_eq(parse("\"d\":\"b\"", &s, &d), TFS_E_INVALID);
 
-	cr_assert(tfsd_slice_name_parse("slice[1:2,\"]\"].csv", &sel, &len, &fmt));
-	cr_expect(len == 7 && fmt == TFSD_FMT_CSV);
-	cr_assert(tfsd_slice_name_parse("slice[]", &sel, &len, &fmt));
-	cr_expect(len == 0 && fmt == TFSD_FMT_RAW);
-	cr_expect(!tfsd_slice_name_parse("slice[1:2].xlsx", &sel, &len, &fmt));
-	cr_expect(!tfsd_slice_name_parse("slice[1:2", &sel, &len, &fmt));
-	cr_expect(!tfsd_slice_name_parse("slices[1]", &sel, &len, &fmt));
+	cr_assert(tfsr_slice_name_parse("slice[1:2,\"]\"].csv", &sel, &len, &fmt));
+	cr_expect(len == 7 && fmt == TFSR_FMT_CSV);
+	cr_assert(tfsr_slice_name_parse("slice[]", &sel, &len, &fmt));
+	cr_expect(len == 0 && fmt == TFSR_FMT_RAW);
+	cr_expect(!tfsr_slice_name_parse("slice[1:2].xlsx", &sel, &len, &fmt));
+	cr_expect(!tfsr_slice_name_parse("slice[1:2", &sel, &len, &fmt));
+	cr_expect(!tfsr_slice_name_parse("slices[1]", &sel, &len, &fmt));
 }
 
 Test(selection, datetime_iso, .fini = close_array)
 {
-	struct tfsd_sel *s;
+	struct tfsr_sel *s;
 	struct tfs_diag d;
 
 	/* t is DATETIME_DAY: days since 1970-01-01. */
@@ -172,7 +155,7 @@ Test(selection, datetime_iso, .fini = close_array)
 	cr_expect_eq((int64_t)tfs_get_u64(s->dims[0].range.lo), 19005);
 	cr_expect_eq((int64_t)tfs_get_u64(s->dims[0].range.hi), 19006);
 	cr_expect_eq(s->dims[0].count, 2);
-	tfsd_sel_free(s);
+	tfsr_sel_free(s);
 }
 
 Test(selection, ned_names_round_trip, .fini = close_array)
@@ -184,7 +167,7 @@ Test(selection, ned_names_round_trip, .fini = close_array)
 	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
 		struct tfs_range ned[8];
 		struct tfs_buf b;
-		struct tfsd_sel *s;
+		struct tfsr_sel *s;
 		struct tfs_diag d;
 		const struct tfs_schema *sc;
 
@@ -192,7 +175,7 @@ Test(selection, ned_names_round_trip, .fini = close_array)
 		sc = tfs_array_schema(arr);
 		cr_assert(tfs_array_non_empty_domain(arr, ned));
 		tfs_buf_init(&b, TFS_BUF_NO_MAX);
-		cr_assert_eq(tfsd_sel_format_ned(&b, sc, ned), TFS_E_OK);
+		cr_assert_eq(tfsr_sel_format_ned(&b, sc, ned), TFS_E_OK);
 		cr_assert_eq(tfs_buf_append_u8(&b, 0), TFS_E_OK);
 		cr_assert_eq(parse((const char *)b.data, &s, &d), TFS_E_OK,
 			     "%s: '%s': %s", arrays[i], (char *)b.data,
@@ -207,7 +190,7 @@ Test(selection, ned_names_round_trip, .fini = close_array)
 					 ned[k].hi_len) == 0,
 				  "%s '%s' dim %u hi", arrays[i], (char *)b.data, k);
 		}
-		tfsd_sel_free(s);
+		tfsr_sel_free(s);
 		tfs_buf_release(&b);
 		close_array();
 	}
@@ -218,7 +201,7 @@ Test(selection, ned_names_round_trip, .fini = close_array)
 static char text[256];
 
 static const char *cell(uint8_t type, const void *v, size_t len,
-			enum tfsd_text_style style)
+			enum tfsr_text_style style)
 {
 	struct tfs_column c = {.type = type, .cell_val_num = 1, .data = v,
 			       .data_len = len};
@@ -235,7 +218,7 @@ static const char *cell(uint8_t type, const void *v, size_t len,
 		c.offsets = offs;
 	}
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	cr_assert_eq(tfsd_cell_text(&b, &c, 0, style, NULL), TFS_E_OK);
+	cr_assert_eq(tfsr_cell_text(&b, &c, 0, style, NULL), TFS_E_OK);
 	snprintf(text, sizeof(text), "%.*s", (int)b.len, (char *)b.data);
 	tfs_buf_release(&b);
 	return text;
@@ -250,8 +233,8 @@ Test(value_text, numbers_and_times)
 	double x = -0.0, nan = 0.0 / 0.0;
 	uint8_t yes = 1;
 
-	cr_expect_str_eq(cell(TFS_INT32, &i, 4, TFSD_TEXT_TXT), "-42");
-	cr_expect_str_eq(cell(TFS_UINT64, &u, 8, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_INT32, &i, 4, TFSR_TEXT_TXT), "-42");
+	cr_expect_str_eq(cell(TFS_UINT64, &u, 8, TFSR_TEXT_CSV),
 			 "18446744073709551615");
 	{
 		int64_t lim[] = {INT64_MIN, INT64_MAX, 0, -1, 10};
@@ -261,26 +244,26 @@ Test(value_text, numbers_and_times)
 		int8_t i8 = -128;
 
 		for (size_t k = 0; k < sizeof(lim) / sizeof(lim[0]); k++)
-			cr_expect_str_eq(cell(TFS_INT64, &lim[k], 8, TFSD_TEXT_CSV),
+			cr_expect_str_eq(cell(TFS_INT64, &lim[k], 8, TFSR_TEXT_CSV),
 					 want[k]);
-		cr_expect_str_eq(cell(TFS_UINT8, &u8, 1, TFSD_TEXT_JSON), "0");
-		cr_expect_str_eq(cell(TFS_INT8, &i8, 1, TFSD_TEXT_TXT), "-128");
+		cr_expect_str_eq(cell(TFS_UINT8, &u8, 1, TFSR_TEXT_JSON), "0");
+		cr_expect_str_eq(cell(TFS_INT8, &i8, 1, TFSR_TEXT_TXT), "-128");
 	}
-	cr_expect_str_eq(cell(TFS_FLOAT32, &f, 4, TFSD_TEXT_TXT), "0.1");
-	cr_expect_str_eq(cell(TFS_FLOAT32, &inf, 4, TFSD_TEXT_TXT), "inf");
-	cr_expect_str_eq(cell(TFS_FLOAT32, &inf, 4, TFSD_TEXT_JSON), "\"inf\"");
-	cr_expect_str_eq(cell(TFS_FLOAT64, &x, 8, TFSD_TEXT_CSV), "-0");
-	cr_expect_str_eq(cell(TFS_FLOAT64, &nan, 8, TFSD_TEXT_CSV), "nan");
-	cr_expect_str_eq(cell(TFS_BOOL, &yes, 1, TFSD_TEXT_TXT), "true");
-	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 7, &ms, 8, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_FLOAT32, &f, 4, TFSR_TEXT_TXT), "0.1");
+	cr_expect_str_eq(cell(TFS_FLOAT32, &inf, 4, TFSR_TEXT_TXT), "inf");
+	cr_expect_str_eq(cell(TFS_FLOAT32, &inf, 4, TFSR_TEXT_JSON), "\"inf\"");
+	cr_expect_str_eq(cell(TFS_FLOAT64, &x, 8, TFSR_TEXT_CSV), "-0");
+	cr_expect_str_eq(cell(TFS_FLOAT64, &nan, 8, TFSR_TEXT_CSV), "nan");
+	cr_expect_str_eq(cell(TFS_BOOL, &yes, 1, TFSR_TEXT_TXT), "true");
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 7, &ms, 8, TFSR_TEXT_CSV),
 			 "2023-11-14T22:13:20.322Z");
-	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 9, &ns, 8, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 9, &ns, 8, TFSR_TEXT_CSV),
 			 "1969-12-31T23:59:59.999999999Z");
-	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &day, 8, TFSD_TEXT_JSON),
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &day, 8, TFSR_TEXT_JSON),
 			 "\"2022-01-13\"");
-	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 4, &hr, 8, TFSD_TEXT_TXT),
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 4, &hr, 8, TFSR_TEXT_TXT),
 			 "2023-11-14T22Z");
-	cr_expect_str_eq(cell(TFS_TIME_HR + 5, &ms, 8, TFSD_TEXT_TXT),
+	cr_expect_str_eq(cell(TFS_TIME_HR + 5, &ms, 8, TFSR_TEXT_TXT),
 			 "00:28:20.000000322");
 }
 
@@ -296,38 +279,38 @@ Test(value_text, times_at_the_limits)
 
 	for (uint8_t t = TFS_DATETIME_YEAR; t <= TFS_DATETIME_YEAR + 12; t++)
 		for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++)
-			cr_expect_gt(strlen(cell(t, &vals[k], 8, TFSD_TEXT_CSV)),
+			cr_expect_gt(strlen(cell(t, &vals[k], 8, TFSR_TEXT_CSV)),
 				     3, "type %u value %" PRId64, t, vals[k]);
 	for (uint8_t t = TFS_TIME_HR; t <= TFS_TIME_AS; t++)
 		for (size_t k = 0; k < sizeof(vals) / sizeof(vals[0]); k++)
-			cr_expect_gt(strlen(cell(t, &vals[k], 8, TFSD_TEXT_CSV)),
+			cr_expect_gt(strlen(cell(t, &vals[k], 8, TFSR_TEXT_CSV)),
 				     1, "type %u value %" PRId64, t, vals[k]);
-	cr_expect_str_eq(cell(TFS_DATETIME_YEAR, &max_year, 8, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_DATETIME_YEAR, &max_year, 8, TFSR_TEXT_CSV),
 			 "9223372036854775807");
 	/* Day -719468 is 0000-03-01; the extremes follow the proleptic
 	 * Gregorian calendar (checked with exact integer arithmetic). */
 	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &vals[3], 8,
-			      TFSD_TEXT_CSV), "0000-03-01");
+			      TFSR_TEXT_CSV), "0000-03-01");
 	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &max_day, 8,
-			      TFSD_TEXT_CSV), "25252734927768524-07-27");
+			      TFSR_TEXT_CSV), "25252734927768524-07-27");
 	cr_expect_str_eq(cell(TFS_DATETIME_YEAR + 3, &min_day, 8,
-			      TFSD_TEXT_CSV), "-25252734927764585-06-07");
+			      TFSR_TEXT_CSV), "-25252734927764585-06-07");
 }
 
 Test(value_text, strings_quoted_per_style)
 {
-	cr_expect_str_eq(cell(TFS_STRING_UTF8, "a,b", 3, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_STRING_UTF8, "a,b", 3, TFSR_TEXT_CSV),
 			 "\"a,b\"");
-	cr_expect_str_eq(cell(TFS_STRING_UTF8, "say \"hi\"", 8, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_STRING_UTF8, "say \"hi\"", 8, TFSR_TEXT_CSV),
 			 "\"say \"\"hi\"\"\"");
-	cr_expect_str_eq(cell(TFS_STRING_UTF8, "", 0, TFSD_TEXT_CSV), "\"\"");
-	cr_expect_str_eq(cell(TFS_STRING_UTF8, "plain", 5, TFSD_TEXT_CSV),
+	cr_expect_str_eq(cell(TFS_STRING_UTF8, "", 0, TFSR_TEXT_CSV), "\"\"");
+	cr_expect_str_eq(cell(TFS_STRING_UTF8, "plain", 5, TFSR_TEXT_CSV),
 			 "plain");
-	cr_expect_str_eq(cell(TFS_STRING_UTF8, "l1\nl2\\", 6, TFSD_TEXT_TXT),
+	cr_expect_str_eq(cell(TFS_STRING_UTF8, "l1\nl2\\", 6, TFSR_TEXT_TXT),
 			 "l1\\nl2\\\\");
-	cr_expect_str_eq(cell(TFS_STRING_UTF8, "q\"", 2, TFSD_TEXT_JSON),
+	cr_expect_str_eq(cell(TFS_STRING_UTF8, "q\"", 2, TFSR_TEXT_JSON),
 			 "\"q\\\"\"");
-	cr_expect_str_eq(cell(TFS_BLOB, "\x01\xab", 2, TFSD_TEXT_CSV), "01ab");
+	cr_expect_str_eq(cell(TFS_BLOB, "\x01\xab", 2, TFSR_TEXT_CSV), "01ab");
 }
 
 Test(value_text, nulls_and_lists)
@@ -339,13 +322,13 @@ Test(value_text, nulls_and_lists)
 	struct tfs_buf b;
 
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	cr_assert_eq(tfsd_cell_text(&b, &c, 0, TFSD_TEXT_TXT, NULL), TFS_E_OK);
-	cr_assert_eq(tfsd_cell_text(&b, &c, 0, TFSD_TEXT_JSON, NULL), TFS_E_OK);
+	cr_assert_eq(tfsr_cell_text(&b, &c, 0, TFSR_TEXT_TXT, NULL), TFS_E_OK);
+	cr_assert_eq(tfsr_cell_text(&b, &c, 0, TFSR_TEXT_JSON, NULL), TFS_E_OK);
 	c.nullable = true;
 	c.validity = &valid;
-	cr_assert_eq(tfsd_cell_text(&b, &c, 0, TFSD_TEXT_TXT, NULL), TFS_E_OK);
-	cr_assert_eq(tfsd_cell_text(&b, &c, 0, TFSD_TEXT_CSV, NULL), TFS_E_OK);
-	cr_assert_eq(tfsd_cell_text(&b, &c, 0, TFSD_TEXT_JSON, NULL), TFS_E_OK);
+	cr_assert_eq(tfsr_cell_text(&b, &c, 0, TFSR_TEXT_TXT, NULL), TFS_E_OK);
+	cr_assert_eq(tfsr_cell_text(&b, &c, 0, TFSR_TEXT_CSV, NULL), TFS_E_OK);
+	cr_assert_eq(tfsr_cell_text(&b, &c, 0, TFSR_TEXT_JSON, NULL), TFS_E_OK);
 	cr_expect_eq(b.len, strlen("1 -2 3[1,-2,3]NULLnull"));
 	cr_expect(memcmp(b.data, "1 -2 3[1,-2,3]NULLnull", b.len) == 0,
 		  "%.*s", (int)b.len, (char *)b.data);
@@ -360,31 +343,31 @@ Test(text_render, dense_json_nests_like_the_selection)
 	struct tfs_column col = {.type = TFS_INT32, .cell_val_num = 1,
 				 .data = (const uint8_t *)v, .data_len = 24};
 	struct tfs_batch b = {.cell_num = 6, .column_num = 1, .columns = &col};
-	struct tfsd_text_column tc = {.name = "a", .batch_index = 0};
+	struct tfsr_text_column tc = {.name = "a", .batch_index = 0};
 	uint64_t shape[2] = {2, 3};
-	struct tfsd_text_render *r;
+	struct tfsr_text_render *r;
 	struct tfs_buf out;
 	const char *want = "[[1,2,3],\n[4,5,6]]\n";
 
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
-	cr_assert_eq(tfsd_text_render_new(TFSD_TEXT_JSON, &tc, 1, shape, 2, &r),
+	cr_assert_eq(tfsr_text_render_new(TFSR_TEXT_JSON, &tc, 1, shape, 2, &r),
 		     TFS_E_OK);
-	cr_assert_eq(tfsd_text_render_begin(r, &out), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_begin(r, &out), TFS_E_OK);
 	/* Cells may come in any batch split. */
-	cr_assert_eq(tfsd_text_render_cells(r, &out, &b, 0, 4), TFS_E_OK);
-	cr_assert_eq(tfsd_text_render_cells(r, &out, &b, 4, 2), TFS_E_OK);
-	cr_assert_eq(tfsd_text_render_end(r, &out), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_cells(r, &out, &b, 0, 4), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_cells(r, &out, &b, 4, 2), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_end(r, &out), TFS_E_OK);
 	cr_expect(out.len == strlen(want) && memcmp(out.data, want, out.len) == 0,
 		  "%.*s", (int)out.len, (char *)out.data);
-	tfsd_text_render_free(r);
+	tfsr_text_render_free(r);
 	out.len = 0;
-	cr_assert_eq(tfsd_text_render_new(TFSD_TEXT_CSV, &tc, 1, NULL, 0, &r),
+	cr_assert_eq(tfsr_text_render_new(TFSR_TEXT_CSV, &tc, 1, NULL, 0, &r),
 		     TFS_E_OK);
-	cr_assert_eq(tfsd_text_render_begin(r, &out), TFS_E_OK);
-	cr_assert_eq(tfsd_text_render_cells(r, &out, &b, 0, 2), TFS_E_OK);
-	cr_assert_eq(tfsd_text_render_end(r, &out), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_begin(r, &out), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_cells(r, &out, &b, 0, 2), TFS_E_OK);
+	cr_assert_eq(tfsr_text_render_end(r, &out), TFS_E_OK);
 	cr_expect(out.len == 6 && memcmp(out.data, "a\n1\n2\n", 6) == 0);
-	tfsd_text_render_free(r);
+	tfsr_text_render_free(r);
 	tfs_buf_release(&out);
 }
 
@@ -395,7 +378,7 @@ Test(npy, header_is_padded_and_describes_the_array)
 	const char *dict;
 
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
-	cr_assert_eq(tfsd_npy_header(&b, "'<i4'", shape, 2), TFS_E_OK);
+	cr_assert_eq(tfsr_npy_header(&b, "'<i4'", shape, 2), TFS_E_OK);
 	cr_expect_eq(b.len % 64, 0);
 	cr_expect(memcmp(b.data, "\x93NUMPY\x01\x00", 8) == 0);
 	cr_expect_eq(b.data[8] | b.data[9] << 8, b.len - 10);
@@ -406,11 +389,11 @@ Test(npy, header_is_padded_and_describes_the_array)
 			  58) == 0,
 		  "%.*s", (int)b.len - 10, dict);
 	b.len = 0;
-	cr_assert_eq(tfsd_npy_descr(&b, TFS_DATETIME_YEAR + 7, 1, 0), TFS_E_OK);
-	cr_assert_eq(tfsd_npy_descr(&b, TFS_STRING_UTF8, TFS_VAR_NUM, 9),
+	cr_assert_eq(tfsr_npy_descr(&b, TFS_DATETIME_YEAR + 7, 1, 0), TFS_E_OK);
+	cr_assert_eq(tfsr_npy_descr(&b, TFS_STRING_UTF8, TFS_VAR_NUM, 9),
 		     TFS_E_OK);
-	cr_assert_eq(tfsd_npy_descr(&b, TFS_FLOAT32, 3, 0), TFS_E_OK);
-	cr_assert_eq(tfsd_npy_descr(&b, TFS_BOOL, 1, 0), TFS_E_OK);
+	cr_assert_eq(tfsr_npy_descr(&b, TFS_FLOAT32, 3, 0), TFS_E_OK);
+	cr_assert_eq(tfsr_npy_descr(&b, TFS_BOOL, 1, 0), TFS_E_OK);
 	cr_expect(b.len == strlen("'<M8[ms]''|S9''<f4', (3,)'|b1'") &&
 		  memcmp(b.data, "'<M8[ms]''|S9''<f4', (3,)'|b1'", b.len) == 0,
 		  "%.*s", (int)b.len, (char *)b.data);

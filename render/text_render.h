@@ -3,8 +3,8 @@
  * nested arrays shaped like the selection; sparse: a list of objects, or
  * of values when there is one field). Fed batch by batch, so a rendering
  * of any size streams in bounded memory. */
-#ifndef TFSD_TEXT_RENDER_H
-#define TFSD_TEXT_RENDER_H
+#ifndef TFSR_TEXT_RENDER_H
+#define TFSR_TEXT_RENDER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,32 +13,44 @@
 #include "value_text.h"
 #include <tilefs/tilefs.h>
 
-struct tfsd_text_column {
+struct tfsr_text_column {
 	const char *name;
 	size_t batch_index; /* the column of a batch that holds it */
 	const struct tfs_enumeration *enumeration; /* or NULL */
 };
 
-struct tfsd_text_render;
+struct tfsr_text_render;
 
 /* cols (copied) are the output columns; shape (ndim extents, copied) makes
  * a dense .json nested, NULL a flat list. */
-enum tfs_err tfsd_text_render_new(enum tfsd_text_style style,
-				  const struct tfsd_text_column *cols,
+enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
+				  const struct tfsr_text_column *cols,
 				  size_t col_num, const uint64_t *shape,
 				  size_t ndim,
-				  struct tfsd_text_render **out) TFS_WUR;
-void tfsd_text_render_free(struct tfsd_text_render *r);
+				  struct tfsr_text_render **out) TFS_WUR;
+void tfsr_text_render_free(struct tfsr_text_render *r);
 /* The header (.csv) or opening bracket (.json). */
-enum tfs_err tfsd_text_render_begin(struct tfsd_text_render *r,
+enum tfs_err tfsr_text_render_begin(struct tfsr_text_render *r,
 				    struct tfs_buf *out) TFS_WUR;
 /* Cells first .. first+n-1 of batch b. */
-enum tfs_err tfsd_text_render_cells(struct tfsd_text_render *r,
+enum tfs_err tfsr_text_render_cells(struct tfsr_text_render *r,
 				    struct tfs_buf *out,
 				    const struct tfs_batch *b, uint64_t first,
 				    uint64_t n) TFS_WUR;
 /* The closing brackets (.json). */
-enum tfs_err tfsd_text_render_end(struct tfsd_text_render *r,
+enum tfs_err tfsr_text_render_end(struct tfsr_text_render *r,
 				  struct tfs_buf *out) TFS_WUR;
+
+/* The text renderers (tfs_render.h) of a slice: a rendering of the
+ * row's style over the slice's fields (dense .json nested by the
+ * selection's shape), kept in em->state. */
+struct tfsr_emit;
+struct tfsr_stream;
+enum tfs_err tfsr_text_begin(struct tfsr_stream *st,
+			     struct tfs_diag *d) TFS_WUR;
+enum tfs_err tfsr_text_cells(struct tfsr_emit *em, const struct tfs_batch *b,
+			     uint64_t first, uint64_t n) TFS_WUR;
+enum tfs_err tfsr_text_end(struct tfsr_stream *st) TFS_WUR;
+void tfsr_text_release(struct tfsr_emit *em);
 
 #endif

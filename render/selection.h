@@ -10,8 +10,8 @@
  * Ranges are half-open in the array's coordinates ([lo, hi)); a missing
  * end is the non-empty domain's; a single value selects itself. Strides
  * are for dense arrays (integer coordinates). */
-#ifndef TFSD_SELECTION_H
-#define TFSD_SELECTION_H
+#ifndef TFSR_SELECTION_H
+#define TFSR_SELECTION_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,17 +20,8 @@
 #include "tfs_buf.h"
 #include <tilefs/tilefs.h>
 
-enum tfsd_format {
-	TFSD_FMT_RAW,
-	TFSD_FMT_TXT,
-	TFSD_FMT_CSV,
-	TFSD_FMT_JSON,
-	TFSD_FMT_NPY,
-	TFSD_FMT_OFFSETS,
-	TFSD_FMT_VALIDITY,
-};
 
-struct tfsd_dim_sel {
+struct tfsr_dim_sel {
 	/* Inclusive bounds in the dimension's type, as queries take them
 	 * (they point into this struct or into strings it owns). */
 	struct tfs_range range;
@@ -43,32 +34,27 @@ struct tfsd_dim_sel {
 	uint8_t *lo_str, *hi_str;
 };
 
-struct tfsd_sel {
+struct tfsr_sel {
 	uint32_t dim_num;
 	bool empty; /* selects no cell */
-	struct tfsd_dim_sel dims[];
+	struct tfsr_dim_sel dims[];
 };
 
 /* Parses SEL (len bytes, not NUL-terminated) for schema s. ned is the
  * non-empty domain (dim_num ranges) or NULL when the array is empty; ':'
  * ends take its bounds (no cell when there is none). Errors are
  * TFS_E_INVALID with a message that says which range and why. */
-enum tfs_err tfsd_sel_parse(const char *text, size_t len,
+enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 			    const struct tfs_schema *s,
-			    const struct tfs_range *ned, struct tfsd_sel **out,
+			    const struct tfs_range *ned, struct tfsr_sel **out,
 			    struct tfs_diag *d) TFS_WUR;
-void tfsd_sel_free(struct tfsd_sel *sel);
+void tfsr_sel_free(struct tfsr_sel *sel);
 
 /* Appends the SEL text that selects exactly the non-empty domain: "1:11"
  * for integers, "0.5:<next float after hi>" for floats, ':' for
  * strings. */
-enum tfs_err tfsd_sel_format_ned(struct tfs_buf *out,
+enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 				 const struct tfs_schema *s,
 				 const struct tfs_range *ned) TFS_WUR;
-
-/* Splits a file name "slice[SEL]EXT" into the SEL (a view into name) and
- * the format of EXT; false when the name is not of that form. */
-bool tfsd_slice_name_parse(const char *name, const char **sel, size_t *sel_len,
-			   enum tfsd_format *fmt);
 
 #endif

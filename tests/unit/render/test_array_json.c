@@ -1,4 +1,4 @@
-/* The schema object of tools/array_json.c for an array with dimension
+/* The schema object of render/array_json.c for an array with dimension
  * labels (written by the test-array builder): a "dimension_labels" list
  * under the schema, and no such key for arrays without labels, so the
  * corpus JSON (which has none) still matches exactly. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "json_out.h"
-#include "tfsd.h"
+#include "tfs_render.h"
 
 /* Units per second of the sub-second datetime and time types, by the
  * number of fraction digits. */
@@ -56,7 +56,7 @@ static void datetime_parts(uint8_t type, int64_t v, int64_t *secs,
 	*secs = v;
 }
 
-void tfsd_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
+void tfsr_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 {
 	int64_t y, rem, secs, frac, days;
 	unsigned m, d, digits;
@@ -109,18 +109,18 @@ void tfsd_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 			snprintf(out, cap, "%" PRId64, v);
 			return;
 		}
-		tfsd_civil_from_days(days, &y, &m, &d);
+		tfsr_civil_from_days(days, &y, &m, &d);
 		snprintf(out, cap, "%04" PRId64 "-%02u-%02u", y, m, d);
 		return;
 	case TFS_DATETIME_YEAR + 4: /* HR */
 		days = floor_div(v, 24, &rem);
-		tfsd_civil_from_days(days, &y, &m, &d);
+		tfsr_civil_from_days(days, &y, &m, &d);
 		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02uZ", y, m, d,
 			 (unsigned)rem);
 		return;
 	case TFS_DATETIME_YEAR + 5: /* MIN */
 		days = floor_div(v, 1440, &rem);
-		tfsd_civil_from_days(days, &y, &m, &d);
+		tfsr_civil_from_days(days, &y, &m, &d);
 		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02uZ", y, m, d,
 			 (unsigned)(rem / 60), (unsigned)(rem % 60));
 		return;
@@ -131,7 +131,7 @@ void tfsd_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 	if (digits)
 		snprintf(fr, sizeof(fr), ".%0*" PRId64, (int)digits, frac);
 	days = floor_div(secs, 86400, &rem);
-	tfsd_civil_from_days(days, &y, &m, &d);
+	tfsr_civil_from_days(days, &y, &m, &d);
 	snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u%sZ", y, m, d,
 		 (unsigned)(rem / 3600), (unsigned)(rem / 60 % 60),
 		 (unsigned)(rem % 60), fr);
@@ -141,12 +141,12 @@ void tfsd_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
  * backslashes; .csv quotes a field holding a comma, quote, CR or LF (and
  * an empty string, so that it differs from null); .json as a string. */
 static enum tfs_err put_string(struct tfs_buf *out, const uint8_t *p,
-			       uint64_t len, enum tfsd_text_style style)
+			       uint64_t len, enum tfsr_text_style style)
 {
 	enum tfs_err e = TFS_E_OK;
 
 	switch (style) {
-	case TFSD_TEXT_TXT:
+	case TFSR_TEXT_TXT:
 		for (uint64_t i = 0; !e && i < len; i++) {
 			if (p[i] == '\n')
 				e = tfs_buf_append(out, "\\n", 2);
@@ -156,7 +156,7 @@ static enum tfs_err put_string(struct tfs_buf *out, const uint8_t *p,
 				e = tfs_buf_append_u8(out, p[i]);
 		}
 		return e;
-	case TFSD_TEXT_CSV: {
+	case TFSR_TEXT_CSV: {
 		bool quote = len == 0 || memchr(p, ',', len) ||
 			     memchr(p, '"', len) || memchr(p, '\n', len) ||
 			     memchr(p, '\r', len);
@@ -172,7 +172,7 @@ static enum tfs_err put_string(struct tfs_buf *out, const uint8_t *p,
 		}
 		return e ? e : tfs_buf_append_u8(out, '"');
 	}
-	case TFSD_TEXT_JSON: {
+	case TFSR_TEXT_JSON: {
 		struct json_out j;
 
 		json_out_init(&j, out);
@@ -184,19 +184,19 @@ static enum tfs_err put_string(struct tfs_buf *out, const uint8_t *p,
 }
 
 static enum tfs_err put_hex(struct tfs_buf *out, const uint8_t *p, uint64_t len,
-			    enum tfsd_text_style style)
+			    enum tfsr_text_style style)
 {
 	static const char digits[] = "0123456789abcdef";
 	enum tfs_err e = TFS_E_OK;
 
-	if (style == TFSD_TEXT_JSON)
+	if (style == TFSR_TEXT_JSON)
 		e = tfs_buf_append_u8(out, '"');
 	for (uint64_t i = 0; !e && i < len; i++) {
 		char two[2] = {digits[p[i] >> 4], digits[p[i] & 15]};
 
 		e = tfs_buf_append(out, two, 2);
 	}
-	if (!e && style == TFSD_TEXT_JSON)
+	if (!e && style == TFSR_TEXT_JSON)
 		e = tfs_buf_append_u8(out, '"');
 	return e;
 }
@@ -220,7 +220,7 @@ static char *decimal(char text[24], uint64_t mag, bool negative)
 
 /* One value of a numeric type. */
 static enum tfs_err put_number(struct tfs_buf *out, uint8_t type, const uint8_t *p,
-			       enum tfsd_text_style style)
+			       enum tfsr_text_style style)
 {
 	char text[64];
 	bool quote = false;
@@ -228,9 +228,9 @@ static enum tfs_err put_number(struct tfs_buf *out, uint8_t type, const uint8_t 
 	if (type == TFS_BOOL) {
 		snprintf(text, sizeof(text), "%s", p[0] ? "true" : "false");
 	} else if (tfs_datatype_is_datetime(type)) {
-		tfsd_datetime_text(text, sizeof(text), type,
+		tfsr_datetime_text(text, sizeof(text), type,
 				   tfs_value_as_i64(type, p));
-		quote = style == TFSD_TEXT_JSON;
+		quote = style == TFSR_TEXT_JSON;
 	} else if (tfs_datatype_class(type) == TFS_CLASS_SIGNED) {
 		int64_t v = tfs_value_as_i64(type, p);
 		const char *t = decimal(text, v < 0 ? 0 - (uint64_t)v : (uint64_t)v,
@@ -246,10 +246,10 @@ static enum tfs_err put_number(struct tfs_buf *out, uint8_t type, const uint8_t 
 
 		if (isnan(v)) {
 			snprintf(text, sizeof(text), "nan");
-			quote = style == TFSD_TEXT_JSON;
+			quote = style == TFSR_TEXT_JSON;
 		} else if (isinf(v)) {
 			snprintf(text, sizeof(text), "%s", v < 0 ? "-inf" : "inf");
-			quote = style == TFSD_TEXT_JSON;
+			quote = style == TFSR_TEXT_JSON;
 		} else if (type == TFS_FLOAT32) {
 			float f;
 
@@ -268,7 +268,7 @@ static enum tfs_err put_number(struct tfs_buf *out, uint8_t type, const uint8_t 
  * var-size). */
 static enum tfs_err put_cell(struct tfs_buf *out, uint8_t type, bool var,
 			     uint32_t cell_val_num, const uint8_t *p, uint64_t len,
-			     enum tfsd_text_style style)
+			     enum tfsr_text_style style)
 {
 	size_t size = tfs_datatype_size(type);
 	bool list;
@@ -283,16 +283,16 @@ static enum tfs_err put_cell(struct tfs_buf *out, uint8_t type, bool var,
 		break;
 	}
 	list = var || cell_val_num != 1;
-	if (list && style == TFSD_TEXT_JSON)
+	if (list && style == TFSR_TEXT_JSON)
 		e = tfs_buf_append_u8(out, '[');
 	for (uint64_t off = 0; !e && size && off + size <= len; off += size) {
 		if (off)
 			e = tfs_buf_append_u8(out,
-					      style == TFSD_TEXT_JSON ? ',' : ' ');
+					      style == TFSR_TEXT_JSON ? ',' : ' ');
 		if (!e)
 			e = put_number(out, type, p + off, style);
 	}
-	if (!e && list && style == TFSD_TEXT_JSON)
+	if (!e && list && style == TFSR_TEXT_JSON)
 		e = tfs_buf_append_u8(out, ']');
 	return e;
 }
@@ -321,8 +321,8 @@ static bool enum_value(const struct tfs_enumeration *en, uint64_t code,
 	return true;
 }
 
-enum tfs_err tfsd_cell_text(struct tfs_buf *out, const struct tfs_column *c,
-			    uint64_t i, enum tfsd_text_style style,
+enum tfs_err tfsr_cell_text(struct tfs_buf *out, const struct tfs_column *c,
+			    uint64_t i, enum tfsr_text_style style,
 			    const struct tfs_enumeration *en)
 {
 	const uint8_t *p;
@@ -330,9 +330,9 @@ enum tfs_err tfsd_cell_text(struct tfs_buf *out, const struct tfs_column *c,
 
 	if (c->nullable && c->validity && !c->validity[i]) {
 		switch (style) {
-		case TFSD_TEXT_TXT: return tfs_buf_append(out, "NULL", 4);
-		case TFSD_TEXT_CSV: return TFS_E_OK;
-		case TFSD_TEXT_JSON: return tfs_buf_append(out, "null", 4);
+		case TFSR_TEXT_TXT: return tfs_buf_append(out, "NULL", 4);
+		case TFSR_TEXT_CSV: return TFS_E_OK;
+		case TFSR_TEXT_JSON: return tfs_buf_append(out, "null", 4);
 		}
 	}
 	if (c->var) {
@@ -356,12 +356,12 @@ enum tfs_err tfsd_cell_text(struct tfs_buf *out, const struct tfs_column *c,
 	return put_cell(out, c->type, c->var, c->cell_val_num, p, len, style);
 }
 
-enum tfs_err tfsd_name_text(struct tfs_buf *out, const char *name,
-			    enum tfsd_text_style style)
+enum tfs_err tfsr_name_text(struct tfs_buf *out, const char *name,
+			    enum tfsr_text_style style)
 {
 	size_t len = strlen(name);
 
-	if (style == TFSD_TEXT_CSV && len == 0)
+	if (style == TFSR_TEXT_CSV && len == 0)
 		return TFS_E_OK;
 	return put_string(out, (const uint8_t *)name, len, style);
 }

@@ -1,8 +1,8 @@
-/* A small JSON reader for the corpus expectation files (corpus/README.md
- * "The JSON"): enough to walk objects and arrays and read numbers exactly.
- * Test support only. */
-#ifndef TFS_TEST_JSON_MINI_H
-#define TFS_TEST_JSON_MINI_H
+/* The corpus expectation files (corpus/README.md "The JSON") as a tree
+ * that tests walk: parsed by json-c, numbers kept as their text so that
+ * 64-bit integers compare exactly. Test support only. */
+#ifndef TFS_TEST_JSON_H
+#define TFS_TEST_JSON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +26,8 @@ struct jv {
 
 /* NULL on a syntax error. */
 struct jv *json_parse(const char *text, size_t len);
+/* Reads a file and parses it; NULL on failure. */
+struct jv *json_load(const char *path);
 void json_free(struct jv *v);
 /* NULL when absent or not an object/array. */
 const struct jv *json_get(const struct jv *obj, const char *key);

@@ -1,5 +1,6 @@
 /* The selection grammar (SPEC §3), see selection.h. */
-#include "tfsd.h"
+#include "selection.h"
+#include "tfs_render.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -30,35 +31,7 @@ static void part_clear(struct part *pt)
 	pt->text[0] = '\0';
 }
 
-static const char *const formats[] = {
-	[TFSD_FMT_RAW] = "",          [TFSD_FMT_TXT] = ".txt",
-	[TFSD_FMT_CSV] = ".csv",      [TFSD_FMT_JSON] = ".json",
-	[TFSD_FMT_NPY] = ".npy",      [TFSD_FMT_OFFSETS] = ".offsets",
-	[TFSD_FMT_VALIDITY] = ".validity",
-};
-
-bool tfsd_slice_name_parse(const char *name, const char **sel, size_t *sel_len,
-			   enum tfsd_format *fmt)
-{
-	const char *close;
-
-	if (strncmp(name, "slice[", 6) != 0)
-		return false;
-	close = strrchr(name, ']');
-	if (!close || close < name + 6)
-		return false;
-	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
-		if (strcmp(close + 1, formats[i]) == 0) {
-			*sel = name + 6;
-			*sel_len = (size_t)(close - (name + 6));
-			*fmt = (enum tfsd_format)i;
-			return true;
-		}
-	}
-	return false;
-}
-
-void tfsd_sel_free(struct tfsd_sel *sel)
+void tfsr_sel_free(struct tfsr_sel *sel)
 {
 	if (!sel)
 		return;
@@ -151,7 +124,7 @@ static enum tfs_err parse_value(const struct tfs_dim *dim, uint32_t k,
 	if (!pt->quoted && cell_json_parse_value(dim->type, pt->text, dst))
 		return TFS_E_OK;
 	if (tfs_datatype_is_datetime(dim->type) &&
-	    tfsd_parse_time(pt->text, &ms) == TFS_E_OK &&
+	    tfsr_parse_time(pt->text, &ms) == TFS_E_OK &&
 	    ms_to_unit(dim->type, ms, &v)) {
 		tfs_put_uint(dst, 8, (uint64_t)v);
 		return TFS_E_OK;
@@ -218,12 +191,12 @@ static enum tfs_err string_end(uint8_t **str, const uint8_t **end,
 }
 
 /* A string (var-size) dimension's range. */
-static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
+static enum tfs_err string_range(struct tfsr_sel *sel, uint32_t k,
 				 const struct part *pt, int parts,
 				 const struct tfs_range *ned,
 				 struct tfs_diag *d)
 {
-	struct tfsd_dim_sel *ds = &sel->dims[k];
+	struct tfsr_dim_sel *ds = &sel->dims[k];
 	enum tfs_err e;
 	int c;
 
@@ -263,13 +236,13 @@ static enum tfs_err string_range(struct tfsd_sel *sel, uint32_t k,
 }
 
 /* A fixed-size (integer, datetime or float) dimension's range. */
-static enum tfs_err fixed_range(struct tfsd_sel *sel, uint32_t k,
+static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 				const struct tfs_schema *s,
 				const struct part *pt, int parts,
 				const struct tfs_range *ned, struct tfs_diag *d)
 {
 	const struct tfs_dim *dim = &s->dims[k];
-	struct tfsd_dim_sel *ds = &sel->dims[k];
+	struct tfsr_dim_sel *ds = &sel->dims[k];
 	size_t w = tfs_datatype_size(dim->type);
 	bool lo_given = pt[0].present, hi_given = parts > 1 && pt[1].present;
 	enum tfs_err e;
@@ -367,13 +340,13 @@ static enum tfs_err fixed_range(struct tfsd_sel *sel, uint32_t k,
 	return TFS_E_OK;
 }
 
-enum tfs_err tfsd_sel_parse(const char *text, size_t len,
+enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 			    const struct tfs_schema *s,
-			    const struct tfs_range *ned, struct tfsd_sel **out,
+			    const struct tfs_range *ned, struct tfsr_sel **out,
 			    struct tfs_diag *d)
 {
 	const char *p = text, *end = text + len;
-	struct tfsd_sel *sel;
+	struct tfsr_sel *sel;
 	struct part *pt;
 	enum tfs_err e = TFS_E_OK;
 
@@ -447,7 +420,7 @@ enum tfs_err tfsd_sel_parse(const char *text, size_t len,
 			     s->dim_num == 1 ? "" : "s");
 	tfs_free(pt);
 	if (e) {
-		tfsd_sel_free(sel);
+		tfsr_sel_free(sel);
 		return e;
 	}
 	if (sel->empty)
@@ -457,7 +430,7 @@ enum tfs_err tfsd_sel_parse(const char *text, size_t len,
 	return TFS_E_OK;
 }
 
-enum tfs_err tfsd_sel_format_ned(struct tfs_buf *out,
+enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 				 const struct tfs_schema *s,
 				 const struct tfs_range *ned)
 {

@@ -1,0 +1,140 @@
+/* The cells of a selection as a file (SPEC §4), `A/[FIELD/]slice[SEL].EXT`:
+ * a slice is planned once (selection, output fields, format), then
+ * produced front to back by a stream, or, for dense selections in a
+ * format whose records have a fixed size, any range of cells on its own
+ * (tfsr_emit_dense_range). The daemon serves files with these; `tfs
+ * export` writes a stream to a file, so both give the same bytes.
+ *
+ * Dense cells are produced by index (row-major over the selection), so a
+ * stream needs no long-lived query; sparse cells come from one query.
+ * A slice, its streams and emitters belong to one thread at a time (the
+ * .npy header of a sparse or var-size slice is measured into the slice
+ * when its first stream starts). */
+#ifndef TFSR_SLICE_H
+#define TFSR_SLICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "selection.h"
+#include "tfs_buf.h"
+#include "tfs_render.h"
+#include <tilefs/tilefs.h>
+
+/* Asks for the tiles of a query (fixed-size subarray, fields) to be
+ * decoded ahead; a hint. */
+typedef void (*tfsr_prefetch_fn)(void *ctx, const struct tfs_range *sub,
+				 const char *const *names, size_t name_num);
+
+struct tfsr_slice {
+	struct tfs_array *a; /* borrowed: outlives the slice */
+	const struct tfs_schema *s;
+	const struct tfsr_renderer *r;
+	struct tfsr_sel *sel;
+	bool dense;
+	uint32_t nfields;
+	int *fields;        /* schema field indices, output order */
+	const char **names; /* query fields: the output ones, then extras */
+	uint32_t nnames;
+	int *hi_check; /* per dim: query column to compare with hi, or -1 */
+	bool has_hi_check;
+	uint64_t cells; /* dense: cells of the selection */
+	bool fixed;     /* dense: every record has the same size (random access) */
+	uint64_t record; /* bytes per cell when fixed */
+	struct tfs_buf header; /* .npy header when known up front */
+	/* .npy: per output field, the width of var-size values; measured
+	 * with the header (a stream produced again pads to the same
+	 * widths). */
+	uint64_t *widths;
+	const struct tfs_enumeration **enums; /* per output field, text only */
+	uint64_t max_cells; /* 0: no limit */
+	tfsr_prefetch_fn prefetch; /* NULL: no read-ahead */
+	void *prefetch_ctx;
+};
+
+struct tfsr_slice_opts {
+	int field; /* -1: every field; else dims first, then attrs */
+	enum tfsr_format fmt;
+	const char *sel; /* the SEL text, sel_len bytes */
+	size_t sel_len;
+	const struct tfs_range *ned; /* non-empty domain, NULL when empty */
+	uint64_t max_cells;          /* more cells: TFS_E_TOO_BIG; 0 = none */
+	tfsr_prefetch_fn prefetch;
+	void *prefetch_ctx;
+};
+
+/* Plans the slice of array a (which must outlive it). The format must
+ * take the field (tfsr_renderer_takes). Errors: TFS_E_INVALID for a bad
+ * selection, TFS_E_TOO_BIG over max_cells, with d saying why. */
+enum tfs_err tfsr_slice_open(struct tfs_array *a,
+			     const struct tfsr_slice_opts *o,
+			     struct tfsr_slice **out,
+			     struct tfs_diag *d) TFS_WUR;
+void tfsr_slice_free(struct tfsr_slice *sl);
+/* The exact size of a dense slice known without rendering (see enum
+ * tfsr_size_kind); false when it is not known or overflows. */
+bool tfsr_slice_known_size(const struct tfsr_slice *sl, uint64_t *size);
+
+/* Produces cells into out. src is the array the queries read: the
+ * slice's, or another opening of the same view. */
+struct tfsr_emit {
+	struct tfsr_slice *sl;
+	struct tfs_array *src;
+	struct tfs_buf *out;
+	void *state;         /* the renderer's (text formats) */
+	uint64_t var_offset; /* .offsets: bytes so far */
+	uint64_t *widths;    /* .npy: per field, var-size widths */
+	bool measure;        /* count and widths only */
+	uint64_t count;      /* cells emitted */
+};
+
+/* Dense slices: selection cells [c0, c1) (row-major indices) into em. */
+enum tfs_err tfsr_emit_dense_range(struct tfsr_emit *em, uint64_t c0,
+				   uint64_t c1, struct tfs_diag *d) TFS_WUR;
+/* Schedules the decoding of selection cells [c0, c1) through the slice's
+ * prefetch hook when src is the slice's own array. */
+void tfsr_slice_prefetch(const struct tfsr_slice *sl,
+			 struct tfs_array *src, uint64_t c0, uint64_t c1);
+
+/* A rendering front to back, piece by piece into out. */
+struct tfsr_stream {
+	struct tfsr_emit em;
+	struct tfs_buf out; /* produced bytes from offset base on */
+	uint64_t base;
+	bool started;
+	bool done;
+	bool failed; /* for the owner: a step failed */
+	uint64_t next_cell;  /* dense */
+	struct tfs_query *q; /* sparse */
+	uint64_t charged;    /* for the owner's memory accounting */
+};
+
+/* A stream of sl reading src (both must outlive it). */
+void tfsr_stream_init(struct tfsr_stream *st, struct tfsr_slice *sl,
+		      struct tfs_array *src);
+/* Produces the next piece (appended to st->out); st->done at the end. */
+enum tfs_err tfsr_stream_step(struct tfsr_stream *st,
+			      struct tfs_diag *d) TFS_WUR;
+void tfsr_stream_release(struct tfsr_stream *st);
+
+/* The renderers' callbacks of the byte formats (the table's rows). */
+enum tfs_err tfsr_raw_cells(struct tfsr_emit *em, const struct tfs_batch *b,
+			    uint64_t first, uint64_t n) TFS_WUR;
+enum tfs_err tfsr_offsets_cells(struct tfsr_emit *em,
+				const struct tfs_batch *b, uint64_t first,
+				uint64_t n) TFS_WUR;
+enum tfs_err tfsr_validity_cells(struct tfsr_emit *em,
+				 const struct tfs_batch *b, uint64_t first,
+				 uint64_t n) TFS_WUR;
+/* Cell i of column c of output field k as bytes; a null cell gives the
+ * fill value. */
+void tfsr_cell_bytes(const struct tfsr_slice *sl, uint32_t k,
+		     const struct tfs_column *c, uint64_t i,
+		     const uint8_t **ptr, uint64_t *len);
+/* Runs every cell through a measuring emitter: the count and the widest
+ * var-size value of each field (into sl->widths), then builds the .npy
+ * header into sl->header. */
+enum tfs_err tfsr_slice_measure(struct tfsr_stream *st,
+				struct tfs_diag *d) TFS_WUR;
+
+#endif
