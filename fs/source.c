@@ -80,25 +80,3 @@ int tfsd_source_rmdir(const struct tfsd_config *c, const char *path)
 	close(fd);
 	return rc;
 }
-
-DIR *tfsd_source_opendir(const struct tfsd_config *c, const char *path)
-{
-	struct tfs_diag d;
-	DIR *dp;
-	int fd, e;
-
-	tfs_diag_init(&d);
-	fd = tfs_vfs_posix_open(c->vfs, path, O_RDONLY | O_DIRECTORY, 0, &d);
-	if (fd < 0) {
-		if (errno == ELOOP || errno == EXDEV)
-			errno = ENOENT;
-		return NULL;
-	}
-	dp = fdopendir(fd);
-	if (!dp) {
-		e = errno;
-		close(fd);
-		errno = e;
-	}
-	return dp;
-}

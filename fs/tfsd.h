@@ -81,8 +81,6 @@ int tfsd_source_stat(const struct tfsd_config *c, const char *path,
 int tfsd_source_mkdir(const struct tfsd_config *c, const char *path,
 		      unsigned mode);
 int tfsd_source_rmdir(const struct tfsd_config *c, const char *path);
-/* NULL with errno set on failure. */
-DIR *tfsd_source_opendir(const struct tfsd_config *c, const char *path);
 /* "256M", "1G", "4096", "64k" → bytes. */
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
 /* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
