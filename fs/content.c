@@ -794,7 +794,8 @@ static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
 
 static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 				uint64_t off, uint8_t *dst, size_t len,
-				size_t *got, struct tfs_diag *d)
+				size_t *got, const struct tfsd_stop *stop,
+				struct tfs_diag *d)
 {
 	struct tfsr_stream *st = &f->st;
 	enum tfs_err e = TFS_E_OK;
@@ -811,6 +812,12 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 	while (!e && !st->done && st->base + st->out.len < off + len) {
 		size_t good = st->out.len;
 
+		if (stop && stop->fn(stop->ctx)) {
+			e = tfs_fail(d, TFS_E_INTR, "the read at offset "
+				     "%" PRIu64 " was interrupted at offset "
+				     "%" PRIu64, off, st->base + st->out.len);
+			break;
+		}
 		e = tfsr_stream_step(st, d);
 		if (e)
 			e = stream_recover(fs, f, good, e, d);
@@ -842,7 +849,8 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 				    NULL, avail_end);
 		}
 	}
-	st->failed = e != TFS_E_OK;
+	/* An interrupted read leaves the stream where it was. */
+	st->failed = e != TFS_E_OK && e != TFS_E_INTR;
 	pthread_mutex_unlock(&f->lock);
 	return e;
 }
@@ -850,6 +858,14 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 			    uint8_t *dst, size_t len, size_t *got,
 			    struct tfs_diag *d)
+{
+	return tfsd_file_read_stop(fs, f, off, dst, len, got, NULL, d);
+}
+
+enum tfs_err tfsd_file_read_stop(struct tfsd *fs, struct tfsd_file *f,
+				 uint64_t off, uint8_t *dst, size_t len,
+				 size_t *got, const struct tfsd_stop *stop,
+				 struct tfs_diag *d)
 {
 	switch (f->how) {
 	case SERVE_WHOLE:
@@ -862,7 +878,7 @@ enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 	case SERVE_RANDOM:
 		return read_random(fs, f, off, dst, len, got, d);
 	case SERVE_STREAM:
-		return read_stream(fs, f, off, dst, len, got, d);
+		return read_stream(fs, f, off, dst, len, got, stop, d);
 	}
 	return TFS_E_INTERNAL;
 }

@@ -180,6 +180,10 @@ int tfsd__getattr(struct tfsd_ll *ll, fuse_ino_t ino,
 		tfs_diag_init(&d);
 		e = tfsd__stat(ll, &n, in->vpath, ino, st, &d);
 	}
+	if (!e && tfsd__version(&n) != in->version)
+		(void)tfsd__inode_recall(in, st);
+	else if (!e)
+		tfsd__inode_remember(in, st);
 	*timeout = tfsd__timeout(ll, &n);
 	tfsd_node_release(&ll->fs, &n);
 	return e ? tfsd__fail(in->vpath, e, &d) : 0;
@@ -492,7 +496,12 @@ static int open_read(struct tfsd_ll *ll, struct tfsd_inode *in,
 		e = tfsd_file_open(&ll->fs, &n, in->vpath, &h->rf, &d);
 	}
 	if (!e) {
-		fi->direct_io = tfsd_file_direct(h->rf);
+		/* An inode of an older version (the path shows a newer one
+		 * now) has that version's size in the kernel: the bytes of
+		 * this newer one go around the page cache and its size, to
+		 * their end. */
+		fi->direct_io = tfsd_file_direct(h->rf) ||
+				(in->version && tfsd__version(&n) != in->version);
 		/* The page cache of this inode holds its version's bytes; a
 		 * stale inode (the path now shows a newer version) is
 		 * emptied. */
@@ -546,11 +555,24 @@ static void tfsd_ll_open(fuse_req_t req, fuse_ino_t ino,
 		tfsd__fh_close(tfsd__ll(req), tfsd__fh(fi));
 }
 
+/* Whether the read of req should stop: the kernel interrupted it (its
+ * reader got a signal, SIGKILL included) or the daemon is stopping. */
+static bool read_stopped(void *ctx)
+{
+	fuse_req_t req = ctx;
+	struct tfsd_ll *ll = tfsd__ll(req);
+
+	return fuse_req_interrupted(req) ||
+	       (ll->se && fuse_session_exited(ll->se));
+}
+
 /* Reads up to size bytes at off of the open file of fi into *buf
  * (tfs_free); *got of them. */
-static int do_read(struct tfsd_ll *ll, fuse_ino_t ino, size_t size, off_t off,
+static int do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi, uint8_t **buf, size_t *got)
 {
+	struct tfsd_ll *ll = tfsd__ll(req);
+	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
 	struct tfsd_fh *h = tfsd__fh(fi);
 	struct tfs_diag d;
 	enum tfs_err e = TFS_E_OK;
@@ -571,8 +593,8 @@ static int do_read(struct tfsd_ll *ll, fuse_ino_t ino, size_t size, off_t off,
 			return errno;
 		*got = (size_t)r;
 	} else if (h->rf) {
-		e = tfsd_file_read(&ll->fs, h->rf, (uint64_t)off, *buf, size,
-				   got, &d);
+		e = tfsd_file_read_stop(&ll->fs, h->rf, (uint64_t)off, *buf,
+					size, got, &stop, &d);
 	} else if ((uint64_t)off < h->doc.len) {
 		*got = h->doc.len - (size_t)off < size ? h->doc.len - (size_t)off
 						       : size;
@@ -586,7 +608,7 @@ static void tfsd_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 {
 	uint8_t *buf = NULL;
 	size_t got;
-	int err = do_read(tfsd__ll(req), ino, size, off, fi, &buf, &got);
+	int err = do_read(req, ino, size, off, fi, &buf, &got);
 
 	if (err)
 		fuse_reply_err(req, err);

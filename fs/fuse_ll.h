@@ -58,6 +58,12 @@ enum tfs_err tfsd__stat(struct tfsd_ll *ll, const struct tfsd_node *n,
 			struct tfs_diag *d) TFS_WUR;
 /* The entry of a resolved node: its inode (one more lookup), attributes
  * and timeouts. */
+/* The size and time of a file of a version, remembered in its inode at
+ * each stat of that version; recalled (true) into st once the path shows
+ * another version: an inode is one version's file, whatever the path
+ * shows now, so an open of it never sees another version's size. */
+void tfsd__inode_remember(struct tfsd_inode *in, const struct stat *st);
+bool tfsd__inode_recall(const struct tfsd_inode *in, struct stat *st);
 enum tfs_err tfsd__entry(struct tfsd_ll *ll, const struct tfsd_node *n,
 			 const char *vpath, struct fuse_entry_param *ep,
 			 struct tfs_diag *d) TFS_WUR;

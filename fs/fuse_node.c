@@ -45,7 +45,7 @@ char *tfsd__child_path(const struct tfsd_inode *parent, const char *name)
 
 int tfsd__fail(const char *vpath, enum tfs_err e, const struct tfs_diag *d)
 {
-	if (d && d->code && e != TFS_E_NOT_FOUND)
+	if (d && d->code && e != TFS_E_NOT_FOUND && e != TFS_E_INTR)
 		tfs_log(TFS_LOG_ERROR, "'/%s': %s", vpath, tfs_diag_msg(d));
 	else if (d && d->code)
 		tfs_log(TFS_LOG_INFO, "'/%s': %s", vpath, tfs_diag_msg(d));
@@ -174,6 +174,36 @@ enum tfs_err tfsd__stat(struct tfsd_ll *ll, const struct tfsd_node *n,
 	return TFS_E_OK;
 }
 
+void tfsd__inode_remember(struct tfsd_inode *in, const struct stat *st)
+{
+	int64_t ns = (int64_t)st->st_mtim.tv_sec * 1000000000 +
+		     st->st_mtim.tv_nsec;
+
+	if (!in->version)
+		return;
+	__atomic_store_n(&in->size, (uint64_t)st->st_size, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->mtime_ns, ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&in->stat_known, true, __ATOMIC_RELEASE);
+}
+
+bool tfsd__inode_recall(const struct tfsd_inode *in, struct stat *st)
+{
+	uint64_t size;
+	int64_t ns;
+
+	if (!in->version || !__atomic_load_n(&in->stat_known, __ATOMIC_ACQUIRE))
+		return false;
+	size = __atomic_load_n(&in->size, __ATOMIC_RELAXED);
+	ns = __atomic_load_n(&in->mtime_ns, __ATOMIC_RELAXED);
+	st->st_size = (off_t)size;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	st->st_mtim.tv_sec = (time_t)(ns / 1000000000);
+	st->st_mtim.tv_nsec = (long)(ns % 1000000000);
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+	return true;
+}
+
 enum tfs_err tfsd__entry(struct tfsd_ll *ll, const struct tfsd_node *n,
 			 const char *vpath, struct fuse_entry_param *ep,
 			 struct tfs_diag *d)
@@ -193,6 +223,7 @@ enum tfs_err tfsd__entry(struct tfsd_ll *ll, const struct tfsd_node *n,
 		(void)u;
 		return e;
 	}
+	tfsd__inode_remember(in, &ep->attr);
 	ep->ino = tfsd__ino(ll, in);
 	ep->attr_timeout = tfsd__timeout(ll, n);
 	ep->entry_timeout = ep->attr_timeout;

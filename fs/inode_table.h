@@ -9,6 +9,7 @@
 #ifndef TFSD_INODE_TABLE_H
 #define TFSD_INODE_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,12 @@ struct tfsd_inode {
 	 * before tfsd_itable_move stays valid until tfsd_itable_free. */
 	char *vpath;
 	uint64_t version;        /* tfsd_arr.gen of a file's array; 0 else */
+	/* A file of a version: the size and time last reported for it
+	 * (atomic), reported again once the path shows a newer version, so
+	 * that the kernel's size of this inode never mixes versions. */
+	uint64_t size;
+	int64_t mtime_ns;
+	bool stat_known; /* atomic */
 	uint64_t nlookup;        /* protected by the table's lock */
 	struct tfsd_inode *next; /* hash chain, protected by the table's lock */
 };

@@ -298,6 +298,18 @@ bool tfsd_file_direct(const struct tfsd_file *f);
 enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 			    uint8_t *dst, size_t len, size_t *got,
 			    struct tfs_diag *d) TFS_WUR;
+/* Asked between the steps of a long rendering: true stops it with
+ * TFS_E_INTR (its reader was interrupted, or the daemon is stopping). */
+struct tfsd_stop {
+	bool (*fn)(void *ctx);
+	void *ctx;
+};
+/* tfsd_file_read that stop (NULL: never) may cut short with TFS_E_INTR;
+ * what the file produced so far is kept for the next read. */
+enum tfs_err tfsd_file_read_stop(struct tfsd *fs, struct tfsd_file *f,
+				 uint64_t off, uint8_t *dst, size_t len,
+				 size_t *got, const struct tfsd_stop *stop,
+				 struct tfs_diag *d) TFS_WUR;
 void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f);
 
 /* Small documents rendered whole (node_docs.c, by render/docs.h):

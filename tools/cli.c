@@ -45,6 +45,7 @@ enum cli_status cli_status_of(enum tfs_err e)
 	case TFS_E_IS_DIR:
 	case TFS_E_BAD_HANDLE:
 	case TFS_E_NO_ATTR:
+	case TFS_E_INTR:
 	case TFS_E__COUNT:
 		break;
 	}

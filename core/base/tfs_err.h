@@ -34,7 +34,8 @@
 	X(NOT_DIR, ENOTDIR, "not a folder")                              \
 	X(IS_DIR, EISDIR, "is a folder")                                 \
 	X(BAD_HANDLE, EBADF, "not an open file")                         \
-	X(NO_ATTR, ENODATA, "no such extended attribute")
+	X(NO_ATTR, ENODATA, "no such extended attribute")               \
+	X(INTR, EINTR, "interrupted")
 
 enum tfs_err {
 #define TFS_ERR_ENUM(name, errno_value, msg) TFS_E_##name,

@@ -277,6 +277,7 @@ Test(err, errno_table)
 		{TFS_E_INTERNAL, EIO},	  {TFS_E_NOT_DIR, ENOTDIR},
 		{TFS_E_IS_DIR, EISDIR},	  {TFS_E_BAD_HANDLE, EBADF},
 		{TFS_E_NO_ATTR, ENODATA},
+		{TFS_E_INTR, EINTR},
 	};
 
 	cr_assert_eq(sizeof(cases) / sizeof(cases[0]), TFS_E__COUNT,

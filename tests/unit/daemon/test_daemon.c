@@ -470,6 +470,61 @@ Test(content, streamed_equals_whole, .init = setup, .fini = teardown)
 	}
 }
 
+/* Stops after *ctx more calls. */
+static bool stop_after(void *ctx)
+{
+	int *left = ctx;
+
+	return (*left)-- <= 0;
+}
+
+/* A stream's read that its stop cuts short is TFS_E_INTR and keeps what
+ * was produced: the next reads go on and give the whole file. */
+Test(content, stopped_read_goes_on, .init = setup, .fini = teardown)
+{
+	const char *vpath = "dense_2d_rowmajor/data.csv";
+	struct tfsd_size sz;
+	struct tfsd_node n;
+	struct tfsd_file *f;
+	struct tfs_diag d;
+	uint64_t whole_len;
+	uint8_t *whole, *got;
+	size_t len;
+	int left = 0;
+	struct tfsd_stop never = {.fn = stop_after, .ctx = &left};
+
+	whole = read_all(vpath, 1 << 20, &whole_len, &sz);
+	cr_assert_gt(whole_len, 64);
+	fs.cfg.whole_max_cells = 0;
+	tfsd_renders_free(fs.renders);
+	cr_assert_eq(tfsd_renders_new(1 << 20, &fs.renders), TFS_E_OK);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs, vpath, &n, &d), TFS_E_OK);
+	cr_assert_eq(tfsd_file_open(&fs, &n, vpath, &f, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	got = calloc(1, (size_t)whole_len);
+	cr_assert(got);
+	cr_assert_eq(tfsd_file_read_stop(&fs, f, whole_len - 10, got, 10,
+					 &len, &never, &d), TFS_E_INTR);
+	cr_expect(strstr(tfs_diag_msg(&d), "interrupted"), "%s",
+		  tfs_diag_msg(&d));
+	left = 1; /* one step, then stopped */
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_file_read_stop(&fs, f, whole_len - 10, got, 10,
+					 &len, &never, &d), TFS_E_INTR);
+	left = 1 << 30;
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_file_read_stop(&fs, f, 0, got, (size_t)whole_len,
+					 &len, &never, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_expect_eq(len, whole_len);
+	cr_expect(len == whole_len && memcmp(got, whole, len) == 0);
+	tfsd_file_close(&fs, f);
+	tfsd_node_release(&fs, &n);
+	free(got);
+	free(whole);
+}
+
 /* ---- Groups whose members live elsewhere ----------------------------- */
 
 static char group_root[64];
