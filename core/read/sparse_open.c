@@ -1,7 +1,7 @@
 /* Opening the sparse reader: the query's fields in each fragment's own
  * schema, the delete conditions that apply, and each visible fragment's
  * candidate tiles (R-tree against the subarray), sorted. */
-#include "sparse_internal.h"
+#include "sparse_reader.h"
 
 /* ---- Opening ----------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
  * the fragment kind, name and format version (format/write.md §1–2),
  * streams the sorted cells through the tile writer into a staged folder,
  * and commits last (write.md §3). Any failure removes the staged folder. */
-#include "writer_internal.h"
+#include "writer_state.h"
 
 const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w)
 {
@@ -442,46 +442,6 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 		return e;
 	tw_opts(w, &to, true, box);
 	return tfs__tw_new(&to, &w->tw, d);
-}
-
-/* Writes every row of tiles whose cells are all in. */
-static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
-{
-	uint64_t ext0 = tfs_value_as_u64(w->s->dims[0].type,
-					 w->s->dims[0].extent);
-	enum tfs_err e;
-
-	for (;;) {
-		uint64_t row = w->boxlo[0] + w->rows_done, end, nrows;
-
-		if (row > w->boxhi[0])
-			return TFS_E_OK;
-		end = (row / ext0 + 1) * ext0 - 1;
-		if (end > w->boxhi[0])
-			end = w->boxhi[0];
-		nrows = end - row + 1;
-		if (w->scratch.cell_num < nrows * w->row_cells)
-			return TFS_E_OK;
-		if ((e = tfs__box_emit(w->tw, &w->scratch, w->s, w->boxlo,
-				       w->boxhi, row, nrows, d)))
-			return e;
-		tfs__cells_drop_front(&w->scratch, w->fields,
-				      nrows * w->row_cells);
-		w->rows_done += nrows;
-	}
-}
-
-enum tfs_err tfs__writer_stream_cells(struct tfs_writer *w, struct tfs_diag *d)
-{
-	enum tfs_err e;
-
-	if (w->tilerow)
-		return stream_rows(w, d);
-	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
-		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
-			return e;
-	tfs__cells_clear(&w->scratch);
-	return TFS_E_OK;
 }
 
 enum tfs_err tfs_writer_commit(struct tfs_writer *w,

@@ -1,8 +1,9 @@
 /* tfs_writer_append (tfs_write.h): maps a batch's columns to the schema's
  * fields, checks every value (domains, enumerations, UTF-8, nullability;
- * format/write.md §2) and stages the cells for sorting (sort.c); a batch
- * that fails leaves nothing staged. */
-#include "writer_internal.h"
+ * format/write.md §2) and stages the cells for sorting (sort.c) or, when
+ * streaming, hands them to the tile writer; a batch that fails leaves
+ * nothing staged. */
+#include "writer_state.h"
 
 /* ---- Append ---------------------------------------------------------------- */
 
@@ -335,6 +336,47 @@ static void rollback(struct tfs__cells *c, const size_t *lens, uint64_t cells)
 	c->cell_num = cells;
 }
 
+/* Writes every row of tiles whose cells are all in. */
+static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
+{
+	uint64_t ext0 = tfs_value_as_u64(w->s->dims[0].type,
+					 w->s->dims[0].extent);
+	enum tfs_err e;
+
+	for (;;) {
+		uint64_t row = w->boxlo[0] + w->rows_done, end, nrows;
+
+		if (row > w->boxhi[0])
+			return TFS_E_OK;
+		end = (row / ext0 + 1) * ext0 - 1;
+		if (end > w->boxhi[0])
+			end = w->boxhi[0];
+		nrows = end - row + 1;
+		if (w->scratch.cell_num < nrows * w->row_cells)
+			return TFS_E_OK;
+		if ((e = tfs__box_emit(w->tw, &w->scratch, w->s, w->boxlo,
+				       w->boxhi, row, nrows, d)))
+			return e;
+		tfs__cells_drop_front(&w->scratch, w->fields,
+				      nrows * w->row_cells);
+		w->rows_done += nrows;
+	}
+}
+
+/* Hands the staged cells of a streaming write to the tile writer. */
+static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (w->tilerow)
+		return stream_rows(w, d);
+	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
+		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
+			return e;
+	tfs__cells_clear(&w->scratch);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 			       const uint64_t *tags, struct tfs_diag *d)
 {
@@ -518,7 +560,7 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 	tfs_free(heap_lens);
 	w->appended += n;
 	if (w->stream)
-		e = tfs__writer_stream_cells(w, d);
+		e = stream_cells(w, d);
 	else
 		e = tfs__sorter_added(w->sorter, d);
 	if (e)
