@@ -36,7 +36,8 @@ struct tfsd_arrays {
 	const struct tfsd_config *cfg;
 	struct tfs_tile_cache *tiles;
 	struct tfs_pool *pool;
-	struct tfs_vfs *vfs; /* SOURCE's storage (POSIX), owned */
+	struct tfs_vfs *vfs; /* SOURCE's storage: cfg->vfs, rooted */
+	bool own_vfs;        /* made here (cfg->vfs was NULL): freed here */
 	pthread_mutex_t lock;
 	struct entry entries[MAX_ENTRIES]; /* protected by lock */
 	size_t entry_num;                  /* protected by lock */
@@ -63,9 +64,16 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 	c->cfg = cfg;
 	c->tiles = tiles;
 	c->pool = pool;
-	if (tfs_vfs_posix_new(&c->vfs)) {
-		tfs_free(c);
-		return TFS_E_NOMEM;
+	/* SOURCE's storage is the configuration's, rooted there (no link
+	 * below SOURCE followed); a configuration without one (set up by
+	 * hand) gets a plain one of its own. */
+	c->vfs = cfg->vfs;
+	if (!c->vfs) {
+		if (tfs_vfs_posix_new(&c->vfs)) {
+			tfs_free(c);
+			return TFS_E_NOMEM;
+		}
+		c->own_vfs = true;
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
@@ -88,7 +96,8 @@ void tfsd_arrays_free(struct tfsd_arrays *c)
 		tfs_free(c->entries[i].rel);
 	}
 	pthread_mutex_destroy(&c->lock);
-	tfs_vfs_free(c->vfs);
+	if (c->own_vfs)
+		tfs_vfs_free(c->vfs);
 	tfs_free(c);
 }
 
@@ -147,7 +156,8 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d)
 {
-	struct tfs_open_opts oo = {.timestamp = timestamp,
+	struct tfs_open_opts oo = {.vfs = c->vfs,
+				   .timestamp = timestamp,
 				   .threads = c->cfg->threads,
 				   .key = tfsd_config_key(c->cfg, rel),
 				   .cache = c->tiles,
@@ -168,9 +178,15 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 	/* A default key (key=, '*') is for the encrypted arrays among many:
 	 * the others open without it. */
 	if (e == TFS_E_KEY && oo.key && !tfsd_config_has_own_key(c->cfg, rel)) {
+		struct tfs_diag with_key = d ? *d : (struct tfs_diag){0};
+
 		oo.key = NULL;
 		tfs_diag_init(d);
 		e = tfs_array_open(path, &oo, &arr->a, d);
+		/* Encrypted after all: the key given is the wrong one, which
+		 * is what the first failure says ("no key" would mislead). */
+		if (e == TFS_E_KEY && d)
+			*d = with_key;
 	}
 	if (e) {
 		tfs_free(arr);

@@ -28,6 +28,7 @@ struct cli {
 	char *cleanup_grace;
 	char *max_cells;
 	char *max_memory;
+	int keyfile_insecure;
 	int read_only;
 	int allow_other;
 	int default_permissions;
@@ -47,6 +48,7 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("cleanup_grace=%s", cleanup_grace),
 	CLI_OPT("max_cells=%s", max_cells),
 	CLI_OPT("max_memory=%s", max_memory),
+	{"keyfile_insecure", offsetof(struct cli, keyfile_insecure), 1},
 	FUSE_OPT_END,
 };
 
@@ -179,6 +181,23 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 	}
 	if (c->staging && !(cfg->staging = tfs_strdup(c->staging)))
 		return 1;
+	/* Staged bytes never wait inside SOURCE (where a half-written file
+	 * would sit among the arrays). */
+	if (c->staging) {
+		char *real = realpath(c->staging, NULL);
+		size_t n = strlen(cfg->source);
+		bool inside = real && strncmp(real, cfg->source, n) == 0 &&
+			      (real[n] == '\0' || real[n] == '/' ||
+			       !strcmp(cfg->source, "/"));
+
+		free(real);
+		if (inside) {
+			fprintf(stderr, "tilefs: staging='%s': inside SOURCE; "
+					"staged files must live elsewhere\n",
+				c->staging);
+			return 2;
+		}
+	}
 	if (c->cleanup_grace) {
 		char *end;
 		unsigned long long v;
@@ -195,6 +214,7 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 		cfg->cleanup_grace_ms = (uint64_t)v * 1000;
 		cfg->cleanup_grace_set = true;
 	}
+	cfg->keyfile_insecure = c->keyfile_insecure != 0;
 	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
 		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 2;
@@ -216,24 +236,23 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 static int configure(struct tfsd_config *cfg, struct cli *c,
 		     struct fuse_cmdline_opts *fo)
 {
-	char *real;
+	struct tfs_diag d;
 	int ret;
 
+	tfs_diag_init(&d);
 	if (!c->source || !fo->mountpoint) {
 		fprintf(stderr, "tilefs: usage: tilefs [options] SOURCE MOUNTPOINT "
 				"(see --help)\n");
 		return 2;
 	}
-	real = realpath(c->source, NULL);
-	if (!real) {
-		fprintf(stderr, "tilefs: source '%s': %s\n", c->source,
-			strerror(errno));
+	/* SOURCE's real path, and the storage rooted there through which
+	 * the daemon reaches it: no link below it is followed. */
+	if (tfsd_config_set_source(cfg, c->source, &d)) {
+		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 1;
 	}
-	cfg->source = tfs_strdup(real);
-	free(real);
 	cfg->mountpoint = tfs_strdup(fo->mountpoint);
-	if (!cfg->source || !cfg->mountpoint)
+	if (!cfg->mountpoint)
 		return 1;
 	cfg->read_only = c->read_only;
 	cfg->foreground = fo->foreground;

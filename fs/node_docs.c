@@ -13,9 +13,9 @@
 
 /* Bytes of the regular files under path (one level of folders, as a
  * fragment folder has). */
-static uint64_t folder_bytes(const char *path)
+static uint64_t folder_bytes(const struct tfsd_config *c, const char *path)
 {
-	DIR *dp = opendir(path);
+	DIR *dp = tfsd_source_opendir(c, path);
 	struct dirent *de;
 	uint64_t total = 0;
 
@@ -34,7 +34,7 @@ static uint64_t folder_bytes(const char *path)
 
 			if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path,
 					     de->d_name) < sizeof(sub))
-				total += folder_bytes(sub);
+				total += folder_bytes(c, sub);
 		}
 	}
 	closedir(dp);
@@ -57,11 +57,11 @@ static enum tfs_err fragment_doc(struct tfsd *fs, const struct tfsd_node *n,
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s/__fragments/%s",
 			 fs->cfg.source, *n->rel ? "/" : "", n->rel, f.name);
-		bytes = folder_bytes(path);
+		bytes = folder_bytes(&fs->cfg, path);
 		if (!bytes) {
 			snprintf(path, sizeof(path), "%s%s%s/%s", fs->cfg.source,
 				 *n->rel ? "/" : "", n->rel, f.name);
-			bytes = folder_bytes(path);
+			bytes = folder_bytes(&fs->cfg, path);
 		}
 		return tfsr_doc_fragment(out, n->arr->schema, &f, bytes, d);
 	}

@@ -82,6 +82,29 @@ struct tfs_vfs {
 enum tfs_err tfs_vfs_posix_new(struct tfs_vfs **out) TFS_WUR;
 enum tfs_err tfs_vfs_mem_new(struct tfs_vfs **out) TFS_WUR;
 
+/* A POSIX backend confined to the folder root: it takes paths spelled as
+ * root, or root + '/' + a path below it (others: TFS_E_PERM and a log
+ * line), holds a descriptor of root opened now, and follows no symbolic
+ * link and no ".." out of it below root, for reads, writes, listings and
+ * removals alike (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or
+ * openat(O_NOFOLLOW) one component at a time where the kernel lacks
+ * openat2). A symbolic link met is as if the path were missing:
+ * TFS_E_NOT_FOUND (stat: exists = false), with a log line; listings leave
+ * links out, with a log line each. root itself may be reached through
+ * links: it is the caller's choice. */
+enum tfs_err tfs_vfs_posix_new_rooted(const char *root, struct tfs_vfs **out,
+				      struct tfs_diag *d) TFS_WUR;
+/* For tests: makes a rooted backend resolve component by component, as on
+ * a kernel without openat2. No effect on other backends. */
+void tfs_vfs_posix_rooted_walk(struct tfs_vfs *vfs);
+/* open(2) of path through a POSIX backend (flags and mode as for open;
+ * O_CLOEXEC is added): a rooted backend resolves it as its other calls
+ * do (O_PATH | O_DIRECTORY gives a folder for the *at() calls). Returns
+ * the descriptor, or -1 with errno set and d filled. Not for the
+ * in-memory and faulty backends (-1, EINVAL). */
+int tfs_vfs_posix_open(struct tfs_vfs *vfs, const char *path, int flags,
+		       unsigned mode, struct tfs_diag *d);
+
 /* Fault injection around another backend (which it does not own). */
 enum tfs_fault_kind {
 	TFS_FAULT_NONE,
