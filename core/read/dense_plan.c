@@ -9,8 +9,8 @@ static void decode_job_run(void *arg)
 	struct decode_job *j = arg;
 
 	tfs_diag_init(&j->diag);
-	j->err = tfs_tile_read_cached(j->dir, j->f, j->slot, j->tile_no, &j->tile,
-			       &j->diag);
+	j->err = tfs_tile_read_cached(j->dir, j->f, j->slot, j->tile_no,
+				      &j->tile, &j->diag);
 }
 
 /* Tile number of space tile k inside fragment fb's tile box, in the

@@ -453,7 +453,8 @@ static enum tfs_err string_minmax(struct job *j, uint32_t f,
 		if (!hi || tfs__fixed_str_cmp(p, hi, cs) > 0)
 			hi = p;
 	}
-	if ((e = tfs_buf_resize(&o->min, cs)) || (e = tfs_buf_resize(&o->max, cs)))
+	if ((e = tfs_buf_resize(&o->min, cs)) ||
+	    (e = tfs_buf_resize(&o->max, cs)))
 		return e;
 	memset(o->min.data, 0, cs);
 	memset(o->max.data, 0, cs);

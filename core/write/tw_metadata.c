@@ -302,15 +302,15 @@ static enum tfs_err put_gobounds_tiles(struct tfs__tw *t, struct tfs_buf *file,
 		for (uint32_t k = 0; k < t->D && !e; k++) {
 			struct slotacc *g = &t->gob[k];
 
-			e = put_minmax_tile(
-				t, file,
-				mx ? &f->gobounds_maxes_off[k]
-				   : &f->gobounds_mins_off[k],
-				mx ? &g->max_fixed : &g->min_fixed,
-				t->o.fields[k].var
-					? (mx ? &g->max_var : &g->min_var)
-					: NULL,
-				d);
+			e = put_minmax_tile(t, file,
+					    mx ? &f->gobounds_maxes_off[k]
+					       : &f->gobounds_mins_off[k],
+					    mx ? &g->max_fixed : &g->min_fixed,
+					    t->o.fields[k].var
+						    ? (mx ? &g->max_var
+							  : &g->min_var)
+						    : NULL,
+					    d);
 		}
 	return e;
 }
@@ -447,7 +447,8 @@ static enum tfs_err write_metadata(struct tfs__tw *t, struct tfs_diag *d)
 	}
 	p->len = 0;
 	if ((e = tfs_rtree_serialize(p, &r, W, t->o.s))) {
-		tfs_fail(d, e, "fragment metadata: R-tree: %s", tfs_strerror(e));
+		tfs_fail(d, e, "fragment metadata: R-tree: %s",
+			 tfs_strerror(e));
 		goto out_release;
 	}
 	if ((e = put_tile(t, &file, &f.rtree_off, p, d)) ||

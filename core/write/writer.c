@@ -127,11 +127,12 @@ static enum tfs_err check_writable(const struct tfs_schema *s, const char *path,
 
 		for (uint32_t k = 0; k < p->count; k++)
 			if (p->filters[k].type == TFS_FILTER_DEPRECATED)
-				return tfs_fail(d, TFS_E_UNSUPPORTED,
-						"attribute '%s': filter '%s' has no "
-						"encoder",
-						s->attrs[i].name,
-						tfs_filter_name(p->filters[k].type));
+				return tfs_fail(
+					d, TFS_E_UNSUPPORTED,
+					"attribute '%s': filter '%s' has no "
+					"encoder",
+					s->attrs[i].name,
+					tfs_filter_name(p->filters[k].type));
 	}
 	return TFS_E_OK;
 }
@@ -188,7 +189,8 @@ static void field_of_timestamps(struct tfs_writer *w)
  * timestamps if asked for; and the column map appends fill. */
 static enum tfs_err make_fields(struct tfs_writer *w, const char *path,
 				const struct tfs_write_opts *opts,
-				enum tfs_write_layout layout, struct tfs_diag *d)
+				enum tfs_write_layout layout,
+				struct tfs_diag *d)
 {
 	const struct tfs_schema *s = w->s;
 
@@ -198,10 +200,11 @@ static enum tfs_err make_fields(struct tfs_writer *w, const char *path,
 	if (opts->cell_timestamps &&
 	    (s->array_type != TFS_SPARSE || w->version < 15 ||
 	     layout != TFS_WRITE_UNORDERED))
-		return tfs_fail(d, TFS_E_INVALID,
-				"array '%s': per-cell timestamps need an unordered "
-				"write to a sparse array of format 15 or later",
-				path);
+		return tfs_fail(
+			d, TFS_E_INVALID,
+			"array '%s': per-cell timestamps need an unordered "
+			"write to a sparse array of format 15 or later",
+			path);
 	w->fields = tfs_callocn(w->field_num, sizeof(*w->fields));
 	w->colmap = tfs_callocn(w->field_num, sizeof(int));
 	if (!w->fields || !w->colmap)
@@ -236,8 +239,8 @@ static enum tfs_err plan_box(struct tfs_writer *w, const char *path,
 	 * orders are row-major); then cells need no sorting. */
 	w->stream = true;
 	for (uint32_t k = 1; k < s->dim_num; k++) {
-		uint64_t ext = tfs_value_as_u64(s->dims[k].type,
-						s->dims[k].extent);
+		uint64_t ext =
+			tfs_value_as_u64(s->dims[k].type, s->dims[k].extent);
 
 		if (s->tile_order != TFS_ROW_MAJOR ||
 		    s->cell_order != TFS_ROW_MAJOR || ext == 0 ||
@@ -301,7 +304,8 @@ static enum tfs_err start_sorter(struct tfs_writer *w,
 	return TFS_E_OK;
 }
 
-enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts,
+enum tfs_err tfs_writer_open(const char *path,
+			     const struct tfs_write_opts *opts,
 			     enum tfs_write_layout layout,
 			     const struct tfs_range *box,
 			     struct tfs_writer **out, struct tfs_diag *d)

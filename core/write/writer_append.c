@@ -339,8 +339,8 @@ static void rollback(struct tfs__cells *c, const size_t *lens, uint64_t cells)
 /* Writes every row of tiles whose cells are all in. */
 static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
 {
-	uint64_t ext0 = tfs_value_as_u64(w->s->dims[0].type,
-					 w->s->dims[0].extent);
+	uint64_t ext0 =
+		tfs_value_as_u64(w->s->dims[0].type, w->s->dims[0].extent);
 	enum tfs_err e;
 
 	for (;;) {
@@ -417,7 +417,8 @@ static enum tfs_err fill_box_dim(struct tfs_writer *w, uint32_t k,
 		uint64_t v = tfs_value_as_u64(dm->type, dm->domain[0]) +
 			     w->boxlo[k] + idx;
 		if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-			v = (uint64_t)tfs_value_as_i64(dm->type, dm->domain[0]) +
+			v = (uint64_t)tfs_value_as_i64(dm->type,
+						       dm->domain[0]) +
 			    w->boxlo[k] + idx;
 		tfs_put_uint(dst->data.data + dst->data.len, sz, v);
 		dst->data.len += sz;
@@ -459,7 +460,8 @@ static enum tfs_err after_fast_domain(struct tfs_writer *w, uint32_t k,
 					    fd->cell_size, NULL,
 					    cell_tag(w, tags, first_bad), d);
 		if (!e)
-			e = tfs_fail(d, TFS_E_INTERNAL, "domain check disagrees");
+			e = tfs_fail(d, TFS_E_INTERNAL,
+				     "domain check disagrees");
 		return e;
 	}
 	if (w->s->array_type == TFS_DENSE) {
@@ -493,7 +495,7 @@ static enum tfs_err check_dim_cells(struct tfs_writer *w, uint32_t k,
 			/* The last cell's end is the data end only
 			 * once every cell is in; compute it here. */
 			len = (i + 1 < n ? tfs_get_u64(dst->offs.data +
-							(base + i + 1) * 8)
+						       (base + i + 1) * 8)
 					 : dst->data.len) -
 			      tfs_get_u64(dst->offs.data + (base + i) * 8);
 		} else {
@@ -549,14 +551,16 @@ static enum tfs_err append_tags_keys(struct tfs_writer *w,
 	enum tfs_err e;
 
 	for (uint64_t i = 0; i < n; i++)
-		if ((e = tfs_buf_append_u64(&cells->tags, cell_tag(w, tags, i))))
+		if ((e = tfs_buf_append_u64(&cells->tags,
+					    cell_tag(w, tags, i))))
 			return tfs_fail(d, e, "out of memory");
 	cells->cell_num += n;
 	if (w->order.keyed && !w->stream) {
 		for (uint64_t i = 0; i < n; i++)
-			if ((e = tfs_buf_append_u64(
-				     &cells->keys,
-				     tfs__order_key(&w->order, cells, base + i))))
+			if ((e = tfs_buf_append_u64(&cells->keys,
+						    tfs__order_key(&w->order,
+								   cells,
+								   base + i))))
 				return tfs_fail(d, e, "out of memory");
 	}
 	return TFS_E_OK;

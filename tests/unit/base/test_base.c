@@ -802,15 +802,16 @@ Test(civil, days_from_civil_known_dates)
 		unsigned m, d;
 		int64_t days;
 	} cases[] = {
-		{1970, 1, 1, 0},        {1969, 12, 31, -1},
-		{2000, 2, 29, 11016},   {2000, 3, 1, 11017},
-		{1900, 3, 1, -25508},   {2024, 1, 1, 19723},
-		{0, 3, 1, -719468},     {-1, 12, 31, -719529},
+		{1970, 1, 1, 0},         {1969, 12, 31, -1},
+		{2000, 2, 29, 11016},    {2000, 3, 1, 11017},
+		{1900, 3, 1, -25508},    {2024, 1, 1, 19723},
+		{0, 3, 1, -719468},      {-1, 12, 31, -719529},
 		{9999, 12, 31, 2932896}, {1600, 1, 1, -135140},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		cr_expect_eq((int64_t)tfs_days_from_civil(cases[i].y, cases[i].m,
+		cr_expect_eq((int64_t)tfs_days_from_civil(cases[i].y,
+							  cases[i].m,
 							  cases[i].d),
 			     cases[i].days, "%" PRId64 "-%u-%u", cases[i].y,
 			     cases[i].m, cases[i].d);
@@ -833,8 +834,8 @@ Test(civil, days_from_civil_is_continuous)
 			for (unsigned d = 1; d <= n; d++) {
 				days128 cur = tfs_days_from_civil(y, m, d);
 
-				cr_assert(cur == prev + 1, "%" PRId64 "-%u-%u", y,
-					  m, d);
+				cr_assert(cur == prev + 1, "%" PRId64 "-%u-%u",
+					  y, m, d);
 				prev = cur;
 			}
 		}
@@ -843,6 +844,5 @@ Test(civil, days_from_civil_is_continuous)
 		  tfs_days_from_civil(INT64_MAX, 1, 1));
 	cr_expect(tfs_days_from_civil(INT64_MIN + 1, 1, 1) <
 		  tfs_days_from_civil(INT64_MIN + 1, 12, 31));
-	cr_expect(tfs_days_from_civil(INT64_MAX, 1, 1) >
-		  (days128)INT64_MAX);
+	cr_expect(tfs_days_from_civil(INT64_MAX, 1, 1) > (days128)INT64_MAX);
 }
