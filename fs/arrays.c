@@ -14,6 +14,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 #define RECHECK_MS 500
 #define MAX_ENTRIES 256
@@ -64,12 +65,14 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 	c->cfg = cfg;
 	c->tiles = tiles;
 	c->pool = pool;
-	/* SOURCE's storage is the configuration's, rooted there (no link
-	 * below SOURCE followed); a configuration without one (set up by
-	 * hand) gets a plain one of its own. */
+	/* SOURCE's storage: the configuration's (a folder's, rooted there
+	 * so that no link below SOURCE is followed), else the default one
+	 * for the source: a bucket's (s3://, checked at start-up by
+	 * configure_s3) or a plain folder's for a configuration set up by
+	 * hand. */
 	c->vfs = cfg->vfs;
 	if (!c->vfs) {
-		if (tfs_vfs_posix_new(&c->vfs)) {
+		if (tfs_vfs_default_new(cfg->source, &c->vfs, NULL)) {
 			tfs_free(c);
 			return TFS_E_NOMEM;
 		}
@@ -126,18 +129,41 @@ void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr)
 		arr_free(arr);
 }
 
+/* On object storage folders have no mtime: the stamp of a watched folder
+ * is a hash of its listing (names and count), never 0 when it lists. */
+static int64_t stamp_of_listing(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_dirlist l = {0};
+	uint64_t h = 1469598103934665603ULL;
+
+	if (tfs_vfs_list(v, path, &l, NULL))
+		return 0;
+	for (size_t i = 0; i < l.count; i++)
+		for (const char *p = l.names[i];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+			if (!*p)
+				break;
+		}
+	h ^= l.count;
+	tfs_dirlist_release(&l);
+	return (int64_t)(h >> 1) | 1;
+}
+
 static void stamp_read(const struct tfsd_arrays *c, const char *rel,
 		       int64_t *out)
 {
 	char path[4096];
+	bool bucket = tfs_s3_is_uri(c->cfg->source);
 
 	for (size_t i = 0; i < WATCHED_NUM; i++) {
 		struct tfs_stat st;
 
 		snprintf(path, sizeof(path), "%s%s%s%s", c->cfg->source,
 			 *rel ? "/" : "", rel, watched[i]);
-		if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
-		    st.exists)
+		if (bucket)
+			out[i] = stamp_of_listing(c->vfs, path);
+		else if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
+			 st.exists)
 			out[i] = st.mtime_ns;
 		else
 			out[i] = 0;

@@ -300,6 +300,18 @@ const struct tfsd_option tfsd_options[] = {
 	 "shrinks to half of it if larger; an open or read whose rendering "
 	 "(files rendered whole count while open) or tile would go over fails "
 	 "with ENOMEM and a log line"},
+	{"s3_endpoint", "URL", "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, ~/.aws/config or AWS",
+	 "S3 endpoint when SOURCE is s3://bucket/prefix; a custom endpoint "
+	 "means path-style addressing"},
+	{"s3_region", "NAME", "AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config or us-east-1",
+	 "S3 region, for request signing"},
+	{"s3_addressing", "path|virtual", NULL,
+	 "S3 bucket in the path or in the host name"},
+	{"s3_verify_tls", "0|1", "1",
+	 "check the S3 server's TLS certificate"},
+	{"s3_credentials", "FILE", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials",
+	 "AWS credentials file (profile AWS_PROFILE or default) for S3; keys "
+	 "never appear in logs or the command line"},
 	{"-f", NULL, NULL,
 	 "stay in the foreground and log to stderr (otherwise to syslog as "
 	 "tilefs[PID])"},
@@ -361,7 +373,7 @@ void tfsd_options_print_help(FILE *f, const char *prog)
 				      o->arg ? "=" : "", o->arg ? o->arg : "");
 		if (len < 0)
 			return;
-		if ((size_t)len + 1 > HELP_COL)
+		if ((size_t)len + 2 > HELP_COL) /* two spaces before the text */
 			fprintf(f, "\n%*s", HELP_COL, "");
 		else
 			fprintf(f, "%*s", HELP_COL - len, "");

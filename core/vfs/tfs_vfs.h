@@ -124,6 +124,21 @@ void tfs_vfs_faulty_arm(struct tfs_vfs *faulty, enum tfs_fault_kind kind,
 /* Operations made through faulty since it was created (failed ones too). */
 unsigned long tfs_vfs_faulty_calls(struct tfs_vfs *faulty);
 
+/* The backend for a path when the caller gave none: for an "s3://bucket/.."
+ * URI a handle on the process's S3 backend of that bucket (made on first
+ * use with the settings of the environment and tfs_vfs_default_s3_opts,
+ * and checked with one request so that bad credentials or a missing
+ * bucket fail here with a clear message; it takes such URIs as paths);
+ * for anything else the POSIX backend. Free with tfs_vfs_free. */
+enum tfs_err tfs_vfs_default_new(const char *path, struct tfs_vfs **out,
+				 struct tfs_diag *d) TFS_WUR;
+struct tfs_s3_opts;
+/* Overrides for the S3 backends tfs_vfs_default_new makes from then on
+ * (copied; NULL = none). Call before starting threads. */
+void tfs_vfs_default_s3_opts(const struct tfs_s3_opts *o);
+/* The backend a default handle stands for (v itself for others). */
+struct tfs_vfs *tfs_vfs_default_inner(struct tfs_vfs *v);
+
 void tfs_vfs_free(struct tfs_vfs *vfs);
 
 /* The seam: every caller above core/vfs goes through these wrappers, never

@@ -100,9 +100,8 @@ static enum tfs_err open_array(struct tfs_writer *w, const char *path,
 	}
 	w->vfs = opts->vfs;
 	if (!w->vfs) {
-		if ((e = tfs_vfs_posix_new(&w->own_vfs)))
-			return tfs_fail(d, e, "writer: storage: %s",
-					tfs_strerror(e));
+		if ((e = tfs_vfs_default_new(w->path, &w->own_vfs, d)))
+			return e;
 		w->vfs = w->own_vfs;
 	}
 	memset(&ao, 0, sizeof(ao));
