@@ -110,11 +110,9 @@ enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
 /* Well-formed UTF-8 (no overlong forms, surrogates or values past
  * U+10FFFF). */
 bool tfs__utf8_valid(const uint8_t *p, size_t len);
-/* Date/time helpers, exposed for schema inference. Days from 1970-01-01
- * of a proleptic Gregorian date. */
-int64_t tfs__days_from_civil(int64_t y, unsigned m, unsigned d);
-/* Fraction digits a date/time text carries: -1 not a date/time, 0 a
- * date only, else 1 + the number of fraction digits of its seconds. */
+/* Date/time helper, exposed for schema inference: the fraction digits a
+ * date/time text carries: -1 not a date/time, 0 a date only, else 1 + the
+ * number of fraction digits of its seconds. */
 int tfs__datetime_precision(const uint8_t *p, size_t len);
 
 /* ---- Rows to batches (csv_ingest.c) ------------------------------------- */

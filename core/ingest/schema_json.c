@@ -10,7 +10,7 @@
  * map entries to tfs_array_create, and checked as TileDB checks them.
  * The result is checked by serializing it and parsing it back with the
  * format module, which applies every rule a stored schema must meet. */
-#include "schema_json_internal.h"
+#include "schema_json_values.h"
 
 static bool is_string_type(uint8_t type)
 {

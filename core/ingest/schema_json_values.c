@@ -1,7 +1,7 @@
 /* The small pieces of the schema JSON parser: JSON paths for messages,
  * typed members (strings, booleans, integers, datatypes), values and cells
  * read back with the CSV value parser, and filter lists. */
-#include "schema_json_internal.h"
+#include "schema_json_values.h"
 
 void tfs__json_jpath_key(struct jpath *out, const struct jpath *in, const char *key)
 {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfs_civil.h"
 #include "tfs_datatype.h"
 
 /* ---- Integers ------------------------------------------------------------ */
@@ -306,27 +307,6 @@ bad:
 
 typedef __int128 i128;
 
-/* Days from 1970-01-01 of a proleptic Gregorian date, for any int64 year
- * (the renderer writes the extreme values of DATETIME_DAY as years of
- * 17 digits): count in 400-year eras starting in March, so the leap day
- * is the last of its year. */
-static i128 days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	i128 yy = m <= 2 ? (i128)y - 1 : (i128)y;
-	i128 era = (yy >= 0 ? yy : yy - 399) / 400;
-	i128 yoe = yy - era * 400;
-	i128 mp = m > 2 ? (i128)m - 3 : (i128)m + 9;
-	i128 doy = (153 * mp + 2) / 5 + (i128)d - 1;
-	i128 doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-
-	return era * 146097 + doe - 719468;
-}
-
-int64_t tfs__days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	return (int64_t)days_from_civil(y, m, d);
-}
-
 static bool leap(int64_t y)
 {
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -548,7 +528,7 @@ static enum tfs_err parse_datetime(uint8_t type, const uint8_t *p, size_t len,
 		*why = "not an ISO-8601 date/time";
 		return TFS_E_INVALID;
 	}
-	days = days_from_civil(t.year, t.month, t.day);
+	days = tfs_days_from_civil(t.year, t.month, t.day);
 	/* A zone offset can move the time of day past either midnight. */
 	rem = t.atto % day;
 	days += t.atto / day;
@@ -559,7 +539,7 @@ static enum tfs_err parse_datetime(uint8_t type, const uint8_t *p, size_t len,
 	switch (type - TFS_DATETIME_YEAR) {
 	case 0: /* YEAR */
 	case 1: /* MONTH */
-		if (rem || days != days_from_civil(t.year, t.month, 1) ||
+		if (rem || days != tfs_days_from_civil(t.year, t.month, 1) ||
 		    (type == TFS_DATETIME_YEAR && t.month != 1))
 			return not_whole(why);
 		if (type == TFS_DATETIME_YEAR)

@@ -83,7 +83,7 @@ static enum tfs_err check_set(const struct tfs_qc_node *n, struct tfs_diag *d)
 /* Appends n and its subtree in pre-order. */
 static enum tfs_err compile_node(struct tfs_cond *c,
 				 const struct tfs_qc_node *n, unsigned depth,
-				 uint32_t *cap, struct tfs_diag *d)
+				 size_t *cap, struct tfs_diag *d)
 {
 	uint32_t self;
 	enum tfs_err e;
@@ -96,16 +96,9 @@ static enum tfs_err compile_node(struct tfs_cond *c,
 		return tfs_fail(d, TFS_E_CORRUPT,
 				"delete condition has more than %" PRIu32
 				" nodes", COND_MAX_NODES);
-	if (c->node_num == *cap) {
-		uint32_t ncap = *cap ? *cap * 2 : 16;
-		struct cnode *grown = tfs_reallocn(c->nodes, ncap,
-						   sizeof(*grown));
-
-		if (!grown)
-			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		c->nodes = grown;
-		*cap = ncap;
-	}
+	if (tfs_grow(&c->nodes, cap, (size_t)c->node_num + 1,
+		     sizeof(*c->nodes)))
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	self = c->node_num++;
 	c->nodes[self].src = n;
 	c->nodes[self].field = 0;
@@ -155,7 +148,7 @@ enum tfs_err tfs_cond_compile(const struct tfs_qc_node *root,
 			      struct tfs_cond **out, struct tfs_diag *d)
 {
 	struct tfs_cond *c;
-	uint32_t cap = 0;
+	size_t cap = 0;
 	enum tfs_err e;
 
 	*out = NULL;

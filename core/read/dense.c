@@ -9,29 +9,7 @@
  * caller consumes the current one. All coordinates are handled as unsigned
  * offsets from the domain's low bound ("rel"), which works for negative
  * and full-range domains alike. */
-#include "dense_internal.h"
-
-static uint64_t raw_u64(uint8_t type, const uint8_t *p)
-{
-	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED)
-		return tfs_value_as_u64(type, p);
-	return (uint64_t)tfs_value_as_i64(type, p);
-}
-
-uint64_t tfs__dense_rel_of(const struct dense_reader *r, uint32_t d,
-			   const uint8_t *p)
-{
-	return raw_u64(r->dtype, p) - r->dom_lo_raw[d];
-}
-
-void tfs__dense_decode_job_run(void *arg)
-{
-	struct decode_job *j = arg;
-
-	tfs_diag_init(&j->diag);
-	j->err = tfs_tile_read_cached(j->dir, j->f, j->slot, j->tile_no, &j->tile,
-			       &j->diag);
-}
+#include "dense_reader.h"
 
 static void batch_free(struct dense_reader *r, struct tfs_query *q,
 		       struct batch *b)
@@ -453,8 +431,8 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 					"needs an integer type, domain and "
 					"tile extent",
 					q->dir->path, dim->name);
-		r->dom_lo_raw[k] = raw_u64(r->dtype, dim->domain[0]);
-		r->ext[k] = raw_u64(r->dtype, dim->extent);
+		r->dom_lo_raw[k] = tfs__dense_raw_u64(r->dtype, dim->domain[0]);
+		r->ext[k] = tfs__dense_raw_u64(r->dtype, dim->extent);
 		if (r->ext[k] == 0)
 			return tfs_fail(d, TFS_E_CORRUPT,
 					"array '%s': dimension '%s' has a zero "

@@ -1,7 +1,17 @@
 /* Planning one batch of the dense reader: per space tile, the fragments
  * that survive pruning (newest covering fragment first, older ones only
  * where it does not cover) and the copy steps and tiles to decode. */
-#include "dense_internal.h"
+#include "dense_reader.h"
+
+/* Runs on the thread pool: one tile of one fragment into the batch. */
+static void decode_job_run(void *arg)
+{
+	struct decode_job *j = arg;
+
+	tfs_diag_init(&j->diag);
+	j->err = tfs_tile_read_cached(j->dir, j->f, j->slot, j->tile_no,
+				      &j->tile, &j->diag);
+}
 
 /* Tile number of space tile k inside fragment fb's tile box, in the
  * array's tile order. */
@@ -214,7 +224,7 @@ enum tfs_err tfs__dense_plan_batch(struct dense_reader *r, struct tfs_query *q,
 		return e;
 	}
 	for (size_t i = 0; i < b->job_num; i++) {
-		tfs_job_init(&b->jobs[i].job, tfs__dense_decode_job_run, &b->jobs[i]);
+		tfs_job_init(&b->jobs[i].job, decode_job_run, &b->jobs[i]);
 		tfs_pool_submit(q->array->pool, &b->jobs[i].job);
 	}
 	*out = b;

@@ -1,7 +1,7 @@
 /* Sparse fragments of a dense array (format/read.md §3): their cells that
  * fall in a batch are laid over the dense cells, newest fragment last,
  * through the tiles they keep decoded for the batch. */
-#include "dense_internal.h"
+#include "dense_reader.h"
 
 /* Makes room for n more kept tiles at once: pointers from keep_tile stay
  * valid until the next reserve. */

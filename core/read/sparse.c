@@ -22,7 +22,7 @@
  *   5. order duplicates by the JSON text of the cell (how the corpus
  *      orders equal coordinates) and emit in batches.
  * Sparse fragments of dense arrays are the dense reader's business. */
-#include "sparse_internal.h"
+#include "sparse_reader.h"
 
 /* ---- Step 5: duplicates by JSON text ----------------------------------- */
 

@@ -2,7 +2,7 @@
  * decodes the coordinates of the candidate tiles and keeps the cells in
  * the subarray; step 4 reads the attributes of the surviving cells and
  * applies delete conditions. */
-#include "sparse_internal.h"
+#include "sparse_reader.h"
 
 /* ---- Step 1: coordinates of the candidate tiles ----------------------- */
 

@@ -1,7 +1,7 @@
 /* Opening the sparse reader: the query's fields in each fragment's own
  * schema, the delete conditions that apply, and each visible fragment's
  * candidate tiles (R-tree against the subarray), sorted. */
-#include "sparse_internal.h"
+#include "sparse_reader.h"
 
 /* ---- Opening ----------------------------------------------------------- */
 
@@ -292,16 +292,9 @@ enum tfs_err tfs__sp_add_tiles(struct sp_reader *r, uint32_t fi, size_t *cap,
 			return tfs_fail(d, TFS_E_TOO_BIG,
 					"selection touches more than %" PRIu32
 					" tiles", UINT32_MAX - 1);
-		if (r->tile_num == *cap) {
-			size_t ncap = *cap ? *cap * 2 : 64;
-			struct sp_tile *nt = tfs_reallocn(r->tiles, ncap,
-							  sizeof(*nt));
-
-			if (!nt)
-				return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			r->tiles = nt;
-			*cap = ncap;
-		}
+		if (tfs_grow(&r->tiles, cap, (size_t)r->tile_num + 1,
+			     sizeof(*r->tiles)))
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		st = &r->tiles[r->tile_num++];
 		st->frag = fi;
 		st->tile = t;

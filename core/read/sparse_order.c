@@ -1,7 +1,7 @@
 /* Orders of the sparse reader: a stable index sort with the comparisons it
  * uses (tile bounds, coordinates, newest first), and the JSON text of a
  * cell's values that orders duplicates as TileDB prints them. */
-#include "sparse_internal.h"
+#include "sparse_reader.h"
 
 /* ---- Sorting ----------------------------------------------------------- */
 

@@ -362,20 +362,10 @@ static enum tfs_err put_bytes(struct mem_node *n, const char *path,
 
 	if (len > SIZE_MAX - base)
 		return tfs_fail(d, TFS_E_TOO_BIG, "'%s': file too large", path);
-	if (base + len > n->cap) {
-		size_t ncap = n->cap ? n->cap : 64;
-		uint8_t *nd;
-
-		while (ncap < base + len)
-			ncap = ncap > SIZE_MAX / 2 ? base + len : ncap * 2;
-		nd = tfs_realloc(n->data, ncap);
-		if (!nd)
-			return tfs_fail(d, TFS_E_NOMEM,
-					"'%s': out of memory writing %zu bytes",
-					path, len);
-		n->data = nd;
-		n->cap = ncap;
-	}
+	if (tfs_grow(&n->data, &n->cap, base + len, 1))
+		return tfs_fail(d, TFS_E_NOMEM,
+				"'%s': out of memory writing %zu bytes", path,
+				len);
 	if (len)
 		memcpy(n->data + base, data, len);
 	n->len = base + len;

@@ -125,6 +125,153 @@ static enum tfs_err encode_enumerations(const char *path,
 	return e;
 }
 
+/* The target may not exist yet, or be an empty folder; *st says which. */
+static enum tfs_err check_target(struct tfs_vfs *vfs, const char *path,
+				 struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct tfs_dirlist l;
+	size_t n;
+	enum tfs_err e;
+
+	if ((e = tfs_vfs_stat(vfs, path, st, d)))
+		return e;
+	if (!st->exists)
+		return TFS_E_OK;
+	if (!st->is_dir)
+		return tfs_fail(d, TFS_E_EXISTS, "array '%s': exists", path);
+	if ((e = tfs_vfs_list(vfs, path, &l, d)))
+		return e;
+	n = l.count;
+	tfs_dirlist_release(&l);
+	if (n)
+		return tfs_fail(d, TFS_E_EXISTS,
+				"array '%s': folder is not empty", path);
+	return TFS_E_OK;
+}
+
+/* Checks and encodes the enumerations of *copy into *refs (which
+ * copy->enums then points at) and their files *efiles; both arrays are
+ * the caller's to free, with each file's tile, even on failure. */
+static enum tfs_err prepare_enumerations(const char *path,
+					 struct tfs_schema *copy,
+					 const uint8_t *key,
+					 struct tfs_enum_ref **refs,
+					 struct enum_file **efiles,
+					 struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if ((e = check_enumerations(path, copy, d)))
+		return e;
+	if (!copy->enum_num)
+		return TFS_E_OK;
+	*refs = tfs_callocn(copy->enum_num, sizeof(**refs));
+	*efiles = tfs_callocn(copy->enum_num, sizeof(**efiles));
+	if (!*refs || !*efiles)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t i = 0; i < copy->enum_num; i++)
+		tfs_buf_init(&(*efiles)[i].tile, TFS_BUF_NO_MAX);
+	if ((e = encode_enumerations(path, copy, key, *refs, *efiles, d)))
+		return e;
+	copy->enums = *refs;
+	return TFS_E_OK;
+}
+
+/* Names the schema (name, of TFS_NAME_MAX bytes, and its times), encodes
+ * it into *tile through *payload, and parses it back: what readers would
+ * refuse is refused here. */
+static enum tfs_err encode_schema(const char *path, struct tfs_schema *copy,
+				  const uint8_t *key, char *name,
+				  struct tfs_buf *payload, struct tfs_buf *tile,
+				  struct tfs_diag *d)
+{
+	struct tfs_schema check;
+	uint64_t t = tfs__now_ms();
+	enum tfs_err e;
+
+	if ((e = tfs_name_new(name, TFS_NAME_MAX, t, t, 0, "")))
+		return tfs_fail(d, e, "no random bytes");
+	copy->name = name;
+	copy->t1 = copy->t2 = t;
+	if ((e = tfs_schema_serialize(payload, copy)))
+		return tfs_fail(d, e, "array '%s': schema: %s", path,
+				tfs_strerror(e));
+	if ((e = tfs_schema_parse(&check, payload->data, payload->len, name,
+				  d)))
+		return e;
+	tfs_schema_release(&check);
+	return tfs_generic_tile_encode(tile, payload->data, payload->len, key,
+				       d);
+}
+
+/* The array's folders (__schema/ is made by the caller). */
+static enum tfs_err make_folders(struct tfs_vfs *vfs, const char *path,
+				 struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	for (size_t i = 0; i < sizeof(folders) / sizeof(*folders); i++) {
+		char *p = tfs_path_join(path, folders[i]);
+
+		if (!p)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		e = tfs_vfs_mkdir(vfs, p, d);
+		tfs_free(p);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
+/* The enumeration files, in __schema/__enumerations/. */
+static enum tfs_err write_enumerations(struct tfs_vfs *vfs, const char *sdir,
+				       const struct enum_file *efiles,
+				       uint32_t enum_num, struct tfs_diag *d)
+{
+	char *edir = tfs_path_join(sdir, "__enumerations");
+	enum tfs_err e = TFS_E_OK;
+
+	if (!edir)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t i = 0; i < enum_num && !e; i++) {
+		char *p = tfs_path_join(edir, efiles[i].name);
+
+		if (!p) {
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			break;
+		}
+		e = tfs__write_file(vfs, p, efiles[i].tile.data,
+				    efiles[i].tile.len, d);
+		tfs_free(p);
+	}
+	if (!e)
+		e = tfs_vfs_fsync(vfs, edir, d);
+	tfs_free(edir);
+	return e;
+}
+
+/* The schema file, written beside __schema/ and renamed in: nothing but
+ * complete schemas is ever in __schema/ (write.md §9), and the name is no
+ * timestamped one that readers of the array folder would consider. */
+static enum tfs_err write_schema(struct tfs_vfs *vfs, const char *path,
+				 const char *sdir, const char *name,
+				 const struct tfs_buf *tile, struct tfs_diag *d)
+{
+	char *file = tfs_path_join(sdir, name);
+	char *tmp = file ? tfs_path_join(path, ".tfs-schema.tmp") : NULL;
+	enum tfs_err e;
+
+	if (!tmp)
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	else if (!(e = tfs__write_file(vfs, tmp, tile->data, tile->len, d)) &&
+		 !(e = tfs_vfs_rename(vfs, tmp, file, d)) &&
+		 !(e = tfs_vfs_fsync(vfs, sdir, d)))
+		e = tfs_vfs_fsync(vfs, path, d);
+	tfs_free(file);
+	tfs_free(tmp);
+	return e;
+}
+
 enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			      const struct tfs_write_opts *opts,
 			      struct tfs_diag *d)
@@ -136,10 +283,8 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 	struct tfs_buf payload, tile;
 	struct tfs_enum_ref *refs = NULL;
 	struct enum_file *efiles = NULL;
-	char name[TFS_NAME_MAX], *sdir = NULL, *file = NULL, *tmp = NULL;
-	char *edir = NULL;
+	char name[TFS_NAME_MAX], *sdir = NULL;
 	bool made = false;
-	uint64_t t;
 	enum tfs_err e;
 
 	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
@@ -156,119 +301,35 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			return e;
 		vfs = own;
 	}
-	if ((e = tfs_vfs_stat(vfs, path, &st, d)))
-		goto out;
-	if (st.exists) {
-		struct tfs_dirlist l;
-
-		if (!st.is_dir) {
-			e = tfs_fail(d, TFS_E_EXISTS, "array '%s': exists", path);
-			goto out;
-		}
-		if ((e = tfs_vfs_list(vfs, path, &l, d)))
-			goto out;
-		size_t n = l.count;
-		tfs_dirlist_release(&l);
-		if (n) {
-			e = tfs_fail(d, TFS_E_EXISTS,
-				     "array '%s': folder is not empty", path);
-			goto out;
-		}
-	}
+	if ((e = check_target(vfs, path, &st, d)))
+		goto out_free;
 	copy = *schema;
 	copy.version = schema->version ? schema->version : TFS_FORMAT_VERSION_WRITE;
 	if (copy.version > TFS_FORMAT_VERSION_MAX) {
 		e = tfs_fail(d, TFS_E_UNSUPPORTED,
 			     "unsupported format version %" PRIu32, copy.version);
-		goto out;
+		goto out_free;
 	}
-	if ((e = check_enumerations(path, &copy, d)))
-		goto out;
-	if (copy.enum_num) {
-		refs = tfs_callocn(copy.enum_num, sizeof(*refs));
-		efiles = tfs_callocn(copy.enum_num, sizeof(*efiles));
-		if (!refs || !efiles) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out;
-		}
-		for (uint32_t i = 0; i < copy.enum_num; i++)
-			tfs_buf_init(&efiles[i].tile, TFS_BUF_NO_MAX);
-		if ((e = encode_enumerations(path, &copy, key, refs, efiles, d)))
-			goto out;
-		copy.enums = refs;
-	}
-	t = tfs__now_ms();
-	if ((e = tfs_name_new(name, sizeof(name), t, t, 0, ""))) {
-		tfs_fail(d, e, "no random bytes");
-		goto out;
-	}
-	copy.name = name;
-	copy.t1 = copy.t2 = t;
-	if ((e = tfs_schema_serialize(&payload, &copy))) {
-		tfs_fail(d, e, "array '%s': schema: %s", path, tfs_strerror(e));
-		goto out;
-	}
-	{
-		/* Refuse what readers would refuse: parse it back. */
-		struct tfs_schema check;
-
-		if ((e = tfs_schema_parse(&check, payload.data, payload.len,
-					  name, d)))
-			goto out;
-		tfs_schema_release(&check);
-	}
-	if ((e = tfs_generic_tile_encode(&tile, payload.data, payload.len, key, d)))
-		goto out;
+	if ((e = prepare_enumerations(path, &copy, key, &refs, &efiles, d)) ||
+	    (e = encode_schema(path, &copy, key, name, &payload, &tile, d)))
+		goto out_free;
 	made = !st.exists;
 	if ((e = tfs_vfs_mkdir(vfs, path, d)))
 		goto out_remove;
 	made = true;
 	sdir = tfs_path_join(path, "__schema");
-	if (!sdir || (e = tfs_vfs_mkdir(vfs, sdir, d)))
-		goto out_nomem;
-	for (size_t i = 0; i < sizeof(folders) / sizeof(*folders); i++) {
-		char *p = tfs_path_join(path, folders[i]);
-
-		if (!p)
-			goto out_nomem;
-		e = tfs_vfs_mkdir(vfs, p, d);
-		tfs_free(p);
-		if (e)
-			goto out_remove;
-	}
-	if (copy.enum_num) {
-		if (!(edir = tfs_path_join(sdir, "__enumerations")))
-			goto out_nomem;
-		for (uint32_t i = 0; i < copy.enum_num; i++) {
-			char *p = tfs_path_join(edir, efiles[i].name);
-
-			if (!p)
-				goto out_nomem;
-			e = tfs__write_file(vfs, p, efiles[i].tile.data,
-					    efiles[i].tile.len, d);
-			tfs_free(p);
-			if (e)
-				goto out_remove;
-		}
-		if ((e = tfs_vfs_fsync(vfs, edir, d)))
-			goto out_remove;
-	}
-	file = tfs_path_join(sdir, name);
-	/* Written beside __schema/ and renamed in: nothing but complete
-	 * schemas is ever in __schema/ (write.md §9), and the name is no
-	 * timestamped one that readers of the array folder would consider. */
-	tmp = file ? tfs_path_join(path, ".tfs-schema.tmp") : NULL;
-	if (!tmp)
-		goto out_nomem;
-	if ((e = tfs__write_file(vfs, tmp, tile.data, tile.len, d)) ||
-	    (e = tfs_vfs_rename(vfs, tmp, file, d)) ||
-	    (e = tfs_vfs_fsync(vfs, sdir, d)) ||
-	    (e = tfs_vfs_fsync(vfs, path, d)))
+	if (!sdir) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_remove;
-	goto out;
+	}
+	if ((e = tfs_vfs_mkdir(vfs, sdir, d)) ||
+	    (e = make_folders(vfs, path, d)) ||
+	    (copy.enum_num &&
+	     (e = write_enumerations(vfs, sdir, efiles, copy.enum_num, d))) ||
+	    (e = write_schema(vfs, path, sdir, name, &tile, d)))
+		goto out_remove;
+	goto out_free;
 
-out_nomem:
-	e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 out_remove:
 	/* Leave the folder as it was found: gone, or empty. */
 	if (made) {
@@ -277,15 +338,12 @@ out_remove:
 		else
 			tfs__remove_tree(vfs, path);
 	}
-out:
+out_free:
 	for (uint32_t i = 0; efiles && i < schema->enum_num; i++)
 		tfs_buf_release(&efiles[i].tile);
 	tfs_free(efiles);
 	tfs_free(refs);
-	tfs_free(edir);
 	tfs_free(sdir);
-	tfs_free(file);
-	tfs_free(tmp);
 	tfs_buf_release(&payload);
 	tfs_buf_release(&tile);
 	if (own)

@@ -330,6 +330,170 @@ static enum tfs_err put_fixed_dim_bounds(struct fout *o, const uint8_t *lo,
 	return TFS_E_OK;
 }
 
+/* The one-pass typed statistics (fast_stats) where they apply: true when
+ * they did, with *e telling whether storing them failed. */
+static bool tile_stats_fast(struct job *j, uint32_t f,
+			    const struct tfs__field *fd, struct fout *o,
+			    enum tfs_err *e)
+{
+	const struct tfs__cells *c = &j->cells;
+	bool dense = j->tw->o.dense;
+	bool want_sum = tfs__has_sum(fd, dense);
+	size_t cs = (size_t)fd->cell_size;
+	struct sum s;
+	uint8_t mn[8], mx[8];
+
+	*e = TFS_E_OK;
+	if ((fd->is_dim && dense) || !(fd->is_dim || tfs__has_minmax(fd)) ||
+	    !c->cell_num)
+		return false;
+	tfs__sum_init(&s, fd->type);
+	if (!fast_stats(j, f, fd, want_sum, &s, mn, mx))
+		return false;
+	if (want_sum)
+		tfs__sum_put(&s, o->sum);
+	if (!fd->is_dim) {
+		o->min.len = o->max.len = 0;
+		if (!(*e = tfs_buf_append(&o->min, mn, cs)))
+			*e = tfs_buf_append(&o->max, mx, cs);
+		return true;
+	}
+	*e = put_fixed_dim_bounds(o, mn, mx, c->cols[f].data.data, c->cell_num,
+				  cs);
+	return true;
+}
+
+/* A dimension's bounds in a sparse tile: lowest and highest value, and
+ * for var-sized ones the first and last too. */
+static enum tfs_err dim_bounds(struct job *j, uint32_t f,
+			       const struct tfs__field *fd, struct fout *o)
+{
+	const struct tfs__cells *c = &j->cells;
+	const struct tfs__col *col = &c->cols[f];
+	struct var_range r = {0};
+	uint64_t n = c->cell_num, l0, l1;
+	const uint8_t *p0, *p1;
+	enum tfs_err e;
+
+	if (j->tw->o.dense || n == 0)
+		return TFS_E_OK;
+	if (!fd->var) {
+		size_t cs = (size_t)fd->cell_size;
+		const uint8_t *lo = NULL, *hi = NULL;
+
+		for (uint64_t i = 0; i < n; i++) {
+			const uint8_t *p = col->data.data + i * cs;
+
+			if (!lo || tfs_value_cmp(fd->type, p, lo) < 0)
+				lo = p;
+			if (!hi || tfs_value_cmp(fd->type, p, hi) > 0)
+				hi = p;
+		}
+		return put_fixed_dim_bounds(o, lo, hi, col->data.data, n, cs);
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t len;
+		const uint8_t *p = tfs__var_cell(c, f, i, &len);
+
+		var_range_add(&r, p, len);
+	}
+	p0 = tfs__var_cell(c, f, 0, &l0);
+	p1 = tfs__var_cell(c, f, n - 1, &l1);
+	o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
+	if ((e = tfs_buf_append(&o->lo, r.lo, r.lo_len)) ||
+	    (e = tfs_buf_append(&o->hi, r.hi, r.hi_len)) ||
+	    (e = tfs_buf_append(&o->first, p0, l0)) ||
+	    (e = tfs_buf_append(&o->last, p1, l1)))
+		return e;
+	return TFS_E_OK;
+}
+
+/* Minimum and maximum of a var-sized attribute's values. */
+static enum tfs_err var_minmax(struct job *j, uint32_t f,
+			       const struct tfs__field *fd, struct fout *o)
+{
+	const struct tfs__cells *c = &j->cells;
+	const struct tfs__col *col = &c->cols[f];
+	struct var_range r = {0};
+	enum tfs_err e;
+
+	for (uint64_t i = 0; i < c->cell_num; i++) {
+		uint64_t len;
+		const uint8_t *p;
+
+		if (!cell_has_value(j, fd, col, i))
+			continue;
+		p = tfs__var_cell(c, f, i, &len);
+		var_range_add(&r, p, len);
+	}
+	if ((r.lo && (e = tfs_buf_append(&o->min, r.lo, r.lo_len))) ||
+	    (r.hi && (e = tfs_buf_append(&o->max, r.hi, r.hi_len))))
+		return e;
+	return TFS_E_OK;
+}
+
+/* Minimum and maximum of a fixed-size string attribute's values, zeros
+ * when it has none. */
+static enum tfs_err string_minmax(struct job *j, uint32_t f,
+				  const struct tfs__field *fd, struct fout *o)
+{
+	const struct tfs__cells *c = &j->cells;
+	const struct tfs__col *col = &c->cols[f];
+	const uint8_t *lo = NULL, *hi = NULL;
+	size_t cs = (size_t)fd->cell_size;
+	enum tfs_err e;
+
+	for (uint64_t i = 0; i < c->cell_num; i++) {
+		const uint8_t *p = col->data.data + i * cs;
+
+		if (!cell_has_value(j, fd, col, i))
+			continue;
+		if (!lo || tfs__fixed_str_cmp(p, lo, cs) < 0)
+			lo = p;
+		if (!hi || tfs__fixed_str_cmp(p, hi, cs) > 0)
+			hi = p;
+	}
+	if ((e = tfs_buf_resize(&o->min, cs)) ||
+	    (e = tfs_buf_resize(&o->max, cs)))
+		return e;
+	memset(o->min.data, 0, cs);
+	memset(o->max.data, 0, cs);
+	if (lo)
+		memcpy(o->min.data, lo, cs);
+	if (hi)
+		memcpy(o->max.data, hi, cs);
+	return TFS_E_OK;
+}
+
+/* Minimum and maximum of a fixed-size numeric attribute's values, the
+ * type's extremes reversed when it has none. */
+static enum tfs_err number_minmax(struct job *j, uint32_t f,
+				  const struct tfs__field *fd, struct fout *o)
+{
+	const struct tfs__cells *c = &j->cells;
+	const struct tfs__col *col = &c->cols[f];
+	uint8_t mn[8], mx[8];
+	size_t cs = (size_t)fd->cell_size;
+	enum tfs_err e;
+
+	type_max(fd->type, mn);
+	type_lowest(fd->type, mx);
+	for (uint64_t i = 0; i < c->cell_num; i++) {
+		const uint8_t *p = col->data.data + i * cs;
+
+		if (!cell_has_value(j, fd, col, i))
+			continue;
+		if (tfs_value_cmp(fd->type, p, mn) < 0)
+			memcpy(mn, p, cs);
+		if (tfs_value_cmp(fd->type, p, mx) > 0)
+			memcpy(mx, p, cs);
+	}
+	if ((e = tfs_buf_append(&o->min, mn, cs)) ||
+	    (e = tfs_buf_append(&o->max, mx, cs)))
+		return e;
+	return TFS_E_OK;
+}
+
 static enum tfs_err tile_stats(struct job *j, uint32_t f,
 			       const struct tfs__field *fd, struct fout *o)
 {
@@ -344,29 +508,8 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 		for (uint64_t i = 0; i < c->cell_num; i++)
 			if (cell_counts(j, i) && !col->valid.data[i])
 				o->nulls++;
-	if (!(fd->is_dim && dense) && (fd->is_dim || tfs__has_minmax(fd)) &&
-	    c->cell_num) {
-		struct sum s;
-		uint8_t mn[8], mx[8];
-		bool want_sum = tfs__has_sum(fd, dense);
-
-		tfs__sum_init(&s, fd->type);
-		if (fast_stats(j, f, fd, want_sum, &s, mn, mx)) {
-			size_t cs = (size_t)fd->cell_size;
-
-			if (want_sum)
-				tfs__sum_put(&s, o->sum);
-			if (!fd->is_dim) {
-				o->min.len = o->max.len = 0;
-				if ((e = tfs_buf_append(&o->min, mn, cs)) ||
-				    (e = tfs_buf_append(&o->max, mx, cs)))
-					return e;
-				return TFS_E_OK;
-			}
-			return put_fixed_dim_bounds(o, mn, mx, col->data.data,
-						    c->cell_num, cs);
-		}
-	}
+	if (tile_stats_fast(j, f, fd, o, &e))
+		return e;
 	if (tfs__has_sum(fd, dense)) {
 		struct sum s;
 
@@ -377,109 +520,16 @@ static enum tfs_err tile_stats(struct job *j, uint32_t f,
 					col->data.data + i * fd->cell_size);
 		tfs__sum_put(&s, o->sum);
 	}
-	if (fd->is_dim) {
-		struct var_range r = {0};
-		uint64_t n = c->cell_num, l0, l1;
-		const uint8_t *p0, *p1;
-
-		if (dense || n == 0)
-			return TFS_E_OK;
-		if (!fd->var) {
-			size_t cs = (size_t)fd->cell_size;
-			const uint8_t *lo = NULL, *hi = NULL;
-
-			for (uint64_t i = 0; i < n; i++) {
-				const uint8_t *p = col->data.data + i * cs;
-
-				if (!lo || tfs_value_cmp(fd->type, p, lo) < 0)
-					lo = p;
-				if (!hi || tfs_value_cmp(fd->type, p, hi) > 0)
-					hi = p;
-			}
-			return put_fixed_dim_bounds(o, lo, hi, col->data.data,
-						    n, cs);
-		}
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t len;
-			const uint8_t *p = tfs__var_cell(c, f, i, &len);
-
-			var_range_add(&r, p, len);
-		}
-		p0 = tfs__var_cell(c, f, 0, &l0);
-		p1 = tfs__var_cell(c, f, n - 1, &l1);
-		o->lo.len = o->hi.len = o->first.len = o->last.len = 0;
-		if ((e = tfs_buf_append(&o->lo, r.lo, r.lo_len)) ||
-		    (e = tfs_buf_append(&o->hi, r.hi, r.hi_len)) ||
-		    (e = tfs_buf_append(&o->first, p0, l0)) ||
-		    (e = tfs_buf_append(&o->last, p1, l1)))
-			return e;
-		return TFS_E_OK;
-	}
+	if (fd->is_dim)
+		return dim_bounds(j, f, fd, o);
 	if (!tfs__has_minmax(fd))
 		return TFS_E_OK;
 	o->min.len = o->max.len = 0;
-	if (fd->var) {
-		struct var_range r = {0};
-
-		for (uint64_t i = 0; i < c->cell_num; i++) {
-			uint64_t len;
-			const uint8_t *p;
-
-			if (!cell_has_value(j, fd, col, i))
-				continue;
-			p = tfs__var_cell(c, f, i, &len);
-			var_range_add(&r, p, len);
-		}
-		if ((r.lo && (e = tfs_buf_append(&o->min, r.lo, r.lo_len))) ||
-		    (r.hi && (e = tfs_buf_append(&o->max, r.hi, r.hi_len))))
-			return e;
-		return TFS_E_OK;
-	}
-	if (tfs__is_string_type(fd->type)) {
-		const uint8_t *lo = NULL, *hi = NULL;
-		size_t cs = (size_t)fd->cell_size;
-
-		for (uint64_t i = 0; i < c->cell_num; i++) {
-			const uint8_t *p = col->data.data + i * cs;
-
-			if (!cell_has_value(j, fd, col, i))
-				continue;
-			if (!lo || tfs__fixed_str_cmp(p, lo, cs) < 0)
-				lo = p;
-			if (!hi || tfs__fixed_str_cmp(p, hi, cs) > 0)
-				hi = p;
-		}
-		if ((e = tfs_buf_resize(&o->min, cs)) ||
-		    (e = tfs_buf_resize(&o->max, cs)))
-			return e;
-		memset(o->min.data, 0, cs);
-		memset(o->max.data, 0, cs);
-		if (lo)
-			memcpy(o->min.data, lo, cs);
-		if (hi)
-			memcpy(o->max.data, hi, cs);
-		return TFS_E_OK;
-	} else {
-		uint8_t mn[8], mx[8];
-		size_t cs = (size_t)fd->cell_size;
-
-		type_max(fd->type, mn);
-		type_lowest(fd->type, mx);
-		for (uint64_t i = 0; i < c->cell_num; i++) {
-			const uint8_t *p = col->data.data + i * cs;
-
-			if (!cell_has_value(j, fd, col, i))
-				continue;
-			if (tfs_value_cmp(fd->type, p, mn) < 0)
-				memcpy(mn, p, cs);
-			if (tfs_value_cmp(fd->type, p, mx) > 0)
-				memcpy(mx, p, cs);
-		}
-		if ((e = tfs_buf_append(&o->min, mn, cs)) ||
-		    (e = tfs_buf_append(&o->max, mx, cs)))
-			return e;
-	}
-	return TFS_E_OK;
+	if (fd->var)
+		return var_minmax(j, f, fd, o);
+	if (tfs__is_string_type(fd->type))
+		return string_minmax(j, f, fd, o);
+	return number_minmax(j, f, fd, o);
 }
 
 static void ctx_init(struct tfs_tile_ctx *ctx, const struct tfs__tw *tw,

@@ -241,162 +241,231 @@ static enum tfs_err alloc_lists(struct tfs_footer *f, uint32_t num, uint32_t D)
 	return TFS_E_OK;
 }
 
+/* The tile offsets, var offsets, var sizes and validity offsets of every
+ * slot (fragment.md §3). */
+static enum tfs_err put_offset_tiles(struct tfs__tw *t, struct tfs_buf *file,
+				     struct tfs_footer *f, struct tfs_diag *d)
+{
+	uint32_t W = t->o.version, num = t->slot_num;
+	enum tfs_err e = TFS_E_OK;
+
+	for (uint32_t i = 0; i < num && !e; i++)
+		e = put_u64_tile(t, file, &f->tile_offsets_off[i],
+				 &t->slots[i].offsets, true, d);
+	for (uint32_t i = 0; i < num && !e; i++)
+		e = put_u64_tile(t, file, &f->tile_var_offsets_off[i],
+				 &t->slots[i].var_offsets, true, d);
+	for (uint32_t i = 0; i < num && !e; i++)
+		e = put_u64_tile(t, file, &f->tile_var_sizes_off[i],
+				 &t->slots[i].var_sizes, true, d);
+	for (uint32_t i = 0; W >= 7 && i < num && !e; i++)
+		e = put_u64_tile(t, file, &f->tile_validity_offsets_off[i],
+				 &t->slots[i].validity_offsets, true, d);
+	return e;
+}
+
+/* Per-tile minimums and maximums of every slot; the __coords slot gets
+ * zeros. */
+static enum tfs_err put_minmax_tiles(struct tfs__tw *t, struct tfs_buf *file,
+				     struct tfs_footer *f,
+				     const struct tfs_buf *zeros,
+				     struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (int mx = 0; mx < 2 && !e; mx++)
+		for (uint32_t i = 0; i < t->slot_num && !e; i++) {
+			struct slotacc *a = &t->slots[i];
+			uint64_t *off = mx ? &f->tile_maxes_off[i]
+					   : &f->tile_mins_off[i];
+
+			if (i == t->A)
+				e = put_minmax_tile(t, file, off, zeros, NULL,
+						    d);
+			else
+				e = put_minmax_tile(
+					t, file, off,
+					mx ? &a->max_fixed : &a->min_fixed,
+					mx ? &a->max_var : &a->min_var, d);
+		}
+	return e;
+}
+
+/* The global order bounds of each dimension (sparse fragments, format
+ * 23 on). */
+static enum tfs_err put_gobounds_tiles(struct tfs__tw *t, struct tfs_buf *file,
+				       struct tfs_footer *f, struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (int mx = 0; f->has_gobounds && mx < 2 && !e; mx++)
+		for (uint32_t k = 0; k < t->D && !e; k++) {
+			struct slotacc *g = &t->gob[k];
+
+			e = put_minmax_tile(t, file,
+					    mx ? &f->gobounds_maxes_off[k]
+					       : &f->gobounds_mins_off[k],
+					    mx ? &g->max_fixed : &g->min_fixed,
+					    t->o.fields[k].var
+						    ? (mx ? &g->max_var
+							  : &g->min_var)
+						    : NULL,
+					    d);
+		}
+	return e;
+}
+
+/* Per-tile sums of every slot (zeros for __coords, or nothing where its
+ * type has no sum) and null counts. */
+static enum tfs_err put_sum_tiles(struct tfs__tw *t, struct tfs_buf *file,
+				  struct tfs_footer *f, struct tfs_buf *zeros,
+				  struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (uint32_t i = 0; i < t->slot_num && !e; i++) {
+		if (i == t->A) {
+			zeros->len = 0;
+			if (tfs__type_has_sum(t->o.s->dims[0].type) &&
+			    (e = tfs_buf_resize(zeros, t->tile_num * 8)))
+				break;
+			e = put_u64_tile(t, file, &f->tile_sums_off[i], zeros,
+					 true, d);
+		} else {
+			e = put_u64_tile(t, file, &f->tile_sums_off[i],
+					 &t->slots[i].sums, true, d);
+		}
+	}
+	for (uint32_t i = 0; i < t->slot_num && !e; i++)
+		e = put_u64_tile(t, file, &f->tile_null_counts_off[i],
+				 &t->slots[i].null_counts, true, d);
+	return e;
+}
+
+/* The tile statistics of format 11 on: minimums, maximums, global order
+ * bounds, sums and null counts. */
+static enum tfs_err put_stats_tiles(struct tfs__tw *t, struct tfs_buf *file,
+				    struct tfs_footer *f, struct tfs_diag *d)
+{
+	/* The __coords slot gets zeros, a cell being all D coordinates of
+	 * dimension 0's type. */
+	uint64_t csz = t->D * tfs_datatype_size(t->o.s->dims[0].type);
+	struct tfs_buf zeros;
+	enum tfs_err e;
+
+	tfs_buf_init(&zeros, TFS_BUF_NO_MAX);
+	if ((e = tfs_buf_resize(&zeros, t->tile_num * csz)))
+		return tfs_fail(d, e, "out of memory");
+	e = put_minmax_tiles(t, file, f, &zeros, d);
+	f->has_gobounds = t->o.version >= 23 && !t->o.dense;
+	if (!e)
+		e = put_gobounds_tiles(t, file, f, d);
+	if (!e)
+		e = put_sum_tiles(t, file, f, &zeros, d);
+	tfs_buf_release(&zeros);
+	return e;
+}
+
+/* The fragment summary (format 12 on) and the processed conditions
+ * (format 15 on, none), through the scratch buffer p. */
+static enum tfs_err put_late_tiles(struct tfs__tw *t, struct tfs_buf *file,
+				   struct tfs_footer *f, struct tfs_buf *p,
+				   struct tfs_diag *d)
+{
+	uint32_t W = t->o.version;
+	enum tfs_err e;
+
+	if (W >= 12) {
+		p->len = 0;
+		if ((e = put_summary(t, p)))
+			return tfs_fail(d, e, "out of memory");
+		if ((e = put_tile(t, file, &f->summary_off, p, d)))
+			return e;
+	}
+	if (W >= 15) {
+		p->len = 0;
+		if ((e = tfs_buf_append_u64(p, 0)) ||
+		    (e = put_tile(t, file, &f->processed_conditions_off, p, d)))
+			return e;
+	}
+	return TFS_E_OK;
+}
+
+/* The footer (fragment.md §4), followed by its size where readers need
+ * it to find it (format 10 on, or a var-sized dimension). */
+static enum tfs_err put_footer(struct tfs__tw *t, struct tfs_buf *file,
+			       struct tfs_footer *f, struct tfs_range *ned,
+			       struct tfs_diag *d)
+{
+	const struct tfs_schema *s = t->o.s;
+	uint32_t W = t->o.version, num = t->slot_num;
+	bool var_dim = false;
+	size_t at = file->len;
+	enum tfs_err e;
+
+	for (uint32_t k = 0; k < t->D; k++)
+		var_dim |= s->dims[k].var;
+	f->version = W;
+	f->schema_name = s->name;
+	f->dense = t->o.dense;
+	f->ned = ned;
+	f->dim_num = t->D;
+	f->sparse_tile_num = t->o.dense ? 0 : t->tile_num;
+	f->last_tile_cell_num = t->o.dense ? t->cpt : t->last_tile_cells;
+	f->slot_num = num;
+	f->has_timestamps = t->o.timestamps;
+	for (uint32_t i = 0; i < num; i++) {
+		f->file_sizes[i] = t->slots[i].file_size;
+		f->file_var_sizes[i] = t->slots[i].var_file_size;
+		f->file_validity_sizes[i] = t->slots[i].validity_file_size;
+	}
+	if ((e = tfs_footer_serialize(file, f, s)))
+		return tfs_fail(d, e, "fragment metadata: footer: %s",
+				tfs_strerror(e));
+	if ((W >= 10 || var_dim) &&
+	    (e = tfs_buf_append_u64(file, file->len - at)))
+		return tfs_fail(d, e, "out of memory");
+	return TFS_E_OK;
+}
+
 static enum tfs_err write_metadata(struct tfs__tw *t, struct tfs_diag *d)
 {
 	struct tfs_footer f;
 	struct tfs_rtree r;
 	struct tfs_range *ned = NULL;
 	struct tfs_buf file, *p = &t->tilebuf;
-	uint32_t W = t->o.version, num = t->slot_num, D = t->D;
-	const struct tfs_schema *s = t->o.s;
-	bool var_dim = false;
+	uint32_t W = t->o.version;
 	char *path = NULL;
 	enum tfs_err e;
 
 	memset(&f, 0, sizeof(f));
 	tfs_buf_init(&file, TFS_BUF_NO_MAX);
-	if ((e = build_rtree(t, &r, &ned)) || (e = alloc_lists(&f, num, D))) {
+	if ((e = build_rtree(t, &r, &ned)) ||
+	    (e = alloc_lists(&f, t->slot_num, t->D))) {
 		tfs_fail(d, e, "out of memory");
-		goto out;
+		goto out_release;
 	}
-	for (uint32_t k = 0; k < D; k++)
-		var_dim |= s->dims[k].var;
 	p->len = 0;
-	if ((e = tfs_rtree_serialize(p, &r, W, s))) {
-		tfs_fail(d, e, "fragment metadata: R-tree: %s", tfs_strerror(e));
-		goto out;
+	if ((e = tfs_rtree_serialize(p, &r, W, t->o.s))) {
+		tfs_fail(d, e, "fragment metadata: R-tree: %s",
+			 tfs_strerror(e));
+		goto out_release;
 	}
-	if ((e = put_tile(t, &file, &f.rtree_off, p, d)))
-		goto out;
-	for (uint32_t i = 0; i < num && !e; i++)
-		e = put_u64_tile(t, &file, &f.tile_offsets_off[i],
-				 &t->slots[i].offsets, true, d);
-	for (uint32_t i = 0; i < num && !e; i++)
-		e = put_u64_tile(t, &file, &f.tile_var_offsets_off[i],
-				 &t->slots[i].var_offsets, true, d);
-	for (uint32_t i = 0; i < num && !e; i++)
-		e = put_u64_tile(t, &file, &f.tile_var_sizes_off[i],
-				 &t->slots[i].var_sizes, true, d);
-	for (uint32_t i = 0; W >= 7 && i < num && !e; i++)
-		e = put_u64_tile(t, &file, &f.tile_validity_offsets_off[i],
-				 &t->slots[i].validity_offsets, true, d);
-	if (e)
-		goto out;
-	if (W >= 11) {
-		/* The __coords slot gets zeros, a cell being all D
-		 * coordinates of dimension 0's type. */
-		uint64_t csz = D * tfs_datatype_size(s->dims[0].type);
-		struct tfs_buf zeros;
-
-		tfs_buf_init(&zeros, TFS_BUF_NO_MAX);
-		if ((e = tfs_buf_resize(&zeros, t->tile_num * csz))) {
-			tfs_fail(d, e, "out of memory");
-			goto out;
-		}
-		for (int mx = 0; mx < 2 && !e; mx++)
-			for (uint32_t i = 0; i < num && !e; i++) {
-				struct slotacc *a = &t->slots[i];
-				uint64_t *off = mx ? &f.tile_maxes_off[i]
-						   : &f.tile_mins_off[i];
-
-				if (i == t->A)
-					e = put_minmax_tile(t, &file, off,
-							    &zeros, NULL, d);
-				else
-					e = put_minmax_tile(
-						t, &file, off,
-						mx ? &a->max_fixed : &a->min_fixed,
-						mx ? &a->max_var : &a->min_var,
-						d);
-			}
-		f.has_gobounds = W >= 23 && !t->o.dense;
-		for (int mx = 0; f.has_gobounds && mx < 2 && !e; mx++)
-			for (uint32_t k = 0; k < D && !e; k++) {
-				struct slotacc *g = &t->gob[k];
-
-				e = put_minmax_tile(
-					t, &file,
-					mx ? &f.gobounds_maxes_off[k]
-					   : &f.gobounds_mins_off[k],
-					mx ? &g->max_fixed : &g->min_fixed,
-					t->o.fields[k].var
-						? (mx ? &g->max_var : &g->min_var)
-						: NULL,
-					d);
-			}
-		for (uint32_t i = 0; i < num && !e; i++) {
-			if (i == t->A) {
-				zeros.len = 0;
-				if (tfs__type_has_sum(s->dims[0].type) &&
-				    (e = tfs_buf_resize(&zeros, t->tile_num * 8)))
-					break;
-				e = put_u64_tile(t, &file, &f.tile_sums_off[i],
-						 &zeros, true, d);
-			} else {
-				e = put_u64_tile(t, &file, &f.tile_sums_off[i],
-						 &t->slots[i].sums, true, d);
-			}
-		}
-		tfs_buf_release(&zeros);
-		for (uint32_t i = 0; i < num && !e; i++)
-			e = put_u64_tile(t, &file, &f.tile_null_counts_off[i],
-					 &t->slots[i].null_counts, true, d);
-		if (e)
-			goto out;
-	}
-	if (W >= 12) {
-		p->len = 0;
-		if ((e = put_summary(t, p))) {
-			tfs_fail(d, e, "out of memory");
-			goto out;
-		}
-		if ((e = put_tile(t, &file, &f.summary_off, p, d)))
-			goto out;
-	}
-	if (W >= 15) {
-		p->len = 0;
-		if ((e = tfs_buf_append_u64(p, 0)) ||
-		    (e = put_tile(t, &file, &f.processed_conditions_off, p, d)))
-			goto out;
-	}
-	/* Footer (fragment.md §4). */
-	f.version = W;
-	f.schema_name = s->name;
-	f.dense = t->o.dense;
-	f.ned = ned;
-	f.dim_num = D;
-	f.sparse_tile_num = t->o.dense ? 0 : t->tile_num;
-	f.last_tile_cell_num = t->o.dense ? t->cpt : t->last_tile_cells;
-	f.slot_num = num;
-	f.has_timestamps = t->o.timestamps;
-	for (uint32_t i = 0; i < num; i++) {
-		f.file_sizes[i] = t->slots[i].file_size;
-		f.file_var_sizes[i] = t->slots[i].var_file_size;
-		f.file_validity_sizes[i] = t->slots[i].validity_file_size;
-	}
-	{
-		size_t at = file.len;
-
-		if ((e = tfs_footer_serialize(&file, &f, s))) {
-			tfs_fail(d, e, "fragment metadata: footer: %s",
-				 tfs_strerror(e));
-			goto out;
-		}
-		if ((W >= 10 || var_dim) &&
-		    (e = tfs_buf_append_u64(&file, file.len - at))) {
-			tfs_fail(d, e, "out of memory");
-			goto out;
-		}
-	}
+	if ((e = put_tile(t, &file, &f.rtree_off, p, d)) ||
+	    (e = put_offset_tiles(t, &file, &f, d)) ||
+	    (W >= 11 && (e = put_stats_tiles(t, &file, &f, d))) ||
+	    (e = put_late_tiles(t, &file, &f, p, d)) ||
+	    (e = put_footer(t, &file, &f, ned, d)))
+		goto out_release;
 	path = tfs_path_join(t->o.dir, "__fragment_metadata.tdb");
 	if (!path) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
+		goto out_release;
 	}
 	t->bytes += file.len;
 	e = tfs__write_file(t->o.vfs, path, file.data, file.len, d);
 
-out:
+out_release:
 	f.schema_name = NULL;
 	f.ned = NULL;
 	tfs_footer_release(&f);

@@ -3,7 +3,7 @@
  * the fragment kind, name and format version (format/write.md §1–2),
  * streams the sorted cells through the tile writer into a staged folder,
  * and commits last (write.md §3). Any failure removes the staged folder. */
-#include "writer_internal.h"
+#include "writer_state.h"
 
 const struct tfs_schema *tfs_writer_schema(const struct tfs_writer *w)
 {
@@ -79,18 +79,239 @@ static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
 	return TFS_E_OK;
 }
 
-enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts,
+/* The array's folder, schema and storage: w->path without trailing
+ * slashes, w->vfs (the caller's or our own), w->ad and w->s. */
+static enum tfs_err open_array(struct tfs_writer *w, const char *path,
+			       const struct tfs_write_opts *opts,
+			       struct tfs_diag *d)
+{
+	struct tfs_arraydir_opts ao;
+	enum tfs_err e;
+
+	w->path = tfs_strdup(path);
+	if (!w->path)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	/* No trailing slashes in names we build. */
+	for (size_t n = strlen(w->path); n > 1 && w->path[n - 1] == '/'; n--)
+		w->path[n - 1] = '\0';
+	if (opts->key) {
+		memcpy(w->key, opts->key, 32);
+		w->has_key = true;
+	}
+	w->vfs = opts->vfs;
+	if (!w->vfs) {
+		if ((e = tfs_vfs_default_new(w->path, &w->own_vfs, d)))
+			return e;
+		w->vfs = w->own_vfs;
+	}
+	memset(&ao, 0, sizeof(ao));
+	ao.key = w->has_key ? w->key : NULL;
+	ao.t1 = UINT64_MAX;
+	if ((e = tfs_arraydir_open(w->vfs, w->path, &ao, &w->ad, d)))
+		return e;
+	w->s = w->ad->schema;
+	w->version = w->s->version >= 7 ? w->s->version : 23;
+	return TFS_E_OK;
+}
+
+/* Whether this writer can encode every field of schema s. */
+static enum tfs_err check_writable(const struct tfs_schema *s, const char *path,
+				   struct tfs_diag *d)
+{
+	if (s->dim_num > 128)
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"array '%s': too many dimensions", path);
+	for (uint32_t i = 0; i < s->attr_num; i++) {
+		const struct tfs_pipeline *p = &s->attrs[i].filters;
+
+		for (uint32_t k = 0; k < p->count; k++)
+			if (p->filters[k].type == TFS_FILTER_DEPRECATED)
+				return tfs_fail(
+					d, TFS_E_UNSUPPORTED,
+					"attribute '%s': filter '%s' has no "
+					"encoder",
+					s->attrs[i].name,
+					tfs_filter_name(p->filters[k].type));
+	}
+	return TFS_E_OK;
+}
+
+static void field_of_dim(struct tfs_writer *w, uint32_t k)
+{
+	struct tfs__field *f = &w->fields[k];
+	const struct tfs_dim *dm = &w->s->dims[k];
+
+	f->name = dm->name;
+	f->type = dm->type;
+	f->cell_val_num = dm->var ? TFS_VAR_NUM : 1;
+	f->var = dm->var;
+	f->is_dim = true;
+	f->index = k;
+	f->slot = w->A + 1 + k;
+	f->cell_size = tfs_datatype_size(dm->type);
+	f->filters = &dm->filters;
+}
+
+static void field_of_attr(struct tfs_writer *w, uint32_t i)
+{
+	struct tfs__field *f = &w->fields[w->D + i];
+	const struct tfs_attr *at = &w->s->attrs[i];
+
+	f->name = at->name;
+	f->type = at->type;
+	f->cell_val_num = at->cell_val_num;
+	f->var = at->var;
+	f->nullable = at->nullable;
+	f->index = i;
+	f->slot = i;
+	f->cell_size = f->var ? tfs_datatype_size(at->type)
+			      : tfs_attr_cell_size(at);
+	f->filters = &at->filters;
+}
+
+/* The per-cell timestamps: the slot after the dimensions (fragment.md
+ * §1), coordinate filters (consolidated.md §5). */
+static void field_of_timestamps(struct tfs_writer *w)
+{
+	struct tfs__field *f = &w->fields[w->D + w->A];
+
+	f->name = "__timestamps";
+	f->type = TFS_UINT64;
+	f->cell_val_num = 1;
+	f->slot = w->A + 1 + w->D;
+	f->cell_size = 8;
+	f->filters = &w->s->coords_filters;
+	f->is_timestamps = true;
+}
+
+/* The fields cells carry: dimensions, then attributes, then the per-cell
+ * timestamps if asked for; and the column map appends fill. */
+static enum tfs_err make_fields(struct tfs_writer *w, const char *path,
+				const struct tfs_write_opts *opts,
+				enum tfs_write_layout layout,
+				struct tfs_diag *d)
+{
+	const struct tfs_schema *s = w->s;
+
+	w->D = s->dim_num;
+	w->A = s->attr_num;
+	w->field_num = w->D + w->A + (opts->cell_timestamps ? 1 : 0);
+	if (opts->cell_timestamps &&
+	    (s->array_type != TFS_SPARSE || w->version < 15 ||
+	     layout != TFS_WRITE_UNORDERED))
+		return tfs_fail(
+			d, TFS_E_INVALID,
+			"array '%s': per-cell timestamps need an unordered "
+			"write to a sparse array of format 15 or later",
+			path);
+	w->fields = tfs_callocn(w->field_num, sizeof(*w->fields));
+	w->colmap = tfs_callocn(w->field_num, sizeof(int));
+	if (!w->fields || !w->colmap)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t k = 0; k < w->D; k++)
+		field_of_dim(w, k);
+	for (uint32_t i = 0; i < w->A; i++)
+		field_of_attr(w, i);
+	if (opts->cell_timestamps)
+		field_of_timestamps(w);
+	return TFS_E_OK;
+}
+
+/* A box write: checks the box and picks how its cells reach the tile
+ * writer (w->stream, w->tilerow). */
+static enum tfs_err plan_box(struct tfs_writer *w, const char *path,
+			     const struct tfs_range *box, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = w->s;
+	enum tfs_err e;
+
+	if (s->array_type != TFS_DENSE)
+		return tfs_fail(d, TFS_E_INVALID,
+				"array '%s': a box write needs a dense array",
+				path);
+	if (!box)
+		return tfs_fail(d, TFS_E_INVALID, "box write without a box");
+	if ((e = check_box(w, box, d)))
+		return e;
+	/* Row-major over the box is the global order when every
+	 * dimension but the first stays inside one tile (and the
+	 * orders are row-major); then cells need no sorting. */
+	w->stream = true;
+	for (uint32_t k = 1; k < s->dim_num; k++) {
+		uint64_t ext =
+			tfs_value_as_u64(s->dims[k].type, s->dims[k].extent);
+
+		if (s->tile_order != TFS_ROW_MAJOR ||
+		    s->cell_order != TFS_ROW_MAJOR || ext == 0 ||
+		    w->boxlo[k] / ext != w->boxhi[k] / ext)
+			w->stream = false;
+	}
+	/* Otherwise, with row-major tile order, a row of tiles at a
+	 * time (dense_box.c). */
+	if (!w->stream && s->tile_order == TFS_ROW_MAJOR) {
+		w->stream = w->tilerow = true;
+		w->row_cells = w->box_cells / (w->boxhi[0] - w->boxlo[0] + 1);
+	}
+	return TFS_E_OK;
+}
+
+/* The thread pool tiles are encoded on: the caller's or our own. */
+static enum tfs_err start_pool(struct tfs_writer *w,
+			       const struct tfs_write_opts *opts,
+			       struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	w->threads = opts->threads ? opts->threads : tfs_cpu_count();
+	w->pool = opts->pool;
+	if (!w->pool) {
+		if ((e = tfs_pool_new(w->threads - 1, &w->own_pool)))
+			return tfs_fail(d, e, "writer: thread pool: %s",
+					tfs_strerror(e));
+		w->pool = w->own_pool;
+	}
+	return TFS_E_OK;
+}
+
+/* The external sort that stages appended cells, spilling to
+ * opts->spill_dir, else $TMPDIR, else /tmp. */
+static enum tfs_err start_sorter(struct tfs_writer *w,
+				 const struct tfs_write_opts *opts,
+				 struct tfs_diag *d)
+{
+	struct tfs__sort_opts so;
+	const char *spill;
+	enum tfs_err e;
+
+	spill = opts->spill_dir;
+	if (!spill)
+		spill = getenv("TMPDIR");
+	if (!spill || !*spill)
+		spill = "/tmp";
+	memset(&so, 0, sizeof(so));
+	so.order = &w->order;
+	so.fields = w->fields;
+	so.field_num = w->field_num;
+	so.memory = opts->memory ? opts->memory : (uint64_t)256 << 20;
+	so.spill_dir = spill;
+	so.check_dups = (!w->s->allows_dups || w->s->array_type == TFS_DENSE) &&
+			!opts->cell_timestamps;
+	so.dedup = opts->dedup;
+	so.tag_word = opts->tag_word;
+	if ((e = tfs__sorter_new(&so, &w->sorter)))
+		return tfs_fail(d, e, "out of memory");
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_writer_open(const char *path,
+			     const struct tfs_write_opts *opts,
 			     enum tfs_write_layout layout,
 			     const struct tfs_range *box,
 			     struct tfs_writer **out, struct tfs_diag *d)
 {
 	struct tfs_write_opts dflt;
 	struct tfs_writer *w;
-	struct tfs_arraydir_opts ao;
-	const struct tfs_schema *s;
-	struct tfs__sort_opts so;
 	enum tfs_err e;
-	const char *spill;
 
 	*out = NULL;
 	if (!opts) {
@@ -104,186 +325,30 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	w->o = *opts;
 	w->layout = layout;
-	w->path = tfs_strdup(path);
-	if (!w->path) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_fail;
-	}
-	/* No trailing slashes in names we build. */
-	for (size_t n = strlen(w->path); n > 1 && w->path[n - 1] == '/'; n--)
-		w->path[n - 1] = '\0';
-	if (opts->key) {
-		memcpy(w->key, opts->key, 32);
-		w->has_key = true;
-	}
-	w->vfs = opts->vfs;
-	if (!w->vfs) {
-		if ((e = tfs_vfs_default_new(w->path, &w->own_vfs, d)))
-			goto out_fail;
-		w->vfs = w->own_vfs;
-	}
-	memset(&ao, 0, sizeof(ao));
-	ao.key = w->has_key ? w->key : NULL;
-	ao.t1 = UINT64_MAX;
-	if ((e = tfs_arraydir_open(w->vfs, w->path, &ao, &w->ad, d)))
-		goto out_fail;
-	s = w->s = w->ad->schema;
-	w->version = s->version >= 7 ? s->version : 23;
-	if (s->dim_num > 128) {
-		e = tfs_fail(d, TFS_E_UNSUPPORTED, "array '%s': too many dimensions",
-			     path);
-		goto out_fail;
-	}
-	for (uint32_t i = 0; i < s->attr_num; i++) {
-		const struct tfs_pipeline *p = &s->attrs[i].filters;
-
-		for (uint32_t k = 0; k < p->count; k++)
-			if (p->filters[k].type == TFS_FILTER_DEPRECATED) {
-				e = tfs_fail(d, TFS_E_UNSUPPORTED,
-					     "attribute '%s': filter '%s' has no "
-					     "encoder",
-					     s->attrs[i].name,
-					     tfs_filter_name(p->filters[k].type));
-				goto out_fail;
-			}
-	}
-	/* Fields: dimensions, then attributes. */
-	w->D = s->dim_num;
-	w->A = s->attr_num;
-	w->field_num = w->D + w->A + (opts->cell_timestamps ? 1 : 0);
-	if (opts->cell_timestamps &&
-	    (s->array_type != TFS_SPARSE || w->version < 15 ||
-	     layout != TFS_WRITE_UNORDERED)) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "array '%s': per-cell timestamps need an unordered "
-			     "write to a sparse array of format 15 or later",
-			     path);
-		goto out_fail;
-	}
-	w->fields = tfs_callocn(w->field_num, sizeof(*w->fields));
-	w->colmap = tfs_callocn(w->field_num, sizeof(int));
-	if (!w->fields || !w->colmap) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_fail;
-	}
-	for (uint32_t k = 0; k < w->D; k++) {
-		struct tfs__field *f = &w->fields[k];
-		const struct tfs_dim *dm = &s->dims[k];
-
-		f->name = dm->name;
-		f->type = dm->type;
-		f->cell_val_num = dm->var ? TFS_VAR_NUM : 1;
-		f->var = dm->var;
-		f->is_dim = true;
-		f->index = k;
-		f->slot = w->A + 1 + k;
-		f->cell_size = tfs_datatype_size(dm->type);
-		f->filters = &dm->filters;
-	}
-	for (uint32_t i = 0; i < w->A; i++) {
-		struct tfs__field *f = &w->fields[w->D + i];
-		const struct tfs_attr *at = &s->attrs[i];
-
-		f->name = at->name;
-		f->type = at->type;
-		f->cell_val_num = at->cell_val_num;
-		f->var = at->var;
-		f->nullable = at->nullable;
-		f->index = i;
-		f->slot = i;
-		f->cell_size = f->var ? tfs_datatype_size(at->type)
-				      : tfs_attr_cell_size(at);
-		f->filters = &at->filters;
-	}
-	if (opts->cell_timestamps) {
-		/* The slot after the dimensions (fragment.md §1), coordinate
-		 * filters (consolidated.md §5). */
-		struct tfs__field *f = &w->fields[w->D + w->A];
-
-		f->name = "__timestamps";
-		f->type = TFS_UINT64;
-		f->cell_val_num = 1;
-		f->slot = w->A + 1 + w->D;
-		f->cell_size = 8;
-		f->filters = &s->coords_filters;
-		f->is_timestamps = true;
-	}
-	tfs__order_init(&w->order, s, w->fields);
+	if ((e = open_array(w, path, opts, d)) ||
+	    (e = check_writable(w->s, path, d)) ||
+	    (e = make_fields(w, path, opts, layout, d)))
+		goto out_free_writer;
+	tfs__order_init(&w->order, w->s, w->fields);
 	if (layout == TFS_WRITE_DENSE_BOX) {
-		if (s->array_type != TFS_DENSE) {
-			e = tfs_fail(d, TFS_E_INVALID,
-				     "array '%s': a box write needs a dense array",
-				     path);
-			goto out_fail;
-		}
-		if (!box) {
-			e = tfs_fail(d, TFS_E_INVALID, "box write without a box");
-			goto out_fail;
-		}
-		if ((e = check_box(w, box, d)))
-			goto out_fail;
-		/* Row-major over the box is the global order when every
-		 * dimension but the first stays inside one tile (and the
-		 * orders are row-major); then cells need no sorting. */
-		w->stream = true;
-		for (uint32_t k = 1; k < s->dim_num; k++) {
-			uint64_t ext = tfs_value_as_u64(s->dims[k].type,
-							s->dims[k].extent);
-
-			if (s->tile_order != TFS_ROW_MAJOR ||
-			    s->cell_order != TFS_ROW_MAJOR || ext == 0 ||
-			    w->boxlo[k] / ext != w->boxhi[k] / ext)
-				w->stream = false;
-		}
-		/* Otherwise, with row-major tile order, a row of tiles at a
-		 * time (dense_box.c). */
-		if (!w->stream && s->tile_order == TFS_ROW_MAJOR) {
-			w->stream = w->tilerow = true;
-			w->row_cells = w->box_cells /
-				       (w->boxhi[0] - w->boxlo[0] + 1);
-		}
+		if ((e = plan_box(w, path, box, d)))
+			goto out_free_writer;
 	} else if (layout != TFS_WRITE_UNORDERED) {
 		e = tfs_fail(d, TFS_E_INVALID, "unknown write layout");
-		goto out_fail;
+		goto out_free_writer;
 	}
-	w->threads = opts->threads ? opts->threads : tfs_cpu_count();
-	w->pool = opts->pool;
-	if (!w->pool) {
-		if ((e = tfs_pool_new(w->threads - 1, &w->own_pool))) {
-			tfs_fail(d, e, "writer: thread pool: %s", tfs_strerror(e));
-			goto out_fail;
-		}
-		w->pool = w->own_pool;
-	}
-	spill = opts->spill_dir;
-	if (!spill)
-		spill = getenv("TMPDIR");
-	if (!spill || !*spill)
-		spill = "/tmp";
-	memset(&so, 0, sizeof(so));
-	so.order = &w->order;
-	so.fields = w->fields;
-	so.field_num = w->field_num;
-	so.memory = opts->memory ? opts->memory : (uint64_t)256 << 20;
-	so.spill_dir = spill;
-	so.check_dups = (!s->allows_dups || s->array_type == TFS_DENSE) &&
-			!opts->cell_timestamps;
-	so.dedup = opts->dedup;
-	so.tag_word = opts->tag_word;
-	if ((e = tfs__sorter_new(&so, &w->sorter))) {
-		tfs_fail(d, e, "out of memory");
-		goto out_fail;
-	}
+	if ((e = start_pool(w, opts, d)) || (e = start_sorter(w, opts, d)))
+		goto out_free_writer;
 	for (uint32_t k = 0; k < w->D && layout == TFS_WRITE_UNORDERED; k++) {
 		w->boxlo[k] = UINT64_MAX;
 		w->boxhi[k] = 0;
 	}
 	if (w->stream && (e = stream_start(w, d)))
-		goto out_fail;
+		goto out_free_writer;
 	*out = w;
 	return TFS_E_OK;
 
-out_fail:
+out_free_writer:
 	tfs_writer_free(w);
 	return e;
 }
@@ -440,46 +505,6 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 		return e;
 	tw_opts(w, &to, true, box);
 	return tfs__tw_new(&to, &w->tw, d);
-}
-
-/* Writes every row of tiles whose cells are all in. */
-static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
-{
-	uint64_t ext0 = tfs_value_as_u64(w->s->dims[0].type,
-					 w->s->dims[0].extent);
-	enum tfs_err e;
-
-	for (;;) {
-		uint64_t row = w->boxlo[0] + w->rows_done, end, nrows;
-
-		if (row > w->boxhi[0])
-			return TFS_E_OK;
-		end = (row / ext0 + 1) * ext0 - 1;
-		if (end > w->boxhi[0])
-			end = w->boxhi[0];
-		nrows = end - row + 1;
-		if (w->scratch.cell_num < nrows * w->row_cells)
-			return TFS_E_OK;
-		if ((e = tfs__box_emit(w->tw, &w->scratch, w->s, w->boxlo,
-				       w->boxhi, row, nrows, d)))
-			return e;
-		tfs__cells_drop_front(&w->scratch, w->fields,
-				      nrows * w->row_cells);
-		w->rows_done += nrows;
-	}
-}
-
-enum tfs_err tfs__writer_stream_cells(struct tfs_writer *w, struct tfs_diag *d)
-{
-	enum tfs_err e;
-
-	if (w->tilerow)
-		return stream_rows(w, d);
-	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
-		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
-			return e;
-	tfs__cells_clear(&w->scratch);
-	return TFS_E_OK;
 }
 
 enum tfs_err tfs_writer_commit(struct tfs_writer *w,

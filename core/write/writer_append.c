@@ -1,8 +1,9 @@
 /* tfs_writer_append (tfs_write.h): maps a batch's columns to the schema's
  * fields, checks every value (domains, enumerations, UTF-8, nullability;
- * format/write.md §2) and stages the cells for sorting (sort.c); a batch
- * that fails leaves nothing staged. */
-#include "writer_internal.h"
+ * format/write.md §2) and stages the cells for sorting (sort.c) or, when
+ * streaming, hands them to the tile writer; a batch that fails leaves
+ * nothing staged. */
+#include "writer_state.h"
 
 /* ---- Append ---------------------------------------------------------------- */
 
@@ -335,6 +336,236 @@ static void rollback(struct tfs__cells *c, const size_t *lens, uint64_t cells)
 	c->cell_num = cells;
 }
 
+/* Writes every row of tiles whose cells are all in. */
+static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
+{
+	uint64_t ext0 =
+		tfs_value_as_u64(w->s->dims[0].type, w->s->dims[0].extent);
+	enum tfs_err e;
+
+	for (;;) {
+		uint64_t row = w->boxlo[0] + w->rows_done, end, nrows;
+
+		if (row > w->boxhi[0])
+			return TFS_E_OK;
+		end = (row / ext0 + 1) * ext0 - 1;
+		if (end > w->boxhi[0])
+			end = w->boxhi[0];
+		nrows = end - row + 1;
+		if (w->scratch.cell_num < nrows * w->row_cells)
+			return TFS_E_OK;
+		if ((e = tfs__box_emit(w->tw, &w->scratch, w->s, w->boxlo,
+				       w->boxhi, row, nrows, d)))
+			return e;
+		tfs__cells_drop_front(&w->scratch, w->fields,
+				      nrows * w->row_cells);
+		w->rows_done += nrows;
+	}
+}
+
+/* Hands the staged cells of a streaming write to the tile writer. */
+static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (w->tilerow)
+		return stream_rows(w, d);
+	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
+		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
+			return e;
+	tfs__cells_clear(&w->scratch);
+	return TFS_E_OK;
+}
+
+/* Saves the lengths of every buffer of cells, for rollback(). */
+static void save_lens(const struct tfs__cells *cells, size_t *lp)
+{
+	size_t k = 0;
+
+	for (uint32_t f = 0; f < cells->field_num; f++) {
+		lp[k++] = cells->cols[f].data.len;
+		lp[k++] = cells->cols[f].offs.len;
+		lp[k++] = cells->cols[f].valid.len;
+	}
+	lp[k++] = cells->keys.len;
+	lp[k++] = cells->tags.len;
+}
+
+/* A box write's coordinates along dimension k of its next n cells,
+ * row-major over the box. */
+static enum tfs_err fill_box_dim(struct tfs_writer *w, uint32_t k,
+				 struct tfs__col *dst, uint64_t n,
+				 struct tfs_diag *d)
+{
+	const struct tfs_dim *dm = &w->s->dims[k];
+	size_t sz = (size_t)w->fields[k].cell_size;
+	enum tfs_err e;
+
+	if ((e = tfs_buf_reserve(&dst->data, n * sz)))
+		return tfs_fail(d, e, "out of memory");
+	for (uint64_t i = 0; i < n; i++) {
+		/* Row-major over the box: index along k. */
+		uint64_t c = w->appended + i, idx = 0;
+
+		for (uint32_t m = w->D; m-- > 0;) {
+			uint64_t ext = w->boxhi[m] - w->boxlo[m] + 1;
+
+			if (m == k)
+				idx = c % ext;
+			c /= ext;
+		}
+		uint64_t v = tfs_value_as_u64(dm->type, dm->domain[0]) +
+			     w->boxlo[k] + idx;
+		if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
+			v = (uint64_t)tfs_value_as_i64(dm->type,
+						       dm->domain[0]) +
+			    w->boxlo[k] + idx;
+		tfs_put_uint(dst->data.data + dst->data.len, sz, v);
+		dst->data.len += sz;
+	}
+	return TFS_E_OK;
+}
+
+/* Dense arrays: widens the bounding box of dimension k to take the
+ * values vlo (offset olo) and vhi (offset ohi), each sz bytes; the first
+ * cell of the write sets it. */
+static void widen_box(struct tfs_writer *w, uint32_t k, bool first,
+		      uint64_t olo, const uint8_t *vlo, uint64_t ohi,
+		      const uint8_t *vhi, size_t sz)
+{
+	if (first || olo < w->boxlo[k]) {
+		w->boxlo[k] = olo;
+		memcpy(w->boxbytes[0][k], vlo, sz);
+	}
+	if (first || ohi > w->boxhi[k]) {
+		w->boxhi[k] = ohi;
+		memcpy(w->boxbytes[1][k], vhi, sz);
+	}
+}
+
+/* After fast_domain(): the full check of the first bad cell (which
+ * fails with its message), else the box widened to the extremes. */
+static enum tfs_err after_fast_domain(struct tfs_writer *w, uint32_t k,
+				      const uint8_t *data, uint64_t n,
+				      uint64_t first_bad, uint64_t imin,
+				      uint64_t imax, const uint64_t *tags,
+				      struct tfs_diag *d)
+{
+	const struct tfs__field *fd = &w->fields[k];
+	enum tfs_err e;
+
+	if (first_bad < n) {
+		e = tfs__writer_check_value(w, k,
+					    data + first_bad * fd->cell_size,
+					    fd->cell_size, NULL,
+					    cell_tag(w, tags, first_bad), d);
+		if (!e)
+			e = tfs_fail(d, TFS_E_INTERNAL,
+				     "domain check disagrees");
+		return e;
+	}
+	if (w->s->array_type == TFS_DENSE) {
+		const uint8_t *vmin = data + imin * fd->cell_size;
+		const uint8_t *vmax = data + imax * fd->cell_size;
+		const struct tfs_dim *dm = &w->s->dims[k];
+
+		widen_box(w, k, w->appended == 0, tfs__dim_off(dm, vmin), vmin,
+			  tfs__dim_off(dm, vmax), vmax, (size_t)fd->cell_size);
+	}
+	return TFS_E_OK;
+}
+
+/* Checks dimension k of the n cells from base one by one (and widens a
+ * dense array's box). */
+static enum tfs_err check_dim_cells(struct tfs_writer *w, uint32_t k,
+				    const struct tfs__cells *cells,
+				    uint64_t base, uint64_t n,
+				    const uint64_t *tags, struct tfs_diag *d)
+{
+	const struct tfs__field *fd = &w->fields[k];
+	const struct tfs__col *dst = &cells->cols[k];
+	enum tfs_err e;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t len = fd->cell_size;
+		const uint8_t *v;
+
+		if (fd->var) {
+			v = tfs__var_cell(cells, k, base + i, &len);
+			/* The last cell's end is the data end only
+			 * once every cell is in; compute it here. */
+			len = (i + 1 < n ? tfs_get_u64(dst->offs.data +
+						       (base + i + 1) * 8)
+					 : dst->data.len) -
+			      tfs_get_u64(dst->offs.data + (base + i) * 8);
+		} else {
+			v = dst->data.data + (base + i) * fd->cell_size;
+		}
+		if ((e = tfs__writer_check_value(w, k, v, len, NULL,
+						 cell_tag(w, tags, i), d)))
+			return e;
+		if (w->s->array_type == TFS_DENSE) {
+			uint64_t off = tfs__dim_off(&w->s->dims[k], v);
+
+			widen_box(w, k, w->appended == 0 && i == 0, off, v, off,
+				  v, (size_t)len);
+		}
+	}
+	return TFS_E_OK;
+}
+
+/* Dimension k of the batch's n cells, staged from base: computed for a
+ * box write, else copied and checked. */
+static enum tfs_err append_dim(struct tfs_writer *w, uint32_t k,
+			       const struct tfs_batch *b, const uint64_t *tags,
+			       struct tfs__cells *cells, uint64_t base,
+			       uint64_t n, struct tfs_diag *d)
+{
+	const struct tfs__field *fd = &w->fields[k];
+	struct tfs__col *dst = &cells->cols[k];
+	uint64_t first_bad, imin, imax;
+	enum tfs_err e;
+
+	if (w->layout == TFS_WRITE_DENSE_BOX)
+		return fill_box_dim(w, k, dst, n, d);
+	if ((e = append_column(w, k, b, tags, d)))
+		return e;
+	/* Fixed-size dimensions without a current domain: one typed
+	 * pass finds the first cell outside the domain (or NaN) and
+	 * the extremes; only a bad cell gets the full check. */
+	if (!fd->var && !w->s->has_current_domain &&
+	    fast_domain(&w->s->dims[k], dst->data.data + base * fd->cell_size,
+			n, &first_bad, &imin, &imax))
+		return after_fast_domain(w, k,
+					 dst->data.data + base * fd->cell_size,
+					 n, first_bad, imin, imax, tags, d);
+	return check_dim_cells(w, k, cells, base, n, tags, d);
+}
+
+/* Each cell's tag, and its sort key when the order is keyed. */
+static enum tfs_err append_tags_keys(struct tfs_writer *w,
+				     struct tfs__cells *cells, uint64_t base,
+				     uint64_t n, const uint64_t *tags,
+				     struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	for (uint64_t i = 0; i < n; i++)
+		if ((e = tfs_buf_append_u64(&cells->tags,
+					    cell_tag(w, tags, i))))
+			return tfs_fail(d, e, "out of memory");
+	cells->cell_num += n;
+	if (w->order.keyed && !w->stream) {
+		for (uint64_t i = 0; i < n; i++)
+			if ((e = tfs_buf_append_u64(&cells->keys,
+						    tfs__order_key(&w->order,
+								   cells,
+								   base + i))))
+				return tfs_fail(d, e, "out of memory");
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 			       const uint64_t *tags, struct tfs_diag *d)
 {
@@ -373,152 +604,20 @@ enum tfs_err tfs_writer_append(struct tfs_writer *w, const struct tfs_batch *b,
 		}
 		lp = heap_lens;
 	}
-	{
-		size_t k = 0;
-
-		for (uint32_t f = 0; f < cells->field_num; f++) {
-			lp[k++] = cells->cols[f].data.len;
-			lp[k++] = cells->cols[f].offs.len;
-			lp[k++] = cells->cols[f].valid.len;
-		}
-		lp[k++] = cells->keys.len;
-		lp[k++] = cells->tags.len;
-	}
+	save_lens(cells, lp);
 	/* Dimensions: checked per cell; a box write computes them. */
-	for (uint32_t k = 0; k < w->D; k++) {
-		const struct tfs__field *fd = &w->fields[k];
-		struct tfs__col *dst = &cells->cols[k];
-
-		if (w->layout == TFS_WRITE_DENSE_BOX) {
-			const struct tfs_dim *dm = &w->s->dims[k];
-			size_t sz = (size_t)fd->cell_size;
-
-			if ((e = tfs_buf_reserve(&dst->data, n * sz))) {
-				tfs_fail(d, e, "out of memory");
-				goto out_rollback;
-			}
-			for (uint64_t i = 0; i < n; i++) {
-				/* Row-major over the box: index along k. */
-				uint64_t c = w->appended + i, idx = 0;
-
-				for (uint32_t m = w->D; m-- > 0;) {
-					uint64_t ext = w->boxhi[m] - w->boxlo[m] + 1;
-
-					if (m == k)
-						idx = c % ext;
-					c /= ext;
-				}
-				uint64_t v = tfs_value_as_u64(dm->type, dm->domain[0]) +
-					     w->boxlo[k] + idx;
-				if (tfs_datatype_class(dm->type) == TFS_CLASS_SIGNED)
-					v = (uint64_t)tfs_value_as_i64(dm->type,
-								       dm->domain[0]) +
-					    w->boxlo[k] + idx;
-				tfs_put_uint(dst->data.data + dst->data.len, sz, v);
-				dst->data.len += sz;
-			}
-			continue;
-		}
-		if ((e = append_column(w, k, b, tags, d)))
+	for (uint32_t k = 0; k < w->D; k++)
+		if ((e = append_dim(w, k, b, tags, cells, base, n, d)))
 			goto out_rollback;
-		/* Fixed-size dimensions without a current domain: one typed
-		 * pass finds the first cell outside the domain (or NaN) and
-		 * the extremes; only a bad cell gets the full check. */
-		uint64_t first_bad, imin, imax;
-
-		if (!fd->var && !w->s->has_current_domain &&
-		    fast_domain(&w->s->dims[k], dst->data.data + base * fd->cell_size,
-				n, &first_bad, &imin, &imax)) {
-			if (first_bad < n) {
-				e = tfs__writer_check_value(w, k,
-								 dst->data.data +
-									 (base + first_bad) *
-										 fd->cell_size,
-								 fd->cell_size, NULL,
-								 cell_tag(w, tags, first_bad), d);
-				if (!e)
-					e = tfs_fail(d, TFS_E_INTERNAL,
-						     "domain check disagrees");
-				goto out_rollback;
-			}
-			if (w->s->array_type == TFS_DENSE) {
-				const uint8_t *vmin = dst->data.data +
-						      (base + imin) * fd->cell_size;
-				const uint8_t *vmax = dst->data.data +
-						      (base + imax) * fd->cell_size;
-				const struct tfs_dim *dm = &w->s->dims[k];
-				uint64_t omin = tfs__dim_off(dm, vmin);
-				uint64_t omax = tfs__dim_off(dm, vmax);
-				bool first = w->appended == 0;
-				size_t sz = (size_t)fd->cell_size;
-
-				if (first || omin < w->boxlo[k]) {
-					w->boxlo[k] = omin;
-					memcpy(w->boxbytes[0][k], vmin, sz);
-				}
-				if (first || omax > w->boxhi[k]) {
-					w->boxhi[k] = omax;
-					memcpy(w->boxbytes[1][k], vmax, sz);
-				}
-			}
-			continue;
-		}
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t len = fd->cell_size;
-			const uint8_t *v;
-
-			if (fd->var) {
-				v = tfs__var_cell(cells, k, base + i, &len);
-				/* The last cell's end is the data end only
-				 * once every cell is in; compute it here. */
-				len = (i + 1 < n ? tfs_get_u64(dst->offs.data +
-								(base + i + 1) * 8)
-						 : dst->data.len) -
-				      tfs_get_u64(dst->offs.data + (base + i) * 8);
-			} else {
-				v = dst->data.data + (base + i) * fd->cell_size;
-			}
-			if ((e = tfs__writer_check_value(w, k, v, len, NULL,
-							      cell_tag(w, tags, i), d)))
-				goto out_rollback;
-			if (w->s->array_type == TFS_DENSE) {
-				uint64_t off = tfs__dim_off(&w->s->dims[k], v);
-
-				bool first = w->appended == 0 && i == 0;
-
-				if (first || off < w->boxlo[k]) {
-					w->boxlo[k] = off;
-					memcpy(w->boxbytes[0][k], v, (size_t)len);
-				}
-				if (first || off > w->boxhi[k]) {
-					w->boxhi[k] = off;
-					memcpy(w->boxbytes[1][k], v, (size_t)len);
-				}
-			}
-		}
-	}
 	for (uint32_t f = w->D; f < w->field_num; f++)
 		if ((e = append_column(w, f, b, tags, d)))
 			goto out_rollback;
-	for (uint64_t i = 0; i < n; i++)
-		if ((e = tfs_buf_append_u64(&cells->tags, cell_tag(w, tags, i)))) {
-			tfs_fail(d, e, "out of memory");
-			goto out_rollback;
-		}
-	cells->cell_num += n;
-	if (w->order.keyed && !w->stream) {
-		for (uint64_t i = 0; i < n; i++)
-			if ((e = tfs_buf_append_u64(
-				     &cells->keys,
-				     tfs__order_key(&w->order, cells, base + i)))) {
-				tfs_fail(d, e, "out of memory");
-				goto out_rollback;
-			}
-	}
+	if ((e = append_tags_keys(w, cells, base, n, tags, d)))
+		goto out_rollback;
 	tfs_free(heap_lens);
 	w->appended += n;
 	if (w->stream)
-		e = tfs__writer_stream_cells(w, d);
+		e = stream_cells(w, d);
 	else
 		e = tfs__sorter_added(w->sorter, d);
 	if (e)

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
+#include "tfs_civil.h"
 #include "tfs_bytes.h"
 #include "tfs_datatype.h"
 #include "tfs_err.h"
@@ -788,4 +790,60 @@ Test(alloc, grow)
 	cr_assert_eq(cap, 128);
 	cr_assert_eq(v[15], 15);
 	tfs_free(v);
+}
+
+/* ---- Calendar ---------------------------------------------------------- */
+
+__extension__ typedef __int128 days128;
+
+Test(civil, days_from_civil_known_dates)
+{
+	static const struct {
+		int64_t y;
+		unsigned m, d;
+		int64_t days;
+	} cases[] = {
+		{1970, 1, 1, 0},         {1969, 12, 31, -1},
+		{2000, 2, 29, 11016},    {2000, 3, 1, 11017},
+		{1900, 3, 1, -25508},    {2024, 1, 1, 19723},
+		{0, 3, 1, -719468},      {-1, 12, 31, -719529},
+		{9999, 12, 31, 2932896}, {1600, 1, 1, -135140},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq((int64_t)tfs_days_from_civil(cases[i].y,
+							  cases[i].m,
+							  cases[i].d),
+			     cases[i].days, "%" PRId64 "-%u-%u", cases[i].y,
+			     cases[i].m, cases[i].d);
+}
+
+/* Consecutive days differ by one across month, leap-day and century
+ * boundaries, and years of the int64 extremes do not wrap. */
+Test(civil, days_from_civil_is_continuous)
+{
+	static const unsigned mdays[12] = {31, 28, 31, 30, 31, 30,
+					   31, 31, 30, 31, 30, 31};
+	days128 prev = tfs_days_from_civil(1599, 12, 31);
+
+	for (int64_t y = 1600; y <= 2401; y++) {
+		bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+		for (unsigned m = 1; m <= 12; m++) {
+			unsigned n = mdays[m - 1] + (m == 2 && leap);
+
+			for (unsigned d = 1; d <= n; d++) {
+				days128 cur = tfs_days_from_civil(y, m, d);
+
+				cr_assert(cur == prev + 1, "%" PRId64 "-%u-%u",
+					  y, m, d);
+				prev = cur;
+			}
+		}
+	}
+	cr_expect(tfs_days_from_civil(INT64_MAX, 12, 31) >
+		  tfs_days_from_civil(INT64_MAX, 1, 1));
+	cr_expect(tfs_days_from_civil(INT64_MIN + 1, 1, 1) <
+		  tfs_days_from_civil(INT64_MIN + 1, 12, 31));
+	cr_expect(tfs_days_from_civil(INT64_MAX, 1, 1) > (days128)INT64_MAX);
 }

@@ -4,8 +4,8 @@
  * fragments, tiles, delete conditions), sparse_gather.c (coordinates and
  * attributes of a piece, on the pool), sparse_order.c (sorting and the
  * JSON text that orders duplicates), sparse.c (pieces and the reader). */
-#ifndef TFS_SPARSE_INTERNAL_H
-#define TFS_SPARSE_INTERNAL_H
+#ifndef TFS_SPARSE_READER_H
+#define TFS_SPARSE_READER_H
 
 #include "tfs_read.h"
 

@@ -1,7 +1,8 @@
 /* What the two files of the public fragment writer share: writer.c (open,
- * commit) and writer_append.c (checking and staging appended cells). */
-#ifndef TFS_WRITER_INTERNAL_H
-#define TFS_WRITER_INTERNAL_H
+ * commit) and writer_append.c (checking, staging and streaming appended
+ * cells), which is the lower of the two. */
+#ifndef TFS_WRITER_STATE_H
+#define TFS_WRITER_STATE_H
 
 #include "write_internal.h"
 
@@ -58,9 +59,6 @@ struct tfs_writer {
 	bool tilerow;
 	uint64_t rows_done, row_cells;
 };
-
-/* writer.c */
-enum tfs_err tfs__writer_stream_cells(struct tfs_writer *w, struct tfs_diag *d);
 
 /* writer_append.c */
 enum tfs_err tfs__writer_check_value(const struct tfs_writer *w, uint32_t k,

@@ -1,8 +1,8 @@
-/* What the two files of the schema JSON parser share: schema_json.c (the
- * schema's parts and the whole) and schema_json_values.c (JSON paths for
- * messages, typed members, values, filters). */
-#ifndef TFS_SCHEMA_JSON_INTERNAL_H
-#define TFS_SCHEMA_JSON_INTERNAL_H
+/* The lower half of the schema JSON parser, schema_json_values.c (JSON
+ * paths for messages, typed members, values, filters), and what
+ * schema_json.c (the schema's parts and the whole) takes from it. */
+#ifndef TFS_SCHEMA_JSON_VALUES_H
+#define TFS_SCHEMA_JSON_VALUES_H
 
 #include "ingest_internal.h"
 

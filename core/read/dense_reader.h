@@ -2,8 +2,8 @@
  * the reader's entry points), dense_plan.c (which fragments and tiles
  * each space tile of a batch needs) and dense_sparse.c (cells of sparse
  * fragments laid over a batch). */
-#ifndef TFS_DENSE_INTERNAL_H
-#define TFS_DENSE_INTERNAL_H
+#ifndef TFS_DENSE_READER_H
+#define TFS_DENSE_READER_H
 
 #include "tfs_read.h"
 
@@ -86,11 +86,6 @@ struct dense_reader {
 	size_t refs_cap;
 };
 
-/* dense.c */
-uint64_t tfs__dense_rel_of(const struct dense_reader *r, uint32_t d,
-			   const uint8_t *p);
-void tfs__dense_decode_job_run(void *arg);
-
 static inline uint64_t tfs__min_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
@@ -99,6 +94,22 @@ static inline uint64_t tfs__min_u64(uint64_t a, uint64_t b)
 static inline uint64_t tfs__max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
+}
+
+/* A coordinate as the unsigned bits of its value (dimension types are
+ * integers here), so that subtracting the domain's low bound gives "rel". */
+static inline uint64_t tfs__dense_raw_u64(uint8_t type, const uint8_t *p)
+{
+	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED)
+		return tfs_value_as_u64(type, p);
+	return (uint64_t)tfs_value_as_i64(type, p);
+}
+
+/* Coordinate p of dimension d as an offset from the domain's low bound. */
+static inline uint64_t tfs__dense_rel_of(const struct dense_reader *r,
+					 uint32_t d, const uint8_t *p)
+{
+	return tfs__dense_raw_u64(r->dtype, p) - r->dom_lo_raw[d];
 }
 
 /* dense_plan.c */
