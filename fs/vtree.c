@@ -15,6 +15,7 @@
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
+#include "tfs_format.h"
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000
@@ -174,7 +175,7 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	e = node_open(fs, dir, &arr, d);
 	if (e)
 		return e;
-	field = tfsr_field_find(arr->schema, name);
+	field = tfs_schema_field_index(arr->schema, name);
 	if (field >= 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FIELD, d);
 		out->field = field;
@@ -630,7 +631,7 @@ static bool emit_special(const struct tfs_schema *s, const char *name,
 {
 	char esc[64];
 
-	if (tfsr_field_find(s, name) < 0)
+	if (tfs_schema_field_index(s, name) < 0)
 		return fn(ctx, name, is_dir);
 	snprintf(esc, sizeof(esc), "__%s", name);
 	return fn(ctx, esc, is_dir);
@@ -687,11 +688,11 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
 	}
-	for (uint32_t i = 0; i < tfsr_field_count(s); i++) {
-		struct tfsr_field f;
+	for (uint32_t i = 0; i < tfs_schema_field_count(s); i++) {
+		struct tfs_field_info f;
 
-		tfsr_field_get(s, (int)i, &f);
-		if (tfsr_field_find(s, f.name) == (int)i && field_listable(f.name) &&
+		tfs_schema_field(s, (int)i, &f);
+		if (tfs_schema_field_index(s, f.name) == (int)i && field_listable(f.name) &&
 		    strncmp(f.name, "slice[", 6) != 0 &&
 		    !fn(ctx, f.name, true))
 			goto out_put;
@@ -709,10 +710,10 @@ out_put:
 static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 			       void *ctx, struct tfs_diag *d)
 {
-	struct tfsr_field f;
+	struct tfs_field_info f;
 	enum tfs_err e;
 
-	tfsr_field_get(dir->arr->schema, dir->field, &f);
+	tfs_schema_field(dir->arr->schema, dir->field, &f);
 	if (!fn(ctx, "tiles", true))
 		return TFS_E_OK;
 	e = emit_slices(dir->arr, dir->field, false, fn, ctx);
@@ -771,9 +772,9 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 	struct tfs_buf name;
 	enum tfs_err e = TFS_E_OK;
 
-	if (!arr->has_ned || s->dim_num > TFSD_MAX_DIMS)
+	if (!arr->has_ned || tfs_schema_dim_count(s) > TFSD_MAX_DIMS)
 		return TFS_E_OK;
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		const struct tfs_dim *dim = &s->dims[k];
 		int64_t dlo, ext;
 
@@ -796,7 +797,7 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 
 		name.len = 0;
 		e = tfs_buf_printf(&name, "slice[");
-		for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+		for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
 			int64_t lo, hi;
 
 			if (!tile_bounds(&s->dims[k], &arr->ned[k],
@@ -813,7 +814,7 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 		if (!e && nameable && !fn(ctx, (const char *)name.data, false))
 			break;
 		listed++;
-		for (uint32_t k = s->dim_num; k-- > 0;) {
+		for (uint32_t k = tfs_schema_dim_count(s); k-- > 0;) {
 			if (++idx[k] < count[k])
 				break;
 			idx[k] = 0;

@@ -25,6 +25,7 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 #include "tfs_str.h"
+#include "tfs_format.h"
 
 /* Documents read whole (schema.json, metadata values) at most. */
 #define DOC_MAX ((size_t)16 << 20)
@@ -225,12 +226,12 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	}
 	case TFSD_N_FIELD: {
 		const struct tfs_schema *s = dir.arr->schema;
-		struct tfsr_field f;
+		struct tfs_field_info f;
 		enum tfsr_format fmt;
 		const char *sel;
 		size_t sel_len;
 
-		tfsr_field_get(s, dir.field, &f);
+		tfs_schema_field(s, dir.field, &f);
 		if (f.is_dim) {
 			e = tfs_fail(d, TFS_E_PERM,
 				     "'%s' is a dimension: write an attribute's "
@@ -865,7 +866,7 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	s = arr->schema;
 	ai = tfs_schema_attr_index(s, t->field);
-	if (s->array_type != TFS_DENSE || ai < 0) {
+	if (!tfs_schema_is_dense(s) || ai < 0) {
 		e = tfs_fail(d, TFS_E_INVALID,
 			     "'%s': slices are written to dense arrays only",
 			     t->name);
@@ -902,12 +903,12 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 			     t->name);
 		goto out;
 	}
-	box = tfs_callocn(s->dim_num, sizeof(*box));
+	box = tfs_callocn(tfs_schema_dim_count(s), sizeof(*box));
 	if (!box) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		if (sel->dims[k].stride != 1) {
 			e = tfs_fail(d, TFS_E_INVALID,
 				     "'%s': a slice with a step cannot be "
@@ -939,13 +940,13 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	}
 	j.off = j.data_off = data_off;
-	others = tfs_callocn(s->attr_num, sizeof(*others));
-	j.cols = tfs_callocn(s->attr_num + 1, sizeof(*j.cols));
+	others = tfs_callocn(tfs_schema_attr_count(s), sizeof(*others));
+	j.cols = tfs_callocn(tfs_schema_attr_count(s) + 1, sizeof(*j.cols));
 	if (!others || !j.cols) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < s->attr_num; i++)
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++)
 		if ((int)i != ai)
 			others[other_num++] = s->attrs[i].name;
 	write_opts_init(fs, t, &wo);

@@ -13,6 +13,7 @@
 #include "json_out.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
+#include "tfs_format.h"
 
 /* Longest value text we parse; longer is not a coordinate. */
 #define MAX_VALUE_TEXT 4096
@@ -252,7 +253,7 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 	if (parts == 3) {
 		char *end;
 
-		if (s->array_type != TFS_DENSE || is_float(dim->type))
+		if (!tfs_schema_is_dense(s) || is_float(dim->type))
 			return tfs_fail(d, TFS_E_INVALID,
 					"range %u: strides are for dense arrays",
 					k + 1);
@@ -351,17 +352,17 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	enum tfs_err e = TFS_E_OK;
 
 	*out = NULL;
-	sel = tfs_callocn(1, sizeof(*sel) + s->dim_num * sizeof(sel->dims[0]));
+	sel = tfs_callocn(1, sizeof(*sel) + tfs_schema_dim_count(s) * sizeof(sel->dims[0]));
 	pt = tfs_callocn(3, sizeof(*pt));
 	if (!sel || !pt) {
 		tfs_free(sel);
 		tfs_free(pt);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
-	sel->dim_num = s->dim_num;
-	for (uint32_t k = 0; k < s->dim_num; k++)
+	sel->dim_num = tfs_schema_dim_count(s);
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 		sel->dims[k].stride = 1;
-	for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
 		int parts = 0;
 		bool at_end = p >= end;
 
@@ -416,8 +417,8 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	}
 	if (!e && p < end)
 		e = tfs_fail(d, TFS_E_INVALID,
-			     "more ranges than the %u dimension%s", s->dim_num,
-			     s->dim_num == 1 ? "" : "s");
+			     "more ranges than the %u dimension%s", tfs_schema_dim_count(s),
+			     tfs_schema_dim_count(s) == 1 ? "" : "s");
 	tfs_free(pt);
 	if (e) {
 		tfsr_sel_free(sel);
@@ -436,7 +437,7 @@ enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 {
 	enum tfs_err e = TFS_E_OK;
 
-	for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
 		const struct tfs_dim *dim = &s->dims[k];
 		char lo[40], hi[40];
 

@@ -13,6 +13,7 @@
 #include "slice.h"
 #include "tfs_alloc.h"
 #include "tfs_pool.h"
+#include "tfs_format.h"
 
 static const char export_usage[] =
 	"usage: tfs export PATH [SEL] [--field NAME] [--format FMT] [-o FILE]\n"
@@ -68,7 +69,7 @@ static enum tfs_err export_open(const struct export_opts *o,
 		return e;
 	*field = -1;
 	if (o->field) {
-		*field = tfsr_field_find(tfs_array_schema(*a), o->field);
+		*field = tfs_schema_field_index(tfs_array_schema(*a), o->field);
 		if (*field < 0)
 			return tfs_fail(d, TFS_E_NOT_FOUND,
 					"array '%s' has no field '%s'", o->path,

@@ -13,6 +13,7 @@
 #include "tfs_datatype.h"
 #include "tfs_render.h"
 #include "value_text.h"
+#include "tfs_format.h"
 
 static const char info_usage[] =
 	"usage: tfs info PATH [--json] [--key HEX] [--timestamp T]\n"
@@ -82,7 +83,7 @@ static void print_range(const struct tfs_schema *s, uint32_t k,
 
 static void print_box(const struct tfs_schema *s, const struct tfs_range *r)
 {
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		if (k)
 			fputs(" × ", stdout);
 		print_range(s, k, &r[k]);
@@ -131,10 +132,10 @@ static void print_array(const char *path, const struct tfs_array *a)
 	printf("array      %s\n", path);
 	printf("type       %s, format version %" PRIu32
 	       ", cells %s, tiles %s, capacity %" PRIu64 "%s\n",
-	       s->array_type == TFS_SPARSE ? "sparse" : "dense", s->version,
+	       !tfs_schema_is_dense(s) ? "sparse" : "dense", s->version,
 	       order_name(s->cell_order), order_name(s->tile_order),
 	       s->capacity, s->allows_dups ? ", duplicates allowed" : "");
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		const struct tfs_dim *dim = &s->dims[k];
 
 		printf("dimension  %s %s", dim->name,
@@ -159,7 +160,7 @@ static void print_array(const char *path, const struct tfs_array *a)
 		print_pipeline_len(&dim->filters);
 		putchar('\n');
 	}
-	for (uint32_t i = 0; i < s->attr_num; i++) {
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
 		const struct tfs_attr *at = &s->attrs[i];
 
 		printf("attribute  %s %s", at->name,
@@ -188,7 +189,7 @@ static void print_array(const char *path, const struct tfs_array *a)
 		       en->ordered ? ", ordered" : "");
 	}
 	fputs("non-empty  ", stdout);
-	if (s->dim_num <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
+	if (tfs_schema_dim_count(s) <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
 		print_box(s, ned);
 	else
 		fputs("(empty)", stdout);

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "tfs_alloc.h"
+#include "tfs_format.h"
 
 static const char create_usage[] =
 	"usage: tfs create PATH SCHEMA.json [--key HEX]\n"

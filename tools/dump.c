@@ -17,6 +17,7 @@
 #include "cell_json.h"
 #include "json_out.h"
 #include "tfs_alloc.h"
+#include "tfs_format.h"
 #include <tilefs/tilefs.h>
 
 #define FLUSH_BYTES ((size_t)1 << 20)
@@ -188,8 +189,8 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 	char *p;
 	uint32_t k, commas;
 
-	out->ranges = tfs_callocn(s->dim_num, sizeof(*out->ranges));
-	out->values = tfs_callocn(s->dim_num, sizeof(*out->values));
+	out->ranges = tfs_callocn(tfs_schema_dim_count(s), sizeof(*out->ranges));
+	out->values = tfs_callocn(tfs_schema_dim_count(s), sizeof(*out->values));
 	out->text = tfs_strdup(text);
 	if (!out->ranges || !out->values || !out->text) {
 		errorf("out of memory");
@@ -198,14 +199,14 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 	commas = 0;
 	for (p = out->text; (p = strchr(p, ',')) != NULL; p++)
 		commas++;
-	if (commas + 1 != s->dim_num) {
+	if (commas + 1 != tfs_schema_dim_count(s)) {
 		errorf("subarray '%s': %" PRIu32 " ranges lo:hi needed, one per "
 		       "dimension",
-		       text, s->dim_num);
+		       text, tfs_schema_dim_count(s));
 		return false;
 	}
 	p = out->text;
-	for (k = 0; k < s->dim_num; k++) {
+	for (k = 0; k < tfs_schema_dim_count(s); k++) {
 		const struct tfs_dim *dim = &s->dims[k];
 		char *comma = strchr(p, ',');
 		char *colon;
@@ -254,7 +255,7 @@ static bool put_reads(struct dump *dp)
 	struct tfs_range *ned;
 	bool ok = true;
 
-	ned = tfs_callocn(dp->schema->dim_num, sizeof(*ned));
+	ned = tfs_callocn(tfs_schema_dim_count(dp->schema), sizeof(*ned));
 	if (!ned) {
 		errorf("out of memory");
 		return false;
@@ -296,7 +297,7 @@ static bool put_array(struct dump *dp, const char *name)
 	json_out_cstr(j, name);
 	json_out_space(j, "\n");
 	json_out_key(j, "array_type");
-	json_out_cstr(j, s->array_type == TFS_SPARSE ? "sparse" : "dense");
+	json_out_cstr(j, !tfs_schema_is_dense(s) ? "sparse" : "dense");
 	json_out_space(j, "\n");
 	json_out_key(j, "key_hex");
 	if (dp->o->key_hex)
@@ -321,7 +322,7 @@ static bool put_array(struct dump *dp, const char *name)
 	}
 	json_out_space(j, "\n");
 	json_out_key(j, "non_empty_domain");
-	ned = tfs_callocn(s->dim_num, sizeof(*ned));
+	ned = tfs_callocn(tfs_schema_dim_count(s), sizeof(*ned));
 	if (!ned) {
 		errorf("out of memory");
 		return false;
