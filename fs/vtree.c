@@ -15,7 +15,6 @@
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
-#include "tfs_format.h"
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000
@@ -723,29 +722,29 @@ static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 /* Appends the SEL text of tile `idx` along dimension k, clipped to the
  * non-empty domain; false when the dimension has no integer tiling. */
 /* Whether a dimension has integer tiles we can name in int64. */
-static bool tileable(const struct tfs_dim *dim, const struct tfs_range *ned)
+static bool tileable(const struct tfs_field_info *dim, const struct tfs_range *ned)
 {
 	if (!dim->has_extent || !dim->has_domain || dim->var ||
 	    tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT ||
 	    tfs_value_as_i64(dim->type, dim->extent) <= 0)
 		return false;
 	if (tfs_datatype_class(dim->type) == TFS_CLASS_UNSIGNED &&
-	    (tfs_value_as_u64(dim->type, dim->domain[0]) > INT64_MAX ||
-	     tfs_value_as_u64(dim->type, dim->domain[1]) > INT64_MAX ||
+	    (tfs_value_as_u64(dim->type, dim->domain_lo) > INT64_MAX ||
+	     tfs_value_as_u64(dim->type, dim->domain_hi) > INT64_MAX ||
 	     tfs_value_as_u64(dim->type, dim->extent) > INT64_MAX ||
 	     tfs_value_as_u64(dim->type, ned->hi) > INT64_MAX))
 		return false;
 	return true;
 }
 
-static bool tile_bounds(const struct tfs_dim *dim, const struct tfs_range *ned,
+static bool tile_bounds(const struct tfs_field_info *dim, const struct tfs_range *ned,
 			uint64_t idx, int64_t *lo, int64_t *hi)
 {
 	int64_t dlo, ext, nlo, nhi;
 
 	if (!tileable(dim, ned))
 		return false;
-	dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+	dlo = tfs_value_as_i64(dim->type, dim->domain_lo);
 	ext = tfs_value_as_i64(dim->type, dim->extent);
 	nlo = tfs_value_as_i64(dim->type, ned->lo);
 	nhi = tfs_value_as_i64(dim->type, ned->hi);
@@ -775,12 +774,15 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 	if (!arr->has_ned || tfs_schema_dim_count(s) > TFSD_MAX_DIMS)
 		return TFS_E_OK;
 	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 		int64_t dlo, ext;
+
+		tfs_schema_dim(s, k, &info);
 
 		if (!tileable(dim, &arr->ned[k]))
 			return TFS_E_OK;
-		dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+		dlo = tfs_value_as_i64(dim->type, dim->domain_lo);
 		ext = tfs_value_as_i64(dim->type, dim->extent);
 		first[k] = (uint64_t)(tfs_value_as_i64(dim->type, arr->ned[k].lo) - dlo) /
 			   (uint64_t)ext;
@@ -798,9 +800,11 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 		name.len = 0;
 		e = tfs_buf_printf(&name, "slice[");
 		for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
+			struct tfs_field_info dim;
 			int64_t lo, hi;
 
-			if (!tile_bounds(&s->dims[k], &arr->ned[k],
+			tfs_schema_dim(s, k, &dim);
+			if (!tile_bounds(&dim, &arr->ned[k],
 					 first[k] + idx[k], &lo, &hi) ||
 			    hi == INT64_MAX) {
 				nameable = false; /* not in int64 text */

@@ -13,7 +13,6 @@
 #include "json_out.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
-#include "tfs_format.h"
 
 /* Longest value text we parse; longer is not a coordinate. */
 #define MAX_VALUE_TEXT 4096
@@ -115,7 +114,7 @@ static bool ms_to_unit(uint8_t type, uint64_t ms, int64_t *out)
 }
 
 /* Parses a value of fixed-size dimension k into dst. */
-static enum tfs_err parse_value(const struct tfs_dim *dim, uint32_t k,
+static enum tfs_err parse_value(const struct tfs_field_info *dim, uint32_t k,
 				const struct part *pt, uint8_t dst[8],
 				struct tfs_diag *d)
 {
@@ -242,12 +241,16 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 				const struct part *pt, int parts,
 				const struct tfs_range *ned, struct tfs_diag *d)
 {
-	const struct tfs_dim *dim = &s->dims[k];
+	struct tfs_field_info info;
+	const struct tfs_field_info *dim = &info;
 	struct tfsr_dim_sel *ds = &sel->dims[k];
-	size_t w = tfs_datatype_size(dim->type);
+	size_t w;
 	bool lo_given = pt[0].present, hi_given = parts > 1 && pt[1].present;
 	enum tfs_err e;
 	int c;
+
+	tfs_schema_dim(s, k, &info);
+	w = tfs_datatype_size(dim->type);
 
 	ds->range = (struct tfs_range){ds->lo_val, ds->hi_val, w, w};
 	if (parts == 3) {
@@ -298,24 +301,24 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 	}
 	if (dim->has_domain &&
 	    ((lo_given && (tfs_value_cmp(dim->type, ds->lo_val,
-					 dim->domain[0]) < 0 ||
+					 dim->domain_lo) < 0 ||
 			   tfs_value_cmp(dim->type, ds->lo_val,
-					 dim->domain[1]) > 0)) ||
+					 dim->domain_hi) > 0)) ||
 	     (hi_given && (tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain[1]) > 0 ||
+					 dim->domain_hi) > 0 ||
 			   tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain[0]) < 0)))) {
+					 dim->domain_lo) < 0)))) {
 		char lo[64], hi[64];
 		struct tfs_buf b;
 		struct json_out j;
 
 		tfs_buf_init(&b, 256);
 		json_out_init(&j, &b);
-		cell_json_value(&j, dim->type, dim->domain[0]);
+		cell_json_value(&j, dim->type, dim->domain_lo);
 		snprintf(lo, sizeof(lo), "%.*s", (int)b.len, (char *)b.data);
 		b.len = 0;
 		json_out_init(&j, &b);
-		cell_json_value(&j, dim->type, dim->domain[1]);
+		cell_json_value(&j, dim->type, dim->domain_hi);
 		snprintf(hi, sizeof(hi), "%.*s", (int)b.len, (char *)b.data);
 		tfs_buf_release(&b);
 		return tfs_fail(d, TFS_E_INVALID,
@@ -363,6 +366,7 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 		sel->dims[k].stride = 1;
 	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
 		int parts = 0;
 		bool at_end = p >= end;
 
@@ -404,7 +408,8 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 				     k + 1);
 			break;
 		}
-		e = s->dims[k].var
+		tfs_schema_dim(s, k, &info);
+		e = info.var
 			    ? string_range(sel, k, pt, parts, ned, d)
 			    : fixed_range(sel, k, s, pt, parts, ned, d);
 		if (!e && p < end) {
@@ -438,8 +443,11 @@ enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 	enum tfs_err e = TFS_E_OK;
 
 	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 		char lo[40], hi[40];
+
+		tfs_schema_dim(s, k, &info);
 
 		if (k)
 			e = tfs_buf_append_u8(out, ',');

@@ -13,7 +13,6 @@
 #include "slice.h"
 #include "tfs_alloc.h"
 #include "tfs_pool.h"
-#include "tfs_format.h"
 
 static const char export_usage[] =
 	"usage: tfs export PATH [SEL] [--field NAME] [--format FMT] [-o FILE]\n"
@@ -122,7 +121,7 @@ static int run_export(const struct export_opts *o)
 		st = cli_fail("export", &d, TFS_E_INVALID);
 		goto out_array;
 	}
-	if (tfs_array_schema(a)->dim_num <= TFSR_MAX_DIMS &&
+	if (tfs_schema_dim_count(tfs_array_schema(a)) <= TFSR_MAX_DIMS &&
 	    tfs_array_non_empty_domain(a, ned))
 		so.ned = ned;
 	e = tfsr_slice_open(a, &so, &sl, &d);

@@ -17,7 +17,6 @@
 #include "cell_json.h"
 #include "json_out.h"
 #include "tfs_alloc.h"
-#include "tfs_format.h"
 #include <tilefs/tilefs.h>
 
 #define FLUSH_BYTES ((size_t)1 << 20)
@@ -207,9 +206,12 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 	}
 	p = out->text;
 	for (k = 0; k < tfs_schema_dim_count(s); k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 		char *comma = strchr(p, ',');
 		char *colon;
+
+		tfs_schema_dim(s, k, &info);
 
 		if (comma)
 			*comma = '\0';
@@ -287,6 +289,7 @@ static bool put_array(struct dump *dp, const char *name)
 {
 	struct json_out *j = &dp->j;
 	const struct tfs_schema *s = dp->schema;
+	struct tfs_schema_info si;
 	struct tfs_range *ned;
 	enum tfs_err e;
 	bool ok;
@@ -297,7 +300,7 @@ static bool put_array(struct dump *dp, const char *name)
 	json_out_cstr(j, name);
 	json_out_space(j, "\n");
 	json_out_key(j, "array_type");
-	json_out_cstr(j, !tfs_schema_is_dense(s) ? "sparse" : "dense");
+	json_out_cstr(j, tfs_schema_is_dense(s) ? "dense" : "sparse");
 	json_out_space(j, "\n");
 	json_out_key(j, "key_hex");
 	if (dp->o->key_hex)
@@ -306,7 +309,8 @@ static bool put_array(struct dump *dp, const char *name)
 		json_out_null(j);
 	json_out_space(j, "\n");
 	json_out_key(j, "format_version");
-	json_out_u64(j, s->version);
+	tfs_schema_get_info(s, &si);
+	json_out_u64(j, si.version);
 	json_out_space(j, "\n");
 	json_out_key(j, "opened_at");
 	if (dp->o->has_timestamp)

@@ -28,14 +28,10 @@ CHECKED = ("fs", "render", "tools")
 EXEMPT_DIRS = (os.path.join("tools", "bench"),)
 PUBLIC = os.path.join("core", "include", "tilefs")
 KNOWN = {
-    "fs/vtree.c": {"tfs_format.h"},
     "fs/write_ops.c": {"tfs_format.h"},
     "render/array_json.c": {"tfs_format.h"},
-    "render/selection.c": {"tfs_format.h"},
-    "tools/cmd_export.c": {"tfs_format.h"},
     "tools/cmd_info.c": {"tfs_format.h"},
     "tools/cmd_write.c": {"tfs_format.h"},
-    "tools/dump.c": {"tfs_format.h"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
