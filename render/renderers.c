@@ -45,6 +45,7 @@ const struct tfsr_renderer tfsr_renderers[TFSR_FMT_NUM] = {
 		.mime = "application/x-npy", .flags = TFSR_R_ALL_FIELDS,
 		.size_kind = TFSR_SIZE_RECORDS,
 		.begin = tfsr_npy_begin, .cells = tfsr_npy_cells,
+		.header = tfsr_npy_slice_header,
 	},
 	[TFSR_FMT_OFFSETS] = {
 		.fmt = TFSR_FMT_OFFSETS, .name = "offsets", .ext = ".offsets",

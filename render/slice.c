@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "npy.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 
@@ -159,9 +158,10 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 			e = over_max_cells(sl->max_cells, sl->cells, d);
 			goto fail;
 		}
-		if (sl->fixed && sl->r->fmt == TFSR_FMT_NPY &&
-		    (e = tfsr_npy_slice_header(sl, NULL, 0))) {
-			e = tfs_fail(d, e, "cannot build the .npy header");
+		if (sl->fixed && sl->r->header &&
+		    (e = sl->r->header(sl, NULL, 0))) {
+			e = tfs_fail(d, e, "cannot build the %s header",
+				     sl->r->ext);
 			goto fail;
 		}
 	} else {
@@ -516,7 +516,8 @@ static enum tfs_err check_max_cells(const struct tfsr_emit *em,
 	return TFS_E_OK;
 }
 
-enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, struct tfs_diag *d)
+enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, uint64_t *count,
+				struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
 	struct tfsr_emit m = {.sl = p, .src = st->em.src, .widths = p->widths,
@@ -540,14 +541,9 @@ enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, struct tfs_diag *d)
 		}
 		tfs_query_close(q);
 	}
-	if (e)
-		return e;
-	/* A zero width is not a NumPy dtype. */
-	for (uint32_t i = 0; i < p->nfields; i++)
-		if (!p->widths[i])
-			p->widths[i] = 1;
-	e = tfsr_npy_slice_header(p, p->widths, m.count);
-	return e ? tfs_fail(d, e, "cannot build the .npy header") : e;
+	if (!e)
+		*count = m.count;
+	return e;
 }
 
 /* Cells per dense step: about STEP_BYTES of output. */

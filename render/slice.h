@@ -131,10 +131,10 @@ enum tfs_err tfsr_validity_cells(struct tfsr_emit *em,
 void tfsr_cell_bytes(const struct tfsr_slice *sl, uint32_t k,
 		     const struct tfs_column *c, uint64_t i,
 		     const uint8_t **ptr, uint64_t *len);
-/* Runs every cell through a measuring emitter: the count and the widest
- * var-size value of each field (into sl->widths), then builds the .npy
- * header into sl->header. */
-enum tfs_err tfsr_slice_measure(struct tfsr_stream *st,
+/* Runs every cell through a measuring emitter: the widest var-size value
+ * of each field (into sl->widths) and the count of cells (*count), for a
+ * renderer whose header depends on them. */
+enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, uint64_t *count,
 				struct tfs_diag *d) TFS_WUR;
 
 #endif

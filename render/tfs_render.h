@@ -81,6 +81,7 @@ enum tfsr_size_kind {
 
 struct tfsr_emit;
 struct tfsr_stream;
+struct tfsr_slice;
 
 struct tfsr_renderer {
 	enum tfsr_format fmt;
@@ -98,6 +99,11 @@ struct tfsr_renderer {
 	 * the output fields) to em->out; em->measure: counts only. */
 	enum tfs_err (*cells)(struct tfsr_emit *em, const struct tfs_batch *b,
 			      uint64_t first, uint64_t n);
+	/* Builds sl->header, what precedes the cells, for a slice whose
+	 * size is known without rendering (widths NULL, sparse_count 0);
+	 * NULL: the renderer has no such header. */
+	enum tfs_err (*header)(struct tfsr_slice *sl, const uint64_t *widths,
+			       uint64_t sparse_count);
 	/* Appends what follows the cells; NULL: nothing. */
 	enum tfs_err (*end)(struct tfsr_stream *st);
 	/* Frees em->state; NULL: there is none. */
