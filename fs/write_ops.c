@@ -25,7 +25,6 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 #include "tfs_str.h"
-#include "tfs_format.h"
 
 /* Documents read whole (schema.json, metadata values) at most. */
 #define DOC_MAX ((size_t)16 << 20)
@@ -517,7 +516,7 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 				  struct tfs_diag *d)
 {
 	struct tfs_write_opts wo;
-	struct tfs_schema s;
+	struct tfs_schema *s;
 	struct tfs_buf doc;
 	enum tfs_err e;
 
@@ -525,15 +524,14 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 	e = read_doc(staged, t->name, &doc, d);
 	if (e)
 		goto out_doc;
-	memset(&s, 0, sizeof(s));
-	e = tfs_schema_from_json(&s, (const char *)doc.data, doc.len, d);
+	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
 	if (e) {
 		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
 		goto out_doc;
 	}
 	write_opts_init(fs, t, &wo);
-	e = tfs_array_create(t->path, &s, &wo, d);
-	tfs_schema_release(&s);
+	e = tfs_array_create(t->path, s, &wo, d);
+	tfs_schema_free(s);
 	if (!e) {
 		res->wrote = true;
 		snprintf(res->what, sizeof(res->what), "array created");
@@ -643,7 +641,7 @@ static bool npy_dict_value(const char *dict, const char *key, char *out,
 /* Checks a .npy file's header against the cells expected: the dtype of
  * the attribute, C order, as many values as the selection's cells.
  * *data_off receives where the values start. */
-static enum tfs_err npy_check(int fd, const struct tfs_attr *at,
+static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 			      uint64_t cells, const char *name,
 			      uint64_t *data_off, struct tfs_diag *d)
 {
@@ -748,7 +746,8 @@ struct slice_job {
 	int fd;
 	uint64_t off;       /* next cell's bytes in the staged file */
 	uint64_t cell_size; /* of the written attribute */
-	const struct tfs_attr *at;
+	struct tfs_field_info at_info;
+	const struct tfs_field_info *at;  /* &at_info */
 	const struct tfs_enumeration *en; /* of the written attribute */
 	uint64_t data_off;                /* first value in the staged file */
 	struct tfs_buf vals;     /* values of one batch */
@@ -872,14 +871,15 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 			     t->name);
 		goto out;
 	}
-	j.at = &s->attrs[ai];
+	tfs_schema_attr(s, (uint32_t)ai, &j.at_info);
+	j.at = &j.at_info;
 	if (j.at->var) {
 		e = tfs_fail(d, TFS_E_INVALID,
 			     "'%s': '%s' is var-size: write it as CSV",
 			     t->name, j.at->name);
 		goto out;
 	}
-	j.cell_size = tfs_attr_cell_size(j.at);
+	j.cell_size = tfs_field_cell_size(j.at);
 	if (j.at->enumeration) {
 		j.en = tfs_array_enumeration_named(arr->a, j.at->enumeration);
 		if (!j.en || j.at->cell_val_num != 1 ||
@@ -946,9 +946,13 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++)
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
+		struct tfs_field_info other;
+
+		tfs_schema_attr(s, i, &other);
 		if ((int)i != ai)
-			others[other_num++] = s->attrs[i].name;
+			others[other_num++] = other.name;
+	}
 	write_opts_init(fs, t, &wo);
 	e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j.w, d);
 	if (e)

@@ -13,7 +13,6 @@
 
 #include "cli.h"
 #include "tfs_alloc.h"
-#include "tfs_format.h"
 
 static const char create_usage[] =
 	"usage: tfs create PATH SCHEMA.json [--key HEX]\n"
@@ -71,7 +70,7 @@ int cmd_create(int argc, char **argv)
 	};
 	struct cli_common c = {0};
 	struct tfs_write_opts wo = {0};
-	struct tfs_schema schema;
+	struct tfs_schema *schema;
 	struct tfs_diag d;
 	enum tfs_err e;
 	uint8_t *json;
@@ -112,15 +111,15 @@ int cmd_create(int argc, char **argv)
 		cli_common_release(&c);
 		return cli_fail("create", &d, e);
 	}
-	e = tfs_schema_from_json(&schema, (const char *)json, len, &d);
+	e = tfs_schema_from_json_new((const char *)json, len, &schema, &d);
 	tfs_free(json);
 	if (e) {
 		cli_common_release(&c);
 		return cli_fail("create", &d, e);
 	}
 	wo.key = c.has_key ? c.key : NULL;
-	e = tfs_array_create(argv[optind], &schema, &wo, &d);
-	tfs_schema_release(&schema);
+	e = tfs_array_create(argv[optind], schema, &wo, &d);
+	tfs_schema_free(schema);
 	cli_common_release(&c);
 	if (e)
 		return cli_fail("create", &d, e);

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "tfs_alloc.h"
 #include "tfs_format.h"
 
 void tfs_schema_get_info(const struct tfs_schema *s,
@@ -92,6 +93,46 @@ void tfs_schema_attr(const struct tfs_schema *s, uint32_t i,
 	out->fill_valid = at->fill_valid;
 	out->order = at->order;
 	out->enumeration = at->enumeration;
+}
+
+uint64_t tfs_field_cell_size(const struct tfs_field_info *f)
+{
+	uint64_t tsz = tfs_datatype_size(f->type);
+
+	return f->var ? tsz : tsz * f->cell_val_num;
+}
+
+static const struct tfs_pipeline *field_filters(const struct tfs_schema *s,
+						uint32_t i)
+{
+	assert(i < s->dim_num + s->attr_num);
+	return i < s->dim_num ? &s->dims[i].filters
+			      : &s->attrs[i - s->dim_num].filters;
+}
+
+uint32_t tfs_schema_field_filter_count(const struct tfs_schema *s,
+				       uint32_t i)
+{
+	return field_filters(s, i)->count;
+}
+
+enum tfs_err tfs_schema_field_filter_describe(const struct tfs_schema *s,
+					      uint32_t i, uint32_t k,
+					      struct tfs_buf *out)
+{
+	const struct tfs_pipeline *p = field_filters(s, i);
+
+	if (k >= p->count)
+		return TFS_E_INVALID;
+	return tfs_filter_describe(out, &p->filters[k]);
+}
+
+void tfs_schema_free(struct tfs_schema *s)
+{
+	if (!s)
+		return;
+	tfs_schema_release(s);
+	tfs_free(s);
 }
 
 void tfs_schema_field(const struct tfs_schema *s, uint32_t i,

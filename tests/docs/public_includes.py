@@ -28,10 +28,7 @@ CHECKED = ("fs", "render", "tools")
 EXEMPT_DIRS = (os.path.join("tools", "bench"),)
 PUBLIC = os.path.join("core", "include", "tilefs")
 KNOWN = {
-    "fs/write_ops.c": {"tfs_format.h"},
     "render/array_json.c": {"tfs_format.h"},
-    "tools/cmd_info.c": {"tfs_format.h"},
-    "tools/cmd_write.c": {"tfs_format.h"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 

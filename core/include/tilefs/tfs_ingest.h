@@ -89,5 +89,10 @@ enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
  * tfs_schema_parse once its enumeration files are named. */
 enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
 				  size_t len, struct tfs_diag *d) TFS_WUR;
+/* The same into a new schema, for callers that see struct tfs_schema as
+ * opaque: *out (NULL on failure) is freed with tfs_schema_free. */
+enum tfs_err tfs_schema_from_json_new(const char *json, size_t len,
+				      struct tfs_schema **out,
+				      struct tfs_diag *d) TFS_WUR;
 
 #endif

@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tfs_buf.h"
 #include "tfs_datatype.h"
+#include "tfs_err.h"
 
 struct tfs_schema;
 
@@ -110,6 +112,10 @@ void tfs_schema_attr(const struct tfs_schema *s, uint32_t i,
 void tfs_schema_field(const struct tfs_schema *s, uint32_t i,
 		      struct tfs_field_info *out);
 
+/* Bytes per cell of a fixed-size field (type size × cell_val_num); for a
+ * var-size field the size of one value. */
+uint64_t tfs_field_cell_size(const struct tfs_field_info *f);
+
 /* Name and datatype of dimension i (< dim count). */
 const char *tfs_schema_dim_name(const struct tfs_schema *s, uint32_t i);
 uint8_t tfs_schema_dim_type(const struct tfs_schema *s, uint32_t i);
@@ -118,6 +124,19 @@ uint8_t tfs_schema_dim_type(const struct tfs_schema *s, uint32_t i);
 int tfs_schema_attr_index(const struct tfs_schema *s, const char *name);
 int tfs_schema_dim_index(const struct tfs_schema *s, const char *name);
 int tfs_schema_field_index(const struct tfs_schema *s, const char *name);
+
+/* The filters of field i (< field count; a dimension's effective list,
+ * the coordinate filters when it inherits them): how many, and filter k
+ * appended to out as the corpus JSON names it ("ZSTD(level=3)"). */
+uint32_t tfs_schema_field_filter_count(const struct tfs_schema *s,
+				       uint32_t i);
+enum tfs_err tfs_schema_field_filter_describe(const struct tfs_schema *s,
+					      uint32_t i, uint32_t k,
+					      struct tfs_buf *out) TFS_WUR;
+
+/* Frees a schema made by tfs_schema_from_json_new (tfs_ingest.h); NULL is
+ * fine. */
+void tfs_schema_free(struct tfs_schema *s);
 
 /* The current domain (format v22+) of dimension i, or NULL when the
  * schema has none. */
