@@ -14,6 +14,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 #define RECHECK_MS 500
 #define MAX_ENTRIES 256
@@ -36,7 +37,8 @@ struct tfsd_arrays {
 	const struct tfsd_config *cfg;
 	struct tfs_tile_cache *tiles;
 	struct tfs_pool *pool;
-	struct tfs_vfs *vfs; /* SOURCE's storage (POSIX), owned */
+	struct tfs_vfs *vfs; /* SOURCE's storage: cfg->vfs, rooted */
+	bool own_vfs;        /* made here (cfg->vfs was NULL): freed here */
 	pthread_mutex_t lock;
 	struct entry entries[MAX_ENTRIES]; /* protected by lock */
 	size_t entry_num;                  /* protected by lock */
@@ -63,9 +65,18 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 	c->cfg = cfg;
 	c->tiles = tiles;
 	c->pool = pool;
-	if (tfs_vfs_posix_new(&c->vfs)) {
-		tfs_free(c);
-		return TFS_E_NOMEM;
+	/* SOURCE's storage: the configuration's (a folder's, rooted there
+	 * so that no link below SOURCE is followed), else the default one
+	 * for the source: a bucket's (s3://, checked at start-up by
+	 * configure_s3) or a plain folder's for a configuration set up by
+	 * hand. */
+	c->vfs = cfg->vfs;
+	if (!c->vfs) {
+		if (tfs_vfs_default_new(cfg->source, &c->vfs, NULL)) {
+			tfs_free(c);
+			return TFS_E_NOMEM;
+		}
+		c->own_vfs = true;
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
@@ -88,7 +99,8 @@ void tfsd_arrays_free(struct tfsd_arrays *c)
 		tfs_free(c->entries[i].rel);
 	}
 	pthread_mutex_destroy(&c->lock);
-	tfs_vfs_free(c->vfs);
+	if (c->own_vfs)
+		tfs_vfs_free(c->vfs);
 	tfs_free(c);
 }
 
@@ -117,18 +129,41 @@ void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr)
 		arr_free(arr);
 }
 
+/* On object storage folders have no mtime: the stamp of a watched folder
+ * is a hash of its listing (names and count), never 0 when it lists. */
+static int64_t stamp_of_listing(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_dirlist l = {0};
+	uint64_t h = 1469598103934665603ULL;
+
+	if (tfs_vfs_list(v, path, &l, NULL))
+		return 0;
+	for (size_t i = 0; i < l.count; i++)
+		for (const char *p = l.names[i];; p++) {
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+			if (!*p)
+				break;
+		}
+	h ^= l.count;
+	tfs_dirlist_release(&l);
+	return (int64_t)(h >> 1) | 1;
+}
+
 static void stamp_read(const struct tfsd_arrays *c, const char *rel,
 		       int64_t *out)
 {
 	char path[4096];
+	bool bucket = tfs_s3_is_uri(c->cfg->source);
 
 	for (size_t i = 0; i < WATCHED_NUM; i++) {
 		struct tfs_stat st;
 
 		snprintf(path, sizeof(path), "%s%s%s%s", c->cfg->source,
 			 *rel ? "/" : "", rel, watched[i]);
-		if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
-		    st.exists)
+		if (bucket)
+			out[i] = stamp_of_listing(c->vfs, path);
+		else if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
+			 st.exists)
 			out[i] = st.mtime_ns;
 		else
 			out[i] = 0;
@@ -147,7 +182,8 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d)
 {
-	struct tfs_open_opts oo = {.timestamp = timestamp,
+	struct tfs_open_opts oo = {.vfs = c->vfs,
+				   .timestamp = timestamp,
 				   .threads = c->cfg->threads,
 				   .key = tfsd_config_key(c->cfg, rel),
 				   .cache = c->tiles,
@@ -168,9 +204,15 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 	/* A default key (key=, '*') is for the encrypted arrays among many:
 	 * the others open without it. */
 	if (e == TFS_E_KEY && oo.key && !tfsd_config_has_own_key(c->cfg, rel)) {
+		struct tfs_diag with_key = d ? *d : (struct tfs_diag){0};
+
 		oo.key = NULL;
 		tfs_diag_init(d);
 		e = tfs_array_open(path, &oo, &arr->a, d);
+		/* Encrypted after all: the key given is the wrong one, which
+		 * is what the first failure says ("no key" would mislead). */
+		if (e == TFS_E_KEY && d)
+			*d = with_key;
 	}
 	if (e) {
 		tfs_free(arr);

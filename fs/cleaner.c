@@ -35,7 +35,8 @@ static bool array_opens(struct tfsd *fs, const char *path)
 	const char *rel = strncmp(path, fs->cfg.source, src_len) == 0
 				  ? path + src_len + (path[src_len] == '/')
 				  : path;
-	struct tfs_open_opts oo = {.threads = 1,
+	struct tfs_open_opts oo = {.vfs = fs->cfg.vfs,
+				   .threads = 1,
 				   .pool = fs->pool,
 				   .key = tfsd_config_key(&fs->cfg, rel)};
 	struct tfs_array *a = NULL;
@@ -68,10 +69,11 @@ static void sweep_dir(struct sweep *sw, const char *path, int depth)
 	    (sw->stop && atomic_load(sw->stop)))
 		return;
 	tfs_diag_init(&d);
-	if (tfs_object_type(NULL, path, &kind, &d) != TFS_E_OK)
+	if (tfs_object_type(sw->fs->cfg.vfs, path, &kind, &d) != TFS_E_OK)
 		return;
 	if (kind == TFS_OBJECT_ARRAY) {
-		struct tfs_write_opts wo = {.pool = sw->fs->pool};
+		struct tfs_write_opts wo = {.vfs = sw->fs->cfg.vfs,
+					    .pool = sw->fs->pool};
 		unsigned removed = 0;
 
 		sw->arrays++;

@@ -387,6 +387,16 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 	if (p.sl->dense && p.sl->r->size_kind != TFSR_SIZE_RENDERED &&
 	    (p.sl->fixed || p.sl->r->size_kind == TFSR_SIZE_COUNTED)) {
 		out->exact = tfsr_slice_known_size(p.sl, &out->size);
+		/* No file holds 2^63 bytes or more (off_t): refused with a
+		 * reason, rather than a size the kernel turns into EIO. */
+		if (!out->exact || out->size > (uint64_t)INT64_MAX) {
+			e = tfs_fail(d, TFS_E_TOO_BIG,
+				     "'%s': selection of %" PRIu64 " cells is "
+				     "2^63 bytes or more, more than a file "
+				     "can hold",
+				     vpath, p.sl->cells);
+			*out = (struct tfsd_size){0, false};
+		}
 	} else if (plan_small(fs, &p)) {
 		e = render_whole(&p, &buf, &charged, d);
 		if (!e) {

@@ -17,6 +17,7 @@
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 static void tfsd_ll_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -607,6 +608,14 @@ static void tfsd_ll_release(fuse_req_t req, fuse_ino_t ino,
 /* df and tools that check for room see SOURCE's file system. */
 static int do_statfs(struct tfsd_ll *ll, struct statvfs *sv)
 {
+	if (tfs_s3_is_uri(ll->fs.cfg.source)) {
+		/* A bucket has no size: plenty of room, as S3 tools say. */
+		memset(sv, 0, sizeof(*sv));
+		sv->f_bsize = sv->f_frsize = 1 << 20;
+		sv->f_blocks = sv->f_bfree = sv->f_bavail = (fsblkcnt_t)1 << 30;
+		sv->f_namemax = 1024;
+		return 0;
+	}
 	return statvfs(ll->fs.cfg.source, sv) != 0 ? errno : 0;
 }
 

@@ -467,8 +467,8 @@ static int do_mkdir(struct tfsd_ll *ll, fuse_ino_t parent, const char *name,
 	if (!vpath)
 		return tfs_err_errno(TFS_E_NOMEM);
 	err = mkdir_source(ll, parent, name, vpath, &src);
-	if (!err && mkdir(src, mode & 07777) != 0)
-		err = errno;
+	if (!err)
+		err = tfsd_source_mkdir(&ll->fs.cfg, src, mode & 07777);
 	if (!err) {
 		tfs_diag_init(&d);
 		e = tfsd_resolve(&ll->fs, vpath, &n, &d);
@@ -515,14 +515,14 @@ static int do_rmdir(struct tfsd_ll *ll, fuse_ino_t parent, const char *name)
 		return tfs_err_errno(TFS_E_NOT_FOUND);
 	}
 	if (n.kind != TFSD_N_FOLDER || !n.src ||
-	    tfs_object_type(NULL, n.src, &kind, &d) != TFS_E_OK ||
+	    tfs_object_type(ll->fs.cfg.vfs, n.src, &kind, &d) != TFS_E_OK ||
 	    kind != TFS_OBJECT_NONE)
 		err = tfs_err_errno(n.kind == TFSD_N_FILE ? TFS_E_NOT_DIR
 							  : TFS_E_PERM);
 	else if (tfsd_staging_busy(ll->fs.staging, vpath))
 		err = tfs_err_errno(TFS_E_BUSY);
-	else if (rmdir(n.src) != 0)
-		err = errno;
+	else
+		err = tfsd_source_rmdir(&ll->fs.cfg, n.src);
 	tfsd_node_release(&ll->fs, &n);
 	tfs_free(vpath);
 	return err;

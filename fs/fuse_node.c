@@ -107,7 +107,7 @@ static mode_t node_owner(struct tfsd_ll *ll, const struct tfsd_node *n,
 			       : tfs_strdup(ll->fs.cfg.source);
 		src = path;
 	}
-	if (src && stat(src, &s) == 0) {
+	if (src && tfsd_source_stat(&ll->fs.cfg, src, &s) == 0) {
 		st->st_uid = s.st_uid;
 		st->st_gid = s.st_gid;
 		mode = s.st_mode & 0777;
@@ -118,12 +118,13 @@ static mode_t node_owner(struct tfsd_ll *ll, const struct tfsd_node *n,
 
 /* The time of a node: its source folder's, or the latest visible write
  * of its array. */
-static void node_mtime(const struct tfsd_node *n, struct stat *st)
+static void node_mtime(struct tfsd_ll *ll, const struct tfsd_node *n,
+		       struct stat *st)
 {
 	if (n->kind == TFSD_N_FOLDER) {
 		struct stat src;
 
-		if (stat(n->src, &src) == 0)
+		if (tfsd_source_stat(&ll->fs.cfg, n->src, &src) == 0)
 			st->st_mtim = src.st_mtim;
 	} else if (n->arr) {
 		uint64_t last = 0;
@@ -156,7 +157,7 @@ enum tfs_err tfsd__stat(struct tfsd_ll *ll, const struct tfsd_node *n,
 	st->st_gid = getgid();
 	st->st_blksize = 1 << 20;
 	mode = node_owner(ll, n, st);
-	node_mtime(n, st);
+	node_mtime(ll, n, st);
 	if (tfsd_node_is_dir(n)) {
 		st->st_mode = S_IFDIR |
 			      (mode & (node_takes_writes(ll, n) ? 0777 : 0555));

@@ -15,6 +15,7 @@
 #include "fuse_ll.h"
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_s3.h"
 
 struct cli {
 	char *source;
@@ -28,6 +29,12 @@ struct cli {
 	char *cleanup_grace;
 	char *max_cells;
 	char *max_memory;
+	int keyfile_insecure;
+	char *s3_endpoint;
+	char *s3_region;
+	char *s3_addressing;
+	char *s3_verify_tls;
+	char *s3_credentials;
 	int read_only;
 	int allow_other;
 	int default_permissions;
@@ -47,6 +54,12 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("cleanup_grace=%s", cleanup_grace),
 	CLI_OPT("max_cells=%s", max_cells),
 	CLI_OPT("max_memory=%s", max_memory),
+	{"keyfile_insecure", offsetof(struct cli, keyfile_insecure), 1},
+	CLI_OPT("s3_endpoint=%s", s3_endpoint),
+	CLI_OPT("s3_region=%s", s3_region),
+	CLI_OPT("s3_addressing=%s", s3_addressing),
+	CLI_OPT("s3_verify_tls=%s", s3_verify_tls),
+	CLI_OPT("s3_credentials=%s", s3_credentials),
 	FUSE_OPT_END,
 };
 
@@ -179,6 +192,23 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 	}
 	if (c->staging && !(cfg->staging = tfs_strdup(c->staging)))
 		return 1;
+	/* Staged bytes never wait inside SOURCE (where a half-written file
+	 * would sit among the arrays). */
+	if (c->staging) {
+		char *real = realpath(c->staging, NULL);
+		size_t n = strlen(cfg->source);
+		bool inside = real && strncmp(real, cfg->source, n) == 0 &&
+			      (real[n] == '\0' || real[n] == '/' ||
+			       !strcmp(cfg->source, "/"));
+
+		free(real);
+		if (inside) {
+			fprintf(stderr, "tilefs: staging='%s': inside SOURCE; "
+					"staged files must live elsewhere\n",
+				c->staging);
+			return 2;
+		}
+	}
 	if (c->cleanup_grace) {
 		char *end;
 		unsigned long long v;
@@ -195,6 +225,7 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 		cfg->cleanup_grace_ms = (uint64_t)v * 1000;
 		cfg->cleanup_grace_set = true;
 	}
+	cfg->keyfile_insecure = c->keyfile_insecure != 0;
 	if (c->keyfile && tfsd_keyfile_load(cfg, c->keyfile, &d)) {
 		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 2;
@@ -211,29 +242,79 @@ static int configure_access(struct tfsd_config *cfg, struct cli *c)
 	return 0;
 }
 
+/* SOURCE in a bucket: the -o s3_* overrides go to the engine's S3
+ * backends, and the bucket is checked now so that bad credentials, a
+ * missing bucket or an unreachable endpoint fail the mount with one
+ * message. SOURCE keeps its URI form ("s3://bucket/prefix"). */
+static int configure_s3(struct tfsd_config *cfg, const struct cli *c)
+{
+	struct tfs_s3_opts o = {c->s3_endpoint, c->s3_region, c->s3_addressing,
+				-1, c->s3_credentials, NULL};
+	char *bucket = NULL, *path = NULL;
+	struct tfs_vfs *v;
+	struct tfs_diag d;
+	size_t n;
+
+	if (c->s3_verify_tls) {
+		if (strcmp(c->s3_verify_tls, "0") && strcmp(c->s3_verify_tls, "1")) {
+			fprintf(stderr, "tilefs: s3_verify_tls='%s': not 0 or 1\n",
+				c->s3_verify_tls);
+			return 2;
+		}
+		o.verify_tls = c->s3_verify_tls[0] == '1';
+	}
+	tfs_diag_init(&d);
+	if (tfs_s3_uri_parse(c->source, &bucket, &path, &d)) {
+		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
+		return 2;
+	}
+	n = strlen(bucket) + strlen(path) + 8;
+	cfg->source = tfs_malloc(n);
+	if (cfg->source)
+		snprintf(cfg->source, n, "s3://%s%s", bucket,
+			 strcmp(path, "/") ? path : "");
+	tfs_free(bucket);
+	tfs_free(path);
+	if (!cfg->source)
+		return 1;
+	tfs_vfs_default_s3_opts(&o);
+	if (tfs_vfs_default_new(cfg->source, &v, &d)) {
+		fprintf(stderr, "tilefs: source '%s': %s\n", cfg->source,
+			tfs_diag_msg(&d));
+		return 1;
+	}
+	/* The daemon reaches the bucket through this handle. */
+	cfg->vfs = v;
+	return 0;
+}
+
 /* The configuration from the command line: 0, or the exit status after a
  * line on stderr. */
 static int configure(struct tfsd_config *cfg, struct cli *c,
 		     struct fuse_cmdline_opts *fo)
 {
-	char *real;
+	struct tfs_diag d;
 	int ret;
 
+	tfs_diag_init(&d);
 	if (!c->source || !fo->mountpoint) {
 		fprintf(stderr, "tilefs: usage: tilefs [options] SOURCE MOUNTPOINT "
 				"(see --help)\n");
 		return 2;
 	}
-	real = realpath(c->source, NULL);
-	if (!real) {
-		fprintf(stderr, "tilefs: source '%s': %s\n", c->source,
-			strerror(errno));
+	/* SOURCE: a bucket, or a folder's real path with the storage
+	 * rooted there through which the daemon reaches it (no link below
+	 * it is followed). */
+	if (tfs_s3_is_uri(c->source)) {
+		ret = configure_s3(cfg, c);
+		if (ret)
+			return ret;
+	} else if (tfsd_config_set_source(cfg, c->source, &d)) {
+		fprintf(stderr, "tilefs: %s\n", tfs_diag_msg(&d));
 		return 1;
 	}
-	cfg->source = tfs_strdup(real);
-	free(real);
 	cfg->mountpoint = tfs_strdup(fo->mountpoint);
-	if (!cfg->source || !cfg->mountpoint)
+	if (!cfg->mountpoint)
 		return 1;
 	cfg->read_only = c->read_only;
 	cfg->foreground = fo->foreground;
@@ -423,6 +504,11 @@ static void cli_release(struct cli *c)
 	free(c->cleanup_grace);
 	free(c->max_cells);
 	free(c->max_memory);
+	free(c->s3_endpoint);
+	free(c->s3_region);
+	free(c->s3_addressing);
+	free(c->s3_verify_tls);
+	free(c->s3_credentials);
 }
 
 int main(int argc, char *argv[])

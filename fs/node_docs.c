@@ -3,41 +3,36 @@
  * here. */
 #include "tfsd.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "docs.h"
+#include "tfs_alloc.h"
 
 /* Bytes of the regular files under path (one level of folders, as a
- * fragment folder has). */
-static uint64_t folder_bytes(const char *path)
+ * fragment folder has), through SOURCE's storage: no link followed in a
+ * folder, the objects' sizes in a bucket. */
+static uint64_t folder_bytes(struct tfs_vfs *v, const char *path, int depth)
 {
-	DIR *dp = opendir(path);
-	struct dirent *de;
+	struct tfs_dirlist l = {0};
 	uint64_t total = 0;
 
-	if (!dp)
+	if (tfs_vfs_list(v, path, &l, NULL))
 		return 0;
-	while ((de = readdir(dp)) != NULL) {
-		struct stat st;
+	for (size_t i = 0; i < l.count; i++) {
+		char *p = tfs_path_join(path, l.names[i]);
+		struct tfs_stat st;
 
-		if (de->d_name[0] == '.' ||
-		    fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-			continue;
-		if (S_ISREG(st.st_mode)) {
-			total += (uint64_t)st.st_size;
-		} else if (S_ISDIR(st.st_mode)) {
-			char sub[4096];
-
-			if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path,
-					     de->d_name) < sizeof(sub))
-				total += folder_bytes(sub);
+		if (p && !tfs_vfs_lstat(v, p, &st, NULL) && st.exists &&
+		    !st.is_link) {
+			if (!st.is_dir)
+				total += st.size;
+			else if (depth > 0)
+				total += folder_bytes(v, p, depth - 1);
 		}
+		tfs_free(p);
 	}
-	closedir(dp);
+	tfs_dirlist_release(&l);
 	return total;
 }
 
@@ -57,11 +52,11 @@ static enum tfs_err fragment_doc(struct tfsd *fs, const struct tfsd_node *n,
 			continue;
 		snprintf(path, sizeof(path), "%s%s%s/__fragments/%s",
 			 fs->cfg.source, *n->rel ? "/" : "", n->rel, f.name);
-		bytes = folder_bytes(path);
+		bytes = folder_bytes(tfsd_arrays_vfs(fs->arrays), path, 1);
 		if (!bytes) {
 			snprintf(path, sizeof(path), "%s%s%s/%s", fs->cfg.source,
 				 *n->rel ? "/" : "", n->rel, f.name);
-			bytes = folder_bytes(path);
+			bytes = folder_bytes(tfsd_arrays_vfs(fs->arrays), path, 1);
 		}
 		return tfsr_doc_fragment(out, n->arr->schema, &f, bytes, d);
 	}

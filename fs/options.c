@@ -9,12 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tfs_alloc.h"
+#include "tfs_log.h"
 
 void tfsd_config_release(struct tfsd_config *c)
 {
 	tfs_free(c->source);
+	tfs_vfs_free(c->vfs);
 	tfs_free(c->mountpoint);
 	for (size_t i = 0; i < c->key_num; i++) {
 		memset(c->keys[i].key, 0, sizeof(c->keys[i].key));
@@ -23,6 +28,30 @@ void tfsd_config_release(struct tfsd_config *c)
 	tfs_free(c->keys);
 	memset(c->default_key, 0, sizeof(c->default_key));
 	memset(c, 0, sizeof(*c));
+}
+
+enum tfs_err tfsd_config_set_source(struct tfsd_config *c, const char *source,
+				    struct tfs_diag *d)
+{
+	char *real = realpath(source, NULL);
+	enum tfs_err e;
+
+	if (!real)
+		return tfs_fail(d, errno == ENOMEM ? TFS_E_NOMEM : TFS_E_NOT_FOUND,
+				"source '%s': %s", source, strerror(errno));
+	tfs_free(c->source);
+	tfs_vfs_free(c->vfs);
+	c->vfs = NULL;
+	c->source = tfs_strdup(real);
+	free(real);
+	if (!c->source)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = tfs_vfs_posix_new_rooted(c->source, &c->vfs, d);
+	if (e) {
+		tfs_free(c->source);
+		c->source = NULL;
+	}
+	return e;
 }
 
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out)
@@ -76,14 +105,64 @@ static char *norm_path(const char *s, size_t n)
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 			       struct tfs_diag *d)
 {
-	FILE *f = fopen(path, "re");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	char line[4096];
 	unsigned lineno = 0;
 	enum tfs_err e = TFS_E_OK;
+	struct stat st;
+	FILE *f;
 
-	if (!f)
-		return tfs_fail(d, errno == ENOENT ? TFS_E_NOT_FOUND : TFS_E_PERM,
-				"keyfile '%s': %s", path, strerror(errno));
+	if (fd < 0) {
+		int err = errno;
+
+		if (err == ENOENT)
+			return tfs_fail(d, TFS_E_NOT_FOUND,
+					"keyfile '%s': no such file", path);
+		return tfs_fail(d, err == EACCES ? TFS_E_PERM : TFS_E_IO,
+				"keyfile '%s': cannot be read by uid %u: %s",
+				path, (unsigned)geteuid(), strerror(err));
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return tfs_fail(d, TFS_E_INVALID,
+				"keyfile '%s': not a regular file", path);
+	}
+	/* As ssh with private keys: keys others may read or change are not
+	 * secret, unless the mount says so (keyfile_insecure). */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		if (!c->keyfile_insecure) {
+			close(fd);
+			return tfs_fail(d, TFS_E_PERM,
+					"keyfile '%s': owned by uid %u, not by "
+					"uid %u or root (-o keyfile_insecure "
+					"allows it)",
+					path, (unsigned)st.st_uid,
+					(unsigned)geteuid());
+		}
+		tfs_log(TFS_LOG_WARN, "keyfile '%s': owned by uid %u "
+				      "(allowed by keyfile_insecure)",
+			path, (unsigned)st.st_uid);
+	}
+	if (st.st_mode & 0066) {
+		if (!c->keyfile_insecure) {
+			close(fd);
+			return tfs_fail(d, TFS_E_PERM,
+					"keyfile '%s': mode %04o lets group or "
+					"others read or write it; chmod 600 it "
+					"(-o keyfile_insecure allows it)",
+					path, (unsigned)(st.st_mode & 07777));
+		}
+		tfs_log(TFS_LOG_WARN, "keyfile '%s': mode %04o lets group or "
+				      "others read or write it (allowed by "
+				      "keyfile_insecure)",
+			path, (unsigned)(st.st_mode & 07777));
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory",
+				path);
+	}
 	while (!e && fgets(line, sizeof(line), f)) {
 		char *p = line, *sep, *hex;
 		size_t plen, hlen;
@@ -189,7 +268,12 @@ const struct tfsd_option tfsd_options[] = {
 	 "start-up and never logged"},
 	{"keyfile", "PATH", NULL,
 	 "keys per array: one 'relative/array/path HEXKEY' per line, '*' as "
-	 "the path of a default key, '#' starts a comment"},
+	 "the path of a default key, '#' starts a comment; as ssh does with "
+	 "private keys, refused at mount, saying why, when group or others "
+	 "may read or write it or another user than the daemon's (or root) "
+	 "owns it"},
+	{"keyfile_insecure", NULL, NULL,
+	 "take such a keyfile anyway, with a log line"},
 	{"cache", "SIZE", "256M",
 	 "byte budget of decoded tiles, shared by all arrays; a number of "
 	 "bytes with k, M, G or T as a suffix"},
@@ -202,7 +286,9 @@ const struct tfsd_option tfsd_options[] = {
 	 "rendered at open with an exact size; larger ones stream with size 0"},
 	{"staging", "DIR", "a new tilefs-staging.PID.XXXXXX in $TMPDIR or /tmp",
 	 "folder for the bytes of files being written, until their commit; "
-	 "never inside SOURCE; the default one is removed at unmount"},
+	 "never inside SOURCE (refused at mount); the default one is removed "
+	 "at unmount, and the folders of daemons that died are removed by the "
+	 "next mount"},
 	{"cleanup_grace", "S", "900",
 	 "uncommitted fragment folders older than S seconds are a crashed "
 	 "write's and are removed, at mount time and every 10 minutes"},
@@ -214,6 +300,18 @@ const struct tfsd_option tfsd_options[] = {
 	 "shrinks to half of it if larger; an open or read whose rendering "
 	 "(files rendered whole count while open) or tile would go over fails "
 	 "with ENOMEM and a log line"},
+	{"s3_endpoint", "URL", "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, ~/.aws/config or AWS",
+	 "S3 endpoint when SOURCE is s3://bucket/prefix; a custom endpoint "
+	 "means path-style addressing"},
+	{"s3_region", "NAME", "AWS_REGION, AWS_DEFAULT_REGION, ~/.aws/config or us-east-1",
+	 "S3 region, for request signing"},
+	{"s3_addressing", "path|virtual", NULL,
+	 "S3 bucket in the path or in the host name"},
+	{"s3_verify_tls", "0|1", "1",
+	 "check the S3 server's TLS certificate"},
+	{"s3_credentials", "FILE", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, ~/.aws/credentials",
+	 "AWS credentials file (profile AWS_PROFILE or default) for S3; keys "
+	 "never appear in logs or the command line"},
 	{"-f", NULL, NULL,
 	 "stay in the foreground and log to stderr (otherwise to syslog as "
 	 "tilefs[PID])"},
@@ -275,7 +373,7 @@ void tfsd_options_print_help(FILE *f, const char *prog)
 				      o->arg ? "=" : "", o->arg ? o->arg : "");
 		if (len < 0)
 			return;
-		if ((size_t)len + 1 > HELP_COL)
+		if ((size_t)len + 2 > HELP_COL) /* two spaces before the text */
 			fprintf(f, "\n%*s", HELP_COL, "");
 		else
 			fprintf(f, "%*s", HELP_COL - len, "");

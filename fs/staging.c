@@ -34,28 +34,114 @@ struct tfsd_staging {
 	uint64_t next_id;  /* protected by lock */
 };
 
+/* Whether name is prefix, a process id, then sep, and that process is
+ * gone (another daemon's, killed mid-write). */
+static bool of_dead_process(const char *name, const char *prefix, char sep)
+{
+	size_t n = strlen(prefix);
+	long pid;
+	char *end;
+
+	if (strncmp(name, prefix, n) != 0)
+		return false;
+	pid = strtol(name + n, &end, 10);
+	if (end == name + n || *end != sep || pid <= 0 ||
+	    pid == (long)getpid())
+		return false;
+	return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* Removes the files of the folder dp that dead daemons left: staged
+ * files and the spill runs of their ingests (nobody will commit them).
+ * Never follows a link: only regular files are removed. Returns how
+ * many. */
+static unsigned remove_dead_files(DIR *dp, bool all)
+{
+	struct dirent *de;
+	unsigned n = 0;
+
+	while ((de = readdir(dp)) != NULL) {
+		struct stat sb;
+
+		if (!all && !of_dead_process(de->d_name, "tilefs.", '.') &&
+		    !of_dead_process(de->d_name, "tfs-spill-", '-'))
+			continue;
+		if (fstatat(dirfd(dp), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(sb.st_mode))
+			continue;
+		if (unlinkat(dirfd(dp), de->d_name, 0) == 0)
+			n++;
+	}
+	return n;
+}
+
 /* Staged files of daemons that died (killed mid-write) in a staging=
  * folder: their bytes were never committed and nobody will. */
 static void remove_orphans(const char *dir)
 {
-	DIR *dp = opendir(dir);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+	unsigned n;
+
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	n = remove_dead_files(dp, false);
+	closedir(dp);
+	if (n)
+		tfs_log(TFS_LOG_INFO,
+			"staging folder '%s': removed %u file(s) of crashed "
+			"writes",
+			dir, n);
+}
+
+/* The staging folders (tilefs-staging.PID.*) that daemons killed before
+ * their unmount left in tmp, with what they held. */
+static void remove_dead_folders(const char *tmp)
+{
+	int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 
-	while (dp && (de = readdir(dp)) != NULL) {
-		long pid;
-		char *end;
-
-		if (strncmp(de->d_name, "tilefs.", 7) != 0)
-			continue;
-		pid = strtol(de->d_name + 7, &end, 10);
-		if (end == de->d_name + 7 || *end != '.' || pid <= 0 ||
-		    pid == (long)getpid())
-			continue;
-		if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-			unlinkat(dirfd(dp), de->d_name, 0);
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return;
 	}
-	if (dp)
-		closedir(dp);
+	while ((de = readdir(dp)) != NULL) {
+		struct stat sb;
+		DIR *sub;
+		int sfd;
+		unsigned n;
+
+		if (!of_dead_process(de->d_name, "tilefs-staging.", '.'))
+			continue;
+		sfd = openat(dirfd(dp), de->d_name,
+			     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sfd < 0)
+			continue;
+		/* Only our own: a folder of this user, as mkdtemp made it. */
+		if (fstat(sfd, &sb) != 0 || sb.st_uid != geteuid() ||
+		    !(sub = fdopendir(sfd))) {
+			close(sfd);
+			continue;
+		}
+		n = remove_dead_files(sub, true);
+		closedir(sub);
+		if (unlinkat(dirfd(dp), de->d_name, AT_REMOVEDIR) == 0)
+			tfs_log(TFS_LOG_INFO,
+				"staging folder '%s/%s' of a crashed daemon "
+				"removed (%u file(s))",
+				tmp, de->d_name, n);
+		else
+			tfs_log(TFS_LOG_WARN,
+				"staging folder '%s/%s' of a crashed daemon: "
+				"cannot remove: %s",
+				tmp, de->d_name, strerror(errno));
+	}
+	closedir(dp);
 }
 
 enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
@@ -81,6 +167,7 @@ enum tfs_err tfsd_staging_new(const char *dir, struct tfsd_staging **out,
 		const char *tmp = getenv("TMPDIR");
 		char prefix[64], tmpl[4096];
 
+		remove_dead_folders(tmp && *tmp ? tmp : "/tmp");
 		snprintf(prefix, sizeof(prefix), "tilefs-staging.%ld.",
 			 (long)getpid());
 		if (!tfs_temp_template(tmpl, sizeof(tmpl),

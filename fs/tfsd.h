@@ -6,7 +6,9 @@
 #ifndef TFSD_H
 #define TFSD_H
 
+#include <dirent.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +34,10 @@ struct tfsd_key {
 
 struct tfsd_config {
 	char *source;     /* absolute, without a trailing '/' */
+	/* SOURCE's storage: rooted there, it follows no symbolic link below
+	 * it (tfs_vfs_posix_new_rooted). Every access of the daemon to
+	 * SOURCE goes through it. */
+	struct tfs_vfs *vfs;
 	char *mountpoint;
 	bool read_only;
 	bool foreground;
@@ -50,6 +56,9 @@ struct tfsd_config {
 	uint64_t max_memory;
 	bool has_default_key;
 	uint8_t default_key[32];
+	/* keyfile_insecure: a keyfile others may read or write, or owned by
+	 * another user, is taken (with a log line) instead of refused. */
+	bool keyfile_insecure;
 	struct tfsd_key *keys; /* from keyfile=, sorted by path */
 	size_t key_num;
 	char *staging; /* staging=: folder of files being written, or NULL */
@@ -60,10 +69,27 @@ struct tfsd_config {
 };
 
 void tfsd_config_release(struct tfsd_config *c);
+/* Sets c->source to the real path of source and c->vfs to a storage
+ * rooted there (released by tfsd_config_release). */
+enum tfs_err tfsd_config_set_source(struct tfsd_config *c, const char *source,
+				    struct tfs_diag *d) TFS_WUR;
+/* Calls on SOURCE's folders through c->vfs (source.c): no symbolic link
+ * below SOURCE is followed (one met is ENOENT). path is absolute, at or
+ * below c->source. The int results are 0 or an errno value. */
+int tfsd_source_stat(const struct tfsd_config *c, const char *path,
+		     struct stat *out);
+int tfsd_source_mkdir(const struct tfsd_config *c, const char *path,
+		      unsigned mode);
+int tfsd_source_rmdir(const struct tfsd_config *c, const char *path);
+/* NULL with errno set on failure. */
+DIR *tfsd_source_opendir(const struct tfsd_config *c, const char *path);
 /* "256M", "1G", "4096", "64k" → bytes. */
 enum tfs_err tfsd_parse_size(const char *text, uint64_t *out) TFS_WUR;
 /* Reads a keyfile: one "relative/array/path HEXKEY" per line, '*' for a
- * default, '#' comments. Fills c->keys / c->default_key. */
+ * default, '#' comments. Fills c->keys / c->default_key. A keyfile that
+ * is not a regular file, that group or others may read or write, or
+ * that another user than this one or root owns is refused (TFS_E_PERM)
+ * unless c->keyfile_insecure; d says which. */
 enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 			       struct tfs_diag *d) TFS_WUR;
 /* The key for an array (relative path), or NULL. */
@@ -117,8 +143,9 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 			     struct tfs_tile_cache *tiles, struct tfs_pool *pool,
 			     struct tfsd_arrays **out) TFS_WUR;
 void tfsd_arrays_free(struct tfsd_arrays *c);
-/* The storage SOURCE is read through (owned by c, thread-safe): every
- * look at SOURCE outside the core goes through it. */
+/* The storage SOURCE is read through (the configuration's, rooted at
+ * SOURCE: no symbolic link below it is followed; thread-safe): every look
+ * at SOURCE outside the core goes through it. */
 struct tfs_vfs *tfsd_arrays_vfs(const struct tfsd_arrays *c);
 /* A reference to the array at rel (relative to SOURCE) as of timestamp
  * (0 = current: re-checked at most twice a second, so new fragments show

@@ -354,7 +354,8 @@ typedef bool (*outside_fn)(void *ctx, const char *name, const char *real);
 static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 				  outside_fn fn, void *ctx)
 {
-	struct tfs_group_opts go = {.key = tfsd_config_key(&fs->cfg, dir->rel),
+	struct tfs_group_opts go = {.vfs = fs->cfg.vfs,
+				    .key = tfsd_config_key(&fs->cfg, dir->rel),
 				    .timestamp = fs->cfg.timestamp};
 	struct tfs_group *g;
 	enum tfs_object kind;
@@ -362,7 +363,7 @@ static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 	size_t src_len = strlen(fs->cfg.source);
 
 	tfs_diag_init(&d);
-	if (tfs_object_type(NULL, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
+	if (tfs_object_type(fs->cfg.vfs, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
 		return;
 	if (tfs_group_open(dir->src, &go, &g, &d)) {
 		tfs_log(TFS_LOG_INFO, "group '%s': %s", dir->rel, tfs_diag_msg(&d));
@@ -440,7 +441,7 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 			goto out_free;
 		}
 	}
-	e = tfs_object_type(NULL, src, &kind, d);
+	e = tfs_object_type(fs->cfg.vfs, src, &kind, d);
 	if (e)
 		goto out_free;
 	if (kind == TFS_OBJECT_ARRAY) {
@@ -493,7 +494,7 @@ static enum tfs_err resolve_root(struct tfsd *fs, struct tfsd_node *out,
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
-	e = tfs_object_type(NULL, fs->cfg.source, &kind, d);
+	e = tfs_object_type(fs->cfg.vfs, fs->cfg.source, &kind, d);
 	if (e)
 		return e;
 	if (kind == TFS_OBJECT_ARRAY)
@@ -613,7 +614,9 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 	if (nl.failed) {
 		e = TFS_E_NOMEM;
 	} else {
-		qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
+		/* An empty folder has no list (qsort takes no NULL). */
+		if (nl.n > 1)
+			qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
 		for (size_t i = 0; i < nl.n; i++)
 			if (!fn(ctx, nl.names[i], true))
 				break;

@@ -219,6 +219,12 @@ enum tfs_err tfsd_stage_new(struct tfsd *fs, const char *vpath, bool seed,
 	e = tfsd_write_classify(fs, vpath, &t, d);
 	if (e)
 		return e;
+	if (t.kind == TFSD_W_TEMP)
+		tfs_log(TFS_LOG_INFO,
+			"'/%s': a temporary file (not NAME.csv, schema.json or "
+			"a view file): nothing is committed unless it is "
+			"renamed to such a name",
+			vpath);
 	e = tfsd_staged_create(fs->staging, vpath, &t, out, d);
 	tfsd_wtarget_release(&t);
 	if (e)

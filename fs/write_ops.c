@@ -176,6 +176,14 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				"SOURCE is on a read-only file system");
 	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return tfs_fail(d, TFS_E_PERM, "bad name");
+	/* "..csv", "...csv": a CSV file meant to be committed, whose array
+	 * would have no name. Refused, not kept as a temporary file. */
+	if (strlen(name) > 4 && tfs_str_ends_with_nocase(name, ".csv") &&
+	    strspn(name, ".") >= strlen(name) - 4)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': a CSV file needs a name before '.csv' "
+				"(the name of its array)",
+				name);
 	if (strcmp(name, "ingest.log") == 0)
 		return tfs_fail(d, TFS_E_PERM, "ingest.log is kept by tilefs");
 	dir_vpath = slash ? tfs_strndup(vpath, (size_t)(slash - vpath))
@@ -420,7 +428,8 @@ enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 static const uint8_t *write_key(struct tfsd *fs, const struct tfsd_wtarget *t)
 {
 	const uint8_t *key = tfsd_config_key(&fs->cfg, t->rel);
-	struct tfs_open_opts oo = {.threads = 1, .pool = fs->pool};
+	struct tfs_open_opts oo = {.vfs = fs->cfg.vfs, .threads = 1,
+				   .pool = fs->pool};
 	struct tfs_array *a = NULL;
 	struct tfs_diag d;
 	enum tfs_err e;
@@ -439,6 +448,7 @@ static void write_opts_init(struct tfsd *fs, const struct tfsd_wtarget *t,
 			    struct tfs_write_opts *wo)
 {
 	memset(wo, 0, sizeof(*wo));
+	wo->vfs = fs->cfg.vfs;
 	wo->key = write_key(fs, t);
 	wo->threads = fs->cfg.threads;
 	wo->pool = fs->pool;
@@ -1090,6 +1100,8 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 	struct ilog_dir *ld;
 	char when[48];
 	char *dir_copy;
+	/* A newline in a name must not make a line of its own. */
+	char esc_file[4 * TFSD_NAME_MAX + 1], esc_outcome[1024];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	tfsr_format_time(when, sizeof(when),
@@ -1098,6 +1110,8 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 		dir, *dir ? "/" : "", file, failed ? "refused: " : "", outcome);
 	if (!l)
 		return;
+	tfs_escape_ctrl(esc_file, sizeof(esc_file), file);
+	tfs_escape_ctrl(esc_outcome, sizeof(esc_outcome), outcome);
 	dir_copy = tfs_strdup(dir);
 	if (!dir_copy)
 		return;
@@ -1128,8 +1142,8 @@ void tfsd_ilog_add(struct tfsd_ilog *l, const char *dir, const char *file,
 		ld->text.len -= cut;
 		ld->lines--;
 	}
-	if (tfs_buf_printf(&ld->text, "%s  %s  %s%s\n", when, file,
-			   failed ? "refused: " : "ok: ", outcome) == TFS_E_OK)
+	if (tfs_buf_printf(&ld->text, "%s  %s  %s%s\n", when, esc_file,
+			   failed ? "refused: " : "ok: ", esc_outcome) == TFS_E_OK)
 		ld->lines++;
 	pthread_mutex_unlock(&l->lock);
 	tfs_free(dir_copy);

@@ -2,6 +2,7 @@
 #include "selection.h"
 #include "tfs_render.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -235,6 +236,28 @@ static enum tfs_err string_range(struct tfsr_sel *sel, uint32_t k,
 	return TFS_E_OK;
 }
 
+/* "range K: outside the domain of 'name' [lo, hi]". */
+static enum tfs_err domain_fail(const struct tfs_field_info *dim, uint32_t k,
+				struct tfs_diag *d)
+{
+	char lo[64], hi[64];
+	struct tfs_buf b;
+	struct json_out j;
+
+	tfs_buf_init(&b, 256);
+	json_out_init(&j, &b);
+	cell_json_value(&j, dim->type, dim->domain_lo);
+	snprintf(lo, sizeof(lo), "%.*s", (int)b.len, (char *)b.data);
+	b.len = 0;
+	json_out_init(&j, &b);
+	cell_json_value(&j, dim->type, dim->domain_hi);
+	snprintf(hi, sizeof(hi), "%.*s", (int)b.len, (char *)b.data);
+	tfs_buf_release(&b);
+	return tfs_fail(d, TFS_E_INVALID,
+			"range %u: outside the domain of '%s' [%s, %s]", k + 1,
+			dim->name, lo, hi);
+}
+
 /* A fixed-size (integer, datetime or float) dimension's range. */
 static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 				const struct tfs_schema *s,
@@ -260,17 +283,29 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 			return tfs_fail(d, TFS_E_INVALID,
 					"range %u: strides are for dense arrays",
 					k + 1);
+		errno = 0;
 		if (!pt[2].present || pt[2].quoted || pt[2].text[0] == '-' ||
 		    (ds->stride = strtoull(pt[2].text, &end, 10)) == 0 || *end)
 			return tfs_fail(d, TFS_E_INVALID,
 					"range %u: the step must be a positive "
 					"integer",
 					k + 1);
+		if (errno == ERANGE)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: the step must be below 2^64",
+					k + 1);
 	}
 	if (lo_given) {
 		e = parse_value(dim, k, &pt[0], ds->lo_val, d);
 		if (e)
 			return e;
+		/* Checked before any range is found empty: a selection
+		 * wholly outside the domain names nothing (ENOENT), it is
+		 * not an empty file. */
+		if (dim->has_domain &&
+		    (tfs_value_cmp(dim->type, ds->lo_val, dim->domain_lo) < 0 ||
+		     tfs_value_cmp(dim->type, ds->lo_val, dim->domain_hi) > 0))
+			return domain_fail(dim, k, d);
 	} else if (ned) {
 		memcpy(ds->lo_val, ned[k].lo, w);
 	} else {
@@ -284,6 +319,11 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 		e = parse_value(dim, k, &pt[1], ds->hi_val, d);
 		if (e)
 			return e;
+		/* The end is excluded: at the domain's start it is an empty
+		 * range at its edge, below it a range outside. */
+		if (dim->has_domain &&
+		    tfs_value_cmp(dim->type, ds->hi_val, dim->domain_lo) < 0)
+			return domain_fail(dim, k, d);
 		c = tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val);
 		if (c > 0 && lo_given)
 			return tfs_fail(d, TFS_E_INVALID,
@@ -307,24 +347,8 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 	     (hi_given && (tfs_value_cmp(dim->type, ds->hi_val,
 					 dim->domain_hi) > 0 ||
 			   tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain_lo) < 0)))) {
-		char lo[64], hi[64];
-		struct tfs_buf b;
-		struct json_out j;
-
-		tfs_buf_init(&b, 256);
-		json_out_init(&j, &b);
-		cell_json_value(&j, dim->type, dim->domain_lo);
-		snprintf(lo, sizeof(lo), "%.*s", (int)b.len, (char *)b.data);
-		b.len = 0;
-		json_out_init(&j, &b);
-		cell_json_value(&j, dim->type, dim->domain_hi);
-		snprintf(hi, sizeof(hi), "%.*s", (int)b.len, (char *)b.data);
-		tfs_buf_release(&b);
-		return tfs_fail(d, TFS_E_INVALID,
-				"range %u: outside the domain of '%s' [%s, %s]",
-				k + 1, dim->name, lo, hi);
-	}
+					 dim->domain_lo) < 0))))
+		return domain_fail(dim, k, d);
 	if (tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val) > 0) {
 		sel->empty = true; /* "lo:" past the non-empty domain */
 		return TFS_E_OK;

@@ -91,6 +91,7 @@ printf 'id,pin,owner\n1,1234,ada\n2,9876,grace\n3,5555,"linus, jr"\n' >"$csv/sec
 # The key goes into a keyfile (keys never appear in ps output).
 keyfile=$csv/keys
 echo "secrets $key" >"$keyfile"
+chmod 600 "$keyfile"
 "$tilefs" -o ro,keyfile="$keyfile" "$data" "$mnt"
 
 run() {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tfs_alloc.h"
 #include "tfs_render.h"
 
 enum cli_status cli_status_of(enum tfs_err e)
@@ -129,4 +130,50 @@ void cli_common_release(struct cli_common *c)
 {
 	memset(c->key, 0, sizeof(c->key));
 	c->has_key = false;
+}
+
+bool cli_rooted(const char *path, bool at_parent, struct tfs_vfs **vfs,
+		char **use)
+{
+	size_t len = strlen(path), cut;
+	struct tfs_diag d;
+	char *root;
+
+	*vfs = NULL;
+	*use = NULL;
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	if (!at_parent) {
+		root = tfs_strndup(path, len);
+		*use = tfs_strndup(path, len);
+	} else {
+		cut = len;
+		while (cut > 0 && path[cut - 1] != '/')
+			cut--;
+		if (cut == 0) {
+			/* "arr": the current folder holds it, spelled "./arr"
+			 * so that the storage sees it below ".". */
+			root = tfs_strdup(".");
+			*use = tfs_malloc(len + 3);
+			if (*use) {
+				memcpy(*use, "./", 2);
+				memcpy(*use + 2, path, len);
+				(*use)[len + 2] = '\0';
+			}
+		} else {
+			root = tfs_strndup(path, cut > 1 ? cut - 1 : 1);
+			*use = tfs_strndup(path, len);
+		}
+	}
+	if (!root || !*use) {
+		tfs_free(root);
+		tfs_free(*use);
+		*use = NULL;
+		return false;
+	}
+	tfs_diag_init(&d);
+	if (tfs_vfs_posix_new_rooted(root, vfs, &d) != TFS_E_OK)
+		*vfs = NULL;
+	tfs_free(root);
+	return true;
 }

@@ -54,6 +54,15 @@ bool cli_parse_u64(const char *text, uint64_t *out);
 /* Wipes the key from memory. */
 void cli_common_release(struct cli_common *c);
 
+/* A storage confined to the array at path (at_parent: to the folder that
+ * will hold it, for arrays yet to be made), so that no symbolic link
+ * inside an array is followed (tfs_vfs_posix_new_rooted). *use is path
+ * as that storage takes it (free with tfs_free). When the folder cannot
+ * be opened (no such path), *vfs is NULL and *use a copy of path: the
+ * engine then reports what is wrong as before. false: out of memory. */
+bool cli_rooted(const char *path, bool at_parent, struct tfs_vfs **vfs,
+		char **use);
+
 /* The subcommands; argv[0] is the subcommand's name. */
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);

@@ -43,12 +43,16 @@ struct export_opts {
 };
 
 /* Opens the array with a tile cache and a decode pool (as the mount
- * does); *field: the field's index, -1 for every field. */
+ * does), through a storage rooted at it (*vfs: no symbolic link inside
+ * the array is followed); *field: the field's index, -1 for every
+ * field. The caller frees all of them, after the array. */
 static enum tfs_err export_open(const struct export_opts *o,
 				struct tfs_tile_cache **tiles,
-				struct tfs_pool **pool, struct tfs_array **a,
-				int *field, struct tfs_diag *d)
+				struct tfs_pool **pool, struct tfs_vfs **vfs,
+				struct tfs_array **a, int *field,
+				struct tfs_diag *d)
 {
+	char *path = NULL;
 	unsigned threads = o->c.threads ? o->c.threads : tfs_cpu_count();
 	struct tfs_open_opts oo = {.key = o->c.has_key ? o->c.key : NULL,
 				   .timestamp = o->c.timestamp,
@@ -58,12 +62,16 @@ static enum tfs_err export_open(const struct export_opts *o,
 	*a = NULL;
 	*tiles = NULL;
 	*pool = NULL;
+	*vfs = NULL;
 	if (tfs_tile_cache_new((uint64_t)64 << 20, tiles) ||
-	    tfs_pool_new(threads - 1, pool))
+	    tfs_pool_new(threads - 1, pool) ||
+	    !cli_rooted(o->path, false, vfs, &path))
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	oo.cache = *tiles;
 	oo.pool = *pool;
-	e = tfs_array_open(o->path, &oo, a, d);
+	oo.vfs = *vfs;
+	e = tfs_array_open(path, &oo, a, d);
+	tfs_free(path);
 	if (e)
 		return e;
 	*field = -1;
@@ -101,6 +109,7 @@ static int run_export(const struct export_opts *o)
 {
 	struct tfs_tile_cache *tiles;
 	struct tfs_pool *pool;
+	struct tfs_vfs *vfs;
 	struct tfs_array *a;
 	struct tfs_range ned[TFSR_MAX_DIMS];
 	struct tfsr_slice *sl = NULL;
@@ -112,7 +121,7 @@ static int run_export(const struct export_opts *o)
 	int st;
 
 	tfs_diag_init(&d);
-	e = export_open(o, &tiles, &pool, &a, &so.field, &d);
+	e = export_open(o, &tiles, &pool, &vfs, &a, &so.field, &d);
 	if (e) {
 		st = cli_fail("export", &d, e);
 		goto out_array;
@@ -152,6 +161,7 @@ out_slice:
 	tfsr_slice_free(sl);
 out_array:
 	tfs_array_close(a);
+	tfs_vfs_free(vfs);
 	tfs_pool_free(pool);
 	tfs_tile_cache_free(tiles);
 	return st;

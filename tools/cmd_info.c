@@ -282,6 +282,8 @@ int cmd_info(int argc, char **argv)
 	bool json = false;
 	enum tfs_object kind;
 	struct tfs_array *a;
+	struct tfs_vfs *vfs = NULL;
+	char *path = NULL;
 	struct tfs_diag d;
 	enum tfs_err e;
 	int opt, st;
@@ -358,13 +360,23 @@ int cmd_info(int argc, char **argv)
 					   .timestamp = c.timestamp,
 					   .threads = 1};
 
-		e = tfs_array_open(argv[optind], &oo, &a, &d);
+		/* No symbolic link inside the array is followed. */
+		if (!cli_rooted(argv[optind], false, &vfs, &path))
+			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+		oo.vfs = vfs;
+		if (!e)
+			e = tfs_array_open(path, &oo, &a, &d);
 	}
 	cli_common_release(&c);
-	if (e)
+	if (e) {
+		tfs_vfs_free(vfs);
+		tfs_free(path);
 		return cli_fail("info", &d, e);
+	}
 	print_array(argv[optind], a);
 	tfs_array_close(a);
+	tfs_vfs_free(vfs);
+	tfs_free(path);
 	if (fflush(stdout) != 0) {
 		cli_errorf("info", "cannot write the output");
 		return CLI_IO;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "tfs_alloc.h"
 
 static const char consolidate_usage[] =
 	"usage: tfs consolidate PATH [--mode MODE] [--start T] [--end T]\n"
@@ -93,6 +94,7 @@ static int run(bool vacuum, int argc, char **argv)
 	};
 	enum tfs_consolidate_mode mode = TFS_CONSOLIDATE_FRAGMENTS;
 	struct tfs_consolidate_opts co = {0};
+	char *path = NULL;
 	struct cli_common c = {0};
 	char made[256] = "";
 	unsigned removed = 0;
@@ -150,12 +152,16 @@ static int run(bool vacuum, int argc, char **argv)
 	co.write.key = c.has_key ? c.key : NULL;
 	co.write.threads = c.threads;
 	tfs_diag_init(&d);
-	if (vacuum)
-		e = tfs_array_vacuum(argv[optind], mode, &co.write, &removed,
-				     &d);
+	/* No symbolic link inside the array is followed. */
+	if (!cli_rooted(argv[optind], false, &co.write.vfs, &path))
+		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+	else if (vacuum)
+		e = tfs_array_vacuum(path, mode, &co.write, &removed, &d);
 	else
-		e = tfs_array_consolidate(argv[optind], mode, &co, made,
-					  sizeof(made), &d);
+		e = tfs_array_consolidate(path, mode, &co, made, sizeof(made),
+					  &d);
+	tfs_vfs_free(co.write.vfs);
+	tfs_free(path);
 	cli_common_release(&c);
 	if (e)
 		return cli_fail(cmd, &d, e);

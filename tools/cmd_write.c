@@ -118,7 +118,18 @@ int cmd_create(int argc, char **argv)
 		return cli_fail("create", &d, e);
 	}
 	wo.key = c.has_key ? c.key : NULL;
-	e = tfs_array_create(argv[optind], schema, &wo, &d);
+	{
+		char *path;
+
+		/* No symbolic link below the folder that holds it. */
+		if (!cli_rooted(argv[optind], true, &wo.vfs, &path)) {
+			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+		} else {
+			e = tfs_array_create(path, schema, &wo, &d);
+			tfs_vfs_free(wo.vfs);
+			tfs_free(path);
+		}
+	}
 	tfs_schema_free(schema);
 	cli_common_release(&c);
 	if (e)
@@ -281,10 +292,22 @@ int cmd_ingest(int argc, char **argv)
 	io.progress = on_progress;
 	io.progress_arg = &pr;
 	tfs_diag_init(&d);
-	e = create ? tfs_ingest_csv_new(argv[optind], argv[optind + 1], &io,
-					&res, &d)
-		   : tfs_ingest_csv(argv[optind], argv[optind + 1], &io, &res,
-				    &d);
+	{
+		char *path;
+
+		/* No symbolic link inside the array (below the folder that
+		 * will hold a new one) is followed. */
+		if (!cli_rooted(argv[optind], create, &io.write.vfs, &path)) {
+			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+		} else {
+			e = create ? tfs_ingest_csv_new(path, argv[optind + 1],
+							&io, &res, &d)
+				   : tfs_ingest_csv(path, argv[optind + 1], &io,
+						    &res, &d);
+			tfs_vfs_free(io.write.vfs);
+			tfs_free(path);
+		}
+	}
 	cli_common_release(&c);
 	if (pr.drawn)
 		fputs("\r\033[K", stderr);

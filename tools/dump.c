@@ -15,6 +15,7 @@
 
 #include "array_json.h"
 #include "cell_json.h"
+#include "cli.h"
 #include "json_out.h"
 #include "tfs_alloc.h"
 #include <tilefs/tilefs.h>
@@ -25,6 +26,10 @@ struct dump {
 	const struct dump_opts *o;
 	const uint8_t *key; /* parsed --key, or NULL */
 	struct tfs_array *array;
+	/* The storage array was opened with (rooted at it: no symbolic
+	 * link inside it is followed) and its path, for close_array. */
+	struct tfs_vfs *array_vfs;
+	char *array_path;
 	const struct tfs_schema *schema;
 	struct tfs_buf out;
 	struct json_out j;
@@ -367,6 +372,17 @@ static char *base_name(const char *path)
 	return tfs_strndup(path + start, end - start);
 }
 
+/* Closes dp->array and what open_array_at made for it. */
+static void close_array(struct dump *dp)
+{
+	tfs_array_close(dp->array);
+	tfs_vfs_free(dp->array_vfs);
+	tfs_free(dp->array_path);
+	dp->array = NULL;
+	dp->array_vfs = NULL;
+	dp->array_path = NULL;
+}
+
 /* Opens the array at path with the dump's key and time; false (reported)
  * on failure. */
 static bool open_array_at(struct dump *dp, const char *path,
@@ -378,8 +394,17 @@ static bool open_array_at(struct dump *dp, const char *path,
 	struct tfs_diag d;
 
 	tfs_diag_init(&d);
-	if (tfs_array_open(path, &oo, out, &d)) {
+	if (!cli_rooted(path, false, &dp->array_vfs, &dp->array_path)) {
+		errorf("out of memory");
+		return false;
+	}
+	oo.vfs = dp->array_vfs;
+	if (tfs_array_open(dp->array_path, &oo, out, &d)) {
 		errorf("%s", tfs_diag_msg(&d));
+		tfs_vfs_free(dp->array_vfs);
+		tfs_free(dp->array_path);
+		dp->array_vfs = NULL;
+		dp->array_path = NULL;
 		return false;
 	}
 	return true;
@@ -436,8 +461,7 @@ static bool put_member_content(struct dump *dp, const char *group_path,
 		return false;
 	dp->schema = tfs_array_schema(dp->array);
 	ok = put_array(dp, name);
-	tfs_array_close(dp->array);
-	dp->array = NULL;
+	close_array(dp);
 	dp->schema = NULL;
 	return ok;
 }
@@ -552,7 +576,7 @@ enum dump_status dump_run(const struct dump_opts *o)
 	name = o->name ? tfs_strdup(o->name) : base_name(o->path);
 	if (!name) {
 		errorf("out of memory");
-		tfs_array_close(dp.array);
+		close_array(&dp);
 		st = DUMP_ERROR;
 		goto out_key;
 	}
@@ -576,7 +600,7 @@ enum dump_status dump_run(const struct dump_opts *o)
 	}
 	tfs_buf_release(&dp.out);
 	tfs_free(name);
-	tfs_array_close(dp.array);
+	close_array(&dp);
 out_key:
 	memset(key, 0, sizeof(key));
 	return st;

@@ -550,11 +550,9 @@ enum tfs_err tfs_group_open(const char *path, const struct tfs_group_opts *opts,
 		return tfs_fail(d, TFS_E_NOMEM, "group '%s': out of memory",
 				path);
 	if (!vfs) {
-		e = tfs_vfs_posix_new(&g->own_vfs);
-		if (e) {
-			tfs_fail(d, e, "cannot set up file access");
+		e = tfs_vfs_default_new(path, &g->own_vfs, d);
+		if (e)
 			goto out_close;
-		}
 		vfs = g->own_vfs;
 	}
 	while (plen > 1 && path[plen - 1] == '/')

@@ -26,10 +26,10 @@ enum tfs_err tfs__mt_init(struct mt *m, const char *path,
 	m->key = wo ? wo->key : NULL;
 	m->vfs = wo ? wo->vfs : NULL;
 	if (!m->vfs) {
-		e = tfs_vfs_posix_new(&m->vfs);
+		e = tfs_vfs_default_new(m->path, &m->vfs, d);
 		if (e) {
 			tfs_free(m->path);
-			return tfs_fail(d, e, "cannot set up file access");
+			return e;
 		}
 		m->own_vfs = true;
 	}

@@ -45,9 +45,9 @@ enum tfs_err tfs_object_type(struct tfs_vfs *vfs, const char *path,
 
 	*out = TFS_OBJECT_NONE;
 	if (!vfs) {
-		e = tfs_vfs_posix_new(&own);
+		e = tfs_vfs_default_new(path, &own, d);
 		if (e)
-			return tfs_fail(d, e, "cannot set up file access");
+			return e;
 		vfs = own;
 	}
 	e = tfs_object_kind_of(vfs, path, &kind, d);
@@ -234,10 +234,10 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	arr->vfs = opts ? opts->vfs : NULL;
 	if (!arr->vfs) {
-		e = tfs_vfs_posix_new(&arr->vfs);
+		e = tfs_vfs_default_new(path, &arr->vfs, d);
 		if (e) {
 			tfs_free(arr);
-			return tfs_fail(d, e, "cannot set up file access");
+			return e;
 		}
 		arr->own_vfs = true;
 	}

@@ -152,8 +152,8 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 				"labels is not supported",
 				path);
 	if (!vfs) {
-		if ((e = tfs_vfs_posix_new(&own)))
-			return tfs_fail(d, e, "storage: %s", tfs_strerror(e));
+		if ((e = tfs_vfs_default_new(path, &own, d)))
+			return e;
 		vfs = own;
 	}
 	if ((e = tfs_vfs_stat(vfs, path, &st, d)))

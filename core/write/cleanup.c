@@ -215,8 +215,8 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 	if (!path)
 		return tfs_fail(d, TFS_E_INVALID, "cleanup: no path");
 	if (!vfs) {
-		if ((e = tfs_vfs_posix_new(&own)))
-			return tfs_fail(d, e, "storage: %s", tfs_strerror(e));
+		if ((e = tfs_vfs_default_new(path, &own, d)))
+			return e;
 		vfs = own;
 	}
 	memset(&commits, 0, sizeof(commits));

@@ -41,8 +41,8 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 	if (count == 0)
 		return TFS_E_OK;
 	if (!vfs) {
-		if ((e = tfs_vfs_posix_new(&own)))
-			return tfs_fail(d, e, "storage: %s", tfs_strerror(e));
+		if ((e = tfs_vfs_default_new(path, &own, d)))
+			return e;
 		vfs = own;
 	}
 	sorted = tfs_mallocn(count, sizeof(*sorted));

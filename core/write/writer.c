@@ -118,10 +118,8 @@ enum tfs_err tfs_writer_open(const char *path, const struct tfs_write_opts *opts
 	}
 	w->vfs = opts->vfs;
 	if (!w->vfs) {
-		if ((e = tfs_vfs_posix_new(&w->own_vfs))) {
-			tfs_fail(d, e, "writer: storage: %s", tfs_strerror(e));
+		if ((e = tfs_vfs_default_new(w->path, &w->own_vfs, d)))
 			goto out_fail;
-		}
 		w->vfs = w->own_vfs;
 	}
 	memset(&ao, 0, sizeof(ao));

@@ -7,6 +7,7 @@ source "$(dirname "$0")/lib/common.sh"
 
 keyfile=$WORK/keys
 : >"$keyfile"
+chmod 600 "$keyfile"
 for j in "$CORPUS"/*.json "$CORPUS"/legacy/*.json; do
   key=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("key_hex") or "")' "$j")
   if [ -n "$key" ]; then

@@ -10,6 +10,7 @@ TFS=${TFS:-$(dirname "$TILEFS")/../tools/tfs}
 [ -x "$TFS" ] || fail "no tfs binary at $TFS"
 key=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["key_hex"])' "$CORPUS/encrypted.json")
 echo "encrypted $key" >"$WORK/keys"
+chmod 600 "$WORK/keys"
 mount_tilefs "$CORPUS" "$WORK/mnt" -o ro,keyfile="$WORK/keys"
 m=$WORK/mnt
 

@@ -12,6 +12,13 @@ typedef void (*tfs_log_sink)(enum tfs_log_level level, const char *line);
 /* Sets the sink (NULL = stderr) and the most verbose level emitted. Call
  * before starting threads. */
 void tfs_log_configure(tfs_log_sink sink, enum tfs_log_level max_level);
+/* Emits one line: control characters in it (a newline in a file name)
+ * are escaped as by tfs_escape_ctrl, so no line can be forged. */
 void tfs_log(enum tfs_log_level level, const char *fmt, ...) TFS_PRINTF(2, 3);
+
+/* Copies src to dst (cap > 0; always NUL-terminated, cut at a whole
+ * escape), with \n, \r, \t for those and \xHH for the other bytes
+ * below 0x20 and 0x7f. Returns the length written. */
+size_t tfs_escape_ctrl(char *dst, size_t cap, const char *src);
 
 #endif

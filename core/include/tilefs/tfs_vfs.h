@@ -82,6 +82,29 @@ struct tfs_vfs {
 enum tfs_err tfs_vfs_posix_new(struct tfs_vfs **out) TFS_WUR;
 enum tfs_err tfs_vfs_mem_new(struct tfs_vfs **out) TFS_WUR;
 
+/* A POSIX backend confined to the folder root: it takes paths spelled as
+ * root, or root + '/' + a path below it (others: TFS_E_PERM and a log
+ * line), holds a descriptor of root opened now, and follows no symbolic
+ * link and no ".." out of it below root, for reads, writes, listings and
+ * removals alike (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, or
+ * openat(O_NOFOLLOW) one component at a time where the kernel lacks
+ * openat2). A symbolic link met is as if the path were missing:
+ * TFS_E_NOT_FOUND (stat: exists = false), with a log line; listings leave
+ * links out, with a log line each. root itself may be reached through
+ * links: it is the caller's choice. */
+enum tfs_err tfs_vfs_posix_new_rooted(const char *root, struct tfs_vfs **out,
+				      struct tfs_diag *d) TFS_WUR;
+/* For tests: makes a rooted backend resolve component by component, as on
+ * a kernel without openat2. No effect on other backends. */
+void tfs_vfs_posix_rooted_walk(struct tfs_vfs *vfs);
+/* open(2) of path through a POSIX backend (flags and mode as for open;
+ * O_CLOEXEC is added): a rooted backend resolves it as its other calls
+ * do (O_PATH | O_DIRECTORY gives a folder for the *at() calls). Returns
+ * the descriptor, or -1 with errno set and d filled. Not for the
+ * in-memory and faulty backends (-1, EINVAL). */
+int tfs_vfs_posix_open(struct tfs_vfs *vfs, const char *path, int flags,
+		       unsigned mode, struct tfs_diag *d);
+
 /* Fault injection around another backend (which it does not own). */
 enum tfs_fault_kind {
 	TFS_FAULT_NONE,
@@ -100,6 +123,21 @@ void tfs_vfs_faulty_arm(struct tfs_vfs *faulty, enum tfs_fault_kind kind,
 			unsigned long nth, bool once);
 /* Operations made through faulty since it was created (failed ones too). */
 unsigned long tfs_vfs_faulty_calls(struct tfs_vfs *faulty);
+
+/* The backend for a path when the caller gave none: for an "s3://bucket/.."
+ * URI a handle on the process's S3 backend of that bucket (made on first
+ * use with the settings of the environment and tfs_vfs_default_s3_opts,
+ * and checked with one request so that bad credentials or a missing
+ * bucket fail here with a clear message; it takes such URIs as paths);
+ * for anything else the POSIX backend. Free with tfs_vfs_free. */
+enum tfs_err tfs_vfs_default_new(const char *path, struct tfs_vfs **out,
+				 struct tfs_diag *d) TFS_WUR;
+struct tfs_s3_opts;
+/* Overrides for the S3 backends tfs_vfs_default_new makes from then on
+ * (copied; NULL = none). Call before starting threads. */
+void tfs_vfs_default_s3_opts(const struct tfs_s3_opts *o);
+/* The backend a default handle stands for (v itself for others). */
+struct tfs_vfs *tfs_vfs_default_inner(struct tfs_vfs *v);
 
 void tfs_vfs_free(struct tfs_vfs *vfs);
 

@@ -679,6 +679,33 @@ Test(log, sink_and_level)
 	tfs_log_configure(NULL, TFS_LOG_WARN);
 }
 
+static char log_seen[2048];
+static void log_capture(enum tfs_log_level level, const char *line)
+{
+	(void)level;
+	snprintf(log_seen, sizeof(log_seen), "%s", line);
+}
+
+Test(log, control_characters_escaped)
+{
+	char out[64];
+
+	cr_assert_eq(tfs_escape_ctrl(out, sizeof(out), "a\nb\tc\r\x01\x7f\\z"),
+		     strlen("a\\nb\\tc\\r\\x01\\x7f\\z"));
+	cr_assert_str_eq(out, "a\\nb\\tc\\r\\x01\\x7f\\z");
+	/* Cut at a whole escape. */
+	cr_assert_eq(tfs_escape_ctrl(out, 4, "ab\ncd"), 2);
+	cr_assert_str_eq(out, "ab");
+	cr_assert_str_eq((tfs_escape_ctrl(out, sizeof(out), "h\xc3\xa9"), out),
+			 "h\xc3\xa9");
+	/* A forged second line stays on the first. */
+	tfs_log_configure(log_capture, TFS_LOG_INFO);
+	tfs_log(TFS_LOG_INFO, "write '%s': ok", "x\ntilefs: forged");
+	tfs_log_configure(NULL, TFS_LOG_WARN);
+	cr_assert_str_eq(log_seen, "write 'x\\ntilefs: forged': ok");
+	cr_assert_null(strchr(log_seen, '\n'));
+}
+
 Test(str, ends_with_compares_the_last_bytes)
 {
 	static const struct {

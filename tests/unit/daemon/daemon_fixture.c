@@ -12,8 +12,13 @@ void dfx_start(struct tfsd *fs, const char *source, uint64_t whole_max_cells,
 	       size_t cache_bytes, size_t render_bytes)
 {
 	memset(fs, 0, sizeof(*fs));
-	fs->cfg.source = strdup(source);
-	cr_assert(fs->cfg.source);
+	{
+		struct tfs_diag d;
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfsd_config_set_source(&fs->cfg, source, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	}
 	fs->cfg.threads = 2;
 	fs->cfg.whole_max_cells = whole_max_cells;
 	cr_assert_eq(tfs_tile_cache_new(cache_bytes, &fs->tiles), TFS_E_OK);
@@ -32,7 +37,7 @@ void dfx_stop(struct tfsd *fs)
 	tfsd_arrays_free(fs->arrays);
 	tfs_pool_free(fs->pool);
 	tfs_tile_cache_free(fs->tiles);
-	free(fs->cfg.source);
+	tfsd_config_release(&fs->cfg);
 	memset(fs, 0, sizeof(*fs));
 }
 

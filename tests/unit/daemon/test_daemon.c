@@ -520,7 +520,8 @@ static void group_setup(void)
 	tfs_buf_release(&file);
 
 	memset(&fs, 0, sizeof(fs));
-	fs.cfg.source = realpath(group_root, NULL);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_config_set_source(&fs.cfg, group_root, &d), TFS_E_OK);
 	fs.cfg.whole_max_cells = 65536;
 	cr_assert_eq(tfs_pool_new(0, &fs.pool), TFS_E_OK);
 	cr_assert_eq(tfsd_arrays_new(&fs.cfg, NULL, fs.pool, &fs.arrays),
@@ -535,8 +536,7 @@ static void group_teardown(void)
 	tfsd_renders_free(fs.renders);
 	tfsd_arrays_free(fs.arrays);
 	tfs_pool_free(fs.pool);
-	free(fs.cfg.source);
-	fs.cfg.source = NULL;
+	tfsd_config_release(&fs.cfg);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", group_root);
 	cr_expect_eq(system(cmd), 0);
 }
@@ -562,4 +562,116 @@ Test(tree, group_members_elsewhere, .init = group_setup,
 		  "grp/temps is data/dense_1d");
 	free(got);
 	free(want);
+}
+
+/* A keyfile others may read or write is refused as ssh refuses such a
+ * private key, unless keyfile_insecure; an unreadable one says why. */
+Test(options, keyfile_modes)
+{
+	char path[64];
+	int fd = mkstemp(tfs_temp_template(path, sizeof(path), "/tmp", "tfs_keyfile_"));
+	struct tfsd_config c = {0};
+	struct tfs_diag d;
+	static const char line[] =
+		"* 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, line, sizeof(line) - 1), (ssize_t)sizeof(line) - 1);
+	close(fd);
+	for (unsigned i = 0; i < 4; i++) {
+		static const unsigned modes[] = {0644, 0640, 0602, 0660};
+
+		cr_assert_eq(chmod(path, modes[i]), 0);
+		tfs_diag_init(&d);
+		cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_PERM,
+			     "mode %o", modes[i]);
+		cr_expect(strstr(tfs_diag_msg(&d), "group or others"), "%s",
+			  tfs_diag_msg(&d));
+		cr_expect(!c.has_default_key);
+		tfsd_config_release(&c);
+		c.keyfile_insecure = true;
+		tfs_diag_init(&d);
+		cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		cr_expect(c.has_default_key);
+		tfsd_config_release(&c);
+	}
+	cr_assert_eq(chmod(path, 0400), 0);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfsd_config_release(&c);
+	/* Not a file, no file. */
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, "/tmp", &d), TFS_E_INVALID);
+	cr_expect(strstr(tfs_diag_msg(&d), "not a regular file"), "%s",
+		  tfs_diag_msg(&d));
+	unlink(path);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_keyfile_load(&c, path, &d), TFS_E_NOT_FOUND);
+	cr_expect(strstr(tfs_diag_msg(&d), "no such file"), "%s",
+		  tfs_diag_msg(&d));
+	tfsd_config_release(&c);
+}
+
+/* No link below SOURCE is followed: a linked array, an array whose parts
+ * are links, a fragment folder that is a link, all to an array outside
+ * SOURCE. The linked names do not resolve and are not listed; an array
+ * whose fragment and commit are links shows only its own fragment, and
+ * one whose committed fragment is a link fails to open (the fragment is
+ * missing) rather than read it. */
+Test(tree, links_below_source_not_followed)
+{
+	char root[128], cmd[2048];
+	struct tfsd_node n;
+	struct tfs_diag d;
+	struct tfsd_arr *arr;
+	struct names nm;
+	size_t frags;
+
+	dfx_temp_dir(root, sizeof(root), "tfs_links_");
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; mkdir src out; cp -r '%s/dense_1d' out/arr;"
+		 " cp -r '%s/dense_1d' src/real; chmod -R u+w src out;"
+		 " cp -r src/real src/real2;"
+		 " ln -s \"$PWD/out/arr\" src/linkarr;"
+		 " mkdir src/parts; for p in __schema __fragments __commits;"
+		 " do ln -s \"$PWD/out/arr/$p\" src/parts/$p; done;"
+		 " f=$(ls out/arr/__fragments | head -1); n=__1_1_00000000000000000000000000000001_22;"
+		 " cp -r out/arr/__fragments/$f out/arr/__fragments/$n;"
+		 " touch out/arr/__commits/$n.wrt;"
+		 " for a in real real2; do"
+		 " ln -s \"$PWD/out/arr/__fragments/$n\" src/$a/__fragments/$n; done;"
+		 " ln -s \"$PWD/out/arr/__commits/$n.wrt\" src/real/__commits/$n.wrt;"
+		 " touch src/real2/__commits/$n.wrt",
+		 root, CORPUS, CORPUS);
+	dfx_run(cmd);
+	snprintf(cmd, sizeof(cmd), "%s/src", root);
+	dfx_start(&fs, cmd, 65536, 1 << 20, 1 << 20);
+
+	list_path("", &nm);
+	cr_expect_str_eq(nm.list, "parts/|real/|real2/|");
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_resolve(&fs, "linkarr", &n, &d), TFS_E_NOT_FOUND);
+	/* parts/ is a plain folder, empty: its parts are not followed. */
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs, "parts", &n, &d), TFS_E_OK);
+	cr_expect_eq(n.kind, TFSD_N_FOLDER);
+	tfsd_node_release(&fs, &n);
+	list_path("parts", &nm);
+	cr_expect_eq(nm.n, 0, "%s", nm.list);
+	tfs_diag_init(&d);
+	cr_expect_neq(tfsd_arrays_get(fs.arrays, "parts", 0, &arr, &d),
+		      TFS_E_OK);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_arrays_get(fs.arrays, "real", 0, &arr, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	frags = tfs_array_fragment_count(arr->a);
+	tfsd_arr_put(fs.arrays, arr);
+	cr_expect_eq(frags, 1);
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_arrays_get(fs.arrays, "real2", 0, &arr, &d),
+		     TFS_E_CORRUPT, "%s", tfs_diag_msg(&d));
+	dfx_stop(&fs);
+	dfx_remove(root);
 }
