@@ -220,7 +220,7 @@ static enum tfs_err arr_open(struct tfsd_arrays *c, const char *rel,
 	}
 	arr->schema = tfs_array_schema(arr->a);
 	arr->timestamp = timestamp;
-	arr->ned = tfs_callocn(arr->schema->dim_num, sizeof(*arr->ned));
+	arr->ned = tfs_callocn(tfs_schema_dim_count(arr->schema), sizeof(*arr->ned));
 	if (!arr->ned) {
 		arr_free(arr);
 		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
@@ -468,11 +468,13 @@ static enum tfs_err same_view(const char *rel, const struct tfs_array *old,
 			      const struct view_diff *v, struct tfs_diag *d)
 {
 	uint64_t t = tfs_array_timestamp(old);
+	struct tfs_schema_info si_old, si_fresh;
 	char when[32];
 
 	tfsr_format_time(when, sizeof(when), t);
-	if (!same_name(tfs_array_schema(old)->name,
-		       tfs_array_schema(fresh)->name))
+	tfs_schema_get_info(tfs_array_schema(old), &si_old);
+	tfs_schema_get_info(tfs_array_schema(fresh), &si_fresh);
+	if (!same_name(si_old.name, si_fresh.name))
 		return tfs_fail(d, TFS_E_CORRUPT,
 				"array '%s': fragments of the view of %s were "
 				"vacuumed and its schema changed", rel, when);

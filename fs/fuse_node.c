@@ -79,11 +79,11 @@ static bool node_takes_writes(struct tfsd_ll *ll, const struct tfsd_node *n)
 	case TFSD_N_META_DIR:
 		return true;
 	case TFSD_N_FIELD:
-		return n->arr && n->field >= (int)n->arr->schema->dim_num;
+		return n->arr && n->field >= (int)tfs_schema_dim_count(n->arr->schema);
 	case TFSD_N_FILE:
 		return n->file == TFSD_F_META_VALUE ||
 		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
-			n->field >= (int)n->arr->schema->dim_num &&
+			n->field >= (int)tfs_schema_dim_count(n->arr->schema) &&
 			(n->fmt == TFSR_FMT_RAW || n->fmt == TFSR_FMT_NPY));
 	default:
 		return false;

@@ -52,7 +52,7 @@ static void request_run(struct request *r)
 	enum tfs_err e;
 
 	for (uint32_t k = 0; k < r->dim_num; k++) {
-		size_t w = tfs_datatype_size(s->dims[k].type);
+		size_t w = tfs_datatype_size(tfs_schema_dim_type(s, k));
 
 		sub[k] = (struct tfs_range){r->bounds[k][0], r->bounds[k][1], w, w};
 	}
@@ -132,7 +132,7 @@ void tfsd_prefetch_submit(struct tfsd_prefetch *p, struct tfsd_arr *arr,
 	const struct tfs_schema *s = arr->schema;
 	struct request *r, *dropped = NULL;
 
-	if (!p || s->dim_num > TFSD_MAX_DIMS)
+	if (!p || tfs_schema_dim_count(s) > TFSD_MAX_DIMS)
 		return;
 	r = tfs_callocn(1, sizeof(*r));
 	if (!r)
@@ -144,8 +144,8 @@ void tfsd_prefetch_submit(struct tfsd_prefetch *p, struct tfsd_arr *arr,
 	}
 	memcpy(r->names, names, name_num * sizeof(*names));
 	r->name_num = name_num;
-	r->dim_num = s->dim_num;
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	r->dim_num = tfs_schema_dim_count(s);
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		if (sub[k].lo_len > 8 || sub[k].hi_len > 8) {
 			tfs_free(r->names);
 			tfs_free(r);

@@ -174,7 +174,7 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	e = node_open(fs, dir, &arr, d);
 	if (e)
 		return e;
-	field = tfsr_field_find(arr->schema, name);
+	field = tfs_schema_field_index(arr->schema, name);
 	if (field >= 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FIELD, d);
 		out->field = field;
@@ -633,7 +633,7 @@ static bool emit_special(const struct tfs_schema *s, const char *name,
 {
 	char esc[64];
 
-	if (tfsr_field_find(s, name) < 0)
+	if (tfs_schema_field_index(s, name) < 0)
 		return fn(ctx, name, is_dir);
 	snprintf(esc, sizeof(esc), "__%s", name);
 	return fn(ctx, esc, is_dir);
@@ -690,11 +690,11 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
 	}
-	for (uint32_t i = 0; i < tfsr_field_count(s); i++) {
-		struct tfsr_field f;
+	for (uint32_t i = 0; i < tfs_schema_field_count(s); i++) {
+		struct tfs_field_info f;
 
-		tfsr_field_get(s, (int)i, &f);
-		if (tfsr_field_find(s, f.name) == (int)i && field_listable(f.name) &&
+		tfs_schema_field(s, (int)i, &f);
+		if (tfs_schema_field_index(s, f.name) == (int)i && field_listable(f.name) &&
 		    strncmp(f.name, "slice[", 6) != 0 &&
 		    !fn(ctx, f.name, true))
 			goto out_put;
@@ -712,10 +712,10 @@ out_put:
 static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 			       void *ctx, struct tfs_diag *d)
 {
-	struct tfsr_field f;
+	struct tfs_field_info f;
 	enum tfs_err e;
 
-	tfsr_field_get(dir->arr->schema, dir->field, &f);
+	tfs_schema_field(dir->arr->schema, dir->field, &f);
 	if (!fn(ctx, "tiles", true))
 		return TFS_E_OK;
 	e = emit_slices(dir->arr, dir->field, false, fn, ctx);
@@ -725,29 +725,29 @@ static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 /* Appends the SEL text of tile `idx` along dimension k, clipped to the
  * non-empty domain; false when the dimension has no integer tiling. */
 /* Whether a dimension has integer tiles we can name in int64. */
-static bool tileable(const struct tfs_dim *dim, const struct tfs_range *ned)
+static bool tileable(const struct tfs_field_info *dim, const struct tfs_range *ned)
 {
 	if (!dim->has_extent || !dim->has_domain || dim->var ||
 	    tfs_datatype_class(dim->type) == TFS_CLASS_FLOAT ||
 	    tfs_value_as_i64(dim->type, dim->extent) <= 0)
 		return false;
 	if (tfs_datatype_class(dim->type) == TFS_CLASS_UNSIGNED &&
-	    (tfs_value_as_u64(dim->type, dim->domain[0]) > INT64_MAX ||
-	     tfs_value_as_u64(dim->type, dim->domain[1]) > INT64_MAX ||
+	    (tfs_value_as_u64(dim->type, dim->domain_lo) > INT64_MAX ||
+	     tfs_value_as_u64(dim->type, dim->domain_hi) > INT64_MAX ||
 	     tfs_value_as_u64(dim->type, dim->extent) > INT64_MAX ||
 	     tfs_value_as_u64(dim->type, ned->hi) > INT64_MAX))
 		return false;
 	return true;
 }
 
-static bool tile_bounds(const struct tfs_dim *dim, const struct tfs_range *ned,
+static bool tile_bounds(const struct tfs_field_info *dim, const struct tfs_range *ned,
 			uint64_t idx, int64_t *lo, int64_t *hi)
 {
 	int64_t dlo, ext, nlo, nhi;
 
 	if (!tileable(dim, ned))
 		return false;
-	dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+	dlo = tfs_value_as_i64(dim->type, dim->domain_lo);
 	ext = tfs_value_as_i64(dim->type, dim->extent);
 	nlo = tfs_value_as_i64(dim->type, ned->lo);
 	nhi = tfs_value_as_i64(dim->type, ned->hi);
@@ -774,15 +774,18 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 	struct tfs_buf name;
 	enum tfs_err e = TFS_E_OK;
 
-	if (!arr->has_ned || s->dim_num > TFSD_MAX_DIMS)
+	if (!arr->has_ned || tfs_schema_dim_count(s) > TFSD_MAX_DIMS)
 		return TFS_E_OK;
-	for (uint32_t k = 0; k < s->dim_num; k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 		int64_t dlo, ext;
+
+		tfs_schema_dim(s, k, &info);
 
 		if (!tileable(dim, &arr->ned[k]))
 			return TFS_E_OK;
-		dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+		dlo = tfs_value_as_i64(dim->type, dim->domain_lo);
 		ext = tfs_value_as_i64(dim->type, dim->extent);
 		first[k] = (uint64_t)(tfs_value_as_i64(dim->type, arr->ned[k].lo) - dlo) /
 			   (uint64_t)ext;
@@ -799,10 +802,12 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 
 		name.len = 0;
 		e = tfs_buf_printf(&name, "slice[");
-		for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+		for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
+			struct tfs_field_info dim;
 			int64_t lo, hi;
 
-			if (!tile_bounds(&s->dims[k], &arr->ned[k],
+			tfs_schema_dim(s, k, &dim);
+			if (!tile_bounds(&dim, &arr->ned[k],
 					 first[k] + idx[k], &lo, &hi) ||
 			    hi == INT64_MAX) {
 				nameable = false; /* not in int64 text */
@@ -816,7 +821,7 @@ static enum tfs_err list_tiles(const struct tfsd_node *dir, tfsd_list_fn fn,
 		if (!e && nameable && !fn(ctx, (const char *)name.data, false))
 			break;
 		listed++;
-		for (uint32_t k = s->dim_num; k-- > 0;) {
+		for (uint32_t k = tfs_schema_dim_count(s); k-- > 0;) {
 			if (++idx[k] < count[k])
 				break;
 			idx[k] = 0;

@@ -233,12 +233,12 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	}
 	case TFSD_N_FIELD: {
 		const struct tfs_schema *s = dir.arr->schema;
-		struct tfsr_field f;
+		struct tfs_field_info f;
 		enum tfsr_format fmt;
 		const char *sel;
 		size_t sel_len;
 
-		tfsr_field_get(s, dir.field, &f);
+		tfs_schema_field(s, dir.field, &f);
 		if (f.is_dim) {
 			e = tfs_fail(d, TFS_E_PERM,
 				     "'%s' is a dimension: write an attribute's "
@@ -526,7 +526,7 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 				  struct tfs_diag *d)
 {
 	struct tfs_write_opts wo;
-	struct tfs_schema s;
+	struct tfs_schema *s;
 	struct tfs_buf doc;
 	enum tfs_err e;
 
@@ -534,15 +534,14 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 	e = read_doc(staged, t->name, &doc, d);
 	if (e)
 		goto out_doc;
-	memset(&s, 0, sizeof(s));
-	e = tfs_schema_from_json(&s, (const char *)doc.data, doc.len, d);
+	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
 	if (e) {
 		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
 		goto out_doc;
 	}
 	write_opts_init(fs, t, &wo);
-	e = tfs_array_create(t->path, &s, &wo, d);
-	tfs_schema_release(&s);
+	e = tfs_array_create(t->path, s, &wo, d);
+	tfs_schema_free(s);
 	if (!e) {
 		res->wrote = true;
 		snprintf(res->what, sizeof(res->what), "array created");
@@ -652,7 +651,7 @@ static bool npy_dict_value(const char *dict, const char *key, char *out,
 /* Checks a .npy file's header against the cells expected: the dtype of
  * the attribute, C order, as many values as the selection's cells.
  * *data_off receives where the values start. */
-static enum tfs_err npy_check(int fd, const struct tfs_attr *at,
+static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 			      uint64_t cells, const char *name,
 			      uint64_t *data_off, struct tfs_diag *d)
 {
@@ -757,7 +756,8 @@ struct slice_job {
 	int fd;
 	uint64_t off;       /* next cell's bytes in the staged file */
 	uint64_t cell_size; /* of the written attribute */
-	const struct tfs_attr *at;
+	struct tfs_field_info at_info;
+	const struct tfs_field_info *at;  /* &at_info */
 	const struct tfs_enumeration *en; /* of the written attribute */
 	uint64_t data_off;                /* first value in the staged file */
 	struct tfs_buf vals;     /* values of one batch */
@@ -875,20 +875,21 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	s = arr->schema;
 	ai = tfs_schema_attr_index(s, t->field);
-	if (s->array_type != TFS_DENSE || ai < 0) {
+	if (!tfs_schema_is_dense(s) || ai < 0) {
 		e = tfs_fail(d, TFS_E_INVALID,
 			     "'%s': slices are written to dense arrays only",
 			     t->name);
 		goto out;
 	}
-	j.at = &s->attrs[ai];
+	tfs_schema_attr(s, (uint32_t)ai, &j.at_info);
+	j.at = &j.at_info;
 	if (j.at->var) {
 		e = tfs_fail(d, TFS_E_INVALID,
 			     "'%s': '%s' is var-size: write it as CSV",
 			     t->name, j.at->name);
 		goto out;
 	}
-	j.cell_size = tfs_attr_cell_size(j.at);
+	j.cell_size = tfs_field_cell_size(j.at);
 	if (j.at->enumeration) {
 		j.en = tfs_array_enumeration_named(arr->a, j.at->enumeration);
 		if (!j.en || j.at->cell_val_num != 1 ||
@@ -912,12 +913,12 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 			     t->name);
 		goto out;
 	}
-	box = tfs_callocn(s->dim_num, sizeof(*box));
+	box = tfs_callocn(tfs_schema_dim_count(s), sizeof(*box));
 	if (!box) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		if (sel->dims[k].stride != 1) {
 			e = tfs_fail(d, TFS_E_INVALID,
 				     "'%s': a slice with a step cannot be "
@@ -949,15 +950,19 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	}
 	j.off = j.data_off = data_off;
-	others = tfs_callocn(s->attr_num, sizeof(*others));
-	j.cols = tfs_callocn(s->attr_num + 1, sizeof(*j.cols));
+	others = tfs_callocn(tfs_schema_attr_count(s), sizeof(*others));
+	j.cols = tfs_callocn(tfs_schema_attr_count(s) + 1, sizeof(*j.cols));
 	if (!others || !j.cols) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < s->attr_num; i++)
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
+		struct tfs_field_info other;
+
+		tfs_schema_attr(s, i, &other);
 		if ((int)i != ai)
-			others[other_num++] = s->attrs[i].name;
+			others[other_num++] = other.name;
+	}
 	write_opts_init(fs, t, &wo);
 	e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j.w, d);
 	if (e)

@@ -30,14 +30,14 @@ static void facts_of(const struct tfsd_node *n, struct facts *out)
 	struct tfs_diag d;
 
 	memset(out, 0, sizeof(*out));
-	if (!arr || arr->schema->array_type != TFS_DENSE)
+	if (!arr || !tfs_schema_is_dense(arr->schema))
 		return;
 	tfs_diag_init(&d);
 	if (tfsr_sel_parse(n->sel ? n->sel : "", n->sel ? n->sel_len : 0,
 			   arr->schema, arr->has_ned ? arr->ned : NULL, &sel,
 			   &d))
 		return;
-	out->ndim = arr->schema->dim_num;
+	out->ndim = tfs_schema_dim_count(arr->schema);
 	out->has_shape = true;
 	out->has_cells = true;
 	out->cells = sel->empty ? 0 : 1;
@@ -87,15 +87,19 @@ enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
 		const struct tfs_schema *s = arr->schema;
 
 		if (n->field >= 0) {
-			struct tfsr_field fd;
+			struct tfs_field_info fd;
 
-			tfsr_field_get(s, n->field, &fd);
+			tfs_schema_field(s, n->field, &fd);
 			e = tfs_buf_printf(out, "%s", tfs_datatype_name(fd.type));
 		} else {
-			for (uint32_t i = 0; !e && i < s->attr_num; i++)
+			for (uint32_t i = 0; !e && i < tfs_schema_attr_count(s); i++) {
+				struct tfs_field_info at;
+
+				tfs_schema_attr(s, i, &at);
 				e = tfs_buf_printf(out, "%s%s:%s", i ? "," : "",
-						   s->attrs[i].name,
-						   tfs_datatype_name(s->attrs[i].type));
+						   at.name,
+						   tfs_datatype_name(at.type));
+			}
 		}
 	} else {
 		return TFS_E_NOT_FOUND;

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 
 #include "cell_json.h"
+#include "tfs_format.h"
 
 static const char *layout_name(uint8_t layout)
 {
@@ -167,8 +168,8 @@ void array_json_ranges(struct json_out *j, const struct tfs_schema *s,
 		       const struct tfs_range *r)
 {
 	json_out_begin_array(j);
-	for (uint32_t k = 0; k < s->dim_num; k++)
-		cell_json_range(j, s->dims[k].type, s->dims[k].var, &r[k]);
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
+		cell_json_range(j, tfs_schema_dim_type(s, k), s->dims[k].var, &r[k]);
 	json_out_end_array(j);
 }
 
@@ -224,14 +225,14 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 	json_out_space(j, "\n  ");
 	json_out_key(j, "dims");
 	json_out_begin_array(j);
-	for (uint32_t k = 0; k < s->dim_num; k++)
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 		if ((e = put_dim(j, &s->dims[k])))
 			return e;
 	json_out_end_array(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "attrs");
 	json_out_begin_array(j);
-	for (uint32_t k = 0; k < s->attr_num; k++)
+	for (uint32_t k = 0; k < tfs_schema_attr_count(s); k++)
 		if ((e = put_attr(j, &s->attrs[k])))
 			return e;
 	json_out_end_array(j);

@@ -13,6 +13,7 @@ static enum tfs_err put_schema(struct json_out *j, const struct tfs_array *a,
 			       uint64_t opened_at, const struct tfs_range *ned)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
+	struct tfs_schema_info si;
 	size_t visible = 0;
 	enum tfs_err e;
 
@@ -25,10 +26,11 @@ static enum tfs_err put_schema(struct json_out *j, const struct tfs_array *a,
 	json_out_begin_object(j);
 	json_out_space(j, "\n");
 	json_out_key(j, "array_type");
-	json_out_cstr(j, s->array_type == TFS_SPARSE ? "sparse" : "dense");
+	json_out_cstr(j, tfs_schema_is_dense(s) ? "dense" : "sparse");
 	json_out_space(j, "\n");
 	json_out_key(j, "format_version");
-	json_out_u64(j, s->version);
+	tfs_schema_get_info(s, &si);
+	json_out_u64(j, si.version);
 	json_out_space(j, "\n");
 	json_out_key(j, "opened_at");
 	if (opened_at)

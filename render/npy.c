@@ -133,22 +133,22 @@ enum tfs_err tfsr_npy_slice_header(struct tfsr_slice *p,
 				   uint64_t sparse_count)
 {
 	uint64_t shape[TFSR_MAX_DIMS + 1];
-	size_t ndim = p->dense ? p->s->dim_num : 1;
+	size_t ndim = p->dense ? tfs_schema_dim_count(p->s) : 1;
 	struct tfs_buf descr;
 	enum tfs_err e = TFS_E_OK;
 
 	tfs_buf_init(&descr, TFS_BUF_NO_MAX);
 	if (p->dense)
-		for (uint32_t k = 0; k < p->s->dim_num; k++)
+		for (uint32_t k = 0; k < tfs_schema_dim_count(p->s); k++)
 			shape[k] = p->sel->dims[k].count;
 	else
 		shape[0] = sparse_count;
 	if (p->nfields > 1)
 		e = tfs_buf_append_u8(&descr, '[');
 	for (uint32_t i = 0; !e && i < p->nfields; i++) {
-		struct tfsr_field f;
+		struct tfs_field_info f;
 
-		tfsr_field_get(p->s, p->fields[i], &f);
+		tfs_schema_field(p->s, p->fields[i], &f);
 		if (p->nfields > 1) {
 			e = tfs_buf_printf(&descr, "%s(", i ? ", " : "");
 			if (!e)

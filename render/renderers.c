@@ -79,12 +79,12 @@ bool tfsr_renderer_takes(const struct tfsr_renderer *r,
 			 const struct tfs_schema *s, int field,
 			 struct tfs_diag *d)
 {
-	struct tfsr_field f;
+	struct tfs_field_info f;
 	char list[128] = "";
 	size_t n = 0, k = 0;
 
 	if (field >= 0) {
-		tfsr_field_get(s, field, &f);
+		tfs_schema_field(s, field, &f);
 		if ((r->flags & TFSR_R_VAR_ONLY) && !f.var) {
 			tfs_fail(d, TFS_E_NOT_FOUND,
 				 "'%s' is not var-size, it has no %s", f.name,
@@ -136,44 +136,4 @@ bool tfsr_slice_name_parse(const char *name, const char **sel, size_t *sel_len,
 		}
 	}
 	return false;
-}
-
-uint32_t tfsr_field_count(const struct tfs_schema *s)
-{
-	return s->dim_num + s->attr_num;
-}
-
-void tfsr_field_get(const struct tfs_schema *s, int i, struct tfsr_field *out)
-{
-	memset(out, 0, sizeof(*out));
-	if ((uint32_t)i < s->dim_num) {
-		const struct tfs_dim *dim = &s->dims[i];
-
-		out->name = dim->name;
-		out->type = dim->type;
-		out->cell_val_num = dim->var ? TFS_VAR_NUM : 1;
-		out->var = dim->var;
-		out->is_dim = true;
-	} else {
-		const struct tfs_attr *at = &s->attrs[(uint32_t)i - s->dim_num];
-
-		out->name = at->name;
-		out->type = at->type;
-		out->cell_val_num = at->cell_val_num;
-		out->var = at->var;
-		out->nullable = at->nullable;
-		out->attr = at;
-	}
-}
-
-int tfsr_field_find(const struct tfs_schema *s, const char *name)
-{
-	for (uint32_t i = 0; i < tfsr_field_count(s); i++) {
-		struct tfsr_field f;
-
-		tfsr_field_get(s, (int)i, &f);
-		if (strcmp(f.name, name) == 0)
-			return (int)i;
-	}
-	return -1;
 }

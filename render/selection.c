@@ -115,7 +115,7 @@ static bool ms_to_unit(uint8_t type, uint64_t ms, int64_t *out)
 }
 
 /* Parses a value of fixed-size dimension k into dst. */
-static enum tfs_err parse_value(const struct tfs_dim *dim, uint32_t k,
+static enum tfs_err parse_value(const struct tfs_field_info *dim, uint32_t k,
 				const struct part *pt, uint8_t dst[8],
 				struct tfs_diag *d)
 {
@@ -237,7 +237,7 @@ static enum tfs_err string_range(struct tfsr_sel *sel, uint32_t k,
 }
 
 /* "range K: outside the domain of 'name' [lo, hi]". */
-static enum tfs_err domain_fail(const struct tfs_dim *dim, uint32_t k,
+static enum tfs_err domain_fail(const struct tfs_field_info *dim, uint32_t k,
 				struct tfs_diag *d)
 {
 	char lo[64], hi[64];
@@ -246,11 +246,11 @@ static enum tfs_err domain_fail(const struct tfs_dim *dim, uint32_t k,
 
 	tfs_buf_init(&b, 256);
 	json_out_init(&j, &b);
-	cell_json_value(&j, dim->type, dim->domain[0]);
+	cell_json_value(&j, dim->type, dim->domain_lo);
 	snprintf(lo, sizeof(lo), "%.*s", (int)b.len, (char *)b.data);
 	b.len = 0;
 	json_out_init(&j, &b);
-	cell_json_value(&j, dim->type, dim->domain[1]);
+	cell_json_value(&j, dim->type, dim->domain_hi);
 	snprintf(hi, sizeof(hi), "%.*s", (int)b.len, (char *)b.data);
 	tfs_buf_release(&b);
 	return tfs_fail(d, TFS_E_INVALID,
@@ -264,18 +264,22 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 				const struct part *pt, int parts,
 				const struct tfs_range *ned, struct tfs_diag *d)
 {
-	const struct tfs_dim *dim = &s->dims[k];
+	struct tfs_field_info info;
+	const struct tfs_field_info *dim = &info;
 	struct tfsr_dim_sel *ds = &sel->dims[k];
-	size_t w = tfs_datatype_size(dim->type);
+	size_t w;
 	bool lo_given = pt[0].present, hi_given = parts > 1 && pt[1].present;
 	enum tfs_err e;
 	int c;
+
+	tfs_schema_dim(s, k, &info);
+	w = tfs_datatype_size(dim->type);
 
 	ds->range = (struct tfs_range){ds->lo_val, ds->hi_val, w, w};
 	if (parts == 3) {
 		char *end;
 
-		if (s->array_type != TFS_DENSE || is_float(dim->type))
+		if (!tfs_schema_is_dense(s) || is_float(dim->type))
 			return tfs_fail(d, TFS_E_INVALID,
 					"range %u: strides are for dense arrays",
 					k + 1);
@@ -299,8 +303,8 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 		 * wholly outside the domain names nothing (ENOENT), it is
 		 * not an empty file. */
 		if (dim->has_domain &&
-		    (tfs_value_cmp(dim->type, ds->lo_val, dim->domain[0]) < 0 ||
-		     tfs_value_cmp(dim->type, ds->lo_val, dim->domain[1]) > 0))
+		    (tfs_value_cmp(dim->type, ds->lo_val, dim->domain_lo) < 0 ||
+		     tfs_value_cmp(dim->type, ds->lo_val, dim->domain_hi) > 0))
 			return domain_fail(dim, k, d);
 	} else if (ned) {
 		memcpy(ds->lo_val, ned[k].lo, w);
@@ -318,7 +322,7 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 		/* The end is excluded: at the domain's start it is an empty
 		 * range at its edge, below it a range outside. */
 		if (dim->has_domain &&
-		    tfs_value_cmp(dim->type, ds->hi_val, dim->domain[0]) < 0)
+		    tfs_value_cmp(dim->type, ds->hi_val, dim->domain_lo) < 0)
 			return domain_fail(dim, k, d);
 		c = tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val);
 		if (c > 0 && lo_given)
@@ -337,13 +341,13 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 	}
 	if (dim->has_domain &&
 	    ((lo_given && (tfs_value_cmp(dim->type, ds->lo_val,
-					 dim->domain[0]) < 0 ||
+					 dim->domain_lo) < 0 ||
 			   tfs_value_cmp(dim->type, ds->lo_val,
-					 dim->domain[1]) > 0)) ||
+					 dim->domain_hi) > 0)) ||
 	     (hi_given && (tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain[1]) > 0 ||
+					 dim->domain_hi) > 0 ||
 			   tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain[0]) < 0))))
+					 dim->domain_lo) < 0))))
 		return domain_fail(dim, k, d);
 	if (tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val) > 0) {
 		sel->empty = true; /* "lo:" past the non-empty domain */
@@ -375,17 +379,18 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	enum tfs_err e = TFS_E_OK;
 
 	*out = NULL;
-	sel = tfs_callocn(1, sizeof(*sel) + s->dim_num * sizeof(sel->dims[0]));
+	sel = tfs_callocn(1, sizeof(*sel) + tfs_schema_dim_count(s) * sizeof(sel->dims[0]));
 	pt = tfs_callocn(3, sizeof(*pt));
 	if (!sel || !pt) {
 		tfs_free(sel);
 		tfs_free(pt);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
-	sel->dim_num = s->dim_num;
-	for (uint32_t k = 0; k < s->dim_num; k++)
+	sel->dim_num = tfs_schema_dim_count(s);
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 		sel->dims[k].stride = 1;
-	for (uint32_t k = 0; !e && k < s->dim_num; k++) {
+	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
 		int parts = 0;
 		bool at_end = p >= end;
 
@@ -427,7 +432,8 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 				     k + 1);
 			break;
 		}
-		e = s->dims[k].var
+		tfs_schema_dim(s, k, &info);
+		e = info.var
 			    ? string_range(sel, k, pt, parts, ned, d)
 			    : fixed_range(sel, k, s, pt, parts, ned, d);
 		if (!e && p < end) {
@@ -440,8 +446,8 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	}
 	if (!e && p < end)
 		e = tfs_fail(d, TFS_E_INVALID,
-			     "more ranges than the %u dimension%s", s->dim_num,
-			     s->dim_num == 1 ? "" : "s");
+			     "more ranges than the %u dimension%s", tfs_schema_dim_count(s),
+			     tfs_schema_dim_count(s) == 1 ? "" : "s");
 	tfs_free(pt);
 	if (e) {
 		tfsr_sel_free(sel);
@@ -460,9 +466,12 @@ enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 {
 	enum tfs_err e = TFS_E_OK;
 
-	for (uint32_t k = 0; !e && k < s->dim_num; k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 		char lo[40], hi[40];
+
+		tfs_schema_dim(s, k, &info);
 
 		if (k)
 			e = tfs_buf_append_u8(out, ',');

@@ -29,14 +29,14 @@ void tfsr_slice_free(struct tfsr_slice *sl)
 }
 
 static const struct tfs_enumeration *field_enum(const struct tfs_array *a,
-						const struct tfsr_field *f)
+						const struct tfs_field_info *f)
 {
-	if (!f->attr || !f->attr->enumeration)
+	if (!f->enumeration)
 		return NULL;
-	return tfs_array_enumeration_named(a, f->attr->enumeration);
+	return tfs_array_enumeration_named(a, f->enumeration);
 }
 
-static uint64_t field_cell_size(const struct tfsr_field *f)
+static uint64_t field_cell_size(const struct tfs_field_info *f)
 {
 	return f->var ? 0 : tfs_datatype_size(f->type) * (uint64_t)f->cell_val_num;
 }
@@ -60,14 +60,14 @@ static void slice_fields(struct tfsr_slice *sl, int field)
 
 	if (field >= 0 && ((flags & TFSR_R_COORDS) ||
 			   ((flags & TFSR_R_SPARSE_COORDS) && !sl->dense))) {
-		for (uint32_t k = 0; k < s->dim_num; k++)
+		for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 			sl->fields[sl->nfields++] = (int)k;
-		if ((uint32_t)field >= s->dim_num)
+		if ((uint32_t)field >= tfs_schema_dim_count(s))
 			sl->fields[sl->nfields++] = field;
 	} else if (field >= 0) {
 		sl->fields[sl->nfields++] = field;
 	} else {
-		for (uint32_t i = 0; i < tfsr_field_count(s); i++)
+		for (uint32_t i = 0; i < tfs_schema_field_count(s); i++)
 			sl->fields[sl->nfields++] = (int)i;
 	}
 }
@@ -77,7 +77,7 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 			     struct tfsr_slice **out, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
-	uint32_t all = tfsr_field_count(s);
+	uint32_t all = tfs_schema_field_count(s);
 	struct tfsr_slice *sl;
 	enum tfs_err e;
 
@@ -89,7 +89,7 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	sl->a = a;
 	sl->s = s;
 	sl->r = tfsr_renderer_of(o->fmt);
-	sl->dense = s->array_type == TFS_DENSE;
+	sl->dense = tfs_schema_is_dense(s);
 	sl->max_cells = o->max_cells;
 	sl->prefetch = o->prefetch;
 	sl->prefetch_ctx = o->prefetch_ctx;
@@ -101,8 +101,8 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	if (e)
 		goto fail;
 	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
-	sl->names = tfs_callocn(all + s->dim_num, sizeof(*sl->names));
-	sl->hi_check = tfs_callocn(s->dim_num, sizeof(*sl->hi_check));
+	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));
+	sl->hi_check = tfs_callocn(tfs_schema_dim_count(s), sizeof(*sl->hi_check));
 	sl->enums = tfs_callocn(all, sizeof(*sl->enums));
 	sl->widths = tfs_callocn(all, sizeof(*sl->widths));
 	if (!sl->fields || !sl->names || !sl->hi_check || !sl->enums ||
@@ -113,9 +113,9 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	slice_fields(sl, o->field);
 	sl->fixed = true;
 	for (uint32_t i = 0; i < sl->nfields; i++) {
-		struct tfsr_field f;
+		struct tfs_field_info f;
 
-		tfsr_field_get(s, sl->fields[i], &f);
+		tfs_schema_field(s, sl->fields[i], &f);
 		sl->names[sl->nnames++] = f.name;
 		sl->record += field_cell_size(&f);
 		if (f.var)
@@ -124,17 +124,17 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 			sl->enums[i] = field_enum(a, &f);
 	}
 	/* String bounds are inclusive in queries: drop cells equal to hi. */
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		sl->hi_check[k] = -1;
 		if (!sl->sel->dims[k].hi_exclusive)
 			continue;
 		for (uint32_t i = 0; i < sl->nnames; i++)
-			if (strcmp(sl->names[i], s->dims[k].name) == 0)
+			if (strcmp(sl->names[i], tfs_schema_dim_name(s, k)) == 0)
 				sl->hi_check[k] = (int)i;
 		sl->has_hi_check = true;
 		if (sl->hi_check[k] < 0) {
 			sl->hi_check[k] = (int)sl->nnames;
-			sl->names[sl->nnames++] = s->dims[k].name;
+			sl->names[sl->nnames++] = tfs_schema_dim_name(s, k);
 		}
 	}
 	if (sl->r->size_kind != TFSR_SIZE_RECORDS) {
@@ -145,7 +145,7 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	}
 	if (sl->dense) {
 		sl->cells = sl->sel->empty ? 0 : 1;
-		for (uint32_t k = 0; k < s->dim_num && sl->cells; k++)
+		for (uint32_t k = 0; k < tfs_schema_dim_count(s) && sl->cells; k++)
 			if (__builtin_mul_overflow(sl->cells,
 						   sl->sel->dims[k].count,
 						   &sl->cells)) {
@@ -195,11 +195,11 @@ void tfsr_cell_bytes(const struct tfsr_slice *sl, uint32_t k,
 		     const uint8_t **ptr, uint64_t *len)
 {
 	if (c->nullable && c->validity && !c->validity[i]) {
-		struct tfsr_field f;
+		struct tfs_field_info f;
 
-		tfsr_field_get(sl->s, sl->fields[k], &f);
-		*ptr = f.attr->fill;
-		*len = f.attr->fill_size;
+		tfs_schema_field(sl->s, sl->fields[k], &f);
+		*ptr = f.fill;
+		*len = f.fill_size;
 		return;
 	}
 	if (c->var) {
@@ -283,7 +283,7 @@ static void coord_at(const struct tfsr_slice *p, uint32_t k, uint64_t idx,
 		     uint8_t *dst)
 {
 	const struct tfsr_dim_sel *ds = &p->sel->dims[k];
-	size_t w = tfs_datatype_size(p->s->dims[k].type);
+	size_t w = tfs_datatype_size(tfs_schema_dim_type(p->s, k));
 	uint64_t lo = tfs_get_uint(ds->range.lo, w);
 
 	tfs_put_uint(dst, w, lo + idx * ds->stride);
@@ -296,7 +296,7 @@ static enum tfs_err emit_box(struct tfsr_emit *em, const uint64_t *lo,
 			     const uint64_t *cnt, struct tfs_diag *d)
 {
 	const struct tfsr_slice *p = em->sl;
-	uint32_t nd = p->s->dim_num, last = nd - 1;
+	uint32_t nd = tfs_schema_dim_count(p->s), last = nd - 1;
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	uint8_t bounds[TFSR_MAX_DIMS][2][8];
 	struct tfs_query_opts qo = {.subarray = sub,
@@ -329,7 +329,7 @@ static enum tfs_err emit_box(struct tfsr_emit *em, const uint64_t *lo,
 		return TFS_E_OK;
 	}
 	for (uint32_t k = 0; k < nd; k++) {
-		size_t w = tfs_datatype_size(p->s->dims[k].type);
+		size_t w = tfs_datatype_size(tfs_schema_dim_type(p->s, k));
 
 		coord_at(p, k, lo[k], bounds[k][0]);
 		coord_at(p, k, lo[k] + cnt[k] - 1, bounds[k][1]);
@@ -362,7 +362,7 @@ enum tfs_err tfsr_emit_dense_range(struct tfsr_emit *em, uint64_t c0, uint64_t c
 				     struct tfs_diag *d)
 {
 	const struct tfsr_slice *p = em->sl;
-	uint32_t nd = p->s->dim_num;
+	uint32_t nd = tfs_schema_dim_count(p->s);
 	uint64_t st[TFSR_MAX_DIMS];
 	uint64_t c = c0;
 
@@ -402,7 +402,7 @@ enum tfs_err tfsr_emit_dense_range(struct tfsr_emit *em, uint64_t c0, uint64_t c
 void tfsr_slice_prefetch(const struct tfsr_slice *p,
 			 struct tfs_array *src, uint64_t c0, uint64_t c1)
 {
-	uint32_t nd = p->s->dim_num;
+	uint32_t nd = tfs_schema_dim_count(p->s);
 	uint64_t row_cells = p->cells / p->sel->dims[0].count;
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	uint8_t bounds[TFSR_MAX_DIMS][2][8];
@@ -414,7 +414,7 @@ void tfsr_slice_prefetch(const struct tfsr_slice *p,
 	if (c1 > p->cells)
 		c1 = p->cells;
 	for (uint32_t k = 0; k < nd; k++) {
-		size_t w = tfs_datatype_size(p->s->dims[k].type);
+		size_t w = tfs_datatype_size(tfs_schema_dim_type(p->s, k));
 		uint64_t lo = 0, hi = p->sel->dims[k].count - 1;
 
 		if (k == 0) {
@@ -442,7 +442,7 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 	*q = NULL;
 	if (p->sel->empty)
 		return TFS_E_OK;
-	for (uint32_t k = 0; k < p->s->dim_num; k++)
+	for (uint32_t k = 0; k < tfs_schema_dim_count(p->s); k++)
 		sub[k] = p->sel->dims[k].range;
 	return tfs_query_open(src, &qo, q, d);
 }
@@ -450,7 +450,7 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 static bool equals_hi(const struct tfsr_slice *p, const struct tfs_batch *b,
 		      uint64_t i)
 {
-	for (uint32_t k = 0; k < p->s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(p->s); k++) {
 		const struct tfs_column *c;
 		const struct tfs_range *r = &p->sel->dims[k].range;
 		uint64_t len;

@@ -206,18 +206,18 @@ enum tfs_err tfsr_text_begin(struct tfsr_stream *st, struct tfs_diag *d)
 		return tfs_fail(d, TFS_E_TOO_BIG, "%" PRIu32 " fields are "
 				"too many for a text rendering", p->nfields);
 	for (uint32_t i = 0; i < p->nfields; i++) {
-		struct tfsr_field f;
+		struct tfs_field_info f;
 
-		tfsr_field_get(p->s, p->fields[i], &f);
+		tfs_schema_field(p->s, p->fields[i], &f);
 		cols[i] = (struct tfsr_text_column){
 			.name = f.name, .batch_index = i,
 			.enumeration = p->enums[i]};
 	}
-	for (uint32_t k = 0; p->dense && k < p->s->dim_num; k++)
+	for (uint32_t k = 0; p->dense && k < tfs_schema_dim_count(p->s); k++)
 		shape[k] = p->sel->dims[k].count;
 	e = tfsr_text_render_new((enum tfsr_text_style)p->r->text_style, cols,
 				 p->nfields, p->dense ? shape : NULL,
-				 p->dense ? p->s->dim_num : 0, &r);
+				 p->dense ? tfs_schema_dim_count(p->s) : 0, &r);
 	if (e)
 		return tfs_fail(d, e, "cannot start rendering");
 	st->em.state = r;

@@ -26,21 +26,9 @@
 
 /* ---- Fields ------------------------------------------------------------- */
 
-/* The name, type and shape facts of field i of a schema (dims first, then
- * attrs); pointers into the schema. */
-struct tfsr_field {
-	const char *name;
-	uint8_t type;
-	uint32_t cell_val_num;
-	bool var;
-	bool nullable;
-	bool is_dim;
-	const struct tfs_attr *attr; /* NULL for dimensions */
-};
-uint32_t tfsr_field_count(const struct tfs_schema *s);
-void tfsr_field_get(const struct tfs_schema *s, int i, struct tfsr_field *out);
-/* The index of the field called name, or -1. */
-int tfsr_field_find(const struct tfs_schema *s, const char *name);
+/* Fields (dimensions, then attributes) are described by the core:
+ * tfs_schema_field_count, tfs_schema_field, tfs_schema_field_index
+ * (tilefs/tfs_schema.h). */
 
 /* ---- Times (time_text.c) ----------------------------------------------- */
 

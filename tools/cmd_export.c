@@ -76,7 +76,7 @@ static enum tfs_err export_open(const struct export_opts *o,
 		return e;
 	*field = -1;
 	if (o->field) {
-		*field = tfsr_field_find(tfs_array_schema(*a), o->field);
+		*field = tfs_schema_field_index(tfs_array_schema(*a), o->field);
 		if (*field < 0)
 			return tfs_fail(d, TFS_E_NOT_FOUND,
 					"array '%s' has no field '%s'", o->path,
@@ -130,7 +130,7 @@ static int run_export(const struct export_opts *o)
 		st = cli_fail("export", &d, TFS_E_INVALID);
 		goto out_array;
 	}
-	if (tfs_array_schema(a)->dim_num <= TFSR_MAX_DIMS &&
+	if (tfs_schema_dim_count(tfs_array_schema(a)) <= TFSR_MAX_DIMS &&
 	    tfs_array_non_empty_domain(a, ned))
 		so.ned = ned;
 	e = tfsr_slice_open(a, &so, &sl, &d);

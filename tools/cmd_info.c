@@ -62,9 +62,11 @@ static void put_values(struct tfs_buf *b, uint8_t type, const void *p,
 static void print_range(const struct tfs_schema *s, uint32_t k,
 			const struct tfs_range *r)
 {
-	const struct tfs_dim *dim = &s->dims[k];
+	struct tfs_field_info info;
+	const struct tfs_field_info *dim = &info;
 	struct tfs_buf b;
 
+	tfs_schema_dim(s, k, &info);
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	if (dim->var) {
 		printf("[\"%.*s\", \"%.*s\"]", (int)r->lo_len,
@@ -82,7 +84,7 @@ static void print_range(const struct tfs_schema *s, uint32_t k,
 
 static void print_box(const struct tfs_schema *s, const struct tfs_range *r)
 {
-	for (uint32_t k = 0; k < s->dim_num; k++) {
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
 		if (k)
 			fputs(" × ", stdout);
 		print_range(s, k, &r[k]);
@@ -90,17 +92,19 @@ static void print_box(const struct tfs_schema *s, const struct tfs_range *r)
 }
 
 /* ", filters ZSTD(level=3) BYTESHUFFLE" as the corpus JSON names them. */
-static void print_pipeline_len(const struct tfs_pipeline *p)
+static void print_pipeline_len(const struct tfs_schema *s, uint32_t field)
 {
+	uint32_t n = tfs_schema_field_filter_count(s, field);
 	struct tfs_buf b;
 
-	if (!p->count)
+	if (!n)
 		return;
 	tfs_buf_init(&b, TFS_BUF_NO_MAX);
 	fputs(", filters", stdout);
-	for (uint32_t i = 0; i < p->count; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
-		if (tfs_filter_describe(&b, &p->filters[i]) == TFS_E_OK)
+		if (tfs_schema_field_filter_describe(s, field, i, &b) ==
+		    TFS_E_OK)
 			printf(" %.*s", (int)b.len, (const char *)b.data);
 		else
 			fputs(" ?", stdout);
@@ -124,24 +128,29 @@ static void print_meta(const struct tfs_meta_kv *kv)
 static void print_array(const char *path, const struct tfs_array *a)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
+	const struct tfs_range *cur = tfs_schema_current_domain(s, 0);
+	struct tfs_schema_info si;
 	size_t nfrag = tfs_array_fragment_count(a), visible = 0;
 	struct tfs_range ned[TFSR_MAX_DIMS];
 	char t1[48], t2[48];
 
+	tfs_schema_get_info(s, &si);
 	printf("array      %s\n", path);
 	printf("type       %s, format version %" PRIu32
 	       ", cells %s, tiles %s, capacity %" PRIu64 "%s\n",
-	       s->array_type == TFS_SPARSE ? "sparse" : "dense", s->version,
-	       order_name(s->cell_order), order_name(s->tile_order),
-	       s->capacity, s->allows_dups ? ", duplicates allowed" : "");
-	for (uint32_t k = 0; k < s->dim_num; k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+	       tfs_schema_is_dense(s) ? "dense" : "sparse", si.version,
+	       order_name(si.cell_order), order_name(si.tile_order),
+	       si.capacity, si.allows_dups ? ", duplicates allowed" : "");
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 
+		tfs_schema_dim(s, k, &info);
 		printf("dimension  %s %s", dim->name,
 		       tfs_datatype_name(dim->type));
 		if (dim->has_domain) {
-			struct tfs_range r = {.lo = dim->domain[0],
-					      .hi = dim->domain[1]};
+			struct tfs_range r = {.lo = dim->domain_lo,
+					      .hi = dim->domain_hi};
 
 			fputs(" domain ", stdout);
 			print_range(s, k, &r);
@@ -156,12 +165,14 @@ static void print_array(const char *path, const struct tfs_array *a)
 			       b.data ? (const char *)b.data : "");
 			tfs_buf_release(&b);
 		}
-		print_pipeline_len(&dim->filters);
+		print_pipeline_len(s, k);
 		putchar('\n');
 	}
-	for (uint32_t i = 0; i < s->attr_num; i++) {
-		const struct tfs_attr *at = &s->attrs[i];
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
+		struct tfs_field_info info;
+		const struct tfs_field_info *at = &info;
 
+		tfs_schema_attr(s, i, &info);
 		printf("attribute  %s %s", at->name,
 		       tfs_datatype_name(at->type));
 		if (at->var)
@@ -172,12 +183,12 @@ static void print_array(const char *path, const struct tfs_array *a)
 			fputs(" nullable", stdout);
 		if (at->enumeration)
 			printf(" enumeration %s", at->enumeration);
-		print_pipeline_len(&at->filters);
+		print_pipeline_len(s, tfs_schema_dim_count(s) + i);
 		putchar('\n');
 	}
-	if (s->has_current_domain) {
+	if (cur) {
 		fputs("current    ", stdout);
-		print_box(s, s->current_domain);
+		print_box(s, cur);
 		putchar('\n');
 	}
 	for (size_t i = 0; i < tfs_array_enumeration_count(a); i++) {
@@ -188,7 +199,7 @@ static void print_array(const char *path, const struct tfs_array *a)
 		       en->ordered ? ", ordered" : "");
 	}
 	fputs("non-empty  ", stdout);
-	if (s->dim_num <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
+	if (tfs_schema_dim_count(s) <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
 		print_box(s, ned);
 	else
 		fputs("(empty)", stdout);

@@ -70,7 +70,7 @@ int cmd_create(int argc, char **argv)
 	};
 	struct cli_common c = {0};
 	struct tfs_write_opts wo = {0};
-	struct tfs_schema schema;
+	struct tfs_schema *schema;
 	struct tfs_diag d;
 	enum tfs_err e;
 	uint8_t *json;
@@ -111,7 +111,7 @@ int cmd_create(int argc, char **argv)
 		cli_common_release(&c);
 		return cli_fail("create", &d, e);
 	}
-	e = tfs_schema_from_json(&schema, (const char *)json, len, &d);
+	e = tfs_schema_from_json_new((const char *)json, len, &schema, &d);
 	tfs_free(json);
 	if (e) {
 		cli_common_release(&c);
@@ -125,12 +125,12 @@ int cmd_create(int argc, char **argv)
 		if (!cli_rooted(argv[optind], true, &wo.vfs, &path)) {
 			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
 		} else {
-			e = tfs_array_create(path, &schema, &wo, &d);
+			e = tfs_array_create(path, schema, &wo, &d);
 			tfs_vfs_free(wo.vfs);
 			tfs_free(path);
 		}
 	}
-	tfs_schema_release(&schema);
+	tfs_schema_free(schema);
 	cli_common_release(&c);
 	if (e)
 		return cli_fail("create", &d, e);

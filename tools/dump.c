@@ -193,8 +193,8 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 	char *p;
 	uint32_t k, commas;
 
-	out->ranges = tfs_callocn(s->dim_num, sizeof(*out->ranges));
-	out->values = tfs_callocn(s->dim_num, sizeof(*out->values));
+	out->ranges = tfs_callocn(tfs_schema_dim_count(s), sizeof(*out->ranges));
+	out->values = tfs_callocn(tfs_schema_dim_count(s), sizeof(*out->values));
 	out->text = tfs_strdup(text);
 	if (!out->ranges || !out->values || !out->text) {
 		errorf("out of memory");
@@ -203,17 +203,20 @@ static bool subarray_parse(struct subarray *out, const struct tfs_schema *s,
 	commas = 0;
 	for (p = out->text; (p = strchr(p, ',')) != NULL; p++)
 		commas++;
-	if (commas + 1 != s->dim_num) {
+	if (commas + 1 != tfs_schema_dim_count(s)) {
 		errorf("subarray '%s': %" PRIu32 " ranges lo:hi needed, one per "
 		       "dimension",
-		       text, s->dim_num);
+		       text, tfs_schema_dim_count(s));
 		return false;
 	}
 	p = out->text;
-	for (k = 0; k < s->dim_num; k++) {
-		const struct tfs_dim *dim = &s->dims[k];
+	for (k = 0; k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
+		const struct tfs_field_info *dim = &info;
 		char *comma = strchr(p, ',');
 		char *colon;
+
+		tfs_schema_dim(s, k, &info);
 
 		if (comma)
 			*comma = '\0';
@@ -259,7 +262,7 @@ static bool put_reads(struct dump *dp)
 	struct tfs_range *ned;
 	bool ok = true;
 
-	ned = tfs_callocn(dp->schema->dim_num, sizeof(*ned));
+	ned = tfs_callocn(tfs_schema_dim_count(dp->schema), sizeof(*ned));
 	if (!ned) {
 		errorf("out of memory");
 		return false;
@@ -291,6 +294,7 @@ static bool put_array(struct dump *dp, const char *name)
 {
 	struct json_out *j = &dp->j;
 	const struct tfs_schema *s = dp->schema;
+	struct tfs_schema_info si;
 	struct tfs_range *ned;
 	enum tfs_err e;
 	bool ok;
@@ -301,7 +305,7 @@ static bool put_array(struct dump *dp, const char *name)
 	json_out_cstr(j, name);
 	json_out_space(j, "\n");
 	json_out_key(j, "array_type");
-	json_out_cstr(j, s->array_type == TFS_SPARSE ? "sparse" : "dense");
+	json_out_cstr(j, tfs_schema_is_dense(s) ? "dense" : "sparse");
 	json_out_space(j, "\n");
 	json_out_key(j, "key_hex");
 	if (dp->o->key_hex)
@@ -310,7 +314,8 @@ static bool put_array(struct dump *dp, const char *name)
 		json_out_null(j);
 	json_out_space(j, "\n");
 	json_out_key(j, "format_version");
-	json_out_u64(j, s->version);
+	tfs_schema_get_info(s, &si);
+	json_out_u64(j, si.version);
 	json_out_space(j, "\n");
 	json_out_key(j, "opened_at");
 	if (dp->o->has_timestamp)
@@ -326,7 +331,7 @@ static bool put_array(struct dump *dp, const char *name)
 	}
 	json_out_space(j, "\n");
 	json_out_key(j, "non_empty_domain");
-	ned = tfs_callocn(s->dim_num, sizeof(*ned));
+	ned = tfs_callocn(tfs_schema_dim_count(s), sizeof(*ned));
 	if (!ned) {
 		errorf("out of memory");
 		return false;

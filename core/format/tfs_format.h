@@ -20,6 +20,7 @@
 #include "tfs_datatype.h"
 #include "tfs_err.h"
 #include "tfs_filter.h"
+#include "tfs_schema.h"
 
 #define TFS_FORMAT_VERSION_MAX 23
 #define TFS_FORMAT_VERSION_WRITE 22
@@ -93,15 +94,7 @@ enum tfs_err tfs_generic_tile_encode(struct tfs_buf *out, const uint8_t *payload
 
 /* ---- Ranges (schema.md §7) --------------------------------------------- */
 
-/* A [lo, hi] range of one dimension. Fixed-size: lo/hi point to size(type)
- * bytes each. Var-size (strings): lo_len/hi_len bytes. Views: the bytes are
- * owned by the struct the range belongs to. */
-struct tfs_range {
-	const uint8_t *lo;
-	const uint8_t *hi;
-	uint64_t lo_len;
-	uint64_t hi_len;
-};
+/* struct tfs_range, and the public description of fields: tfs_schema.h. */
 
 /* ---- Array schema (schema.md) ------------------------------------------ */
 
@@ -214,9 +207,6 @@ enum tfs_err tfs_schema_decode(struct tfs_schema *out, const uint8_t *file,
 enum tfs_err tfs_schema_serialize(struct tfs_buf *out,
 				  const struct tfs_schema *s) TFS_WUR;
 void tfs_schema_release(struct tfs_schema *s);
-/* Index of the attribute / dimension called name, or -1. */
-int tfs_schema_attr_index(const struct tfs_schema *s, const char *name);
-int tfs_schema_dim_index(const struct tfs_schema *s, const char *name);
 /* Bytes per cell of a fixed-size attribute (type size × cell_val_num); for
  * a var-size attribute the size of one value. */
 uint64_t tfs_attr_cell_size(const struct tfs_attr *a);
@@ -227,17 +217,7 @@ bool tfs_offsets_embedded(uint8_t type, const struct tfs_pipeline *p,
 
 /* ---- Enumerations (schema.md §8) --------------------------------------- */
 
-struct tfs_enumeration {
-	char *name;
-	char *path_name;
-	uint8_t type;
-	uint32_t cell_val_num;
-	bool ordered;
-	uint8_t *data;
-	uint64_t data_size;
-	uint64_t *offsets; /* value_num entries (var-size), else NULL */
-	uint64_t value_num;
-};
+/* struct tfs_enumeration: tfs_schema.h. */
 
 /* Parses an enumeration payload (decoded generic tile). Enumeration
  * versions above 0 are TFS_E_UNSUPPORTED. */
@@ -483,14 +463,7 @@ char *tfs_vac_line_normalize(const char *line);
 
 /* ---- Array metadata (metadata.md) -------------------------------------- */
 
-struct tfs_meta_kv {
-	char *key;
-	uint32_t key_len;
-	bool deleted;
-	uint8_t type;
-	uint32_t value_num;
-	uint8_t *value; /* value_num × size(type) bytes */
-};
+/* struct tfs_meta_kv: tfs_schema.h. */
 
 struct tfs_meta_file {
 	struct tfs_meta_kv *entries;

@@ -671,3 +671,22 @@ out:
 	tfs_schema_release(&s);
 	return e;
 }
+
+enum tfs_err tfs_schema_from_json_new(const char *json, size_t len,
+				      struct tfs_schema **out,
+				      struct tfs_diag *d)
+{
+	struct tfs_schema *s = tfs_callocn(1, sizeof(*s));
+	enum tfs_err e;
+
+	*out = NULL;
+	if (!s)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = tfs_schema_from_json(s, json, len, d);
+	if (e) {
+		tfs_free(s);
+		return e;
+	}
+	*out = s;
+	return TFS_E_OK;
+}

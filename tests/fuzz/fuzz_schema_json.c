@@ -9,6 +9,7 @@
 #include "fuzz_common.h"
 #include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
+#include "tfs_format.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -14,6 +14,7 @@
 #include "fuzz_common.h"
 #include "selection.h"
 #include "tfs_render.h"
+#include "tfs_format.h"
 
 static const char *const array_names[] = {
 	"dense_2d_rowmajor",   "sparse_string_dim", "dense_datetime_dim",

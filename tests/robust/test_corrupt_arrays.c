@@ -34,6 +34,7 @@
 #include "robust_util.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
+#include "tfs_format.h"
 
 #define MAX_ARRAYS 128
 #define MAX_FAILURES 20

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <tilefs/tilefs.h>
+#include "tfs_format.h"
 
 static const char schema_json[] =
 	"{\"array_type\":\"dense\",\"dims\":[{\"name\":\"d\",\"type\":\"INT64\","

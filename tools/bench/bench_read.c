@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <tilefs/tilefs.h>
+#include "tfs_format.h"
 
 #define FORMAT_VERSION 22
 #define ZSTD_LEVEL 3

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "tfs_err.h"
-#include "tfs_format.h"
+#include "tfs_schema.h"
 #include "tfs_vfs.h"
 #include "tilefs.h"
 

@@ -1,4 +1,4 @@
-/* tilefs core: writing TileDB arrays (format/write.md).
+/* tilefs core: writing TileDB arrays (format/write.md), library tfs_write.
  *
  * Every write is one new fragment, committed last: its files are written
  * and fsynced in a fragment folder nobody reads, then the commit file is
@@ -6,9 +6,10 @@
  * it was, or with the whole new fragment. Existing fragments, schemas and
  * metadata files are never modified.
  *
- * Modules: core/write (fragments, arrays, metadata, cleanup), core/ingest
- * (CSV files, schema JSON), core/maintain (consolidation and vacuum). All
- * of it on the storage interface, so faults can be injected anywhere. */
+ * This header: core/write (fragments, arrays, metadata, cleanup); CSV
+ * files and schema JSON are in tfs_ingest.h (core/ingest), consolidation
+ * and vacuum in tfs_maintain.h (core/maintain). All of it on the storage
+ * interface, so faults can be injected anywhere. */
 #ifndef TFS_WRITE_H
 #define TFS_WRITE_H
 
@@ -17,7 +18,7 @@
 #include <stdint.h>
 
 #include "tfs_err.h"
-#include "tfs_format.h"
+#include "tfs_schema.h"
 #include "tfs_pool.h"
 #include "tfs_vfs.h"
 #include "tilefs.h"
@@ -157,134 +158,5 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *opts,
 			       uint64_t grace_ms, unsigned *removed,
 			       struct tfs_diag *d) TFS_WUR;
-
-/* ---- CSV ingest and schema JSON (core/ingest) --------------------------- */
-
-struct tfs_ingest_progress {
-	uint64_t bytes_done, bytes_total; /* of the CSV file, in this pass */
-	uint64_t rows;                    /* rows read in this pass */
-	/* Pass 1 of 2 of tfs_ingest_csv_new reads the file to infer the
-	 * schema; the last pass (1 of 1 for tfs_ingest_csv) writes. */
-	unsigned pass, passes;
-};
-
-struct tfs_ingest_opts {
-	struct tfs_write_opts write;
-	/* Name the file has in messages ("readings.csv"); NULL = its path. */
-	const char *display_name;
-	/* Called now and then while parsing (may be NULL). */
-	void (*progress)(const struct tfs_ingest_progress *p, void *arg);
-	void *progress_arg;
-};
-
-struct tfs_ingest_result {
-	struct tfs_write_result write;
-	uint64_t rows;
-	bool created; /* a new array was made (tfs_ingest_csv_new) */
-};
-
-/* Parses the CSV file at csv_path (RFC 4180: quotes, escaped quotes, CRLF,
- * BOM, newlines inside quotes; POSIX path) and writes it as one fragment
- * of the array at array_path (format/write.md; SPEC §6). The header names
- * the columns: every dimension and every attribute except nullable ones,
- * in any order. Values in the text forms of SPEC §4 (ISO-8601 dates and
- * times at the type's unit, or a count of the unit where the text is no
- * ISO-8601 form; blobs as hex; several values of a cell separated by one
- * space); an unquoted empty field is null in a nullable
- * attribute, "" is an empty string. Blank lines are skipped; lines are
- * counted from 1 (the header). Any bad row refuses the whole file with
- * TFS_E_INVALID (or TFS_E_RANGE) and a message "FILE: line L, column C
- * ('NAME'): why" (FILE = opts->display_name); nothing is written then.
- * Refusals of the writer (duplicate coordinates) are its message after
- * "FILE: ". Memory stays bounded for any file size: one record, two
- * batches and the writer's opts.write.memory. An empty file (no bytes),
- * or one with a header only, writes nothing and succeeds. */
-enum tfs_err tfs_ingest_csv(const char *array_path, const char *csv_path,
-			    const struct tfs_ingest_opts *opts,
-			    struct tfs_ingest_result *result,
-			    struct tfs_diag *d) TFS_WUR;
-
-/* Creates the array at array_path with a schema inferred from the CSV
- * (SPEC §6) by a first pass over the whole file: each column the
- * narrowest of BOOL (true/false), INT64, FLOAT64, DATETIME_DAY / _SEC /
- * _MS / _US / _NS (the finest precision seen) and STRING_UTF8 (CHAR when
- * not UTF-8), nullable where a field is empty; a dense 1-D UINT64
- * dimension `row` over [0, rows - 1] (`row_1`, ... when a column has that
- * name); ZSTD on attributes. Then it ingests the file as one dense
- * fragment. Header names must be unique, non-empty and not start with
- * "__". On failure the new array is removed. */
-enum tfs_err tfs_ingest_csv_new(const char *array_path, const char *csv_path,
-				const struct tfs_ingest_opts *opts,
-				struct tfs_ingest_result *result,
-				struct tfs_diag *d) TFS_WUR;
-
-/* Parses a schema in the JSON shape tilefs shows as schema.json (and
- * `tfs dump` prints) into out (tfs_schema_release): the whole document
- * ({"array_type", "format_version", "schema": {...}}) or the schema
- * object alone with "array_type" among its keys. Missing optional parts
- * get TileDB's defaults (format version TFS_FORMAT_VERSION_WRITE,
- * capacity 10000, row-major orders, ZSTD coordinates and offsets, RLE
- * validity, no attribute filters, default fill values, 64 KiB chunks);
- * keys it does not know are ignored. Enumerations ("enumerations":
- * name, type, cell_val_num, ordered, values; attributes name one in
- * "enumeration") come with their values in the map entries
- * (tfs_enum_ref.def, file names NULL: tfs_array_create chooses them),
- * checked as tfs_array_create checks them. Dimension labels are refused.
- * TFS_E_INVALID with a message "schema JSON: $.PATH: why" naming the
- * JSON path of the first problem; the result meets every rule of
- * tfs_schema_parse once its enumeration files are named. */
-enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
-				  size_t len, struct tfs_diag *d) TFS_WUR;
-
-/* ---- Consolidation and vacuum (core/maintain) --------------------------- */
-
-enum tfs_consolidate_mode {
-	TFS_CONSOLIDATE_FRAGMENTS,     /* cells: one fragment over [t1, t2] */
-	TFS_CONSOLIDATE_FRAGMENT_META, /* __fragment_meta/ files (.meta) */
-	TFS_CONSOLIDATE_COMMITS,       /* __commits/ consolidated commits (.con) */
-	TFS_CONSOLIDATE_ARRAY_META,    /* __meta/ into one file + .vac */
-};
-
-struct tfs_consolidate_opts {
-	struct tfs_write_opts write;
-	/* Only fragments with t2 <= end and t1 >= start (0, 0 = all). */
-	uint64_t start, end;
-};
-
-/* Consolidates as format/consolidated.md describes, so that TileDB and
- * tilefs read the array identically before and after, at every time;
- * readers that have the array open keep working (files are written whole
- * under hidden names and renamed into place; nothing is removed). *made
- * (may be NULL) names what was written, "" when there was nothing to do
- * (fewer than two fragments or metadata files, commits already in one
- * .con). FRAGMENTS: dense arrays get one dense fragment over the bounding
- * box of the range's fragments, read as of the range's end and named
- * [t1min, t2max]; sparse arrays of format 15 or later one sparse fragment
- * of every version of every cell with its write time (t.tdb, named
- * [t1min, t2max], as TileDB does); when a fragment of the range has
- * timestamps of its own (or before format 15), one fragment of the
- * range's merged cells without timestamps, stamped [t2max, t2max] from
- * format 15 on so that windows ending inside the range still read the
- * originals. A range that another
- * fragment overlaps in time is TFS_E_INVALID. FRAGMENT_META and COMMITS
- * need format 12 or later (TFS_E_UNSUPPORTED). On failure the array reads
- * as before. */
-enum tfs_err tfs_array_consolidate(const char *path,
-				   enum tfs_consolidate_mode mode,
-				   const struct tfs_consolidate_opts *opts,
-				   char *made, size_t made_cap,
-				   struct tfs_diag *d) TFS_WUR;
-/* Removes what consolidation of this mode made obsolete (fragments named
- * by .vac files, their commits, consolidated metadata files) and nothing
- * else. *removed (may be NULL) counts the removed objects. FRAGMENTS:
- * only .vac files of committed consolidated fragments count; a listed
- * fragment's commit goes first (an .ign file first when a .con names
- * it), then its folder, then the .vac. FRAGMENT_META keeps the newest
- * .meta; COMMITS removes what the newest .con holds; ARRAY_META the files
- * .vac files list, then the .vac files. Every mode also removes temporary
- * files of consolidations that died an hour ago or more. */
-enum tfs_err tfs_array_vacuum(const char *path, enum tfs_consolidate_mode mode,
-			      const struct tfs_write_opts *opts,
-			      unsigned *removed, struct tfs_diag *d) TFS_WUR;
 
 #endif

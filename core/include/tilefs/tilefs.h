@@ -18,8 +18,7 @@
 
 #include "tfs_datatype.h"
 #include "tfs_err.h"
-#include "tfs_filter.h"
-#include "tfs_format.h"
+#include "tfs_schema.h"
 #include "tfs_pool.h"
 #include "tfs_vfs.h"
 
@@ -28,6 +27,7 @@
 struct tfs_array;
 struct tfs_query;
 struct tfs_tile_cache;
+struct tfs_update;
 
 /* ---- The decoded-tile cache --------------------------------------------- */
 
@@ -228,7 +228,10 @@ enum tfs_err tfs_key_from_hex(uint8_t key[32], const char *hex) TFS_WUR;
 
 /* Groups: after everything above, which tfs_group.h uses. */
 #include "tfs_group.h"
-/* Writing: after everything above, which tfs_write.h uses. */
+/* Writing, CSV ingest, consolidation: after everything above, which they
+ * use. */
 #include "tfs_write.h"
+#include "tfs_ingest.h"
+#include "tfs_maintain.h"
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "daemon_fixture.h"
 #include "tfs_buf.h"
+#include "tfs_format.h"
 
 #define CORPUS TFS_CORPUS_DIR
 

@@ -11,6 +11,7 @@
 
 #include "daemon_fixture.h"
 #include "tfs_buf.h"
+#include "tfs_format.h"
 
 #define MAX_DIMS 4
 

@@ -15,6 +15,7 @@
 #include "daemon_fixture.h"
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
+#include "tfs_format.h"
 
 #define CORPUS TFS_CORPUS_DIR
 /* Dense array: N × N int32 cells. */

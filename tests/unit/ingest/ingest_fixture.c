@@ -8,6 +8,7 @@
 
 #include "tfs_buf.h"
 #include "tilefs/tilefs.h"
+#include "tfs_format.h"
 
 static char tmp[64];
 

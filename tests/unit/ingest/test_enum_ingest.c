@@ -14,6 +14,7 @@
 #include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
 #include "value_text.h"
+#include "tfs_format.h"
 
 TestSuite(enum_ingest, .init = fx_tmp_make, .fini = fx_tmp_drop);
 

@@ -14,6 +14,7 @@
 #include "ingest_fixture.h"
 #include "tilefs/tilefs.h"
 #include "value_text.h"
+#include "tfs_format.h"
 
 static void render(const char *path, struct tfs_buf *out)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tilefs/tilefs.h"
+#include "tfs_format.h"
 
 #define CORPUS TFS_CORPUS_DIR
 

@@ -13,6 +13,7 @@
 #include "tfs_render.h"
 #include "value_text.h"
 #include "tfs_buf.h"
+#include "tfs_format.h"
 
 
 /* Parses sel on the open array with its non-empty domain. */

@@ -26,7 +26,7 @@ static enum tfs_err slice_of(const char *field, enum tfsr_format fmt,
 				    .max_cells = max_cells, .field = -1};
 
 	if (field) {
-		o.field = tfsr_field_find(s, field);
+		o.field = tfs_schema_field_index(s, field);
 		cr_assert_geq(o.field, 0, "no field '%s'", field);
 	}
 	if (tfs_array_non_empty_domain(arr, ned))
@@ -84,9 +84,9 @@ Test(renderers, formats_take_the_fields_they_say, .fini = close_array)
 
 	open_array("dense_nullable");
 	s = tfs_array_schema(arr);
-	a = tfsr_field_find(s, "ni");
-	ns = tfsr_field_find(s, "ns");
-	nv = tfsr_field_find(s, "d");
+	a = tfs_schema_field_index(s, "ni");
+	ns = tfs_schema_field_index(s, "ns");
+	nv = tfs_schema_field_index(s, "d");
 	cr_assert(a >= 0 && ns >= 0 && nv == 0);
 	for (size_t i = 0; i < TFSR_FMT_NUM; i++) {
 		const struct tfsr_renderer *r = &tfsr_renderers[i];
@@ -130,7 +130,7 @@ Test(slice, known_sizes_and_ranges_match_the_stream, .fini = close_array)
 			struct tfs_buf all, part;
 			struct tfs_diag d;
 			uint64_t size;
-			int k = field ? tfsr_field_find(tfs_array_schema(arr),
+			int k = field ? tfs_schema_field_index(tfs_array_schema(arr),
 							field)
 				      : -1;
 
