@@ -9,19 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era;
-	unsigned yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned)(y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t)doe - 719468;
-}
+#include "tfs_civil.h"
 
 void tfsr_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
 {
@@ -111,7 +99,7 @@ enum tfs_err tfsr_parse_time(const char *text, uint64_t *out)
 	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
 	    s > 60)
 		return TFS_E_INVALID;
-	days = days_from_civil(y, mo, d);
+	days = (int64_t)tfs_days_from_civil(y, mo, d);
 	if (days < 0)
 		return TFS_E_RANGE;
 	total = ((days * 24 + h) * 60 + mi) * 60 + s;
