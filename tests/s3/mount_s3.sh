@@ -5,7 +5,8 @@
 # within 2 s, and concurrent writes through both become two fragments;
 # what tilefs wrote, copied back to a folder, opens in real TileDB (when
 # ../shared/reference is there); bad credentials, a missing bucket and an
-# unreachable endpoint fail the mount at once with one clear message.
+# unreachable endpoint fail the mount at once with one clear message; a
+# bucket mounts from an fstab line and with mount -t fuse.tilefs.
 source "$(dirname "$0")/../integration/lib/common.sh"
 : "${TFS_S3_TEST_URI:?run under with_s3.sh}"
 REF=${REF:-$CORPUS/../../reference/tiledb}
@@ -26,6 +27,34 @@ for arr in dense_1d sparse_2d_int; do
 done
 df "$WORK/a" >/dev/null || fail "statfs of the bucket mount"
 echo "reads through the bucket equal the local folder"
+
+# ---- mount(8): an fstab line and mount -t fuse.tilefs --------------------------
+# Both go through mount.fuse3, which runs tilefs with the -o options; the
+# endpoint and region come as options (an fstab line has no environment
+# of its own), the keys from the environment as the AWS tools read them.
+prog=$(cd "$(dirname "$TILEFS")" && pwd)/$(basename "$TILEFS")
+mkdir -p "$WORK/fstab" "$WORK/mount_t"
+MOUNTS+=("$WORK/fstab" "$WORK/mount_t")
+printf '%s#%s %s fuse ro,s3_endpoint=%s,s3_region=%s 0 0\n' "$prog" "$uri" \
+	"$WORK/fstab" "$AWS_ENDPOINT_URL" "$AWS_REGION" >"$WORK/fstab.txt"
+mount --fstab "$WORK/fstab.txt" "$WORK/fstab" || fail "mount of a bucket from an fstab line"
+diff -r "$WORK/local/dense_1d" "$WORK/fstab/dense_1d" >"$WORK/diff.txt" 2>&1 ||
+	fail "the fstab mount differs: $(head -5 "$WORK/diff.txt")"
+umount "$WORK/fstab" || fail "umount of the fstab mount"
+link=
+if [ ! -x /usr/bin/tilefs ] && [ ! -e /usr/local/sbin/tilefs ]; then
+	ln -s "$prog" /usr/local/sbin/tilefs
+	link=/usr/local/sbin/tilefs
+fi
+mount -t fuse.tilefs "$uri" "$WORK/mount_t" -o "ro,s3_endpoint=$AWS_ENDPOINT_URL" || {
+	[ -z "$link" ] || rm -f "$link"
+	fail "mount -t fuse.tilefs of a bucket"
+}
+[ -z "$link" ] || rm -f "$link"
+diff -r "$WORK/local/sparse_2d_int" "$WORK/mount_t/sparse_2d_int" >"$WORK/diff.txt" 2>&1 ||
+	fail "the mount -t mount differs: $(head -5 "$WORK/diff.txt")"
+umount "$WORK/mount_t" || fail "umount of the mount -t mount"
+echo "a bucket mounts from an fstab line and with mount -t fuse.tilefs"
 
 # ---- a write through a is seen through b within 2 s ---------------------------
 cat "$WORK/b/dense_1d/data.csv" >/dev/null
