@@ -86,6 +86,18 @@ static int close_keep_errno(int fd)
 	return rc;
 }
 
+/* What the engine knows of a file from what the system says of it. */
+static void fill_stat(struct tfs_stat *st, const struct stat *sb)
+{
+	st->exists = true;
+	st->is_link = S_ISLNK(sb->st_mode);
+	st->is_dir = S_ISDIR(sb->st_mode);
+	st->size = st->is_dir ? 0 : (uint64_t)sb->st_size;
+	st->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
+		       (int64_t)sb->st_mtim.tv_nsec;
+	st->read_only = (sb->st_mode & 0222) == 0;
+}
+
 static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
 			       struct tfs_stat *st, struct tfs_diag *d)
 {
@@ -98,12 +110,7 @@ static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
 			return TFS_E_OK;
 		return sys_fail(d, errno, "stat", path);
 	}
-	st->exists = true;
-	st->is_dir = S_ISDIR(sb.st_mode);
-	st->size = st->is_dir ? 0 : (uint64_t)sb.st_size;
-	st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
-		       (int64_t)sb.st_mtim.tv_nsec;
-	st->read_only = (sb.st_mode & 0222) == 0;
+	fill_stat(st, &sb);
 	return TFS_E_OK;
 }
 
@@ -119,13 +126,7 @@ static enum tfs_err posix_lstat(struct tfs_vfs *vfs, const char *path,
 			return TFS_E_OK;
 		return sys_fail(d, errno, "lstat", path);
 	}
-	st->exists = true;
-	st->is_link = S_ISLNK(sb.st_mode);
-	st->is_dir = S_ISDIR(sb.st_mode);
-	st->size = st->is_dir ? 0 : (uint64_t)sb.st_size;
-	st->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
-		       (int64_t)sb.st_mtim.tv_nsec;
-	st->read_only = (sb.st_mode & 0222) == 0;
+	fill_stat(st, &sb);
 	return TFS_E_OK;
 }
 
@@ -661,19 +662,6 @@ static int open_parent(struct rooted *r, const char *path, char *name,
 		return fd;
 	*err = refused(errno) ? refuse(d, path) : sys_fail(d, errno, what, path);
 	return -1;
-}
-
-static void fill_stat(struct tfs_stat *st, const struct stat *sb)
-{
-	st->exists = true;
-	st->is_dir = S_ISDIR(sb->st_mode);
-	st->size = st->is_dir ? 0 : (uint64_t)sb->st_size;
-	st->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
-		       (int64_t)sb->st_mtim.tv_nsec;
-	st->read_only = (sb->st_mode & 0222) == 0;
-	st->is_link = S_ISLNK(sb->st_mode);
-	if (st->is_link)
-		st->is_dir = false;
 }
 
 static enum tfs_err rooted_stat(struct tfs_vfs *vfs, const char *path,
