@@ -1026,6 +1026,20 @@ static bool dirs_has_locked(struct s3 *s, const char *key, size_t *at)
 	return false;
 }
 
+/* Adds *key (taken on success: *key becomes NULL) to the folders this
+ * process knows; s->lock held. */
+static enum tfs_err dirs_add_locked(struct s3 *s, char **key)
+{
+	enum tfs_err e = tfs_grow(&s->dirs, &s->dirs_cap, s->ndirs + 1,
+				  sizeof(*s->dirs));
+
+	if (e)
+		return e;
+	s->dirs[s->ndirs++] = *key;
+	*key = NULL;
+	return TFS_E_OK;
+}
+
 /* Whether some made folder or pending file lies below key ("" = root). */
 static bool local_below(struct s3 *s, const char *key)
 {
@@ -1982,23 +1996,8 @@ static enum tfs_err s3_mkdir(struct tfs_vfs *vfs, const char *path,
 		}
 	}
 	pthread_mutex_lock(&s->lock);
-	if (!dirs_has_locked(s, key, NULL)) {
-		if (s->ndirs == s->dirs_cap) {
-			size_t ncap = s->dirs_cap ? 2 * s->dirs_cap : 16;
-			char **nd = tfs_reallocn(s->dirs, ncap, sizeof(*nd));
-
-			if (nd) {
-				s->dirs = nd;
-				s->dirs_cap = ncap;
-			}
-		}
-		if (s->ndirs < s->dirs_cap) {
-			s->dirs[s->ndirs++] = key;
-			key = NULL;
-		} else {
-			e = TFS_E_NOMEM;
-		}
-	}
+	if (!dirs_has_locked(s, key, NULL))
+		e = dirs_add_locked(s, &key);
 	pthread_mutex_unlock(&s->lock);
 	tfs_free(key);
 	if (e)
@@ -2265,21 +2264,9 @@ static void dir_remember(struct s3 *s, const char *key)
 	if (!*key || dir_made(s, key) || !(k = tfs_strdup(key)))
 		return;
 	pthread_mutex_lock(&s->lock);
-	if (!dirs_has_locked(s, k, NULL)) {
-		if (s->ndirs == s->dirs_cap) {
-			size_t ncap = s->dirs_cap ? 2 * s->dirs_cap : 16;
-			char **nd = tfs_reallocn(s->dirs, ncap, sizeof(*nd));
-
-			if (nd) {
-				s->dirs = nd;
-				s->dirs_cap = ncap;
-			}
-		}
-		if (s->ndirs < s->dirs_cap) {
-			s->dirs[s->ndirs++] = k;
-			k = NULL;
-		}
-	}
+	/* Out of memory: the folder is only forgotten, as if never made. */
+	if (!dirs_has_locked(s, k, NULL))
+		(void)dirs_add_locked(s, &k);
 	pthread_mutex_unlock(&s->lock);
 	tfs_free(k);
 }
