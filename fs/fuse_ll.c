@@ -530,7 +530,7 @@ static int do_open(struct tfsd_ll *ll, fuse_ino_t ino,
 		return tfsd__open_staged(ll, sf, fi, false);
 	if (writing)
 		return open_write(ll, in->vpath, fi);
-	h = tfsd__fh_new();
+	h = tfsd__fh_new(ll);
 	if (!h)
 		return tfs_err_errno(TFS_E_NOMEM);
 	err = open_read(ll, in, fi, h);

@@ -9,6 +9,7 @@
 #define TFSD_FUSE_LL_H
 
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,6 +28,10 @@ struct tfsd_ll {
 	/* For notifications to the kernel after a write; NULL while no
 	 * session runs. Set before the loop starts, cleared after it. */
 	struct fuse_session *se;
+	/* Open files the kernel has not released yet, freed at shutdown
+	 * (a daemon stopped while files are open gets no release). */
+	pthread_mutex_t fh_lock;
+	struct tfsd_fh *fhs;
 };
 
 extern const struct fuse_lowlevel_ops tfsd_ll_ops;
@@ -86,14 +91,18 @@ struct tfsd_fh {
 	struct tfsd_file *rf;
 	struct tfsd_staged *sf;
 	struct tfs_buf doc;
+	struct tfsd_fh *prev, *next; /* in tfsd_ll.fhs */
 };
 
 /* The open file of fi; NULL when fi is none or a folder's (the kernel
  * passes handles with getattr and setattr of open files). */
 struct tfsd_fh *tfsd__fh(const struct fuse_file_info *fi);
-/* A new empty handle; NULL: no memory. */
-struct tfsd_fh *tfsd__fh_new(void);
+/* A new empty handle, on ll's list of open files; NULL: no memory. */
+struct tfsd_fh *tfsd__fh_new(struct tfsd_ll *ll);
 void tfsd__fh_free(struct tfsd_ll *ll, struct tfsd_fh *h);
+/* Frees the open files left at shutdown (their staged files stay with
+ * the staging table). */
+void tfsd__fh_free_all(struct tfsd_ll *ll);
 /* Ends an open file (release, or an open the kernel gave up on). */
 void tfsd__fh_close(struct tfsd_ll *ll, struct tfsd_fh *h);
 /* Opens the staged file sf into fi (opened: its open count already

@@ -277,7 +277,7 @@ struct tfsd_fh *tfsd__fh(const struct fuse_file_info *fi)
 	return h && h->magic == TFSD_FH_MAGIC ? h : NULL;
 }
 
-struct tfsd_fh *tfsd__fh_new(void)
+struct tfsd_fh *tfsd__fh_new(struct tfsd_ll *ll)
 {
 	struct tfsd_fh *h = tfs_callocn(1, sizeof(*h));
 
@@ -285,6 +285,12 @@ struct tfsd_fh *tfsd__fh_new(void)
 		return NULL;
 	h->magic = TFSD_FH_MAGIC;
 	tfs_buf_init(&h->doc, TFS_BUF_NO_MAX);
+	pthread_mutex_lock(&ll->fh_lock);
+	h->next = ll->fhs;
+	if (ll->fhs)
+		ll->fhs->prev = h;
+	ll->fhs = h;
+	pthread_mutex_unlock(&ll->fh_lock);
 	return h;
 }
 
@@ -292,10 +298,24 @@ void tfsd__fh_free(struct tfsd_ll *ll, struct tfsd_fh *h)
 {
 	if (!h)
 		return;
+	pthread_mutex_lock(&ll->fh_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		ll->fhs = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&ll->fh_lock);
 	if (h->rf)
 		tfsd_file_close(&ll->fs, h->rf);
 	tfs_buf_release(&h->doc);
 	tfs_free(h);
+}
+
+void tfsd__fh_free_all(struct tfsd_ll *ll)
+{
+	while (ll->fhs)
+		tfsd__fh_free(ll, ll->fhs);
 }
 
 /* The last close of a staged file commits what a flush did not (none
@@ -324,7 +344,7 @@ void tfsd__fh_close(struct tfsd_ll *ll, struct tfsd_fh *h)
 int tfsd__open_staged(struct tfsd_ll *ll, struct tfsd_staged *sf,
 		      struct fuse_file_info *fi, bool opened)
 {
-	struct tfsd_fh *h = tfsd__fh_new();
+	struct tfsd_fh *h = tfsd__fh_new(ll);
 
 	if (!h) {
 		if (opened)

@@ -388,6 +388,7 @@ static void daemon_release(struct tfsd_ll *ll)
 {
 	struct tfsd *fs = &ll->fs;
 
+	tfsd__fh_free_all(ll);
 	tfsd_staging_free(fs->staging);
 	tfsd_ilog_free(fs->ilog);
 	tfs_free(fs->cfg.staging);
@@ -515,7 +516,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts fo = {0};
-	struct tfsd_ll ll = {0};
+	struct tfsd_ll ll = {.fh_lock = PTHREAD_MUTEX_INITIALIZER};
 	struct cli c = {0};
 	int ret = 2;
 
