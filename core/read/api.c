@@ -501,6 +501,37 @@ static enum tfs_err check_subarray(const struct tfs_query *q,
 	return TFS_E_OK;
 }
 
+/* Appends, after the fields asked for, every field of the schema not
+ * among them (see tfs_query.out_num); q->fields has room for them. */
+static enum tfs_err add_order_fields(struct tfs_query *q, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = q->schema;
+
+	for (size_t k = 0; k < (size_t)s->dim_num + s->attr_num; k++) {
+		bool is_dim = k < s->dim_num;
+		uint32_t index = (uint32_t)(is_dim ? k : k - s->dim_num);
+		const char *name = is_dim ? s->dims[index].name
+					  : s->attrs[index].name;
+		bool have = false;
+		size_t i = q->field_num;
+		enum tfs_err e;
+
+		for (size_t j = 0; j < q->field_num && !have; j++)
+			have = q->fields[j].is_dim == is_dim &&
+			       q->fields[j].index == index;
+		if (have)
+			continue;
+		tfs_buf_init(&q->cols[i].data, MAX_COLUMN_BYTES);
+		tfs_buf_init(&q->cols[i].offsets, MAX_COLUMN_BYTES);
+		tfs_buf_init(&q->cols[i].validity, MAX_COLUMN_BYTES);
+		q->field_num = i + 1;
+		e = resolve_field(q, i, name, d);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_query_open(struct tfs_array *a,
 			    const struct tfs_query_opts *opts,
 			    struct tfs_query **out, struct tfs_diag *d)
@@ -523,6 +554,14 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 						   : DEFAULT_BATCH_CELLS;
 	nfields = opts && opts->fields ? opts->field_num
 				       : (size_t)s->dim_num + s->attr_num;
+	q->out_num = nfields;
+	/* Room for the fields that order duplicates (see out_num). */
+	if (s->array_type == TFS_SPARSE && s->allows_dups &&
+	    __builtin_add_overflow(nfields, (size_t)s->dim_num + s->attr_num,
+				   &nfields)) {
+		e = tfs_fail(d, TFS_E_TOO_BIG, "too many fields");
+		goto out_fail;
+	}
 	q->fields = tfs_callocn(nfields ? nfields : 1, sizeof(*q->fields));
 	q->cols = tfs_callocn(nfields ? nfields : 1, sizeof(*q->cols));
 	q->columns = tfs_callocn(nfields ? nfields : 1, sizeof(*q->columns));
@@ -531,8 +570,7 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_fail;
 	}
-	q->field_num = nfields;
-	for (size_t i = 0; i < nfields; i++) {
+	for (size_t i = 0; i < q->out_num; i++) {
 		const char *name;
 
 		if (opts && opts->fields)
@@ -541,12 +579,18 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 			name = s->dims[i].name;
 		else
 			name = s->attrs[i - s->dim_num].name;
-		e = resolve_field(q, i, name, d);
-		if (e)
-			goto out_fail;
 		tfs_buf_init(&q->cols[i].data, MAX_COLUMN_BYTES);
 		tfs_buf_init(&q->cols[i].offsets, MAX_COLUMN_BYTES);
 		tfs_buf_init(&q->cols[i].validity, MAX_COLUMN_BYTES);
+		q->field_num = i + 1;
+		e = resolve_field(q, i, name, d);
+		if (e)
+			goto out_fail;
+	}
+	if (nfields > q->out_num) {
+		e = add_order_fields(q, d);
+		if (e)
+			goto out_fail;
 	}
 	sub = opts && opts->subarray ? opts->subarray : NULL;
 	if (!sub && !a->has_ned) {
@@ -614,7 +658,7 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 		col->validity = f->nullable ? c->validity.data : NULL;
 	}
 	q->batch.cell_num = q->batch_cell_num;
-	q->batch.column_num = q->field_num;
+	q->batch.column_num = q->out_num;
 	q->batch.columns = q->columns;
 	*out = &q->batch;
 	return TFS_E_OK;

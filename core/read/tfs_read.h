@@ -121,6 +121,11 @@ struct tfs_query {
 	const struct tfs_schema *schema; /* current schema */
 	struct tfs_out_field *fields;
 	size_t field_num;
+	/* Fields the caller asked for: fields[0, out_num). A sparse array
+	 * that allows duplicates reads every other field too, after them
+	 * and not handed out, so that duplicates are ordered by the whole
+	 * cell whatever the fields asked for. */
+	size_t out_num;
 	/* Subarray, one range per dimension (views into sub_bytes). */
 	struct tfs_range *sub;
 	uint8_t *sub_bytes;
