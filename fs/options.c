@@ -292,6 +292,11 @@ const struct tfsd_option tfsd_options[] = {
 	{"cleanup_grace", "S", "900",
 	 "uncommitted fragment folders older than S seconds are a crashed "
 	 "write's and are removed, at mount time and every 10 minutes"},
+	{"list_history", NULL, NULL,
+	 "list versions/, each field's tiles/ and a version's fragments/ "
+	 "(by default they are reachable by name but not listed, like "
+	 "ZFS's .zfs, so that find, cp -r, rsync and tar of an array do not "
+	 "walk its history)"},
 	{"max_cells", "N", "no limit",
 	 "cells of one file at most (dense: checked at stat and open; sparse: "
 	 "while reading); more fail with EFBIG and a log line"},

@@ -641,8 +641,9 @@ static bool emit_special(const struct tfs_schema *s, const char *name,
 
 /* Emits slice[NED]EXT for each format that takes the field (-1: every
  * field), in the renderer table's order. */
-static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
-				bool escape, tfsd_list_fn fn, void *ctx)
+static enum tfs_err emit_slices(struct tfsd *fs, struct tfsd_arr *arr,
+				int field, bool escape, tfsd_list_fn fn,
+				void *ctx)
 {
 	struct tfs_buf sel, name;
 	enum tfs_err e;
@@ -655,7 +656,9 @@ static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
 	for (size_t i = 0; !e && i < TFSR_FMT_NUM; i++) {
 		const struct tfsr_renderer *r = &tfsr_renderers[i];
 
-		if (!tfsr_renderer_takes(r, arr->schema, field, NULL))
+		if (!tfsr_renderer_takes(r, arr->schema, field, NULL) ||
+		    !tfsd_slice_listable(fs, arr, field, r->fmt,
+					 (const char *)sel.data, sel.len))
 			continue;
 		name.len = 0;
 		e = tfs_buf_printf(&name, "%sslice[%.*s]%s%c",
@@ -684,8 +687,16 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 	for (size_t i = 0; i < ARRAY_SPECIAL_NUM; i++) {
 		bool is_dir = strchr(array_specials[i], '.') == NULL;
 
-		if (dir->version_view &&
+		/* History is reachable by name, listed on request only. */
+		if ((dir->version_view || !fs->cfg.list_history) &&
 		    strcmp(array_specials[i], "versions") == 0)
+			continue;
+		if (dir->version_view && !fs->cfg.list_history &&
+		    strcmp(array_specials[i], "fragments") == 0)
+			continue;
+		/* Listed with an exact size only (tfsd_slice_listable). */
+		if (strcmp(array_specials[i], "data.csv") == 0 &&
+		    !tfsd_slice_listable(fs, arr, -1, TFSR_FMT_CSV, "", 0))
 			continue;
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
@@ -701,7 +712,7 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (strncmp(f.name, "slice[", 6) == 0)
 			escape = true;
 	}
-	e = emit_slices(arr, -1, escape, fn, ctx);
+	e = emit_slices(fs, arr, -1, escape, fn, ctx);
 	if (e)
 		e = tfs_fail(d, e, "array '%s': cannot list slices", dir->rel);
 out_put:
@@ -709,16 +720,16 @@ out_put:
 	return e;
 }
 
-static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
-			       void *ctx, struct tfs_diag *d)
+static enum tfs_err list_field(struct tfsd *fs, const struct tfsd_node *dir,
+			       tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
 	struct tfs_field_info f;
 	enum tfs_err e;
 
 	tfs_schema_field(dir->arr->schema, dir->field, &f);
-	if (!fn(ctx, "tiles", true))
+	if (fs->cfg.list_history && !fn(ctx, "tiles", true))
 		return TFS_E_OK;
-	e = emit_slices(dir->arr, dir->field, false, fn, ctx);
+	e = emit_slices(fs, dir->arr, dir->field, false, fn, ctx);
 	return e ? tfs_fail(d, e, "cannot list '%s'", f.name) : e;
 }
 
@@ -917,7 +928,7 @@ enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
 	switch (dir->kind) {
 	case TFSD_N_FOLDER: return list_folder(fs, dir, fn, ctx, d);
 	case TFSD_N_ARRAY: return list_array(fs, dir, fn, ctx, d);
-	case TFSD_N_FIELD: return list_field(dir, fn, ctx, d);
+	case TFSD_N_FIELD: return list_field(fs, dir, fn, ctx, d);
 	case TFSD_N_TILES: return list_tiles(dir, fn, ctx, d);
 	case TFSD_N_META_DIR: return list_meta(dir, fn, ctx, d);
 	case TFSD_N_FRAGS:

@@ -8,6 +8,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
+#include "text_render.h"
 
 /* Output produced per step of a dense stream. */
 #define STEP_BYTES ((uint64_t)1 << 20)
@@ -552,6 +553,40 @@ static uint64_t step_cells(const struct tfsr_slice *p)
 	uint64_t per = p->fixed && p->record ? p->record : 16 * p->nfields;
 
 	return STEP_BYTES / per ? STEP_BYTES / per : 1;
+}
+
+uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl)
+{
+	return step_cells(sl);
+}
+
+bool tfsr_slice_seekable(const struct tfsr_slice *sl)
+{
+	return sl->dense && ((sl->r->flags & TFSR_R_TEXT) ||
+			     sl->r->fmt == TFSR_FMT_RAW);
+}
+
+enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
+				  uint64_t base, struct tfs_diag *d)
+{
+	struct tfsr_slice *p = st->em.sl;
+	enum tfs_err e = TFS_E_OK;
+
+	if (!tfsr_slice_seekable(p) || st->started || cell > p->cells)
+		return tfs_fail(d, TFS_E_INTERNAL, "stream cannot start at "
+				"cell %" PRIu64, cell);
+	st->started = true;
+	if (p->r->begin)
+		e = p->r->begin(st, d);
+	if (e)
+		return e;
+	if (p->r->flags & TFSR_R_TEXT)
+		tfsr_text_seek(&st->em, cell);
+	st->out.len = 0;
+	st->base = base;
+	st->next_cell = cell;
+	st->em.count = cell;
+	return TFS_E_OK;
 }
 
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)

@@ -116,6 +116,17 @@ void tfsr_stream_init(struct tfsr_stream *st, struct tfsr_slice *sl,
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st,
 			      struct tfs_diag *d) TFS_WUR;
 void tfsr_stream_release(struct tfsr_stream *st);
+/* Whether a stream of sl can start at any cell (tfsr_stream_start_at):
+ * a dense selection in a format whose bytes for a cell depend on the
+ * cell and its index only (text, raw). */
+bool tfsr_slice_seekable(const struct tfsr_slice *sl);
+/* Cells a dense stream produces per step. */
+uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl);
+/* Starts st (just initialised, of a seekable slice) at selection cell
+ * `cell`, whose bytes begin at offset base: what begin produces is
+ * dropped, the steps go on from that cell. */
+enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
+				  uint64_t base, struct tfs_diag *d) TFS_WUR;
 
 /* The renderers' callbacks of the byte formats (the table's rows). */
 enum tfs_err tfsr_raw_cells(struct tfsr_emit *em, const struct tfs_batch *b,
