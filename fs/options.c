@@ -283,7 +283,9 @@ const struct tfsd_option tfsd_options[] = {
 	 "UTC (2023-11-14T22:13:22Z); such a mount is read-only"},
 	{"whole_max", "N", "65536",
 	 "text renderings of selections of up to N cells (times fields) are "
-	 "rendered at open with an exact size; larger ones stream with size 0"},
+	 "rendered whole at the first stat and listed; larger ones are not "
+	 "listed, open by name, and stream (their exact size counted at the "
+	 "first stat, up to 2^26 cells times fields)"},
 	{"staging", "DIR", "a new tilefs-staging.PID.XXXXXX in $TMPDIR or /tmp",
 	 "folder for the bytes of files being written, until their commit; "
 	 "never inside SOURCE (refused at mount); the default one is removed "
