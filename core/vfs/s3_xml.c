@@ -53,7 +53,7 @@ static const char *local_name(const char *n)
 }
 
 static bool element_is(const struct xml_state *s, const char *parent,
-	       const char *name)
+		       const char *name)
 {
 	if (s->depth < 1 || strcmp(s->stack[s->depth - 1], name))
 		return false;
