@@ -126,7 +126,8 @@ static void list_end(struct xml_state *s)
 
 	if (!s->root_ok || s->depth > DEPTH_MAX)
 		return;
-	if (element_is(s, "Contents", "Key") || element_is(s, "Contents", "Size") ||
+	if (element_is(s, "Contents", "Key") ||
+	    element_is(s, "Contents", "Size") ||
 	    element_is(s, "Contents", "LastModified") ||
 	    element_is(s, "CommonPrefixes", "Prefix") ||
 	    (s->depth == 2 && (element_is(s, NULL, "IsTruncated") ||
