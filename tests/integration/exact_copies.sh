@@ -178,6 +178,33 @@ cmp -s "$WORK/paired" "$d/$sel.csv" ||
 unmount
 lap "duplicates"
 
+# ---- Times and names ----------------------------------------------------------
+fresh m_times
+tt=$M/sparse_timetravel
+newest=$(ls "$tt/versions" | tail -1)
+[ "$(stat -c %Y "$tt")" = "$(date -u -d "$newest" +%s)" ] ||
+  fail "sparse_timetravel/ has time $(stat -c %y "$tt"), not its newest fragment's $newest"
+[ "$(stat -c %Y "$tt/data.csv")" = "$(stat -c %Y "$tt")" ] || fail "data.csv: other time than its array"
+for v in $(ls "$tt/versions"); do
+  [ "$(stat -c %Y "$tt/versions/$v")" = "$(date -u -d "$v" +%s)" ] || fail "versions/$v has time $(stat -c %y "$tt/versions/$v")"
+done
+ls "$M/dense_datetime_dim" | grep -q '^slice\[2022-01-13:2022-03-14\]\.csv$' ||
+  fail "datetime dimension not named in ISO-8601: $(ls "$M/dense_datetime_dim" | grep slice | head -1)"
+unmount
+# ingest.log: the time of the array's newest fragment.
+mkdir -p "$WORK/w"
+cp -r "$src/demo_inventory" "$WORK/w/"
+M=$WORK/m_write
+mount_tilefs "$WORK/w" "$M"
+printf 'shelf,slot,count,item\n3,3,1,kiwi\n' >"$WORK/w1.csv"
+cp "$WORK/w1.csv" "$M/demo_inventory/" || fail "cp into demo_inventory"
+[ -e "$M/demo_inventory/ingest.log" ] || fail "no ingest.log"
+[ "$(stat -c %Y "$M/demo_inventory/ingest.log")" = "$(stat -c %Y "$M/demo_inventory")" ] &&
+  [ "$(stat -c %Y "$M/demo_inventory")" -gt 86400 ] ||
+  fail "ingest.log $(stat -c %y "$M/demo_inventory/ingest.log"), array $(stat -c %y "$M/demo_inventory")"
+unmount
+lap "times"
+
 # ---- 300 fragments: find and cp -r stay proportional ------------------------
 many=$WORK/many
 mkdir -p "$many"
