@@ -220,6 +220,41 @@ static enum tfs_err resolve_labels(struct tfs_array *arr)
 	return e;
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a;
+	uintptr_t y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* arr->listed_visible: each listed fragment found among the visible ones
+ * (sorted by address, then searched). */
+static enum tfs_err mark_visible(struct tfs_array *arr)
+{
+	const struct tfs_arraydir *dir = arr->dir;
+	size_t n = dir->fragment_num;
+	struct tfs_fragment **sorted;
+
+	arr->listed_visible = tfs_callocn(dir->listed_num ? dir->listed_num : 1,
+					  sizeof(*arr->listed_visible));
+	sorted = tfs_mallocn(n ? n : 1, sizeof(*sorted));
+	if (!arr->listed_visible || !sorted) {
+		tfs_free(sorted);
+		return TFS_E_NOMEM;
+	}
+	if (n)
+		memcpy(sorted, dir->fragments, n * sizeof(*sorted));
+	if (n > 1)
+		qsort(sorted, n, sizeof(*sorted), ptr_cmp);
+	for (size_t i = 0; i < dir->listed_num; i++)
+		arr->listed_visible[i] =
+			n && bsearch(&dir->listed[i], sorted, n,
+				     sizeof(*sorted), ptr_cmp) != NULL;
+	tfs_free(sorted);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 			    struct tfs_array **out, struct tfs_diag *d)
 {
@@ -267,6 +302,8 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 		e = sort_enums(arr);
 	if (!e)
 		e = resolve_labels(arr);
+	if (!e)
+		e = mark_visible(arr);
 	if (e) {
 		tfs_fail(d, e, "out of memory");
 		goto out_fail;
@@ -286,6 +323,7 @@ void tfs_array_close(struct tfs_array *a)
 	     i++)
 		tfs_free(a->label_paths[i]);
 	tfs_free(a->label_paths);
+	tfs_free(a->listed_visible);
 	if (a->own_pool)
 		tfs_pool_free(a->pool);
 	if (a->dir)
@@ -357,10 +395,7 @@ void tfs_array_fragment(const struct tfs_array *a, size_t i,
 	out->schema_name = f->schema->name;
 	out->non_empty_domain = f->footer.ned;
 	out->cell_timestamps = f->footer.has_timestamps;
-	out->visible = false;
-	for (size_t k = 0; k < a->dir->fragment_num; k++)
-		if (a->dir->fragments[k] == f)
-			out->visible = true;
+	out->visible = a->listed_visible[i];
 }
 
 size_t tfs_array_vacuum_count(const struct tfs_array *a)

@@ -23,6 +23,9 @@ struct tfs_array {
 	uint8_t *ned_bytes;
 	size_t *enum_order; /* enumerations sorted by name */
 	char **label_paths; /* schema->label_num entries, each may be NULL */
+	/* Per listed fragment (dir->listed order): whether the time window
+	 * sees it, so that tfs_array_fragment costs O(1). */
+	bool *listed_visible;
 };
 
 /* ---- Decoded tiles --------------------------------------------------- */

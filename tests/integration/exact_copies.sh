@@ -213,12 +213,16 @@ printf 'shelf,slot,count,item\n1,1,5,apple\n2,3,7,pear\n' >"$WORK/one.csv"
 "$TFS" ingest "$many/inv" "$WORK/one.csv" >/dev/null
 one=$(ls "$many/inv/__fragments")
 ver=${one##*_}
-for i in $(seq 1 299); do
-  t=$((1700000000000 + i))
-  name=$(printf '__%d_%d_%032x_%s' "$t" "$t" "$i" "$ver")
-  cp -r "$many/inv/__fragments/$one" "$many/inv/__fragments/$name"
-  : >"$many/inv/__commits/$name.wrt"
-done
+# 299 more: copies of that fragment at earlier times, each committed.
+"$PY" - "$many/inv" "$one" "$ver" <<'PYEOF'
+import shutil, sys
+arr, one, ver = sys.argv[1:]
+for i in range(1, 300):
+    t = 1700000000000 + i
+    name = "__%d_%d_%032x_%s" % (t, t, i, ver)
+    shutil.copytree("%s/__fragments/%s" % (arr, one), "%s/__fragments/%s" % (arr, name))
+    open("%s/__commits/%s.wrt" % (arr, name), "w").close()
+PYEOF
 [ "$(ls "$many/inv/__fragments" | wc -l)" = 300 ] || fail "not 300 fragments"
 M=$WORK/m_many
 mount_tilefs "$many" "$M" -o ro
