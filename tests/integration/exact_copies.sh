@@ -10,6 +10,11 @@
 source "$(dirname "$0")/lib/common.sh"
 : "${TFS:?TFS must name the tfs tool}"
 DEMO=$(cd "$HERE/../../scripts/demo" && pwd)
+t0=$(date +%s%N)
+lap() {
+  echo "$1: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  t0=$(date +%s%N)
+}
 
 # ---- The source: the corpus (less the two legacy arrays TileDB itself
 # cannot read) and the demo arrays -------------------------------------------
@@ -47,18 +52,18 @@ for k in 1 2 3; do
   sleep 0.01
 done
 
+lap "sources"
+
 # fresh NAME: a new mount of the source on $WORK/NAME, as M.
 fresh() {
   M=$WORK/$1
   mount_tilefs "$src" "$M" -o ro,keyfile="$keyfile"
 }
+# unmount: unmounts $M and reaps its daemon (the last mounted), so that
+# the cleanup at exit does not wait for a zombie.
 unmount() {
   fusermount3 -u "$M"
-}
-t0=$(date +%s%N)
-lap() {
-  echo "$1: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-  t0=$(date +%s%N)
+  wait "${PIDS[-1]}" 2>/dev/null || true
 }
 
 # ---- The reference: cat of every listed file --------------------------------
@@ -69,9 +74,9 @@ n=$(wc -l <"$WORK/files")
 ! grep -q -e '/versions/' -e '/tiles/' "$WORK/files" || fail "history is listed"
 # Folders too (an array without metadata has an empty metadata/).
 (cd "$M" && find . -type d) | (cd "$WORK" && mkdir -p ref && cd ref && xargs -d '\n' mkdir -p)
-while IFS= read -r f; do
-  cat "$M/$f" >"$WORK/ref/$f" || fail "cat $f"
-done <"$WORK/files"
+# One cat per file, four at a time.
+M=$M R=$WORK/ref xargs -d '\n' -P 4 -n 50 sh -c \
+  'for f; do cat "$M/$f" >"$R/$f" || exit 1; done' sh <"$WORK/files" || fail "cat"
 unmount
 lap "cat of $n files"
 
@@ -103,20 +108,21 @@ lap "cp -r"
 # gio copy, as a file manager copies: one call per folder.
 fresh m_gio
 (cd "$M" && find . -type d) | (mkdir -p "$WORK/gio" && cd "$WORK/gio" && xargs -d '\n' mkdir -p)
-# The listing is sorted: the files of one folder come together.
-prev= batch=()
-flush() {
-  [ "${#batch[@]}" -eq 0 ] ||
-    (cd "$M" && GIO_USE_VFS=local gio copy "${batch[@]}" "$WORK/gio/$prev/") ||
-    fail "gio copy in $prev"
-  batch=()
-}
-while IFS= read -r f; do
-  d=${f%/*}
-  [ "$d" = "$prev" ] || { flush; prev=$d; }
-  batch+=("$f")
-done <"$WORK/files"
-flush
+# One gio copy per folder (of all its files), four at a time.
+"$PY" - "$M" "$WORK/gio" "$WORK/files" <<'PYEOF' || fail "gio copy"
+import collections, concurrent.futures, os, subprocess, sys
+mnt, dst, listing = sys.argv[1:]
+by_dir = collections.defaultdict(list)
+for f in open(listing).read().splitlines():
+    by_dir[os.path.dirname(f)].append(f)
+env = dict(os.environ, GIO_USE_VFS="local")
+def copy(d):
+    return subprocess.run(["gio", "copy"] + by_dir[d] + [os.path.join(dst, d) + "/"],
+                          cwd=mnt, env=env).returncode
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    if any(pool.map(copy, sorted(by_dir))):
+        sys.exit("gio copy failed")
+PYEOF
 unmount
 same gio
 lap "gio copy"
