@@ -70,7 +70,7 @@ const struct tfsr_renderer tfsr_renderers[TFSR_FMT_NUM] = {
 		.end = tfsr_png_end, .release = tfsr_png_release,
 	},
 	[TFSR_FMT_GRAY_PNG] = {
-		.fmt = TFSR_FMT_GRAY_PNG, .name = "gray-png",
+		.fmt = TFSR_FMT_GRAY_PNG, .name = "gray.png",
 		.ext = ".gray.png", .mime = "image/png",
 		.flags = TFSR_R_SPARSE_COORDS | TFSR_R_NUMERIC_ONLY |
 			 TFSR_R_IMAGE,
