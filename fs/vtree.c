@@ -17,10 +17,12 @@
 #include "tfs_buf.h"
 #include "tfs_log.h"
 
-/* Pictures of a whole field listed at most this large: a file manager
- * that lists a folder renders what it shows (a stride shrinks larger
- * ones, and preview.png shows every array). */
-#define LIST_PNG_PIXELS ((uint64_t)1 << 20)
+/* Pictures of a whole field listed at most this large (512 x 512): a
+ * file manager that lists a folder renders what it shows, and a picture
+ * of 1 MiB of pixels stays under pcmanfm's default thumbnail size limit
+ * (2 MB) whatever the data. A stride shrinks larger ones; preview.png
+ * shows every array. */
+#define LIST_PNG_PIXELS ((uint64_t)1 << 18)
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000

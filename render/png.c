@@ -170,9 +170,12 @@ static bool picture_range(const struct tfsr_picture *p, double *lo,
 	return any;
 }
 
-static void fmt_num(char *dst, size_t cap, double x)
+static void fmt_num(char *dst, size_t cap, double x, bool f32)
 {
-	tfs_fmt_f64(dst, cap, x, 1e15);
+	if (f32)
+		tfs_fmt_f32(dst, cap, (float)x, 1e15);
+	else
+		tfs_fmt_f64(dst, cap, x, 1e15);
 }
 
 /* Encodes rows (h × w × 4 bytes) with libpng; the one function that
@@ -215,8 +218,8 @@ enum tfs_err tfsr_picture_png(const struct tfsr_picture *p,
 	if (has) {
 		char a[TFS_FMT_FLOAT_MAX], b[TFS_FMT_FLOAT_MAX];
 
-		fmt_num(a, sizeof(a), lo);
-		fmt_num(b, sizeof(b), hi);
+		fmt_num(a, sizeof(a), lo, p->f32);
+		fmt_num(b, sizeof(b), hi, p->f32);
 		snprintf(range, sizeof(range), "%s %s", a, b);
 	}
 	snprintf(cmap, sizeof(cmap), "%s", tfsr_cmap_name(p->cmap));
@@ -528,6 +531,12 @@ enum tfs_err tfsr_png_begin(struct tfsr_stream *st, struct tfs_diag *d)
 	ps->pic.w = (uint32_t)sl->sel->dims[kx].count;
 	ps->pic.cmap = sl->r->fmt == TFSR_FMT_GRAY_PNG ? TFSR_CMAP_GRAY
 						       : TFSR_CMAP_VIRIDIS;
+	{
+		struct tfs_field_info f;
+
+		tfs_schema_field(s, sl->field, &f);
+		ps->pic.f32 = f.type == TFS_FLOAT32;
+	}
 	ps->ystep = sl->sel->dims[ky].stride;
 	ps->xstep = sl->sel->dims[kx].stride;
 	if (!coord_i64(tfs_schema_dim_type(s, ky), sl->sel->dims[ky].range.lo,

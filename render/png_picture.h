@@ -42,6 +42,7 @@ struct tfsr_picture {
 	bool has_range;
 	double lo, hi;
 	enum tfsr_cmap cmap;
+	bool f32; /* the values are FLOAT32: the range prints as such */
 };
 
 /* The level (0..255) of value x in [lo, hi] (clamped; a range of one
