@@ -94,11 +94,15 @@ enum tfs_err tfsr_png_sel_check(const struct tfsr_sel *sel,
  * larger ones are drawn from the fragments' tile sums and counts. */
 #define TFSR_PREVIEW_DECODE_CELLS ((uint64_t)1 << 20)
 
+/* *ky of a preview along one dimension: a strip, one row of bins. */
+#define TFSR_PREVIEW_STRIP UINT32_MAX
+
 /* The field a preview of field (-1: the array) shows: that attribute
  * when it is one number per cell, or the array's first such attribute;
- * and the two dimensions it spans (the first two integer dimensions of
- * more than one coordinate in the non-empty domain ned). False when
- * there is no preview (none of those, no cells). */
+ * and the dimensions it spans: the first two integer dimensions of more
+ * than one coordinate in the non-empty domain ned, rows (*ky) and
+ * columns (*kx), or only one (*ky TFSR_PREVIEW_STRIP: a strip at least
+ * 16 pixels high). False when there is no preview (none of those). */
 bool tfsr_preview_plan(const struct tfs_schema *s, const struct tfs_range *ned,
 		       int field, int *attr, uint32_t *ky, uint32_t *kx);
 

@@ -65,10 +65,10 @@ bool tfsr_preview_plan(const struct tfs_schema *s, const struct tfs_range *ned,
 		if (hi > lo)
 			axes[n++] = k;
 	}
-	if (n < 2)
+	if (n == 0)
 		return false;
-	*ky = axes[0];
-	*kx = axes[1];
+	*ky = n == 2 ? axes[0] : TFSR_PREVIEW_STRIP;
+	*kx = axes[n - 1];
 	return true;
 }
 
@@ -253,14 +253,19 @@ static enum tfs_err bins_decode(struct bins *bn, struct tfs_array *a,
 								  col->type),
 					      &c[k]);
 			}
-			if (!ok || c[bn->ky] < bn->ylo || c[bn->ky] > bn->yhi ||
+			int64_t cy;
+
+			if (!ok)
+				continue;
+			cy = bn->ky == TFSR_PREVIEW_STRIP ? 0 : c[bn->ky];
+			if (cy < bn->ylo || cy > bn->yhi ||
 			    c[bn->kx] < bn->xlo || c[bn->kx] > bn->xhi ||
 			    (dense && !written_has(&w, c)))
 				continue;
 			v = value_at(&b->columns[nd], i);
 			if (!isfinite(v))
 				continue;
-			px = (uint64_t)(c[bn->ky] - bn->ylo) / bn->by * bn->w +
+			px = (uint64_t)(cy - bn->ylo) / bn->by * bn->w +
 			     (uint64_t)(c[bn->kx] - bn->xlo) / bn->bx;
 			bn->sum[px] += v;
 			bn->weight[px] += 1;
@@ -287,7 +292,9 @@ static enum tfs_err bins_tiles(struct bins *bn, struct tfs_array *a,
 	for (size_t i = 0; i < ts.num; i++) {
 		const struct tfs_tile_stat *t = &ts.tiles[i];
 		uint64_t valid = t->cells - t->nulls;
-		int64_t y0 = t->lo[bn->ky], y1 = t->hi[bn->ky];
+		bool strip = bn->ky == TFSR_PREVIEW_STRIP;
+		int64_t y0 = strip ? 0 : t->lo[bn->ky];
+		int64_t y1 = strip ? 0 : t->hi[bn->ky];
 		int64_t x0 = t->lo[bn->kx], x1 = t->hi[bn->kx];
 
 		if (!valid)
@@ -354,7 +361,7 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 	struct tfs_field_info f;
 	struct bins bn;
 	int64_t ylo, yhi, xlo, xhi;
-	uint32_t ky, kx, scale;
+	uint32_t ky, kx, scale, yscale;
 	bool complete = false;
 	int attr;
 	enum tfs_err e;
@@ -364,10 +371,13 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 	if (!tfsr_preview_plan(s, ned, field, &attr, &ky, &kx))
 		return tfs_fail(d, TFS_E_NOT_FOUND,
 				"no preview: it needs a numeric attribute and "
-				"two integer dimensions with cells");
+				"an integer dimension with cells");
 	tfs_schema_field(s, attr, &f);
-	(void)coord_of(tfs_schema_dim_type(s, ky), ned[ky].lo, &ylo);
-	(void)coord_of(tfs_schema_dim_type(s, ky), ned[ky].hi, &yhi);
+	ylo = yhi = 0;
+	if (ky != TFSR_PREVIEW_STRIP) {
+		(void)coord_of(tfs_schema_dim_type(s, ky), ned[ky].lo, &ylo);
+		(void)coord_of(tfs_schema_dim_type(s, ky), ned[ky].hi, &yhi);
+	}
 	(void)coord_of(tfs_schema_dim_type(s, kx), ned[kx].lo, &xlo);
 	(void)coord_of(tfs_schema_dim_type(s, kx), ned[kx].hi, &xhi);
 	if ((uint64_t)(yhi - ylo) >= UINT64_MAX / 2 ||
@@ -404,6 +414,12 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 		scale++;
 	pic.w = bn.w * scale;
 	pic.h = bn.h * scale;
+	/* A strip: one row of bins, an eighth of its width high. */
+	yscale = scale;
+	if (ky == TFSR_PREVIEW_STRIP) {
+		pic.h = pic.w / 8 > 16 ? pic.w / 8 : 16;
+		yscale = pic.h;
+	}
 	pic.v = tfs_mallocn((size_t)pic.w * pic.h, sizeof(double));
 	if (!pic.v) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -411,7 +427,7 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 	}
 	for (uint32_t y = 0; y < pic.h; y++) {
 		for (uint32_t x = 0; x < pic.w; x++) {
-			size_t b = (size_t)(y / scale) * bn.w + x / scale;
+			size_t b = (size_t)(y / yscale) * bn.w + x / scale;
 
 			pic.v[(size_t)y * pic.w + x] =
 				bn.weight[b] > 0 ? bn.sum[b] / bn.weight[b] : NAN;

@@ -257,7 +257,7 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 		"dense_2d_rowmajor/s/slice[1:11,1:13].png",
 		"dense_2d_rowmajor/s/preview.png",
 		"dense_2d_rowmajor/slice[1:11,1:13].png",
-		"dense_1d/preview.png",
+		"sparse_2d_float/preview.png",
 	};
 	struct names nm;
 	struct tfsd_node n;
@@ -282,6 +282,10 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 	cr_expect(sz.exact);
 	cr_expect_eq(sz.size, len);
 	cr_expect(len > 8 && memcmp(data, "\x89PNG", 4) == 0);
+	free(data);
+	/* One dimension: a strip. */
+	data = read_all("dense_1d/preview.png", 4096, &len, &sz);
+	cr_expect(sz.exact && sz.size == len && len > 8);
 	free(data);
 	data = read_all("dense_2d_rowmajor/preview.png", 4096, &len, &sz);
 	cr_expect(sz.exact);

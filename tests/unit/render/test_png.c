@@ -589,3 +589,69 @@ Test(preview, large_arrays_draw_tile_means, .fini = close_array)
 	}
 	free(im.px);
 }
+
+/* One dimension: a strip, each column its cell, 16 pixels high. */
+Test(preview, one_dimension_is_a_strip, .fini = close_array)
+{
+	const struct tfs_schema *s;
+	struct tfs_range ned[1];
+	struct tfs_buf png;
+	struct tfs_diag d;
+	struct rgba im;
+	int64_t lo, hi;
+	int attr;
+	uint32_t ky, kx;
+
+	open_array("dense_1d");
+	s = tfs_array_schema(arr);
+	cr_assert(tfs_array_non_empty_domain(arr, ned));
+	cr_assert(tfsr_preview_plan(s, ned, -1, &attr, &ky, &kx));
+	cr_expect_eq(ky, TFSR_PREVIEW_STRIP);
+	lo = tfs_value_as_i64(tfs_schema_dim_type(s, 0), ned[0].lo);
+	hi = tfs_value_as_i64(tfs_schema_dim_type(s, 0), ned[0].hi);
+	cr_assert_lt(hi - lo + 1, 128, "one pixel per cell, not enlarged");
+	tfs_buf_init(&png, TFS_BUF_NO_MAX);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsr_preview_png(arr, ned, -1, 0, &png, NULL, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	decode(&png, &im);
+	cr_assert_eq(im.h, 16);
+	cr_assert_eq(im.w % (uint32_t)(hi - lo + 1), 0);
+	for (uint32_t y = 0; y < im.h; y++) {
+		for (uint32_t x = 0; x < im.w; x++) {
+			const char *names[1];
+			struct tfs_field_info f;
+			uint32_t scale = im.w / (uint32_t)(hi - lo + 1);
+			int64_t c = lo + x / scale;
+			struct tfs_range sub = {(const uint8_t *)&c,
+						(const uint8_t *)&c, 0, 0};
+			struct tfs_query_opts qo = {.subarray = &sub,
+						    .fields = names,
+						    .field_num = 1};
+			struct tfs_query *q;
+			const struct tfs_batch *b;
+			uint8_t cv[8];
+			double v;
+
+			tfs_schema_field(s, attr, &f);
+			names[0] = f.name;
+			/* The coordinate in the dimension's type. */
+			memcpy(cv, &c, 8);
+			sub.lo = sub.hi = cv;
+			sub.lo_len = sub.hi_len =
+				tfs_datatype_size(tfs_schema_dim_type(s, 0));
+			cr_assert_eq(tfs_query_open(arr, &qo, &q, &d), TFS_E_OK);
+			cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK);
+			cr_assert(b && b->cell_num == 1);
+			v = tfs_datatype_class(b->columns[0].type) == TFS_CLASS_FLOAT
+				    ? tfs_value_as_f64(b->columns[0].type,
+						       b->columns[0].data)
+				    : (double)tfs_value_as_i64(b->columns[0].type,
+							       b->columns[0].data);
+			tfs_query_close(q);
+			expect_pixel(&im, y, x, v);
+		}
+	}
+	free(im.px);
+	tfs_buf_release(&png);
+}
