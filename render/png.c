@@ -180,7 +180,7 @@ static void fmt_num(char *dst, size_t cap, double x, bool f32)
 
 /* Encodes rows (h × w × 4 bytes) with libpng; the one function that
  * long-jumps, with nothing of its own to free. */
-static int encode(png_structp png, png_infop info, png_bytep *rows,
+static int png_encode_rows(png_structp png, png_infop info, png_bytep *rows,
 		  uint32_t w, uint32_t h, png_textp text, int ntext)
 {
 	if (setjmp(png_jmpbuf(png)))
@@ -260,7 +260,7 @@ enum tfs_err tfsr_picture_png(const struct tfsr_picture *p,
 		goto out_free;
 	}
 	png_set_write_fn(png, &sink, sink_write, sink_flush);
-	if (encode(png, info, rows, p->w, p->h, text, 2))
+	if (png_encode_rows(png, info, rows, p->w, p->h, text, 2))
 		e = tfs_fail(d, sink.err ? sink.err : TFS_E_INTERNAL,
 			     "cannot encode a picture of %" PRIu32 "x%" PRIu32,
 			     p->w, p->h);
@@ -318,8 +318,7 @@ bool tfsr_png_info(const uint8_t *png, size_t len, struct tfs_buf *range,
 
 /* ---- Slices as pictures ---------------------------------------------------- */
 
-/* A coordinate of an integer dimension as int64; false when it is not. */
-static bool coord_i64(uint8_t type, const uint8_t *p, int64_t *out)
+bool tfsr_coord_i64(uint8_t type, const uint8_t *p, int64_t *out)
 {
 	if (tfs_datatype_class(type) == TFS_CLASS_SIGNED) {
 		*out = tfs_value_as_i64(type, p);
@@ -439,19 +438,19 @@ static void dense_written(struct png_state *ps, const struct tfsr_slice *sl)
 		for (uint32_t k = 0; in && k < nd; k++) {
 			if (k == ps->ky || k == ps->kx)
 				continue;
-			if (!coord_i64(type, f.non_empty_domain[k].lo, &lo) ||
-			    !coord_i64(type, f.non_empty_domain[k].hi, &hi) ||
-			    !coord_i64(type, sl->sel->dims[k].range.lo, &at))
+			if (!tfsr_coord_i64(type, f.non_empty_domain[k].lo, &lo) ||
+			    !tfsr_coord_i64(type, f.non_empty_domain[k].hi, &hi) ||
+			    !tfsr_coord_i64(type, sl->sel->dims[k].range.lo, &at))
 				in = false;
 			else
 				in = lo <= at && at <= hi;
 		}
 		if (!in ||
-		    !coord_i64(type, f.non_empty_domain[ps->ky].lo, &lo) ||
-		    !coord_i64(type, f.non_empty_domain[ps->ky].hi, &hi) ||
+		    !tfsr_coord_i64(type, f.non_empty_domain[ps->ky].lo, &lo) ||
+		    !tfsr_coord_i64(type, f.non_empty_domain[ps->ky].hi, &hi) ||
 		    !axis_span(ps->ylo, ps->ystep, ps->pic.h, lo, hi, &y0, &y1) ||
-		    !coord_i64(type, f.non_empty_domain[ps->kx].lo, &lo) ||
-		    !coord_i64(type, f.non_empty_domain[ps->kx].hi, &hi) ||
+		    !tfsr_coord_i64(type, f.non_empty_domain[ps->kx].lo, &lo) ||
+		    !tfsr_coord_i64(type, f.non_empty_domain[ps->kx].hi, &hi) ||
 		    !axis_span(ps->xlo, ps->xstep, ps->pic.w, lo, hi, &x0, &x1))
 			continue;
 		for (uint64_t y = y0; y < y1; y++)
@@ -476,9 +475,9 @@ static void tile_range(struct png_state *ps, const struct tfsr_slice *sl)
 	if (f.is_dim)
 		return;
 	for (uint32_t k = 0; k < nd; k++)
-		if (!coord_i64(tfs_schema_dim_type(s, k),
+		if (!tfsr_coord_i64(tfs_schema_dim_type(s, k),
 			       sl->sel->dims[k].range.lo, &lo[k]) ||
-		    !coord_i64(tfs_schema_dim_type(s, k),
+		    !tfsr_coord_i64(tfs_schema_dim_type(s, k),
 			       sl->sel->dims[k].range.hi, &hi[k]))
 			return;
 	if (tfs_array_tile_stats(sl->a, f.name, &ts, NULL))
@@ -539,9 +538,9 @@ enum tfs_err tfsr_png_begin(struct tfsr_stream *st, struct tfs_diag *d)
 	}
 	ps->ystep = sl->sel->dims[ky].stride;
 	ps->xstep = sl->sel->dims[kx].stride;
-	if (!coord_i64(tfs_schema_dim_type(s, ky), sl->sel->dims[ky].range.lo,
+	if (!tfsr_coord_i64(tfs_schema_dim_type(s, ky), sl->sel->dims[ky].range.lo,
 		       &ps->ylo) ||
-	    !coord_i64(tfs_schema_dim_type(s, kx), sl->sel->dims[kx].range.lo,
+	    !tfsr_coord_i64(tfs_schema_dim_type(s, kx), sl->sel->dims[kx].range.lo,
 		       &ps->xlo))
 		return tfs_fail(d, TFS_E_NOT_FOUND,
 				"a picture needs coordinates within int64");
@@ -567,8 +566,7 @@ enum tfs_err tfsr_png_begin(struct tfsr_stream *st, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
-/* Value i of column c as a double; NaN for a null. */
-static double value_at(const struct tfs_column *c, uint64_t i)
+double tfsr_cell_number(const struct tfs_column *c, uint64_t i)
 {
 	const uint8_t *p = c->data + i * tfs_datatype_size(c->type);
 
@@ -598,7 +596,7 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 
 			if (px < (uint64_t)ps->pic.w * ps->pic.h &&
 			    ps->written[px])
-				ps->pic.v[px] = value_at(&b->columns[0],
+				ps->pic.v[px] = tfsr_cell_number(&b->columns[0],
 							 first + i);
 		}
 		return TFS_E_OK;
@@ -608,9 +606,9 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 		const struct tfs_column *cx = &b->columns[ps->kx];
 		int64_t y, x;
 
-		if (!coord_i64(cy->type, cy->data + i * tfs_datatype_size(cy->type),
+		if (!tfsr_coord_i64(cy->type, cy->data + i * tfs_datatype_size(cy->type),
 			       &y) ||
-		    !coord_i64(cx->type, cx->data + i * tfs_datatype_size(cx->type),
+		    !tfsr_coord_i64(cx->type, cx->data + i * tfs_datatype_size(cx->type),
 			       &x) ||
 		    y < ps->ylo || x < ps->xlo)
 			continue;
@@ -619,7 +617,7 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 			continue;
 		ps->pic.v[(uint64_t)(y - ps->ylo) * ps->pic.w +
 			  (uint64_t)(x - ps->xlo)] =
-			value_at(&b->columns[ps->vcol], i);
+			tfsr_cell_number(&b->columns[ps->vcol], i);
 	}
 	return TFS_E_OK;
 }

@@ -61,6 +61,14 @@ enum tfs_err tfsr_picture_png(const struct tfsr_picture *p,
 bool tfsr_png_info(const uint8_t *png, size_t len, struct tfs_buf *range,
 		   struct tfs_buf *cmap);
 
+/* A coordinate of an integer dimension as int64; false when it is not
+ * one (another type, or an unsigned value above INT64_MAX). */
+bool tfsr_coord_i64(uint8_t type, const uint8_t *p, int64_t *out);
+/* Cell i of a fixed-size numeric column (one value per cell) as a
+ * double; NaN for a null. */
+struct tfs_column;
+double tfsr_cell_number(const struct tfs_column *c, uint64_t i);
+
 /* The renderers of `.png` and `.gray.png` slices (tfs_render.h). */
 struct tfsr_stream;
 struct tfsr_emit;

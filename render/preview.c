@@ -12,20 +12,6 @@
 #include "tfs_alloc.h"
 #include "tfs_render.h"
 
-static bool coord_of(uint8_t type, const uint8_t *p, int64_t *out)
-{
-	if (tfs_datatype_class(type) == TFS_CLASS_SIGNED) {
-		*out = tfs_value_as_i64(type, p);
-		return true;
-	}
-	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED &&
-	    tfs_value_as_u64(type, p) <= INT64_MAX) {
-		*out = (int64_t)tfs_value_as_u64(type, p);
-		return true;
-	}
-	return false;
-}
-
 static bool numeric_attr(const struct tfs_field_info *f)
 {
 	return !f->is_dim && !f->var && f->cell_val_num == 1 &&
@@ -59,8 +45,8 @@ bool tfsr_preview_plan(const struct tfs_schema *s, const struct tfs_range *ned,
 		uint8_t type = tfs_schema_dim_type(s, k);
 		int64_t lo, hi;
 
-		if (!coord_of(type, ned[k].lo, &lo) ||
-		    !coord_of(type, ned[k].hi, &hi))
+		if (!tfsr_coord_i64(type, ned[k].lo, &lo) ||
+		    !tfsr_coord_i64(type, ned[k].hi, &hi))
 			continue;
 		if (hi > lo)
 			axes[n++] = k;
@@ -116,20 +102,6 @@ static enum tfs_err bins_init(struct bins *b, int64_t ylo, int64_t yhi,
 	return TFS_E_OK;
 }
 
-/* Value i of a fixed-size numeric column; NaN for a null. */
-static double value_at(const struct tfs_column *c, uint64_t i)
-{
-	const uint8_t *p = c->data + i * tfs_datatype_size(c->type);
-
-	if (c->nullable && c->validity && !c->validity[i])
-		return NAN;
-	switch (tfs_datatype_class(c->type)) {
-	case TFS_CLASS_FLOAT: return tfs_value_as_f64(c->type, p);
-	case TFS_CLASS_SIGNED: return (double)tfs_value_as_i64(c->type, p);
-	default: return (double)tfs_value_as_u64(c->type, p);
-	}
-}
-
 /* The visible dense fragments' domains, to tell written cells from the
  * fill value of cells never written. */
 struct written {
@@ -160,8 +132,8 @@ static enum tfs_err written_init(struct written *w, struct tfs_array *a,
 		for (uint32_t k = 0; ok && k < w->nd; k++) {
 			uint8_t type = tfs_schema_dim_type(s, k);
 
-			ok = coord_of(type, f.non_empty_domain[k].lo, &b[2 * k]) &&
-			     coord_of(type, f.non_empty_domain[k].hi,
+			ok = tfsr_coord_i64(type, f.non_empty_domain[k].lo, &b[2 * k]) &&
+			     tfsr_coord_i64(type, f.non_empty_domain[k].hi,
 				      &b[2 * k + 1]);
 		}
 		if (ok)
@@ -248,7 +220,7 @@ static enum tfs_err bins_decode(struct bins *bn, struct tfs_array *a,
 			for (uint32_t k = 0; ok && k < nd; k++) {
 				const struct tfs_column *col = &b->columns[k];
 
-				ok = coord_of(col->type,
+				ok = tfsr_coord_i64(col->type,
 					      col->data + i * tfs_datatype_size(
 								  col->type),
 					      &c[k]);
@@ -262,7 +234,7 @@ static enum tfs_err bins_decode(struct bins *bn, struct tfs_array *a,
 			    c[bn->kx] < bn->xlo || c[bn->kx] > bn->xhi ||
 			    (dense && !written_has(&w, c)))
 				continue;
-			v = value_at(&b->columns[nd], i);
+			v = tfsr_cell_number(&b->columns[nd], i);
 			if (!isfinite(v))
 				continue;
 			px = (uint64_t)(cy - bn->ylo) / bn->by * bn->w +
@@ -342,8 +314,8 @@ static uint64_t array_cells(struct tfs_array *a, const struct tfs_range *ned)
 		uint8_t type = tfs_schema_dim_type(s, k);
 		int64_t lo, hi;
 
-		if (!coord_of(type, ned[k].lo, &lo) ||
-		    !coord_of(type, ned[k].hi, &hi) ||
+		if (!tfsr_coord_i64(type, ned[k].lo, &lo) ||
+		    !tfsr_coord_i64(type, ned[k].hi, &hi) ||
 		    __builtin_mul_overflow(cells, (uint64_t)(hi - lo) + 1,
 					   &cells))
 			return UINT64_MAX;
@@ -375,11 +347,11 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 	tfs_schema_field(s, attr, &f);
 	ylo = yhi = 0;
 	if (ky != TFSR_PREVIEW_STRIP) {
-		(void)coord_of(tfs_schema_dim_type(s, ky), ned[ky].lo, &ylo);
-		(void)coord_of(tfs_schema_dim_type(s, ky), ned[ky].hi, &yhi);
+		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].lo, &ylo);
+		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].hi, &yhi);
 	}
-	(void)coord_of(tfs_schema_dim_type(s, kx), ned[kx].lo, &xlo);
-	(void)coord_of(tfs_schema_dim_type(s, kx), ned[kx].hi, &xhi);
+	(void)tfsr_coord_i64(tfs_schema_dim_type(s, kx), ned[kx].lo, &xlo);
+	(void)tfsr_coord_i64(tfs_schema_dim_type(s, kx), ned[kx].hi, &xhi);
 	if ((uint64_t)(yhi - ylo) >= UINT64_MAX / 2 ||
 	    (uint64_t)(xhi - xlo) >= UINT64_MAX / 2)
 		return tfs_fail(d, TFS_E_NOT_FOUND, "no preview: a domain "

@@ -33,7 +33,7 @@ static double num_at(uint8_t type, const uint8_t *p)
 }
 
 /* A coordinate of an integer dimension as int64; false when it is not. */
-static bool coord_i64(uint8_t type, const uint8_t *p, int64_t *out)
+static bool stat_coord(uint8_t type, const uint8_t *p, int64_t *out)
 {
 	if (tfs_datatype_class(type) == TFS_CLASS_SIGNED) {
 		*out = tfs_value_as_i64(type, p);
@@ -133,7 +133,7 @@ static void stat_fill(const struct slot_stats *ss, uint64_t tile_num,
 
 /* The box of tile t of a dense fragment: the space tile clipped to the
  * fragment's non-empty domain; false when the domain is not usable. */
-static bool dense_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo,
+static bool dense_tile_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo,
 		      int64_t *hi, uint64_t *cells)
 {
 	const struct tfs_schema *s = f->schema;
@@ -145,10 +145,10 @@ static bool dense_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo,
 		const struct tfs_dim *dm = &s->dims[k];
 		int64_t dlo, ext, nlo, nhi;
 
-		if (!dm->has_extent || !coord_i64(dm->type, dm->domain[0], &dlo) ||
-		    !coord_i64(dm->type, dm->extent, &ext) || ext <= 0 ||
-		    !coord_i64(dm->type, f->footer.ned[k].lo, &nlo) ||
-		    !coord_i64(dm->type, f->footer.ned[k].hi, &nhi) ||
+		if (!dm->has_extent || !stat_coord(dm->type, dm->domain[0], &dlo) ||
+		    !stat_coord(dm->type, dm->extent, &ext) || ext <= 0 ||
+		    !stat_coord(dm->type, f->footer.ned[k].lo, &nlo) ||
+		    !stat_coord(dm->type, f->footer.ned[k].hi, &nhi) ||
 		    nlo < dlo || nhi < nlo)
 			return false;
 		tlo[k] = (nlo - dlo) / ext;
@@ -160,10 +160,10 @@ static bool dense_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo,
 		const struct tfs_dim *dm = &s->dims[k];
 		int64_t dlo, ext, nlo, nhi, idx;
 
-		(void)coord_i64(dm->type, dm->domain[0], &dlo);
-		(void)coord_i64(dm->type, dm->extent, &ext);
-		(void)coord_i64(dm->type, f->footer.ned[k].lo, &nlo);
-		(void)coord_i64(dm->type, f->footer.ned[k].hi, &nhi);
+		(void)stat_coord(dm->type, dm->domain[0], &dlo);
+		(void)stat_coord(dm->type, dm->extent, &ext);
+		(void)stat_coord(dm->type, f->footer.ned[k].lo, &nlo);
+		(void)stat_coord(dm->type, f->footer.ned[k].hi, &nhi);
 		idx = tlo[k] + (int64_t)(t % (uint64_t)tnum[k]);
 		t /= (uint64_t)tnum[k];
 		lo[k] = dlo + idx * ext;
@@ -177,7 +177,7 @@ static bool dense_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo,
 	return true;
 }
 
-static bool sparse_box(const struct tfs_fragment *f, const struct tfs_rtree *rt,
+static bool sparse_tile_box(const struct tfs_fragment *f, const struct tfs_rtree *rt,
 		       uint64_t t, int64_t *lo, int64_t *hi)
 {
 	uint32_t nd = f->schema->dim_num;
@@ -187,8 +187,8 @@ static bool sparse_box(const struct tfs_fragment *f, const struct tfs_rtree *rt,
 	for (uint32_t k = 0; k < nd; k++) {
 		const struct tfs_range *r = &rt->leaves[t * nd + k];
 
-		if (!coord_i64(f->schema->dims[k].type, r->lo, &lo[k]) ||
-		    !coord_i64(f->schema->dims[k].type, r->hi, &hi[k]))
+		if (!stat_coord(f->schema->dims[k].type, r->lo, &lo[k]) ||
+		    !stat_coord(f->schema->dims[k].type, r->hi, &hi[k]))
 			return false;
 	}
 	return true;
@@ -254,9 +254,9 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 			bool ok;
 
 			if (f->footer.dense) {
-				ok = dense_box(f, t, lo, hi, &ts->cells);
+				ok = dense_tile_box(f, t, lo, hi, &ts->cells);
 			} else {
-				ok = sparse_box(f, rt, t, lo, hi);
+				ok = sparse_tile_box(f, rt, t, lo, hi);
 				ts->cells = tfs_fragment_tile_cells(f, t);
 			}
 			if (!ok)
