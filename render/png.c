@@ -383,8 +383,27 @@ enum tfs_err tfsr_png_sel_check(const struct tfsr_sel *sel,
 	return TFS_E_OK;
 }
 
+bool tfsr_default_fill(const struct tfs_field_info *f, double *fill)
+{
+	uint8_t def[8];
+	size_t w = tfs_datatype_size(f->type);
+	struct tfs_column fc = {.type = f->type, .cell_val_num = 1,
+				.data = def};
+
+	if (f->is_dim || f->var || f->cell_val_num != 1 || w > sizeof(def) ||
+	    !f->fill || f->fill_size != w)
+		return false;
+	tfs_datatype_default_fill(f->type, def);
+	if (memcmp(def, f->fill, w) != 0)
+		return false;
+	*fill = tfsr_cell_number(&fc, 0);
+	return true;
+}
+
 struct png_state {
 	struct tfsr_picture pic;
+	bool skip_fill;          /* cells holding fill are never written */
+	double fill;
 	uint32_t ky, kx;
 	int64_t ylo, xlo;        /* coordinates of pixel (0, 0) */
 	uint64_t ystep, xstep;   /* coordinates per pixel */
@@ -468,12 +487,17 @@ static void tile_range(struct png_state *ps, const struct tfsr_slice *sl)
 	struct tfs_field_info f;
 	struct tfs_tile_stats ts;
 	int64_t lo[TFSR_MAX_DIMS], hi[TFSR_MAX_DIMS];
-	bool any = false, all = true;
-	double a = 0, b = 0;
+	bool any = false, all = true, has_fill;
+	double a = 0, b = 0, fill = 0;
 
 	tfs_schema_field(s, sl->field, &f);
 	if (f.is_dim)
 		return;
+	/* A tile whose minimum or maximum is the default fill value may
+	 * count padding or cells never written (consolidated dense
+	 * fragments, fragment.md §6), which the picture leaves out: its
+	 * range would not describe the cells shown, so theirs is used. */
+	has_fill = tfsr_default_fill(&f, &fill) && !isnan(fill);
 	for (uint32_t k = 0; k < nd; k++)
 		if (!tfsr_coord_i64(tfs_schema_dim_type(s, k),
 			       sl->sel->dims[k].range.lo, &lo[k]) ||
@@ -491,7 +515,8 @@ static void tile_range(struct png_state *ps, const struct tfsr_slice *sl)
 		if (!meets || (t->has_minmax == false && t->nulls == t->cells &&
 			       t->nulls))
 			continue;
-		if (!t->has_minmax || !isfinite(t->min) || !isfinite(t->max)) {
+		if (!t->has_minmax || !isfinite(t->min) || !isfinite(t->max) ||
+		    (has_fill && (t->min == fill || t->max == fill))) {
 			all = false;
 			break;
 		}
@@ -535,6 +560,8 @@ enum tfs_err tfsr_png_begin(struct tfsr_stream *st, struct tfs_diag *d)
 
 		tfs_schema_field(s, sl->field, &f);
 		ps->pic.f32 = f.type == TFS_FLOAT32;
+		ps->skip_fill = tfsr_default_fill(&f, &ps->fill) &&
+				!isnan(ps->fill);
 	}
 	ps->ystep = sl->sel->dims[ky].stride;
 	ps->xstep = sl->sel->dims[kx].stride;
@@ -579,6 +606,12 @@ double tfsr_cell_number(const struct tfs_column *c, uint64_t i)
 	}
 }
 
+/* What a cell's value shows: NaN (transparent) for the default fill. */
+static double shown(const struct png_state *ps, double v)
+{
+	return ps->skip_fill && v == ps->fill ? NAN : v;
+}
+
 enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 			    uint64_t first, uint64_t n)
 {
@@ -596,8 +629,9 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 
 			if (px < (uint64_t)ps->pic.w * ps->pic.h &&
 			    ps->written[px])
-				ps->pic.v[px] = tfsr_cell_number(&b->columns[0],
-							 first + i);
+				ps->pic.v[px] = shown(ps, tfsr_cell_number(
+								  &b->columns[0],
+								  first + i));
 		}
 		return TFS_E_OK;
 	}
@@ -617,7 +651,7 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 			continue;
 		ps->pic.v[(uint64_t)(y - ps->ylo) * ps->pic.w +
 			  (uint64_t)(x - ps->xlo)] =
-			tfsr_cell_number(&b->columns[ps->vcol], i);
+			shown(ps, tfsr_cell_number(&b->columns[ps->vcol], i));
 	}
 	return TFS_E_OK;
 }

@@ -69,6 +69,14 @@ bool tfsr_coord_i64(uint8_t type, const uint8_t *p, int64_t *out);
 struct tfs_column;
 double tfsr_cell_number(const struct tfs_column *c, uint64_t i);
 
+/* Whether attribute f's fill value is its type's default (the extreme
+ * that TileDB gives cells never written: INT32_MIN, UINT64_MAX, NaN...),
+ * and that value as a double in *fill. Pictures show cells holding it as
+ * never written (transparent): a consolidated dense fragment stores such
+ * cells, so its domain does not tell. */
+struct tfs_field_info;
+bool tfsr_default_fill(const struct tfs_field_info *f, double *fill);
+
 /* The renderers of `.png` and `.gray.png` slices (tfs_render.h). */
 struct tfsr_stream;
 struct tfsr_emit;

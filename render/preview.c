@@ -198,6 +198,12 @@ static enum tfs_err bins_decode(struct bins *bn, struct tfs_array *a,
 	bool dense = tfs_schema_is_dense(s);
 	enum tfs_err e = TFS_E_OK;
 
+	struct tfs_field_info f;
+	double fill = 0;
+	bool skip_fill;
+
+	tfs_schema_field(s, tfs_schema_field_index(s, attr), &f);
+	skip_fill = tfsr_default_fill(&f, &fill) && !isnan(fill);
 	for (uint32_t k = 0; k < nd; k++)
 		names[k] = tfs_schema_dim_name(s, k);
 	names[nd] = attr;
@@ -235,7 +241,7 @@ static enum tfs_err bins_decode(struct bins *bn, struct tfs_array *a,
 			    (dense && !written_has(&w, c)))
 				continue;
 			v = tfsr_cell_number(&b->columns[nd], i);
-			if (!isfinite(v))
+			if (!isfinite(v) || (skip_fill && v == fill))
 				continue;
 			px = (uint64_t)(cy - bn->ylo) / bn->by * bn->w +
 			     (uint64_t)(c[bn->kx] - bn->xlo) / bn->bx;
@@ -254,9 +260,15 @@ static enum tfs_err bins_tiles(struct bins *bn, struct tfs_array *a,
 			       const char *attr, bool *complete,
 			       struct tfs_diag *d)
 {
+	const struct tfs_schema *s = tfs_array_schema(a);
+	struct tfs_field_info f;
 	struct tfs_tile_stats ts;
+	double fill = 0;
+	bool skip_fill;
 	enum tfs_err e;
 
+	tfs_schema_field(s, tfs_schema_field_index(s, attr), &f);
+	skip_fill = tfsr_default_fill(&f, &fill) && !isnan(fill);
 	*complete = true;
 	e = tfs_array_tile_stats(a, attr, &ts, d);
 	if (e)
@@ -275,6 +287,11 @@ static enum tfs_err bins_tiles(struct bins *bn, struct tfs_array *a,
 			*complete = false;
 			break;
 		}
+		/* Fill values counted in (padding of a consolidated dense
+		 * fragment): the sum says nothing of the cells. */
+		if (skip_fill && t->has_minmax &&
+		    (t->min == fill || t->max == fill))
+			continue;
 		if (y0 < bn->ylo)
 			y0 = bn->ylo;
 		if (y1 > bn->yhi)

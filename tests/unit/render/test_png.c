@@ -248,6 +248,40 @@ Test(png, holes_never_written_are_transparent, .fini = close_array)
 	tfs_buf_release(&png);
 }
 
+/* A consolidated dense fragment stores the cells never written, with
+ * the default fill value, and counts them in its tiles' minimums: they
+ * stay transparent and out of the range. */
+Test(png, default_fill_is_never_written, .fini = close_array)
+{
+	struct tfs_buf png;
+	struct tfs_diag d;
+	struct rgba im;
+	size_t fills = 0;
+
+	open_array("consolidated_vacuumed");
+	tfs_buf_init(&png, TFS_BUF_NO_MAX);
+	cr_assert_eq(render("a", TFSR_FMT_PNG, "", &png, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	decode(&png, &im);
+	cr_expect_eq(im.lo, 1000);
+	cr_expect_eq(im.hi, 5004);
+	for (uint32_t y = 0; y < im.h; y++) {
+		for (uint32_t x = 0; x < im.w; x++) {
+			bool found;
+			double v = cell_at("a", y + 1, x + 1, &found);
+
+			if (v == (double)INT32_MIN) {
+				v = NAN;
+				fills++;
+			}
+			expect_pixel(&im, y, x, v);
+		}
+	}
+	cr_expect_gt(fills, 0);
+	free(im.px);
+	tfs_buf_release(&png);
+}
+
 Test(png, nulls_are_transparent, .fini = close_array)
 {
 	const struct tfs_schema *s;
