@@ -15,6 +15,7 @@
 
 /* viridis (matplotlib's, by van der Walt and Smith, CC0): the published
  * 256 colours rounded to 8 bits. */
+/* clang-format off */
 static const uint8_t viridis[256 * 3] = {
 	 68,   1,  84,  68,   2,  86,  69,   4,  87,  69,   5,  89,
 	 70,   7,  90,  70,   8,  92,  70,  10,  93,  70,  11,  94,
@@ -81,6 +82,7 @@ static const uint8_t viridis[256 * 3] = {
 	236, 229,  27, 239, 229,  28, 241, 229,  29, 244, 230,  30,
 	246, 230,  32, 248, 230,  33, 251, 231,  35, 253, 231,  37,
 };
+/* clang-format on */
 
 const char *tfsr_cmap_name(enum tfsr_cmap c)
 {
@@ -146,8 +148,7 @@ static void png_fail(png_structp png, png_const_charp msg)
 
 /* The picture's value range: its own, or that of its finite values;
  * false when it has none. */
-static bool picture_range(const struct tfsr_picture *p, double *lo,
-			  double *hi)
+static bool picture_range(const struct tfsr_picture *p, double *lo, double *hi)
 {
 	bool any = false;
 
@@ -181,7 +182,7 @@ static void fmt_num(char *dst, size_t cap, double x, bool f32)
 /* Encodes rows (h × w × 4 bytes) with libpng; the one function that
  * long-jumps, with nothing of its own to free. */
 static int png_encode_rows(png_structp png, png_infop info, png_bytep *rows,
-		  uint32_t w, uint32_t h, png_textp text, int ntext)
+			   uint32_t w, uint32_t h, png_textp text, int ntext)
 {
 	if (setjmp(png_jmpbuf(png)))
 		return -1;
@@ -195,8 +196,8 @@ static int png_encode_rows(png_structp png, png_infop info, png_bytep *rows,
 	return 0;
 }
 
-enum tfs_err tfsr_picture_png(const struct tfsr_picture *p,
-			      struct tfs_buf *out, struct tfs_diag *d)
+enum tfs_err tfsr_picture_png(const struct tfsr_picture *p, struct tfs_buf *out,
+			      struct tfs_diag *d)
 {
 	struct png_sink sink = {.out = out};
 	png_structp png = NULL;
@@ -212,8 +213,9 @@ enum tfs_err tfsr_picture_png(const struct tfsr_picture *p,
 	enum tfs_err e = TFS_E_OK;
 
 	if (!p->w || !p->h || (uint64_t)p->w * p->h > TFSR_PNG_MAX_PIXELS)
-		return tfs_fail(d, TFS_E_TOO_BIG, "a picture of %" PRIu32 "x%"
-				PRIu32 " pixels", p->w, p->h);
+		return tfs_fail(d, TFS_E_TOO_BIG,
+				"a picture of %" PRIu32 "x%" PRIu32 " pixels",
+				p->w, p->h);
 	has = picture_range(p, &lo, &hi);
 	if (has) {
 		char a[TFS_FMT_FLOAT_MAX], b[TFS_FMT_FLOAT_MAX];
@@ -280,8 +282,8 @@ static uint32_t be32(const uint8_t *p)
 bool tfsr_png_info(const uint8_t *png, size_t len, struct tfs_buf *range,
 		   struct tfs_buf *cmap)
 {
-	static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a,
-				       '\n'};
+	static const uint8_t sig[8] = {0x89, 'P',  'N',  'G',
+				       '\r', '\n', 0x1a, '\n'};
 	bool has_range = false, has_cmap = false;
 	size_t at = 8;
 
@@ -309,7 +311,8 @@ bool tfsr_png_info(const uint8_t *png, size_t len, struct tfs_buf *range,
 					has_cmap = true;
 			}
 		}
-		if (memcmp(type, "IDAT", 4) == 0 || memcmp(type, "IEND", 4) == 0)
+		if (memcmp(type, "IDAT", 4) == 0 ||
+		    memcmp(type, "IEND", 4) == 0)
 			break;
 		at += 12 + (size_t)n;
 	}
@@ -345,13 +348,15 @@ enum tfs_err tfsr_png_sel_check(const struct tfsr_sel *sel,
 		uint8_t type = tfs_schema_dim_type(s, k);
 
 		if (!tfs_datatype_is_integer(type)) {
-			if (sel->dims[k].range.lo_len == sel->dims[k].range.hi_len &&
+			if (sel->dims[k].range.lo_len ==
+				    sel->dims[k].range.hi_len &&
 			    memcmp(sel->dims[k].range.lo, sel->dims[k].range.hi,
 				   sel->dims[k].range.lo_len) == 0)
 				continue; /* one value */
 			return tfs_fail(d, TFS_E_NOT_FOUND,
 					"a picture needs integer dimensions, "
-					"'%s' is %s", tfs_schema_dim_name(s, k),
+					"'%s' is %s",
+					tfs_schema_dim_name(s, k),
 					tfs_datatype_name(type));
 		}
 		if (sel->dims[k].count <= 1)
@@ -387,7 +392,8 @@ bool tfsr_default_fill(const struct tfs_field_info *f, double *fill)
 {
 	uint8_t def[8];
 	size_t w = tfs_datatype_size(f->type);
-	struct tfs_column fc = {.type = f->type, .cell_val_num = 1,
+	struct tfs_column fc = {.type = f->type,
+				.cell_val_num = 1,
 				.data = def};
 
 	if (f->is_dim || f->var || f->cell_val_num != 1 || w > sizeof(def) ||
@@ -402,13 +408,13 @@ bool tfsr_default_fill(const struct tfs_field_info *f, double *fill)
 
 struct png_state {
 	struct tfsr_picture pic;
-	bool skip_fill;          /* cells holding fill are never written */
+	bool skip_fill; /* cells holding fill are never written */
 	double fill;
 	uint32_t ky, kx;
-	int64_t ylo, xlo;        /* coordinates of pixel (0, 0) */
-	uint64_t ystep, xstep;   /* coordinates per pixel */
-	uint8_t *written;        /* dense: per pixel, 1 when written */
-	uint32_t vcol;           /* column of the values */
+	int64_t ylo, xlo;      /* coordinates of pixel (0, 0) */
+	uint64_t ystep, xstep; /* coordinates per pixel */
+	uint8_t *written;      /* dense: per pixel, 1 when written */
+	uint32_t vcol;         /* column of the values */
 };
 
 void tfsr_png_release(struct tfsr_emit *em)
@@ -457,9 +463,12 @@ static void dense_written(struct png_state *ps, const struct tfsr_slice *sl)
 		for (uint32_t k = 0; in && k < nd; k++) {
 			if (k == ps->ky || k == ps->kx)
 				continue;
-			if (!tfsr_coord_i64(type, f.non_empty_domain[k].lo, &lo) ||
-			    !tfsr_coord_i64(type, f.non_empty_domain[k].hi, &hi) ||
-			    !tfsr_coord_i64(type, sl->sel->dims[k].range.lo, &at))
+			if (!tfsr_coord_i64(type, f.non_empty_domain[k].lo,
+					    &lo) ||
+			    !tfsr_coord_i64(type, f.non_empty_domain[k].hi,
+					    &hi) ||
+			    !tfsr_coord_i64(type, sl->sel->dims[k].range.lo,
+					    &at))
 				in = false;
 			else
 				in = lo <= at && at <= hi;
@@ -467,7 +476,8 @@ static void dense_written(struct png_state *ps, const struct tfsr_slice *sl)
 		if (!in ||
 		    !tfsr_coord_i64(type, f.non_empty_domain[ps->ky].lo, &lo) ||
 		    !tfsr_coord_i64(type, f.non_empty_domain[ps->ky].hi, &hi) ||
-		    !axis_span(ps->ylo, ps->ystep, ps->pic.h, lo, hi, &y0, &y1) ||
+		    !axis_span(ps->ylo, ps->ystep, ps->pic.h, lo, hi, &y0,
+			       &y1) ||
 		    !tfsr_coord_i64(type, f.non_empty_domain[ps->kx].lo, &lo) ||
 		    !tfsr_coord_i64(type, f.non_empty_domain[ps->kx].hi, &hi) ||
 		    !axis_span(ps->xlo, ps->xstep, ps->pic.w, lo, hi, &x0, &x1))
@@ -500,9 +510,9 @@ static void tile_range(struct png_state *ps, const struct tfsr_slice *sl)
 	has_fill = tfsr_default_fill(&f, &fill) && !isnan(fill);
 	for (uint32_t k = 0; k < nd; k++)
 		if (!tfsr_coord_i64(tfs_schema_dim_type(s, k),
-			       sl->sel->dims[k].range.lo, &lo[k]) ||
+				    sl->sel->dims[k].range.lo, &lo[k]) ||
 		    !tfsr_coord_i64(tfs_schema_dim_type(s, k),
-			       sl->sel->dims[k].range.hi, &hi[k]))
+				    sl->sel->dims[k].range.hi, &hi[k]))
 			return;
 	if (tfs_array_tile_stats(sl->a, f.name, &ts, NULL))
 		return;
@@ -565,10 +575,10 @@ enum tfs_err tfsr_png_begin(struct tfsr_stream *st, struct tfs_diag *d)
 	}
 	ps->ystep = sl->sel->dims[ky].stride;
 	ps->xstep = sl->sel->dims[kx].stride;
-	if (!tfsr_coord_i64(tfs_schema_dim_type(s, ky), sl->sel->dims[ky].range.lo,
-		       &ps->ylo) ||
-	    !tfsr_coord_i64(tfs_schema_dim_type(s, kx), sl->sel->dims[kx].range.lo,
-		       &ps->xlo))
+	if (!tfsr_coord_i64(tfs_schema_dim_type(s, ky),
+			    sl->sel->dims[ky].range.lo, &ps->ylo) ||
+	    !tfsr_coord_i64(tfs_schema_dim_type(s, kx),
+			    sl->sel->dims[kx].range.lo, &ps->xlo))
 		return tfs_fail(d, TFS_E_NOT_FOUND,
 				"a picture needs coordinates within int64");
 	/* The value column: the field itself, after the coordinates that
@@ -600,9 +610,12 @@ double tfsr_cell_number(const struct tfs_column *c, uint64_t i)
 	if (c->nullable && c->validity && !c->validity[i])
 		return NAN;
 	switch (tfs_datatype_class(c->type)) {
-	case TFS_CLASS_FLOAT: return tfs_value_as_f64(c->type, p);
-	case TFS_CLASS_SIGNED: return (double)tfs_value_as_i64(c->type, p);
-	default: return (double)tfs_value_as_u64(c->type, p);
+	case TFS_CLASS_FLOAT:
+		return tfs_value_as_f64(c->type, p);
+	case TFS_CLASS_SIGNED:
+		return (double)tfs_value_as_i64(c->type, p);
+	default:
+		return (double)tfs_value_as_u64(c->type, p);
 	}
 }
 
@@ -629,9 +642,10 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 
 			if (px < (uint64_t)ps->pic.w * ps->pic.h &&
 			    ps->written[px])
-				ps->pic.v[px] = shown(ps, tfsr_cell_number(
-								  &b->columns[0],
-								  first + i));
+				ps->pic.v[px] =
+					shown(ps,
+					      tfsr_cell_number(&b->columns[0],
+							       first + i));
 		}
 		return TFS_E_OK;
 	}
@@ -640,10 +654,12 @@ enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 		const struct tfs_column *cx = &b->columns[ps->kx];
 		int64_t y, x;
 
-		if (!tfsr_coord_i64(cy->type, cy->data + i * tfs_datatype_size(cy->type),
-			       &y) ||
-		    !tfsr_coord_i64(cx->type, cx->data + i * tfs_datatype_size(cx->type),
-			       &x) ||
+		if (!tfsr_coord_i64(cy->type,
+				    cy->data + i * tfs_datatype_size(cy->type),
+				    &y) ||
+		    !tfsr_coord_i64(cx->type,
+				    cx->data + i * tfs_datatype_size(cx->type),
+				    &x) ||
 		    y < ps->ylo || x < ps->xlo)
 			continue;
 		if ((uint64_t)(y - ps->ylo) >= ps->pic.h ||

@@ -50,8 +50,7 @@ struct tfsr_picture {
 uint8_t tfsr_picture_level(double x, double lo, double hi);
 
 /* Appends p as a PNG (8-bit RGBA) to out. */
-enum tfs_err tfsr_picture_png(const struct tfsr_picture *p,
-			      struct tfs_buf *out,
+enum tfs_err tfsr_picture_png(const struct tfsr_picture *p, struct tfs_buf *out,
 			      struct tfs_diag *d) TFS_WUR;
 
 /* The value range and colormap that a PNG of tfsr_picture_png says it
@@ -83,8 +82,7 @@ struct tfsr_emit;
 struct tfs_batch;
 struct tfsr_sel;
 struct tfs_schema;
-enum tfs_err tfsr_png_begin(struct tfsr_stream *st,
-			    struct tfs_diag *d) TFS_WUR;
+enum tfs_err tfsr_png_begin(struct tfsr_stream *st, struct tfs_diag *d) TFS_WUR;
 enum tfs_err tfsr_png_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 			    uint64_t first, uint64_t n) TFS_WUR;
 enum tfs_err tfsr_png_end(struct tfsr_stream *st) TFS_WUR;

@@ -32,8 +32,8 @@ bool tfsr_preview_plan(const struct tfs_schema *s, const struct tfs_range *ned,
 		if (numeric_attr(&f))
 			*attr = field;
 	} else {
-		for (uint32_t i = nd; *attr < 0 && i < tfs_schema_field_count(s);
-		     i++) {
+		for (uint32_t i = nd;
+		     *attr < 0 && i < tfs_schema_field_count(s); i++) {
 			tfs_schema_field(s, (int)i, &f);
 			if (numeric_attr(&f))
 				*attr = (int)i;
@@ -60,7 +60,7 @@ bool tfsr_preview_plan(const struct tfs_schema *s, const struct tfs_range *ned,
 
 /* Bins: sums and weights per pixel. */
 struct bins {
-	uint32_t ky, kx;  /* the dimensions shown: rows, columns */
+	uint32_t ky, kx; /* the dimensions shown: rows, columns */
 	uint32_t w, h;
 	uint64_t by, bx;  /* cells per bin */
 	int64_t ylo, xlo; /* the domain's first coordinates */
@@ -132,9 +132,10 @@ static enum tfs_err written_init(struct written *w, struct tfs_array *a,
 		for (uint32_t k = 0; ok && k < w->nd; k++) {
 			uint8_t type = tfs_schema_dim_type(s, k);
 
-			ok = tfsr_coord_i64(type, f.non_empty_domain[k].lo, &b[2 * k]) &&
+			ok = tfsr_coord_i64(type, f.non_empty_domain[k].lo,
+					    &b[2 * k]) &&
 			     tfsr_coord_i64(type, f.non_empty_domain[k].hi,
-				      &b[2 * k + 1]);
+					    &b[2 * k + 1]);
 		}
 		if (ok)
 			w->n++;
@@ -170,7 +171,8 @@ static void bins_add_box(struct bins *bn, int64_t y0, int64_t y1, int64_t x0,
 	for (uint64_t by = by0; by <= by1 && by < bn->h; by++) {
 		int64_t lo = bn->ylo + (int64_t)(by * bn->by);
 		int64_t hi = lo + (int64_t)bn->by - 1;
-		double oy = (double)((hi < y1 ? hi : y1) - (lo > y0 ? lo : y0) + 1);
+		double oy =
+			(double)((hi < y1 ? hi : y1) - (lo > y0 ? lo : y0) + 1);
 
 		for (uint64_t bx = bx0; bx <= bx1 && bx < bn->w; bx++) {
 			int64_t xl = bn->xlo + (int64_t)(bx * bn->bx);
@@ -226,10 +228,11 @@ static enum tfs_err bins_decode(struct bins *bn, struct tfs_array *a,
 			for (uint32_t k = 0; ok && k < nd; k++) {
 				const struct tfs_column *col = &b->columns[k];
 
-				ok = tfsr_coord_i64(col->type,
-					      col->data + i * tfs_datatype_size(
-								  col->type),
-					      &c[k]);
+				ok = tfsr_coord_i64(
+					col->type,
+					col->data + i * tfs_datatype_size(
+								col->type),
+					&c[k]);
 			}
 			int64_t cy;
 
@@ -364,14 +367,17 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 	tfs_schema_field(s, attr, &f);
 	ylo = yhi = 0;
 	if (ky != TFSR_PREVIEW_STRIP) {
-		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].lo, &ylo);
-		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].hi, &yhi);
+		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].lo,
+				     &ylo);
+		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].hi,
+				     &yhi);
 	}
 	(void)tfsr_coord_i64(tfs_schema_dim_type(s, kx), ned[kx].lo, &xlo);
 	(void)tfsr_coord_i64(tfs_schema_dim_type(s, kx), ned[kx].hi, &xhi);
 	if ((uint64_t)(yhi - ylo) >= UINT64_MAX / 2 ||
 	    (uint64_t)(xhi - xlo) >= UINT64_MAX / 2)
-		return tfs_fail(d, TFS_E_NOT_FOUND, "no preview: a domain "
+		return tfs_fail(d, TFS_E_NOT_FOUND,
+				"no preview: a domain "
 				"of 2^63 coordinates");
 	e = bins_init(&bn, ylo, yhi, xlo, xhi, d);
 	if (e)
@@ -419,7 +425,8 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 			size_t b = (size_t)(y / yscale) * bn.w + x / scale;
 
 			pic.v[(size_t)y * pic.w + x] =
-				bn.weight[b] > 0 ? bn.sum[b] / bn.weight[b] : NAN;
+				bn.weight[b] > 0 ? bn.sum[b] / bn.weight[b]
+						 : NAN;
 		}
 	}
 	e = tfsr_picture_png(&pic, out, d);

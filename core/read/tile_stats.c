@@ -26,9 +26,12 @@ void tfs_tile_stats_release(struct tfs_tile_stats *s)
 static double num_at(uint8_t type, const uint8_t *p)
 {
 	switch (tfs_datatype_class(type)) {
-	case TFS_CLASS_FLOAT: return tfs_value_as_f64(type, p);
-	case TFS_CLASS_SIGNED: return (double)tfs_value_as_i64(type, p);
-	default: return (double)tfs_value_as_u64(type, p);
+	case TFS_CLASS_FLOAT:
+		return tfs_value_as_f64(type, p);
+	case TFS_CLASS_SIGNED:
+		return (double)tfs_value_as_i64(type, p);
+	default:
+		return (double)tfs_value_as_u64(type, p);
 	}
 }
 
@@ -133,8 +136,8 @@ static void stat_fill(const struct slot_stats *ss, uint64_t tile_num,
 
 /* The box of tile t of a dense fragment: the space tile clipped to the
  * fragment's non-empty domain; false when the domain is not usable. */
-static bool dense_tile_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo,
-		      int64_t *hi, uint64_t *cells)
+static bool dense_tile_box(const struct tfs_fragment *f, uint64_t t,
+			   int64_t *lo, int64_t *hi, uint64_t *cells)
 {
 	const struct tfs_schema *s = f->schema;
 	uint32_t nd = s->dim_num;
@@ -145,7 +148,8 @@ static bool dense_tile_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo
 		const struct tfs_dim *dm = &s->dims[k];
 		int64_t dlo, ext, nlo, nhi;
 
-		if (!dm->has_extent || !stat_coord(dm->type, dm->domain[0], &dlo) ||
+		if (!dm->has_extent ||
+		    !stat_coord(dm->type, dm->domain[0], &dlo) ||
 		    !stat_coord(dm->type, dm->extent, &ext) || ext <= 0 ||
 		    !stat_coord(dm->type, f->footer.ned[k].lo, &nlo) ||
 		    !stat_coord(dm->type, f->footer.ned[k].hi, &nhi) ||
@@ -177,8 +181,9 @@ static bool dense_tile_box(const struct tfs_fragment *f, uint64_t t, int64_t *lo
 	return true;
 }
 
-static bool sparse_tile_box(const struct tfs_fragment *f, const struct tfs_rtree *rt,
-		       uint64_t t, int64_t *lo, int64_t *hi)
+static bool sparse_tile_box(const struct tfs_fragment *f,
+			    const struct tfs_rtree *rt, uint64_t t, int64_t *lo,
+			    int64_t *hi)
 {
 	uint32_t nd = f->schema->dim_num;
 
@@ -222,8 +227,8 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 	if (total > ((size_t)1 << 26))
 		return tfs_fail(d, TFS_E_TOO_BIG, "%zu tiles", total);
 	out->tiles = tfs_callocn(total ? total : 1, sizeof(*out->tiles));
-	out->coords = tfs_callocn(total ? total * 2 * nd : 1,
-				  sizeof(*out->coords));
+	out->coords =
+		tfs_callocn(total ? total * 2 * nd : 1, sizeof(*out->coords));
 	if (!out->tiles || !out->coords) {
 		tfs_tile_stats_release(out);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -235,8 +240,7 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 		int fa;
 		uint8_t type;
 
-		if (f->footer.empty || !f->tile_num ||
-		    f->schema->dim_num != nd)
+		if (f->footer.empty || !f->tile_num || f->schema->dim_num != nd)
 			continue;
 		fa = tfs_schema_attr_index(f->schema, attr);
 		if (fa < 0)

@@ -188,8 +188,8 @@ struct tfs_tile_stat {
 	bool has_minmax; /* min/max of the non-null values */
 	bool has_sum;    /* sum of the non-null values */
 	double min, max, sum;
-	uint64_t cells;  /* cells the tile holds (dense: its box's) */
-	uint64_t nulls;  /* as the metadata says (0 when unknown) */
+	uint64_t cells; /* cells the tile holds (dense: its box's) */
+	uint64_t nulls; /* as the metadata says (0 when unknown) */
 	const int64_t *lo, *hi;
 };
 

@@ -271,14 +271,15 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 	cr_expect(strstr(nm.list, "|preview.png|slice[1:11,1:13]|"), "%s",
 		  nm.list);
 	cr_expect(strstr(nm.list, "|slice[1:11,1:13].png|"
-				  "slice[1:11,1:13].gray.png|"), "%s", nm.list);
+				  "slice[1:11,1:13].gray.png|"),
+		  "%s", nm.list);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		tfs_diag_init(&d);
 		cr_expect_eq(tfsd_resolve(&fs, refused[i], &n, &d),
 			     TFS_E_NOT_FOUND, "%s", refused[i]);
 	}
-	data = read_all("dense_2d_rowmajor/a/slice[1:11:2,1:13].png", 100,
-			&len, &sz);
+	data = read_all("dense_2d_rowmajor/a/slice[1:11:2,1:13].png", 100, &len,
+			&sz);
 	cr_expect(sz.exact);
 	cr_expect_eq(sz.size, len);
 	cr_expect(len > 8 && memcmp(data, "\x89PNG", 4) == 0);
@@ -293,20 +294,26 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 	free(data);
 	tfs_buf_init(&val, TFS_BUF_NO_MAX);
 	tfs_diag_init(&d);
-	cr_assert_eq(tfsd_resolve(&fs, "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
-				  &n, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfsd_xattr_get(&fs, &n,
-				    "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
-				    "user.tilefs.colormap", &val), TFS_E_OK);
+	cr_assert_eq(tfsd_resolve(&fs,
+				  "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
+				  &n, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(
+		tfsd_xattr_get(&fs, &n,
+			       "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
+			       "user.tilefs.colormap", &val),
+		TFS_E_OK);
 	cr_expect_eq(val.len, 4);
 	cr_expect(memcmp(val.data, "gray", 4) == 0);
 	val.len = 0;
-	cr_assert_eq(tfsd_xattr_get(&fs, &n,
-				    "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
-				    "user.tilefs.range", &val), TFS_E_OK);
+	cr_assert_eq(
+		tfsd_xattr_get(&fs, &n,
+			       "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
+			       "user.tilefs.range", &val),
+		TFS_E_OK);
 	/* The tiles the rows 2 and 3 meet hold 101 .. 412. */
-	cr_expect(val.len == 7 && memcmp(val.data, "101 412", 7) == 0,
-		  "%.*s", (int)val.len, (const char *)val.data);
+	cr_expect(val.len == 7 && memcmp(val.data, "101 412", 7) == 0, "%.*s",
+		  (int)val.len, (const char *)val.data);
 	val.len = 0;
 	cr_assert_eq(tfsd_xattr_list(&fs, &n, "x", &val), TFS_E_OK);
 	cr_expect(memmem(val.data, val.len, "user.tilefs.range", 18) != NULL);

@@ -60,7 +60,7 @@ static void expect_pixel(const struct rgba *im, uint32_t y, uint32_t x,
 {
 	const uint8_t *p = im->px + 4 * ((size_t)y * im->w + x);
 	enum tfsr_cmap c = strcmp(im->cmap, "gray") == 0 ? TFSR_CMAP_GRAY
-							: TFSR_CMAP_VIRIDIS;
+							 : TFSR_CMAP_VIRIDIS;
 	uint8_t rgb[3];
 	double t;
 	long level;
@@ -71,8 +71,8 @@ static void expect_pixel(const struct rgba *im, uint32_t y, uint32_t x,
 		return;
 	}
 	cr_assert(im->has_range);
-	cr_expect(v >= im->lo && v <= im->hi, "(%u, %u): %g outside %g..%g",
-		  y, x, v, im->lo, im->hi);
+	cr_expect(v >= im->lo && v <= im->hi, "(%u, %u): %g outside %g..%g", y,
+		  x, v, im->lo, im->hi);
 	t = im->hi > im->lo ? (v - im->lo) / (im->hi - im->lo) : 0;
 	level = lround(t * 255);
 	tfsr_cmap_rgb(c, (uint8_t)level, rgb);
@@ -90,7 +90,8 @@ static enum tfs_err render(const char *field, enum tfsr_format fmt,
 {
 	const struct tfs_schema *s = tfs_array_schema(arr);
 	struct tfs_range ned[TFSR_MAX_DIMS];
-	struct tfsr_slice_opts o = {.fmt = fmt, .sel = sel,
+	struct tfsr_slice_opts o = {.fmt = fmt,
+				    .sel = sel,
 				    .sel_len = strlen(sel)};
 	struct tfsr_slice *sl;
 	struct tfsr_stream st;
@@ -122,9 +123,11 @@ static double cell_at(const char *field, int64_t y, int64_t x, bool *found)
 	uint8_t lo[2][8], type0 = tfs_schema_dim_type(s, 0),
 			  type1 = tfs_schema_dim_type(s, 1);
 	size_t w0 = tfs_datatype_size(type0), w1 = tfs_datatype_size(type1);
-	struct tfs_range sub[2] = {{lo[0], lo[0], w0, w0}, {lo[1], lo[1], w1, w1}};
+	struct tfs_range sub[2] = {{lo[0], lo[0], w0, w0},
+				   {lo[1], lo[1], w1, w1}};
 	const char *names[1] = {field};
-	struct tfs_query_opts qo = {.subarray = sub, .fields = names,
+	struct tfs_query_opts qo = {.subarray = sub,
+				    .fields = names,
 				    .field_num = 1};
 	struct tfs_query *q;
 	const struct tfs_batch *b;
@@ -137,7 +140,8 @@ static double cell_at(const char *field, int64_t y, int64_t x, bool *found)
 	*found = false;
 	cr_assert_eq(tfs_query_open(arr, &qo, &q, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
-	cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
 	if (b && b->cell_num) {
 		const struct tfs_column *c = &b->columns[0];
 		const uint8_t *p = c->data;
@@ -208,7 +212,8 @@ Test(png, gray_and_strides, .fini = close_array)
 		for (uint32_t x = 0; x < im.w; x++) {
 			const uint8_t *p = im.px + 4 * (y * im.w + x);
 
-			expect_pixel(&im, y, x, 100.0 * (2 + 2 * y) + 1 + 5 * x);
+			expect_pixel(&im, y, x,
+				     100.0 * (2 + 2 * y) + 1 + 5 * x);
 			cr_expect(p[0] == p[1] && p[1] == p[2]);
 		}
 	}
@@ -365,7 +370,7 @@ Test(png, refusals_say_why, .fini = close_array)
 	cr_expect_eq(render("a", TFSR_FMT_PNG, "3,:", &png, &d),
 		     TFS_E_NOT_FOUND);
 	cr_expect_str_eq(tfs_diag_msg(&d), "a picture needs two dimensions "
-			 "of more than one cell");
+					   "of more than one cell");
 	/* Strings are no numbers. */
 	tfs_diag_init(&d);
 	cr_expect(!tfsr_renderer_takes(tfsr_renderer_of(TFSR_FMT_PNG), s,
@@ -418,10 +423,10 @@ Test(png, random_selections, .fini = close_array)
 		dense = tfs_schema_is_dense(s);
 		cr_assert(tfs_array_non_empty_domain(arr, ned));
 		for (int k = 0; k < 2; k++) {
-			nlo[k] = tfs_value_as_i64(tfs_schema_dim_type(s, (uint32_t)k),
-						  ned[k].lo);
-			nhi[k] = tfs_value_as_i64(tfs_schema_dim_type(s, (uint32_t)k),
-						  ned[k].hi);
+			nlo[k] = tfs_value_as_i64(
+				tfs_schema_dim_type(s, (uint32_t)k), ned[k].lo);
+			nhi[k] = tfs_value_as_i64(
+				tfs_schema_dim_type(s, (uint32_t)k), ned[k].hi);
 		}
 		for (int round = 0; round < 12; round++) {
 			int64_t lo[2], n[2], step[2];
@@ -429,14 +434,16 @@ Test(png, random_selections, .fini = close_array)
 			struct tfs_buf png;
 			struct tfs_diag d;
 			struct rgba im;
-			enum tfsr_format fmt = rand_r(&seed) % 2 ? TFSR_FMT_PNG
-								 : TFSR_FMT_GRAY_PNG;
+			enum tfsr_format fmt = rand_r(&seed) % 2
+						       ? TFSR_FMT_PNG
+						       : TFSR_FMT_GRAY_PNG;
 
 			for (int k = 0; k < 2; k++) {
 				int64_t span = nhi[k] - nlo[k] + 1;
 
 				step[k] = dense ? 1 + rand_r(&seed) % 3 : 1;
-				lo[k] = nlo[k] + rand_r(&seed) % (span - step[k]);
+				lo[k] = nlo[k] +
+					rand_r(&seed) % (span - step[k]);
 				/* At least two coordinates, at most to hi. */
 				n[k] = 2 + rand_r(&seed) %
 						   ((nhi[k] - lo[k]) / step[k]);
@@ -447,12 +454,15 @@ Test(png, random_selections, .fini = close_array)
 				snprintf(sel, sizeof(sel),
 					 "%lld:%lld:%lld,%lld:%lld:%lld",
 					 (long long)lo[0],
-					 (long long)(lo[0] + (n[0] - 1) * step[0] + 1),
+					 (long long)(lo[0] +
+						     (n[0] - 1) * step[0] + 1),
 					 (long long)step[0], (long long)lo[1],
-					 (long long)(lo[1] + (n[1] - 1) * step[1] + 1),
+					 (long long)(lo[1] +
+						     (n[1] - 1) * step[1] + 1),
 					 (long long)step[1]);
 			else
-				snprintf(sel, sizeof(sel), "%lld:%lld,%lld:%lld",
+				snprintf(sel, sizeof(sel),
+					 "%lld:%lld,%lld:%lld",
 					 (long long)lo[0],
 					 (long long)(lo[0] + n[0]),
 					 (long long)lo[1],
@@ -462,8 +472,10 @@ Test(png, random_selections, .fini = close_array)
 				     "%s %s: %s", arrays[ai], sel,
 				     tfs_diag_msg(&d));
 			decode(&png, &im);
-			cr_assert_eq(im.h, (uint32_t)n[0], "%s %s", arrays[ai], sel);
-			cr_assert_eq(im.w, (uint32_t)n[1], "%s %s", arrays[ai], sel);
+			cr_assert_eq(im.h, (uint32_t)n[0], "%s %s", arrays[ai],
+				     sel);
+			cr_assert_eq(im.w, (uint32_t)n[1], "%s %s", arrays[ai],
+				     sel);
 			for (uint32_t y = 0; y < im.h; y++) {
 				for (uint32_t x = 0; x < im.w; x++) {
 					bool found;
@@ -514,14 +526,16 @@ Test(preview, small_arrays_decode_every_cell, .fini = close_array)
 	free(im.px);
 	tfs_buf_release(&png);
 	/* Strings have no preview; the attribute folder of a has one. */
-	cr_expect(tfsr_preview_plan(tfs_array_schema(arr), ned,
-				    tfs_schema_field_index(tfs_array_schema(arr),
-							   "a"),
-				    &(int){0}, &(uint32_t){0}, &(uint32_t){0}));
-	cr_expect(!tfsr_preview_plan(tfs_array_schema(arr), ned,
-				     tfs_schema_field_index(tfs_array_schema(arr),
-							    "s"),
-				     &(int){0}, &(uint32_t){0}, &(uint32_t){0}));
+	cr_expect(
+		tfsr_preview_plan(tfs_array_schema(arr), ned,
+				  tfs_schema_field_index(tfs_array_schema(arr),
+							 "a"),
+				  &(int){0}, &(uint32_t){0}, &(uint32_t){0}));
+	cr_expect(
+		!tfsr_preview_plan(tfs_array_schema(arr), ned,
+				   tfs_schema_field_index(tfs_array_schema(arr),
+							  "s"),
+				   &(int){0}, &(uint32_t){0}, &(uint32_t){0}));
 }
 
 /* The tile statistics of the corpus's dense array: one tile per 4 × 4
@@ -674,14 +688,17 @@ Test(preview, one_dimension_is_a_strip, .fini = close_array)
 			sub.lo = sub.hi = cv;
 			sub.lo_len = sub.hi_len =
 				tfs_datatype_size(tfs_schema_dim_type(s, 0));
-			cr_assert_eq(tfs_query_open(arr, &qo, &q, &d), TFS_E_OK);
+			cr_assert_eq(tfs_query_open(arr, &qo, &q, &d),
+				     TFS_E_OK);
 			cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK);
 			cr_assert(b && b->cell_num == 1);
-			v = tfs_datatype_class(b->columns[0].type) == TFS_CLASS_FLOAT
+			v = tfs_datatype_class(b->columns[0].type) ==
+					    TFS_CLASS_FLOAT
 				    ? tfs_value_as_f64(b->columns[0].type,
 						       b->columns[0].data)
-				    : (double)tfs_value_as_i64(b->columns[0].type,
-							       b->columns[0].data);
+				    : (double)tfs_value_as_i64(
+					      b->columns[0].type,
+					      b->columns[0].data);
 			tfs_query_close(q);
 			expect_pixel(&im, y, x, v);
 		}
