@@ -742,7 +742,10 @@ static enum tfs_err parse_pred(struct wp *p, struct tfs_where *n)
 	if (!t)
 		return nomem(p);
 	v = t + 1;
-	skip_space(p);
+	if (at_end(p)) {
+		e = bad(p, p->pos, "expected a condition, found the end");
+		goto out;
+	}
 	if (next_is(p, "startswith")) {
 		keyword(p, "startswith");
 		if (peek(p) == '(') {

@@ -148,6 +148,15 @@ struct tfs_query {
 
 struct tfs__where;
 
+/* Helpers of where_read.c shared with stats_read.c: whether an
+ * attribute's filters are lossy (its tile statistics describe other
+ * values), whether two boxes of s meet, a coordinate's unsigned bits. */
+struct tfs_attr;
+bool tfs__attr_lossy(const struct tfs_attr *at);
+bool tfs__boxes_meet(const struct tfs_schema *s, const struct tfs_range *a,
+		     const struct tfs_range *b);
+uint64_t tfs__raw_of(uint8_t type, const uint8_t *p);
+
 /* tfs_query_open with the pruning hook set before the reader opens. */
 enum tfs_err tfs__query_open_hooked(
 	struct tfs_array *a, const struct tfs_query_opts *opts,

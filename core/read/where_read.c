@@ -219,7 +219,7 @@ static void narrow(struct tfs__where *w, const struct tfs_schema *s)
 
 /* ---- Bounds from fragment metadata --------------------------------------- */
 
-static bool lossy(const struct tfs_attr *at)
+bool tfs__attr_lossy(const struct tfs_attr *at)
 {
 	for (uint32_t i = 0; i < at->filters.count; i++) {
 		uint8_t t = at->filters.filters[i].type;
@@ -260,7 +260,7 @@ static void widen(struct tfs_cond_bounds *b, uint8_t buf[2][8], uint8_t type,
 	b->hi = buf[1];
 }
 
-static uint64_t raw_of(uint8_t type, const uint8_t *p)
+uint64_t tfs__raw_of(uint8_t type, const uint8_t *p)
 {
 	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED)
 		return tfs_value_as_u64(type, p);
@@ -302,9 +302,9 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 		if (!f->footer.dense || f->footer.has_timestamps)
 			return false;
 		for (uint32_t dd = 0; dd < dims; dd++) {
-			flo[dd] = raw_of(s->dims[dd].type, f->footer.ned[dd].lo) -
+			flo[dd] = tfs__raw_of(s->dims[dd].type, f->footer.ned[dd].lo) -
 				  dom[dd];
-			fhi[dd] = raw_of(s->dims[dd].type, f->footer.ned[dd].hi) -
+			fhi[dd] = tfs__raw_of(s->dims[dd].type, f->footer.ned[dd].hi) -
 				  dom[dd];
 			if (flo[dd] > bx->hi[dd] || fhi[dd] < bx->lo[dd])
 				meets = false;
@@ -320,7 +320,7 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 			covered = true;
 		if (fs->attrs[slot].type != cur->type ||
 		    fs->attrs[slot].var || fs->attrs[slot].cell_val_num != 1 ||
-		    lossy(&fs->attrs[slot]))
+		    tfs__attr_lossy(&fs->attrs[slot]))
 			return false;
 		tfs_diag_init(&d);
 		if (tfs_fragment_slot_stats(dir, f, (uint32_t)slot, &st, &d) ||
@@ -434,12 +434,12 @@ static enum tfs_err dense_runs(struct tfs_query *q, struct tfs__where *w,
 			prune = false;
 			break;
 		}
-		dom[k] = raw_of(dim->type, dim->domain[0]);
-		ext[k] = raw_of(dim->type, dim->extent);
+		dom[k] = tfs__raw_of(dim->type, dim->domain[0]);
+		ext[k] = tfs__raw_of(dim->type, dim->extent);
 		if (ext[k] == 0)
 			prune = false;
-		bx.lo[k] = raw_of(dim->type, w->sub[k].lo) - dom[k];
-		bx.hi[k] = raw_of(dim->type, w->sub[k].hi) - dom[k];
+		bx.lo[k] = tfs__raw_of(dim->type, w->sub[k].lo) - dom[k];
+		bx.hi[k] = tfs__raw_of(dim->type, w->sub[k].hi) - dom[k];
 	}
 	if (prune) {
 		b0 = bx.lo[0] / ext[0];
@@ -451,8 +451,8 @@ static enum tfs_err dense_runs(struct tfs_query *q, struct tfs__where *w,
 		w->runs = tfs_callocn(1, sizeof(*w->runs));
 		if (!w->runs)
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		w->runs[0].lo = raw_of(s->dims[0].type, w->sub[0].lo);
-		w->runs[0].hi = raw_of(s->dims[0].type, w->sub[0].hi);
+		w->runs[0].lo = tfs__raw_of(s->dims[0].type, w->sub[0].lo);
+		w->runs[0].hi = tfs__raw_of(s->dims[0].type, w->sub[0].hi);
 		w->run_num = 1;
 		return TFS_E_OK;
 	}
@@ -487,8 +487,8 @@ static enum tfs_err dense_runs(struct tfs_query *q, struct tfs__where *w,
 
 /* ---- Sparse tiles ------------------------------------------------------- */
 
-static bool boxes_meet(const struct tfs_schema *s, const struct tfs_range *a,
-		       const struct tfs_range *b)
+bool tfs__boxes_meet(const struct tfs_schema *s, const struct tfs_range *a,
+		     const struct tfs_range *b)
 {
 	for (uint32_t k = 0; k < s->dim_num; k++) {
 		const struct tfs_dim *dim = &s->dims[k];
@@ -521,7 +521,7 @@ static bool sparse_tile_may_match(void *arg, const struct tfs_fragment *f,
 
 			if (o == f || o->footer.empty || !o->footer.ned)
 				continue;
-			if (boxes_meet(s, box, o->footer.ned))
+			if (tfs__boxes_meet(s, box, o->footer.ned))
 				return true;
 		}
 	}
@@ -548,7 +548,7 @@ static bool sparse_tile_may_match(void *arg, const struct tfs_fragment *f,
 			if (slot < 0 || fs->attrs[slot].type != cur->type ||
 			    fs->attrs[slot].var ||
 			    fs->attrs[slot].cell_val_num != 1 ||
-			    lossy(&fs->attrs[slot]) || tile >= f->tile_num)
+			    tfs__attr_lossy(&fs->attrs[slot]) || tile >= f->tile_num)
 				continue;
 			tfs_diag_init(&d);
 			if (tfs_fragment_slot_stats(dir, (struct tfs_fragment *)f,
