@@ -12,7 +12,12 @@ which is TileDB's semantics written another way. The engine's answer is
 records of `tfs export A --format json` at the indices this evaluator
 keeps.
 
+With --mount DIR (a tilefs mount of CORPUS_DIR) the engine's answers are
+read from DIR/A/where[COND]/slice[...].json instead, for the arrays named
+by --arrays (conditions that cannot be file names are left out).
+
 usage: where_oracle.py TFS CORPUS_DIR [--only NAME]
+       where_oracle.py TFS CORPUS_DIR --mount DIR --arrays A,B,...
 """
 import json
 import math
@@ -212,7 +217,29 @@ def conditions(fields, cells):
     return out
 
 
+MOUNT = None
+
+
+def from_mount(name, where):
+    """The cells of where[...] of array name as the mount shows them."""
+    folder = os.path.join(MOUNT, name, "where[%s]" % where)
+    try:
+        js = [n for n in os.listdir(folder)
+              if n.startswith("slice[") and n.endswith(".json")]
+        if not js:  # an empty array lists no slice: take its data.csv
+            with open(os.path.join(folder, "data.csv"), "rb") as f:
+                lines = f.read().decode("utf-8").splitlines()
+            return ([] if len(lines) <= 1 else None), \
+                "%d CSV lines" % len(lines)
+        with open(os.path.join(folder, js[0]), "rb") as f:
+            return json.loads(f.read().decode("utf-8")), None
+    except OSError as e:
+        return None, str(e)
+
+
 def export(tfs, path, key, where=None):
+    if MOUNT is not None and where is not None:
+        return from_mount(os.path.relpath(path, CORPUS_DIR), where)
     cmd = [tfs, "export", path, "--format", "json"]
     if key:
         cmd += ["--key", key]
@@ -224,10 +251,23 @@ def export(tfs, path, key, where=None):
     return json.loads(p.stdout.decode("utf-8")), None
 
 
+CORPUS_DIR = None
+
+
 def main():
+    global MOUNT, CORPUS_DIR
     tfs, corpus = sys.argv[1], sys.argv[2]
-    only = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--only" \
-        else None
+    CORPUS_DIR = corpus
+    args = sys.argv[3:]
+    only = set()
+    while args:
+        if args[0] == "--only":
+            only.add(args[1])
+        elif args[0] == "--arrays":
+            only.update(args[1].split(","))
+        elif args[0] == "--mount":
+            MOUNT = args[1]
+        args = args[2:]
     failures, checked, arrays, skipped = 0, 0, 0, []
     names = []
     for root, _, files in os.walk(corpus):
@@ -236,7 +276,7 @@ def main():
                 names.append(os.path.join(root, fn[:-5]))
     for path in sorted(names):
         name = os.path.relpath(path, corpus)
-        if only and name != only:
+        if only and name not in only:
             continue
         if not os.path.isdir(path):
             continue
@@ -270,6 +310,9 @@ def main():
             continue
         arrays += 1
         for text, ev in conditions(fields, cells)[:14]:
+            if MOUNT is not None and ("/" in text or len(text) > 200 or
+                                      "\\" in text):
+                continue
             want = [full[i] for i, c in enumerate(cells) if ev(c) is True]
             got, err = export(tfs, path, key, text)
             checked += 1
