@@ -144,6 +144,11 @@ static uint64_t read_where(struct tfs_array *a, const struct tfs_where *cond,
 	return n;
 }
 
+static bool want_any(int64_t d, int32_t v)
+{
+	return (d / TILE) * 1000 + (d % TILE) / 10 == v;
+}
+
 static bool want_ge(int64_t d, int32_t v)
 {
 	return v >= 42000 && (d / TILE) * 1000 + (d % TILE) / 10 == v;
@@ -244,6 +249,93 @@ Test(where_read, stats_from_metadata, .init = setup, .fini = teardown)
 	cr_assert_eq(meta.tiles_from_metadata, TILES - 2);
 	cr_assert_eq(meta.cells_decoded, 2 * TILE);
 	stats_of(a, &all, &full);
+	assert_same(&meta, &full);
+	tfs_field_stats_release(&meta);
+	tfs_field_stats_release(&full);
+	tfs_array_close(a);
+	tfs_tile_cache_free(cache);
+}
+
+/* Sparse: 100 tiles of 1000 cells (capacity 1000), d = 0..99999 written
+ * in one fragment, v growing tile by tile as in the dense array. */
+static void make_sparse(const char *path)
+{
+	static const char schema[] =
+		"{\"array_type\":\"sparse\",\"capacity\":1000,\"dims\":[{"
+		"\"name\":\"d\",\"type\":\"INT64\",\"domain\":[0,99999],"
+		"\"tile\":100000}],\"attrs\":[{\"name\":\"v\",\"type\":\"INT32\"}]}";
+	struct tfs_schema *s;
+	struct tfs_write_opts wo = {.threads = 1};
+	struct tfs_write_result res;
+	struct tfs_writer *w;
+	struct tfs_diag d;
+	int64_t *dv = malloc(CELLS * sizeof(*dv));
+	int32_t *v = malloc(CELLS * sizeof(*v));
+	struct tfs_column cols[2] = {
+		{.name = "d", .type = TFS_INT64, .cell_val_num = 1,
+		 .is_dim = true, .data = (uint8_t *)dv, .data_len = CELLS * 8},
+		{.name = "v", .type = TFS_INT32, .cell_val_num = 1,
+		 .data = (uint8_t *)v, .data_len = CELLS * 4},
+	};
+	struct tfs_batch b = {.cell_num = CELLS, .column_num = 2,
+			      .columns = cols};
+
+	cr_assert(dv && v);
+	for (uint64_t i = 0; i < CELLS; i++) {
+		dv[i] = (int64_t)i;
+		v[i] = (int32_t)((i / TILE) * 1000 + (i % TILE) / 10);
+	}
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json_new(schema, strlen(schema), &s, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_array_create(path, s, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_schema_free(s);
+	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+	free(dv);
+	free(v);
+}
+
+Test(where_read, sparse_filter_skips_tiles, .init = setup, .fini = teardown)
+{
+	char path[300];
+	struct tfs_tile_cache *cache;
+	struct tfs_array *a;
+	struct tfs_field_stats meta, full;
+	struct tfs_where all = {.op = TFS_WHERE_TRUE};
+	int32_t lo = 42000;
+	struct tfs_where ge = {.op = TFS_WHERE_GE, .field = "v",
+			       .value = (uint8_t *)&lo, .value_len = 4,
+			       .value_num = 1};
+	uint64_t whole;
+
+	snprintf(path, sizeof(path), "%s/sparse", root);
+	make_sparse(path);
+	a = open_counted(path, &cache);
+	/* Every cell: the coordinates and values of 100 tiles. */
+	cr_assert_eq(read_where(a, &all, want_any), CELLS);
+	whole = decodes(cache);
+	cr_assert_geq(whole, 2 * TILES);
+	tfs_array_close(a);
+	tfs_tile_cache_free(cache);
+	/* v >= 42000: 58 tiles of the 100 are read. */
+	a = open_counted(path, &cache);
+	cr_assert_eq(read_where(a, &ge, want_ge), 58 * TILE);
+	cr_assert_eq(decodes(cache), whole * 58 / TILES, "decoded %lu of %lu",
+		     (unsigned long)decodes(cache), (unsigned long)whole);
+	/* Statistics: every tile from metadata, equal to a full read. */
+	stats_of(a, NULL, &meta);
+	cr_assert_eq(meta.tiles_from_metadata, TILES);
+	cr_assert_eq(meta.cells_decoded, 0);
+	stats_of(a, &all, &full);
+	cr_assert_eq(full.cells_decoded, CELLS);
 	assert_same(&meta, &full);
 	tfs_field_stats_release(&meta);
 	tfs_field_stats_release(&full);
