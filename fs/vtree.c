@@ -276,8 +276,7 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	    strcmp(special, "stats.json") != 0 &&
 	    strncmp(special, "slice[", 6) != 0)
 		goto not_found; /* a filtered view has cells only */
-	if (!dir->where && !dir->version_view &&
-	    where_name_parse(special, &sel, &sel_len)) {
+	if (!dir->where && where_name_parse(special, &sel, &sel_len)) {
 		e = where_check(arr, sel, sel_len, name, d);
 		if (!e)
 			e = node_inherit(fs, out, dir, arr, TFSD_N_ARRAY, d);

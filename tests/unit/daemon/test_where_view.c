@@ -151,6 +151,11 @@ Test(where_view, stats_files, .init = setup, .fini = teardown)
 	t = text_of("dense_1d/where[d < 3]/a/stats.json");
 	cr_assert(strncmp(t, "{\"count\":2,", 11) == 0, "%s", t);
 	tfs_free(t);
+	/* A version's view filters too. */
+	t = text_of("dense_1d/versions/2023-11-14T22:13:21.000Z/where[d < 3]/"
+		    "a/stats.json");
+	cr_assert(strncmp(t, "{\"count\":2,", 11) == 0, "%s", t);
+	tfs_free(t);
 	t = text_of("dense_1d/stats.json");
 	cr_assert(strncmp(t, "{\n\"a\":{\"count\":100,", 19) == 0, "%s", t);
 	cr_assert(strstr(t, "\"b\":{\"count\":100,"), "%s", t);
