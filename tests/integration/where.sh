@@ -47,4 +47,13 @@ done
 grep -q "filter at 1: no field 'nope'" "$LOG" || fail "no log line for an unknown field"
 grep -q "filter at 4: expected a value" "$LOG" || fail "no log line for a missing value"
 [ "$(grep -c "where\[a >\]" "$LOG")" -ge 1 ] || fail "the log names no path"
+
+# A filtered view is read-only, even on a writable mount.
+copy_corpus "$WORK/src" dense_1d
+chmod -R u+w "$WORK/src"
+mount_tilefs "$WORK/src" "$WORK/rw"
+if cp "$CORPUS/dense_1d.json" "$WORK/rw/dense_1d/where[d < 3]/x.csv" 2>"$WORK/err"; then
+  fail "a file was written into where[...]"
+fi
+grep -q "Read-only" "$WORK/err" || fail "writing into where[...]: $(cat "$WORK/err")"
 pass
