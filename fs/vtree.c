@@ -117,8 +117,7 @@ static enum tfs_err node_inherit(struct tfsd *fs, struct tfsd_node *child,
 }
 
 /* "where[COND]": COND (a view into name); false when not of that form. */
-static bool where_name_parse(const char *name, const char **cond,
-			     size_t *len)
+static bool where_name_parse(const char *name, const char **cond, size_t *len)
 {
 	size_t n = strlen(name);
 

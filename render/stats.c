@@ -59,9 +59,13 @@ static enum tfs_err put_value(struct json_out *j, struct tfs_buf *tmp,
 {
 	uint64_t offs[2] = {0, len};
 	struct tfs_column c = {
-		.name = f->name, .type = f->type,
-		.cell_val_num = f->cell_val_num, .var = f->var,
-		.data = p, .data_len = len, .offsets = offs,
+		.name = f->name,
+		.type = f->type,
+		.cell_val_num = f->cell_val_num,
+		.var = f->var,
+		.data = p,
+		.data_len = len,
+		.offsets = offs,
 	};
 	enum tfs_err e;
 
@@ -119,8 +123,8 @@ static enum tfs_err put_stats(struct json_out *j, struct tfs_buf *tmp,
 	if (en || st->sum_kind == TFS_SUM_NONE || n == 0) {
 		json_out_null(j);
 	} else if (st->sum_kind == TFS_SUM_INT) {
-		put_number(j, (double)i128_of(st->sum_hi, st->sum_lo) /
-				      (double)n);
+		put_number(j,
+			   (double)i128_of(st->sum_hi, st->sum_lo) / (double)n);
 	} else {
 		put_number(j, st->sum_f / (double)n);
 	}
@@ -168,8 +172,8 @@ static const struct tfs_where *combine(struct cond_and *c,
 	return &c->root;
 }
 
-enum tfs_err tfsr_doc_stats(struct tfs_buf *out, struct tfs_array *a,
-			    int field, const char *sel, size_t sel_len,
+enum tfs_err tfsr_doc_stats(struct tfs_buf *out, struct tfs_array *a, int field,
+			    const char *sel, size_t sel_len,
 			    const struct tfs_where *where, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);

@@ -17,8 +17,8 @@
  * (sel_len bytes; "" = the non-empty domain; no steps) and filter where
  * (NULL: none), ending with a newline. Bad selections are
  * TFS_E_INVALID. */
-enum tfs_err tfsr_doc_stats(struct tfs_buf *out, struct tfs_array *a,
-			    int field, const char *sel, size_t sel_len,
+enum tfs_err tfsr_doc_stats(struct tfs_buf *out, struct tfs_array *a, int field,
+			    const char *sel, size_t sel_len,
 			    const struct tfs_where *where,
 			    struct tfs_diag *d) TFS_WUR;
 

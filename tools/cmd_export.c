@@ -184,8 +184,14 @@ out_array:
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_KEY = 256, OPT_TIMESTAMP, OPT_THREADS, OPT_FIELD,
-	       OPT_FORMAT, OPT_WHERE };
+	enum {
+		OPT_KEY = 256,
+		OPT_TIMESTAMP,
+		OPT_THREADS,
+		OPT_FIELD,
+		OPT_FORMAT,
+		OPT_WHERE
+	};
 	static const struct option longopts[] = {
 		{"key", required_argument, NULL, OPT_KEY},
 		{"timestamp", required_argument, NULL, OPT_TIMESTAMP},

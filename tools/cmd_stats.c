@@ -45,8 +45,8 @@ static int run_stats(const struct stats_opts *o)
 	tfs_diag_init(&d);
 	tfs_buf_init(&out, TFS_BUF_NO_MAX);
 	if (!cli_rooted(o->path, false, &vfs, &path)) {
-		st = cli_fail("stats", &d, tfs_fail(&d, TFS_E_NOMEM,
-						    "out of memory"));
+		st = cli_fail("stats", &d,
+			      tfs_fail(&d, TFS_E_NOMEM, "out of memory"));
 		goto out;
 	}
 	oo.vfs = vfs;
@@ -64,8 +64,8 @@ static int run_stats(const struct stats_opts *o)
 		e = tfsr_where_parse(tfs_array_schema(a), a, o->where,
 				     strlen(o->where), &where, NULL, &d);
 	if (!e)
-		e = tfsr_doc_stats(&out, a, field, o->sel, strlen(o->sel), where,
-				   &d);
+		e = tfsr_doc_stats(&out, a, field, o->sel, strlen(o->sel),
+				   where, &d);
 	if (!e && fwrite(out.data, 1, out.len, stdout) != out.len)
 		e = tfs_fail(&d, TFS_E_IO, "cannot write the output");
 	st = e ? cli_fail("stats", &d, e) : CLI_OK;
@@ -80,8 +80,13 @@ out:
 
 int cmd_stats(int argc, char **argv)
 {
-	enum { OPT_KEY = 256, OPT_TIMESTAMP, OPT_THREADS, OPT_FIELD,
-	       OPT_WHERE };
+	enum {
+		OPT_KEY = 256,
+		OPT_TIMESTAMP,
+		OPT_THREADS,
+		OPT_FIELD,
+		OPT_WHERE
+	};
 	static const struct option longopts[] = {
 		{"key", required_argument, NULL, OPT_KEY},
 		{"timestamp", required_argument, NULL, OPT_TIMESTAMP},

@@ -354,8 +354,8 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 	*out = NULL;
 	if (slot >= f->footer.slot_num)
 		return tfs_fail(d, TFS_E_INVALID,
-				"fragment '%s': no slot %u (it has %u)", f->name,
-				slot, f->footer.slot_num);
+				"fragment '%s': no slot %u (it has %u)",
+				f->name, slot, f->footer.slot_num);
 	pthread_mutex_lock(&f->lock);
 	if (!f->stats) {
 		f->stats = tfs_callocn(f->footer.slot_num, sizeof(*f->stats));

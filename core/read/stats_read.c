@@ -79,8 +79,7 @@ static void add_bounds(struct acc *ac, const uint8_t *lo, uint64_t lo_len,
 		put_bound(&ac->max, hi, hi_len, ac);
 }
 
-static void add_cell(struct acc *ac, const uint8_t *p, uint64_t len,
-		     bool valid)
+static void add_cell(struct acc *ac, const uint8_t *p, uint64_t len, bool valid)
 {
 	ac->out->count++;
 	if (!valid) {
@@ -143,8 +142,8 @@ static bool tile_from_meta(struct acc *ac, struct tfs_fragment *f, uint64_t t,
 		if (apply)
 			ac->isum += v;
 	}
-	if (tfs_value_cmp(ac->type, st->mins + t * size,
-			  st->maxes + t * size) > 0)
+	if (tfs_value_cmp(ac->type, st->mins + t * size, st->maxes + t * size) >
+	    0)
 		return false;
 	if (apply) {
 		add_bounds(ac, st->mins + t * size, size, st->maxes + t * size,
@@ -181,8 +180,8 @@ static bool sparse_tile_hook(void *arg, const struct tfs_fragment *cf,
 	struct tfs_fragment *f = (struct tfs_fragment *)cf;
 	struct tfs_arraydir *dir = q->dir;
 
-	if (!ac->meta_ok || dir->delete_num || !box_inside(q->schema, box,
-							    ac->sub))
+	if (!ac->meta_ok || dir->delete_num ||
+	    !box_inside(q->schema, box, ac->sub))
 		return true;
 	for (size_t i = 0; i < dir->fragment_num; i++) {
 		const struct tfs_fragment *o = dir->fragments[i];
@@ -228,9 +227,11 @@ static bool dense_band_meta(struct acc *ac, const struct dense_geo *g)
 		if (o->footer.empty || !o->footer.ned)
 			continue;
 		for (uint32_t d = 0; d < g->dims; d++) {
-			flo[d] = tfs__raw_of(s->dims[d].type, o->footer.ned[d].lo) -
+			flo[d] = tfs__raw_of(s->dims[d].type,
+					     o->footer.ned[d].lo) -
 				 g->dom[d];
-			fhi[d] = tfs__raw_of(s->dims[d].type, o->footer.ned[d].hi) -
+			fhi[d] = tfs__raw_of(s->dims[d].type,
+					     o->footer.ned[d].hi) -
 				 g->dom[d];
 			if (flo[d] > g->hi[d] || fhi[d] < g->lo[d])
 				meets = false;
@@ -258,7 +259,8 @@ static bool dense_band_meta(struct acc *ac, const struct dense_geo *g)
 	if (count > MAX_BAND_TILES)
 		return false;
 	for (uint32_t n = 0; n < g->dims; n++) {
-		uint32_t d = s->tile_order == TFS_COL_MAJOR ? n : g->dims - 1 - n;
+		uint32_t d = s->tile_order == TFS_COL_MAJOR ? n
+							    : g->dims - 1 - n;
 
 		stride[d] = sd;
 		sd *= tn[d];
@@ -369,7 +371,8 @@ static enum tfs_err dense_stats(struct acc *ac, struct tfs_array *a,
 		bool meta = false;
 
 		if (b <= b1) {
-			g.lo[0] = b * g.ext[0] > sub_lo0 ? b * g.ext[0] : sub_lo0;
+			g.lo[0] = b * g.ext[0] > sub_lo0 ? b * g.ext[0]
+							 : sub_lo0;
 			g.hi[0] = b * g.ext[0] + (g.ext[0] - 1) < sub_hi0
 					  ? b * g.ext[0] + (g.ext[0] - 1)
 					  : sub_hi0;

@@ -43,9 +43,9 @@ struct tfs__where {
 	struct tfs_cond *cond;
 	size_t cf_num;
 	struct tfs_cond_field *cf;
-	int *cf_dim;     /* dimension index of condition field k, or -1 */
-	int *cf_attr;    /* attribute index (current schema), or -1 */
-	size_t *cf_col;  /* column of the inner query */
+	int *cf_dim;    /* dimension index of condition field k, or -1 */
+	int *cf_attr;   /* attribute index (current schema), or -1 */
+	size_t *cf_col; /* column of the inner query */
 	struct tfs_cond_value *vals;
 	struct tfs_cond_bounds *bounds;
 	uint8_t (*bound_bytes)[2][8];
@@ -98,8 +98,9 @@ static void narrow_hi(uint8_t type, uint8_t hi[8], const uint8_t *v,
 		tfs_put_uint(hi, size, strict ? x - 1 : x);
 	} else {
 		int64_t x = tfs_value_as_i64(type, v);
-		int64_t min = size == 8 ? INT64_MIN
-					: -(int64_t)(UINT64_C(1) << (8 * size - 1));
+		int64_t min =
+			size == 8 ? INT64_MIN
+				  : -(int64_t)(UINT64_C(1) << (8 * size - 1));
 
 		if (strict && x == min) {
 			*empty = true;
@@ -138,8 +139,10 @@ static void narrow_lo(uint8_t type, uint8_t lo[8], const uint8_t *v,
 		tfs_put_uint(lo, size, strict ? x + 1 : x);
 	} else {
 		int64_t x = tfs_value_as_i64(type, v);
-		int64_t max = size == 8 ? INT64_MAX
-					: (int64_t)((UINT64_C(1) << (8 * size - 1)) - 1);
+		int64_t max =
+			size == 8 ? INT64_MAX
+				  : (int64_t)((UINT64_C(1) << (8 * size - 1)) -
+					      1);
 
 		if (strict && x == max) {
 			*empty = true;
@@ -302,9 +305,11 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 		if (!f->footer.dense || f->footer.has_timestamps)
 			return false;
 		for (uint32_t dd = 0; dd < dims; dd++) {
-			flo[dd] = tfs__raw_of(s->dims[dd].type, f->footer.ned[dd].lo) -
+			flo[dd] = tfs__raw_of(s->dims[dd].type,
+					      f->footer.ned[dd].lo) -
 				  dom[dd];
-			fhi[dd] = tfs__raw_of(s->dims[dd].type, f->footer.ned[dd].hi) -
+			fhi[dd] = tfs__raw_of(s->dims[dd].type,
+					      f->footer.ned[dd].hi) -
 				  dom[dd];
 			if (flo[dd] > bx->hi[dd] || fhi[dd] < bx->lo[dd])
 				meets = false;
@@ -318,8 +323,8 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 			continue; /* its cells there hold the fill value */
 		if (covers)
 			covered = true;
-		if (fs->attrs[slot].type != cur->type ||
-		    fs->attrs[slot].var || fs->attrs[slot].cell_val_num != 1 ||
+		if (fs->attrs[slot].type != cur->type || fs->attrs[slot].var ||
+		    fs->attrs[slot].cell_val_num != 1 ||
 		    tfs__attr_lossy(&fs->attrs[slot]))
 			return false;
 		tfs_diag_init(&d);
@@ -329,8 +334,10 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 		/* Tiles of f meeting the box, numbered over f's tile box in
 		 * tile order. */
 		for (uint32_t dd = 0; dd < dims; dd++) {
-			uint64_t lo = flo[dd] > bx->lo[dd] ? flo[dd] : bx->lo[dd];
-			uint64_t hi = fhi[dd] < bx->hi[dd] ? fhi[dd] : bx->hi[dd];
+			uint64_t lo = flo[dd] > bx->lo[dd] ? flo[dd]
+							   : bx->lo[dd];
+			uint64_t hi = fhi[dd] < bx->hi[dd] ? fhi[dd]
+							   : bx->hi[dd];
 
 			tlo[dd] = flo[dd] / ext[dd];
 			tn[dd] = fhi[dd] / ext[dd] - tlo[dd] + 1;
@@ -475,7 +482,8 @@ static enum tfs_err dense_runs(struct tfs_query *q, struct tfs__where *w,
 			}
 			if (tfs_grow(&w->runs, &cap, w->run_num + 1,
 				     sizeof(*w->runs)))
-				return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+				return tfs_fail(d, TFS_E_NOMEM,
+						"out of memory");
 			w->runs[w->run_num].lo = bx.lo[0] + dom[0];
 			w->runs[w->run_num].hi = bx.hi[0] + dom[0];
 			w->run_num++;
@@ -548,10 +556,12 @@ static bool sparse_tile_may_match(void *arg, const struct tfs_fragment *f,
 			if (slot < 0 || fs->attrs[slot].type != cur->type ||
 			    fs->attrs[slot].var ||
 			    fs->attrs[slot].cell_val_num != 1 ||
-			    tfs__attr_lossy(&fs->attrs[slot]) || tile >= f->tile_num)
+			    tfs__attr_lossy(&fs->attrs[slot]) ||
+			    tile >= f->tile_num)
 				continue;
 			tfs_diag_init(&d);
-			if (tfs_fragment_slot_stats(dir, (struct tfs_fragment *)f,
+			if (tfs_fragment_slot_stats(dir,
+						    (struct tfs_fragment *)f,
 						    (uint32_t)slot, &st, &d) ||
 			    !st->mins)
 				continue;
@@ -649,8 +659,8 @@ static enum tfs_err where_next(struct tfs_query *q, struct tfs_diag *d)
 			for (size_t j = 0; j < q->field_num; j++) {
 				struct tfs_cond_value v;
 
-				cell_of(&b->columns[j], i, q->fields[j].cell_size,
-					&v);
+				cell_of(&b->columns[j], i,
+					q->fields[j].cell_size, &v);
 				if (tfs_out_append(q, j, v.p, v.len,
 						   v.valid ? 1 : 0))
 					return tfs_fail(d, TFS_E_NOMEM,
@@ -776,8 +786,10 @@ enum tfs_err tfs__where_open(struct tfs_query *q,
 		w->sub[k] = q->sub[k];
 		if (s->dims[k].var)
 			continue;
-		memcpy(w->sub_bytes[k][0], q->sub[k].lo, (size_t)q->sub[k].lo_len);
-		memcpy(w->sub_bytes[k][1], q->sub[k].hi, (size_t)q->sub[k].hi_len);
+		memcpy(w->sub_bytes[k][0], q->sub[k].lo,
+		       (size_t)q->sub[k].lo_len);
+		memcpy(w->sub_bytes[k][1], q->sub[k].hi,
+		       (size_t)q->sub[k].hi_len);
 		w->sub[k].lo = w->sub_bytes[k][0];
 		w->sub[k].hi = w->sub_bytes[k][1];
 	}

@@ -17,9 +17,9 @@
 #include "where.h"
 
 static const char *const array_names[] = {
-	"sparse_dtypes",      "enumeration",   "dense_datetime_dim",
-	"sparse_string_dim",  "dense_nullable", "dense_2d_rowmajor",
-	"sparse_2d_float",    "dense_cellvalnum",
+	"sparse_dtypes",     "enumeration",      "dense_datetime_dim",
+	"sparse_string_dim", "dense_nullable",   "dense_2d_rowmajor",
+	"sparse_2d_float",   "dense_cellvalnum",
 };
 #define ARRAY_NUM (sizeof(array_names) / sizeof(array_names[0]))
 

@@ -82,7 +82,8 @@ static void make_array(const char *path)
 		exit(1);
 	snprintf(json, sizeof(json),
 		 "{\"array_type\":\"dense\",\"dims\":[{\"name\":\"d\","
-		 "\"type\":\"INT64\",\"domain\":[0,%" PRIu64 "],\"tile\":%" PRIu64
+		 "\"type\":\"INT64\",\"domain\":[0,%" PRIu64
+		 "],\"tile\":%" PRIu64
 		 "}],\"attrs\":[{\"name\":\"v\",\"type\":\"INT32\","
 		 "\"filters\":[\"ZSTD(level=1)\"]}]}",
 		 g_cells - 1, TILE_CELLS);
@@ -95,11 +96,13 @@ static void make_array(const char *path)
 		die("write", &d);
 	for (uint64_t at = 0; at < g_cells; at += chunk) {
 		uint64_t n = g_cells - at < chunk ? g_cells - at : chunk;
-		struct tfs_column col = {.name = "v", .type = TFS_INT32,
+		struct tfs_column col = {.name = "v",
+					 .type = TFS_INT32,
 					 .cell_val_num = 1,
 					 .data = (const uint8_t *)v,
 					 .data_len = n * 4};
-		struct tfs_batch b = {.cell_num = n, .column_num = 1,
+		struct tfs_batch b = {.cell_num = n,
+				      .column_num = 1,
 				      .columns = &col};
 
 		for (uint64_t i = 0; i < n; i++)
@@ -147,7 +150,8 @@ static uint64_t misses(struct tfs_tile_cache *c)
 static struct run read_v(const char *path, const struct tfs_where *cond)
 {
 	const char *names[2] = {"v", "d"};
-	struct tfs_query_opts qo = {.fields = names, .field_num = cond ? 2 : 1,
+	struct tfs_query_opts qo = {.fields = names,
+				    .field_num = cond ? 2 : 1,
 				    .condition = cond};
 	struct tfs_tile_cache *cache;
 	struct tfs_array *a;
@@ -163,17 +167,19 @@ static struct run read_v(const char *path, const struct tfs_where *cond)
 	if (tfs_query_open(a, &qo, &q, &d))
 		die("query", &d);
 	while (!tfs_query_next(q, &b, &d) && b) {
-		const int32_t *v = (const int32_t *)(const void *)
-					   b->columns[0].data;
+		const int32_t *v =
+			(const int32_t *)(const void *)b->columns[0].data;
 
 		if (cond) {
-			const int64_t *c = (const int64_t *)(const void *)
-						   b->columns[1].data;
+			const int64_t *c =
+				(const int64_t *)(const void *)b->columns[1]
+					.data;
 
 			for (uint64_t i = 0; i < b->cell_num; i++)
 				if (v[i] < THRESHOLD ||
 				    v[i] != value_at((uint64_t)c[i])) {
-					fprintf(stderr, "wrong cell %" PRId64 "\n",
+					fprintf(stderr,
+						"wrong cell %" PRId64 "\n",
 						c[i]);
 					exit(1);
 				}
@@ -194,7 +200,8 @@ static struct run read_v(const char *path, const struct tfs_where *cond)
 static struct run stats_v(const char *path, const struct tfs_where *cond)
 {
 	const char *name = "v";
-	struct tfs_query_opts qo = {.fields = &name, .field_num = 1,
+	struct tfs_query_opts qo = {.fields = &name,
+				    .field_num = 1,
 				    .condition = cond};
 	struct tfs_tile_cache *cache;
 	struct tfs_array *a;
@@ -250,8 +257,10 @@ int main(int argc, char **argv)
 	bool keep = false;
 	char root[4096], path[4200], cmd[4300];
 	int32_t thr = THRESHOLD;
-	struct tfs_where cond = {.op = TFS_WHERE_GE, .field = "v",
-				 .value = (uint8_t *)&thr, .value_len = 4,
+	struct tfs_where cond = {.op = TFS_WHERE_GE,
+				 .field = "v",
+				 .value = (uint8_t *)&thr,
+				 .value_len = 4,
 				 .value_num = 1};
 	struct tfs_where all = {.op = TFS_WHERE_TRUE};
 	struct run full, filt, st, st_full;
@@ -260,10 +269,17 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "s:d:k")) != -1) {
 		switch (opt) {
-		case 's': size_mb = strtoull(optarg, NULL, 10); break;
-		case 'd': dir = optarg; break;
-		case 'k': keep = true; break;
-		default: usage();
+		case 's':
+			size_mb = strtoull(optarg, NULL, 10);
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'k':
+			keep = true;
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind != argc || size_mb == 0)

@@ -167,7 +167,8 @@ Test(tree, array_view, .init = setup, .fini = teardown)
 	/* An attribute folder lists its statistics too. */
 	list_path("dense_2d_rowmajor/s", &nm);
 	cr_expect_str_eq(nm.list,
-			 "tiles/|stats.json|slice[1:11,1:13]|slice[1:11,1:13].txt|"
+			 "tiles/|stats.json|"
+			 "slice[1:11,1:13]|slice[1:11,1:13].txt|"
 			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
 			 "slice[1:11,1:13].npy|slice[1:11,1:13].offsets|");
 	list_path("dense_2d_rowmajor/a/tiles", &nm);

@@ -141,8 +141,8 @@ Test(where_view, stats_files, .init = setup, .fini = teardown)
 
 	/* dense_1d a: 100 cells summing to 6464 (the corpus JSON). */
 	t = text_of("dense_1d/a/stats.json");
-	cr_assert(strncmp(t, "{\"count\":100,\"null_count\":0,", 28) == 0,
-		  "%s", t);
+	cr_assert(strncmp(t, "{\"count\":100,\"null_count\":0,", 28) == 0, "%s",
+		  t);
 	cr_assert(strstr(t, "\"sum\":6464,"), "%s", t);
 	tfs_free(t);
 	t = text_of("dense_1d/a/slice[1:3].stats.json");

@@ -44,8 +44,10 @@ static void write_dense(const char *path, int64_t lo, int64_t hi, int32_t add)
 	int32_t *v = malloc(n * sizeof(*v));
 	struct tfs_range box = {(const uint8_t *)&lo, (const uint8_t *)&hi, 8,
 				8};
-	struct tfs_column col = {.name = "v", .type = TFS_INT32,
-				 .cell_val_num = 1, .data = (uint8_t *)v,
+	struct tfs_column col = {.name = "v",
+				 .type = TFS_INT32,
+				 .cell_val_num = 1,
+				 .data = (uint8_t *)v,
 				 .data_len = n * 4};
 	struct tfs_batch b = {.cell_num = n, .column_num = 1, .columns = &col};
 	struct tfs_write_opts wo = {.threads = 1};
@@ -116,8 +118,10 @@ static uint64_t read_where(struct tfs_array *a, const struct tfs_where *cond,
 			   bool (*want)(int64_t d, int32_t v))
 {
 	const char *names[] = {"d", "v"};
-	struct tfs_query_opts qo = {.fields = names, .field_num = 2,
-				    .condition = cond, .batch_cells = 4096};
+	struct tfs_query_opts qo = {.fields = names,
+				    .field_num = 2,
+				    .condition = cond,
+				    .batch_cells = 4096};
 	struct tfs_query *q;
 	const struct tfs_batch *b;
 	struct tfs_diag d;
@@ -129,8 +133,10 @@ static uint64_t read_where(struct tfs_array *a, const struct tfs_where *cond,
 		     tfs_diag_msg(&d));
 	cr_assert_eq(tfs_query_cell_count(q), UINT64_MAX);
 	while (!tfs_query_next(q, &b, &d) && b) {
-		const int64_t *dv = (const int64_t *)(const void *)b->columns[0].data;
-		const int32_t *vv = (const int32_t *)(const void *)b->columns[1].data;
+		const int64_t *dv =
+			(const int64_t *)(const void *)b->columns[0].data;
+		const int32_t *vv =
+			(const int32_t *)(const void *)b->columns[1].data;
 
 		for (uint64_t i = 0; i < b->cell_num; i++) {
 			cr_assert(want(dv[i], vv[i]), "cell %ld = %d",
@@ -154,20 +160,26 @@ static bool want_ge(int64_t d, int32_t v)
 	return v >= 42000 && (d / TILE) * 1000 + (d % TILE) / 10 == v;
 }
 
-Test(where_read, dense_filter_decodes_one_tile, .init = setup,
-     .fini = teardown)
+Test(where_read, dense_filter_decodes_one_tile, .init = setup, .fini = teardown)
 {
 	char path[300];
 	struct tfs_tile_cache *cache;
 	struct tfs_array *a;
 	int32_t lo = 42000, hi = 42099;
 	struct tfs_where kids[2] = {
-		{.op = TFS_WHERE_GE, .field = "v", .value = (uint8_t *)&lo,
-		 .value_len = 4, .value_num = 1},
-		{.op = TFS_WHERE_LE, .field = "v", .value = (uint8_t *)&hi,
-		 .value_len = 4, .value_num = 1},
+		{.op = TFS_WHERE_GE,
+		 .field = "v",
+		 .value = (uint8_t *)&lo,
+		 .value_len = 4,
+		 .value_num = 1},
+		{.op = TFS_WHERE_LE,
+		 .field = "v",
+		 .value = (uint8_t *)&hi,
+		 .value_len = 4,
+		 .value_num = 1},
 	};
-	struct tfs_where both = {.op = TFS_WHERE_AND, .children = kids,
+	struct tfs_where both = {.op = TFS_WHERE_AND,
+				 .children = kids,
 				 .child_num = 2};
 
 	snprintf(path, sizeof(path), "%s/dense", root);
@@ -189,7 +201,8 @@ static void stats_of(struct tfs_array *a, const struct tfs_where *cond,
 		     struct tfs_field_stats *st)
 {
 	const char *name = "v";
-	struct tfs_query_opts qo = {.fields = &name, .field_num = 1,
+	struct tfs_query_opts qo = {.fields = &name,
+				    .field_num = 1,
 				    .condition = cond};
 	struct tfs_diag d;
 
@@ -272,12 +285,20 @@ static void make_sparse(const char *path)
 	int64_t *dv = malloc(CELLS * sizeof(*dv));
 	int32_t *v = malloc(CELLS * sizeof(*v));
 	struct tfs_column cols[2] = {
-		{.name = "d", .type = TFS_INT64, .cell_val_num = 1,
-		 .is_dim = true, .data = (uint8_t *)dv, .data_len = CELLS * 8},
-		{.name = "v", .type = TFS_INT32, .cell_val_num = 1,
-		 .data = (uint8_t *)v, .data_len = CELLS * 4},
+		{.name = "d",
+		 .type = TFS_INT64,
+		 .cell_val_num = 1,
+		 .is_dim = true,
+		 .data = (uint8_t *)dv,
+		 .data_len = CELLS * 8},
+		{.name = "v",
+		 .type = TFS_INT32,
+		 .cell_val_num = 1,
+		 .data = (uint8_t *)v,
+		 .data_len = CELLS * 4},
 	};
-	struct tfs_batch b = {.cell_num = CELLS, .column_num = 2,
+	struct tfs_batch b = {.cell_num = CELLS,
+			      .column_num = 2,
 			      .columns = cols};
 
 	cr_assert(dv && v);
@@ -311,8 +332,10 @@ Test(where_read, sparse_filter_skips_tiles, .init = setup, .fini = teardown)
 	struct tfs_field_stats meta, full;
 	struct tfs_where all = {.op = TFS_WHERE_TRUE};
 	int32_t lo = 42000;
-	struct tfs_where ge = {.op = TFS_WHERE_GE, .field = "v",
-			       .value = (uint8_t *)&lo, .value_len = 4,
+	struct tfs_where ge = {.op = TFS_WHERE_GE,
+			       .field = "v",
+			       .value = (uint8_t *)&lo,
+			       .value_len = 4,
 			       .value_num = 1};
 	uint64_t whole;
 
