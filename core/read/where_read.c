@@ -623,6 +623,73 @@ static void cell_of(const struct tfs_column *c, uint64_t i, uint64_t cs,
 	v->valid = !c->nullable || c->validity[i];
 }
 
+/* Appends cells [i0, i1) of inner column c to output field j. */
+static enum tfs_err copy_run(struct tfs_query *q, size_t j,
+			     const struct tfs_column *c, uint64_t i0,
+			     uint64_t i1)
+{
+	struct tfs_out_column *o = &q->cols[j];
+	uint64_t cs = q->fields[j].cell_size;
+
+	if (c->var) {
+		uint64_t base = o->data.len;
+
+		for (uint64_t i = i0; i < i1; i++)
+			if (tfs_buf_append_u64(&o->offsets,
+					       base + c->offsets[i] -
+						       c->offsets[i0]))
+				return TFS_E_NOMEM;
+		if (tfs_buf_append(&o->data, c->data + c->offsets[i0],
+				   (size_t)(c->offsets[i1] - c->offsets[i0])))
+			return TFS_E_NOMEM;
+	} else if (tfs_buf_append(&o->data, c->data + i0 * cs,
+				  (size_t)((i1 - i0) * cs))) {
+		return TFS_E_NOMEM;
+	}
+	if (q->fields[j].nullable &&
+	    tfs_buf_append(&o->validity, c->validity + i0, (size_t)(i1 - i0)))
+		return TFS_E_NOMEM;
+	return TFS_E_OK;
+}
+
+/* Evaluates every cell of inner batch b and appends the runs of matching
+ * cells to q's output, whole runs at a time. */
+static enum tfs_err keep_matches(struct tfs_query *q, struct tfs__where *w,
+				 const struct tfs_batch *b, struct tfs_diag *d)
+{
+	uint64_t run = 0;
+	bool in = false;
+
+	for (uint64_t i = 0; i <= b->cell_num; i++) {
+		bool match = false;
+
+		if (i < b->cell_num) {
+			for (size_t k = 0; k < w->cf_num; k++) {
+				const struct tfs_column *c =
+					&b->columns[w->cf_col[k]];
+
+				cell_of(c, i,
+					(uint64_t)tfs_datatype_size(c->type) *
+						c->cell_val_num,
+					&w->vals[k]);
+			}
+			match = tfs_cond_eval(w->cond, w->cf, w->vals);
+		}
+		if (match && !in) {
+			run = i;
+			in = true;
+		} else if (!match && in) {
+			for (size_t j = 0; j < q->field_num; j++)
+				if (copy_run(q, j, &b->columns[j], run, i))
+					return tfs_fail(d, TFS_E_NOMEM,
+							"out of memory");
+			q->batch_cell_num += i - run;
+			in = false;
+		}
+	}
+	return TFS_E_OK;
+}
+
 static enum tfs_err where_next(struct tfs_query *q, struct tfs_diag *d)
 {
 	struct tfs__where *w = q->where;
@@ -644,30 +711,8 @@ static enum tfs_err where_next(struct tfs_query *q, struct tfs_diag *d)
 			w->run_i++;
 			continue;
 		}
-		for (uint64_t i = 0; i < b->cell_num; i++) {
-			for (size_t k = 0; k < w->cf_num; k++) {
-				const struct tfs_column *c =
-					&b->columns[w->cf_col[k]];
-
-				cell_of(c, i,
-					(uint64_t)tfs_datatype_size(c->type) *
-						c->cell_val_num,
-					&w->vals[k]);
-			}
-			if (!tfs_cond_eval(w->cond, w->cf, w->vals))
-				continue;
-			for (size_t j = 0; j < q->field_num; j++) {
-				struct tfs_cond_value v;
-
-				cell_of(&b->columns[j], i,
-					q->fields[j].cell_size, &v);
-				if (tfs_out_append(q, j, v.p, v.len,
-						   v.valid ? 1 : 0))
-					return tfs_fail(d, TFS_E_NOMEM,
-							"out of memory");
-			}
-			q->batch_cell_num++;
-		}
+		if ((e = keep_matches(q, w, b, d)))
+			return e;
 		if (q->batch_cell_num)
 			return TFS_E_OK;
 	}
