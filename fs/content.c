@@ -321,12 +321,14 @@ struct plan {
 	struct tfsd_arr *arr; /* a reference */
 	struct tfsr_slice *sl;
 	char *rel; /* the array, relative to SOURCE (to open it again) */
+	struct tfs_where *where; /* under where[COND]/ */
 };
 
 static void plan_release(struct tfsd *fs, struct plan *p)
 {
 	tfsd_arr_put(fs->arrays, p->arr);
 	tfsr_slice_free(p->sl);
+	tfs_where_free(p->where);
 	tfs_free(p->rel);
 	memset(p, 0, sizeof(*p));
 }
@@ -359,6 +361,13 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 	if (!p->rel) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto fail;
+	}
+	if (n->where) {
+		e = tfsr_where_parse(n->arr->schema, n->arr->a, n->where,
+				     n->where_len, &p->where, NULL, d);
+		if (e)
+			goto fail;
+		o.where = p->where;
 	}
 	e = tfsr_slice_open(n->arr->a, &o, &p->sl, d);
 	if (e)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "selection.h"
+#include "where.h"
 #include "tfs_render.h"
 #include "value_text.h"
 #include <tilefs/tilefs.h>
@@ -224,6 +225,7 @@ enum tfsd_file_kind {
 	TFSD_F_FRAG_INFO,     /* fragments/<name>/info.json */
 	TFSD_F_SLICE,         /* slice[SEL].EXT, data.csv, tiles/... */
 	TFSD_F_PREVIEW,       /* preview.png of the array or a field */
+	TFSD_F_STATS,         /* stats.json, <attr>/[slice[SEL].]stats.json */
 };
 
 /* A resolved path. Owns its strings and its array reference. */
@@ -240,6 +242,10 @@ struct tfsd_node {
 	char *sel;            /* slice: the SEL text */
 	size_t sel_len;
 	enum tfsr_format fmt;
+	/* Under A/where[COND]/: the COND text (checked when resolved), else
+	 * NULL. */
+	char *where;
+	size_t where_len;
 };
 
 void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n);

@@ -91,7 +91,8 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	sl->a = a;
 	sl->s = s;
 	sl->r = tfsr_renderer_of(o->fmt);
-	sl->dense = tfs_schema_is_dense(s);
+	sl->where = o->where;
+	sl->dense = tfs_schema_is_dense(s) && !o->where;
 	sl->field = o->field;
 	sl->max_cells = o->max_cells;
 	sl->prefetch = o->prefetch;
@@ -106,6 +107,15 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	if ((sl->r->flags & TFSR_R_IMAGE) &&
 	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
 		goto fail;
+	for (uint32_t k = 0; o->where && k < sl->sel->dim_num; k++) {
+		if (sl->sel->dims[k].stride > 1) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "range %u: a step does not combine with "
+				     "a filter",
+				     k + 1);
+			goto fail;
+		}
+	}
 	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
 	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));
 	sl->hi_check = tfs_callocn(tfs_schema_dim_count(s), sizeof(*sl->hi_check));
@@ -307,7 +317,8 @@ static enum tfs_err emit_box(struct tfsr_emit *em, const uint64_t *lo,
 	uint8_t bounds[TFSR_MAX_DIMS][2][8];
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = p->names,
-				    .field_num = p->nnames};
+				    .field_num = p->nnames,
+				    .condition = p->where};
 	struct tfs_query *q = NULL;
 	uint64_t step = p->sel->dims[last].stride, width, r = 0;
 	enum tfs_err e;
@@ -443,7 +454,8 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = p->names,
-				    .field_num = p->nnames};
+				    .field_num = p->nnames,
+				    .condition = p->where};
 
 	*q = NULL;
 	if (p->sel->empty)

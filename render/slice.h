@@ -49,6 +49,9 @@ struct tfsr_slice {
 	uint64_t *widths;
 	const struct tfs_enumeration **enums; /* per output field, text only */
 	uint64_t max_cells; /* 0: no limit */
+	/* Only the cells that match (borrowed, outlives the slice); a
+	 * filtered dense slice is read and rendered as a sparse one. */
+	const struct tfs_where *where;
 	tfsr_prefetch_fn prefetch; /* NULL: no read-ahead */
 	void *prefetch_ctx;
 };
@@ -60,6 +63,8 @@ struct tfsr_slice_opts {
 	size_t sel_len;
 	const struct tfs_range *ned; /* non-empty domain, NULL when empty */
 	uint64_t max_cells;          /* more cells: TFS_E_TOO_BIG; 0 = none */
+	/* A filter (where.h; borrowed, must outlive the slice), or NULL. */
+	const struct tfs_where *where;
 	tfsr_prefetch_fn prefetch;
 	void *prefetch_ctx;
 };

@@ -571,6 +571,15 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 			    const struct tfs_query_opts *opts,
 			    struct tfs_query **out, struct tfs_diag *d)
 {
+	return tfs__query_open_hooked(a, opts, NULL, NULL, out, d);
+}
+
+enum tfs_err tfs__query_open_hooked(
+	struct tfs_array *a, const struct tfs_query_opts *opts,
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box),
+	void *tile_arg, struct tfs_query **out, struct tfs_diag *d)
+{
 	const struct tfs_schema *s = a->dir->schema;
 	const struct tfs_range *sub;
 	struct tfs_query *q;
@@ -584,6 +593,8 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 	q->array = a;
 	q->dir = a->dir;
 	q->schema = s;
+	q->tile_may_match = tile_may_match;
+	q->tile_arg = tile_arg;
 	q->total_cells = UINT64_MAX;
 	q->batch_cells = opts && opts->batch_cells ? opts->batch_cells
 						   : DEFAULT_BATCH_CELLS;
@@ -630,7 +641,7 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 	sub = opts && opts->subarray ? opts->subarray : NULL;
 	if (!sub && !a->has_ned) {
 		q->done = true; /* nothing written: no cells */
-		q->total_cells = 0;
+		q->total_cells = opts && opts->condition ? UINT64_MAX : 0;
 		*out = q;
 		return TFS_E_OK;
 	}
@@ -643,7 +654,9 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_fail;
 	}
-	if (s->array_type == TFS_DENSE)
+	if (opts && opts->condition)
+		e = tfs__where_open(q, opts, d);
+	else if (s->array_type == TFS_DENSE)
 		e = tfs_dense_reader_open(q, d);
 	else
 		e = tfs_sparse_reader_open(q, d);

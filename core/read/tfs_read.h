@@ -143,7 +143,39 @@ struct tfs_query {
 
 	const struct tfs_reader_ops *reader_ops;
 	void *reader;
+
+	/* Pushdown of a condition (where_read.c): the sparse reader skips
+	 * tile `tile` of fragment f (box: its MBR) when this says no cell of
+	 * it can match. NULL: every tile is read. */
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box);
+	void *tile_arg;
+	/* The state of a query with a condition (where_read.c), or NULL. */
+	struct tfs__where *where;
 };
+
+struct tfs__where;
+
+/* Helpers of where_read.c shared with stats_read.c: whether an
+ * attribute's filters are lossy (its tile statistics describe other
+ * values), whether two boxes of s meet, a coordinate's unsigned bits. */
+struct tfs_attr;
+bool tfs__attr_lossy(const struct tfs_attr *at);
+bool tfs__boxes_meet(const struct tfs_schema *s, const struct tfs_range *a,
+		     const struct tfs_range *b);
+uint64_t tfs__raw_of(uint8_t type, const uint8_t *p);
+
+/* tfs_query_open with the pruning hook set before the reader opens. */
+enum tfs_err tfs__query_open_hooked(
+	struct tfs_array *a, const struct tfs_query_opts *opts,
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box),
+	void *tile_arg, struct tfs_query **out, struct tfs_diag *d) TFS_WUR;
+/* Opens q's filtered reading of opts->condition (the query's fields and
+ * subarray are set; sets q->reader_ops). */
+enum tfs_err tfs__where_open(struct tfs_query *q,
+			     const struct tfs_query_opts *opts,
+			     struct tfs_diag *d) TFS_WUR;
 
 /* Appends one cell to an output column (value bytes of `len`; validity
  * when the field is nullable). */

@@ -167,9 +167,11 @@ Test(tree, array_view, .init = setup, .fini = teardown)
 			 "fragments/|versions/|preview.png|r/|c/|a/|f/|s/|"
 			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
 			 "slice[1:11,1:13].npy|");
+	/* An attribute folder lists its statistics too. */
 	list_path("dense_2d_rowmajor/s", &nm);
 	cr_expect_str_eq(nm.list,
-			 "tiles/|slice[1:11,1:13]|slice[1:11,1:13].txt|"
+			 "tiles/|stats.json|"
+			 "slice[1:11,1:13]|slice[1:11,1:13].txt|"
 			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
 			 "slice[1:11,1:13].npy|slice[1:11,1:13].offsets|");
 	list_path("dense_2d_rowmajor/a/tiles", &nm);
@@ -296,7 +298,8 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 
 	list_path("dense_2d_rowmajor/a", &nm);
 	/* First: tiles/ is not listed. */
-	cr_expect(strncmp(nm.list, "preview.png|slice[1:11,1:13]|", 29) == 0,
+	cr_expect(strncmp(nm.list, "preview.png|stats.json|slice[1:11,1:13]|",
+			  40) == 0,
 		  "%s", nm.list);
 	cr_expect(strstr(nm.list, "|slice[1:11,1:13].png|"
 				  "slice[1:11,1:13].gray.png|"),
