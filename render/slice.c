@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "png_picture.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 
@@ -91,6 +92,7 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	sl->r = tfsr_renderer_of(o->fmt);
 	sl->where = o->where;
 	sl->dense = tfs_schema_is_dense(s) && !o->where;
+	sl->field = o->field;
 	sl->max_cells = o->max_cells;
 	sl->prefetch = o->prefetch;
 	sl->prefetch_ctx = o->prefetch_ctx;
@@ -101,6 +103,10 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	e = tfsr_sel_parse(o->sel, o->sel_len, s, o->ned, &sl->sel, d);
 	if (e)
 		goto fail;
+	if (o->where && (sl->r->flags & TFSR_R_IMAGE)) {
+		e = tfs_fail(d, TFS_E_INVALID, "pictures are not filtered");
+		goto fail;
+	}
 	for (uint32_t k = 0; o->where && k < sl->sel->dim_num; k++) {
 		if (sl->sel->dims[k].stride > 1) {
 			e = tfs_fail(d, TFS_E_INVALID,
@@ -110,6 +116,9 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 			goto fail;
 		}
 	}
+	if ((sl->r->flags & TFSR_R_IMAGE) &&
+	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
+		goto fail;
 	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
 	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));
 	sl->hi_check = tfs_callocn(tfs_schema_dim_count(s), sizeof(*sl->hi_check));
