@@ -220,8 +220,8 @@ enum tfsd_file_kind {
 	TFSD_F_META_VALUE,    /* metadata/<key> */
 	TFSD_F_FRAG_INFO,     /* fragments/<name>/info.json */
 	TFSD_F_SLICE,         /* slice[SEL].EXT, data.csv, tiles/... */
-	TFSD_F_STATS,         /* stats.json, <attr>/[slice[SEL].]stats.json */
 	TFSD_F_PREVIEW,       /* preview.png of the array or a field */
+	TFSD_F_STATS,         /* stats.json, <attr>/[slice[SEL].]stats.json */
 };
 
 /* A resolved path. Owns its strings and its array reference. */

@@ -245,13 +245,17 @@ static enum tfs_err slice_check(const struct tfsd_arr *arr, int field,
 	return TFS_E_OK;
 }
 
-/* Whether the array (field -1) or field has a preview.png. */
-static bool has_preview(const struct tfsd_arr *arr, int field)
+/* Whether the array (field -1) or field shown in dir has a preview.png:
+ * not in a filtered view, whose preview would show the cells it leaves
+ * out. */
+static bool has_preview(const struct tfsd_node *dir, const struct tfsd_arr *arr,
+			int field)
 {
 	int attr;
 	uint32_t ky, kx;
 
-	return tfsr_preview_plan(arr->schema, arr->has_ned ? arr->ned : NULL,
+	return !dir->where &&
+	       tfsr_preview_plan(arr->schema, arr->has_ned ? arr->ned : NULL,
 				 field, &attr, &ky, &kx);
 }
 
@@ -336,7 +340,7 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
 	} else if (strcmp(special, "preview.png") == 0 &&
-		   has_preview(arr, -1)) {
+		   has_preview(dir, arr, -1)) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
 		if (!e)
 			e = node_set_preview(out);
@@ -373,9 +377,8 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 
 	if (dir->kind == TFSD_N_FIELD && strcmp(name, "tiles") == 0)
 		return node_inherit(fs, out, dir, dir->arr, TFSD_N_TILES, d);
-	if (dir->kind == TFSD_N_FIELD && !dir->where &&
-	    strcmp(name, "preview.png") == 0 &&
-	    has_preview(dir->arr, dir->field)) {
+	if (dir->kind == TFSD_N_FIELD && strcmp(name, "preview.png") == 0 &&
+	    has_preview(dir, dir->arr, dir->field)) {
 		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
 		if (!e)
 			e = node_set_preview(out);
@@ -880,7 +883,7 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
 	}
-	if (!dir->where && has_preview(arr, -1) &&
+	if (has_preview(dir, arr, -1) &&
 	    !emit_special(s, "preview.png", false, fn, ctx))
 		goto out_put;
 	for (uint32_t i = 0; i < tfs_schema_field_count(s); i++) {
@@ -911,10 +914,9 @@ static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 	tfs_schema_field(dir->arr->schema, dir->field, &f);
 	if (!fn(ctx, "tiles", true))
 		return TFS_E_OK;
-	if (!f.is_dim && !fn(ctx, "stats.json", false))
+	if (has_preview(dir, dir->arr, dir->field) && !fn(ctx, "preview.png", false))
 		return TFS_E_OK;
-	if (!dir->where && has_preview(dir->arr, dir->field) &&
-	    !fn(ctx, "preview.png", false))
+	if (!f.is_dim && !fn(ctx, "stats.json", false))
 		return TFS_E_OK;
 	e = emit_slices(dir->arr, dir->field, false, dir->where != NULL, fn,
 			ctx);

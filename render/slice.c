@@ -107,6 +107,9 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 		e = tfs_fail(d, TFS_E_INVALID, "pictures are not filtered");
 		goto fail;
 	}
+	if ((sl->r->flags & TFSR_R_IMAGE) &&
+	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
+		goto fail;
 	for (uint32_t k = 0; o->where && k < sl->sel->dim_num; k++) {
 		if (sl->sel->dims[k].stride > 1) {
 			e = tfs_fail(d, TFS_E_INVALID,
@@ -116,9 +119,6 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 			goto fail;
 		}
 	}
-	if ((sl->r->flags & TFSR_R_IMAGE) &&
-	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
-		goto fail;
 	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
 	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));
 	sl->hi_check = tfs_callocn(tfs_schema_dim_count(s), sizeof(*sl->hi_check));

@@ -270,8 +270,8 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 	uint64_t len;
 
 	list_path("dense_2d_rowmajor/a", &nm);
-	cr_expect(strstr(nm.list, "|preview.png|slice[1:11,1:13]|"), "%s",
-		  nm.list);
+	cr_expect(strstr(nm.list, "|preview.png|stats.json|slice[1:11,1:13]|"),
+		  "%s", nm.list);
 	cr_expect(strstr(nm.list, "|slice[1:11,1:13].png|"
 				  "slice[1:11,1:13].gray.png|"),
 		  "%s", nm.list);
