@@ -344,7 +344,9 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
 		if (!e)
 			e = node_set_preview(out);
-	} else if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt)) {
+	} else if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt) &&
+		   !(dir->where &&
+		     (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))) {
 		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
 		if (!e)
 			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
@@ -397,7 +399,8 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 			tfsd_node_release(fs, out);
 		return e;
 	}
-	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt))
+	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
+	    (dir->where && (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE)))
 		return TFS_E_NOT_FOUND;
 	e = slice_check(dir->arr, dir->field, sel, sel_len, fmt, name, d);
 	if (!e)
@@ -826,7 +829,8 @@ static bool picture_listable(const struct tfsd_arr *arr, const char *sel,
 /* Emits slice[NED]EXT for each format that takes the field (-1: every
  * field), in the renderer table's order. */
 static enum tfs_err emit_slices(struct tfsd *fs, struct tfsd_arr *arr,
-				int field, bool escape, tfsd_list_fn fn,
+				int field, bool escape, bool filtered,
+				tfsd_list_fn fn,
 				void *ctx)
 {
 	struct tfs_buf sel, name;
@@ -842,7 +846,9 @@ static enum tfs_err emit_slices(struct tfsd *fs, struct tfsd_arr *arr,
 
 		if (!tfsr_renderer_takes(r, arr->schema, field, NULL) ||
 		    ((r->flags & TFSR_R_IMAGE) &&
-		     !picture_listable(arr, (const char *)sel.data, sel.len)) ||
+		     (filtered ||
+		      !picture_listable(arr, (const char *)sel.data,
+					sel.len))) ||
 		    !tfsd_slice_listable(fs, arr, field, r->fmt,
 					 (const char *)sel.data, sel.len))
 			continue;
@@ -903,7 +909,7 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (strncmp(f.name, "slice[", 6) == 0)
 			escape = true;
 	}
-	e = emit_slices(fs, arr, -1, escape, fn, ctx);
+	e = emit_slices(fs, arr, -1, escape, dir->where != NULL, fn, ctx);
 	if (e)
 		e = tfs_fail(d, e, "array '%s': cannot list slices", dir->rel);
 out_put:
@@ -924,7 +930,8 @@ static enum tfs_err list_field(struct tfsd *fs, const struct tfsd_node *dir,
 		return TFS_E_OK;
 	if (!f.is_dim && !fn(ctx, "stats.json", false))
 		return TFS_E_OK;
-	e = emit_slices(fs, dir->arr, dir->field, false, fn, ctx);
+	e = emit_slices(fs, dir->arr, dir->field, false, dir->where != NULL,
+			fn, ctx);
 	return e ? tfs_fail(d, e, "cannot list '%s'", f.name) : e;
 }
 

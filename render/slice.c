@@ -104,6 +104,10 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	e = tfsr_sel_parse(o->sel, o->sel_len, s, o->ned, &sl->sel, d);
 	if (e)
 		goto fail;
+	if (o->where && (sl->r->flags & TFSR_R_IMAGE)) {
+		e = tfs_fail(d, TFS_E_INVALID, "pictures are not filtered");
+		goto fail;
+	}
 	if ((sl->r->flags & TFSR_R_IMAGE) &&
 	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
 		goto fail;

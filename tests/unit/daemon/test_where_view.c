@@ -118,6 +118,8 @@ Test(where_view, bad_filters_are_enoent, .init = setup, .fini = teardown)
 		{"dense_1d/where[a = \"x\"]", "'x' is not a value of 'a'"},
 		{"dense_1d/where[]", "empty filter"},
 		{"dense_1d/where[a > 1]/schema.json", NULL},
+		{"dense_1d/where[a > 1]/preview.png", NULL},
+		{"dense_2d_rowmajor/where[a > 1]/a/slice[1:11,1:13].png", NULL},
 		{"dense_1d/where[a > 1]/where[a > 2]", NULL},
 		{"dense_1d/d/stats.json", NULL},
 	};
