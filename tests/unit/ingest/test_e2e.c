@@ -393,6 +393,55 @@ Test(e2e, new_array_from_a_plain_csv)
 	free(csv);
 }
 
+/* Files without the dimension's column append after the last row; a
+ * header alone writes nothing; a file whose columns do not match, or
+ * that would leave the domain, is refused and changes nothing. */
+Test(e2e, csv_without_dimension_appends)
+{
+	char *arr = fx_path("grow");
+	char *first = fx_write_str("first.csv", "k,v\n1,a\n2,b\n");
+	char *more = fx_write_str("more.csv", "v,k\nc,3\n");
+	char *none = fx_write_str("none.csv", "k,v\n");
+	char *bad = fx_write_str("bad.csv", "k,w\n4,d\n");
+	char *full_arr = fx_copy_corpus("dense_1d");
+	char *full_csv = fx_write_str("full.csv", "a,b\n1,2.5\n");
+	struct tfs_ingest_result r;
+	struct tfs_diag d;
+	struct tfs_buf all;
+	size_t frags;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_ingest_csv_new(arr, first, NULL, &r, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(ingest(arr, more, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(r.rows, 1);
+	cr_assert(r.write.dense);
+	cr_assert_eq(ingest(arr, more, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(ingest(arr, none, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(r.rows, 0);
+	cr_assert_eq(ingest(arr, bad, &d, &r), TFS_E_INVALID);
+	cr_assert(strstr(d.msg, "missing column 'v'"), "%s", d.msg);
+	read_all(arr, &all, &frags);
+	cr_assert_eq(frags, 3);
+	cr_assert_str_eq((const char *)all.data,
+			 "row=0000000000000000 k=0100000000000000 v=61;"
+			 "row=0100000000000000 k=0200000000000000 v=62;"
+			 "row=0200000000000000 k=0300000000000000 v=63;"
+			 "row=0300000000000000 k=0300000000000000 v=63;");
+	tfs_buf_release(&all);
+	/* dense_1d is written up to the end of its domain [1, 100]. */
+	cr_assert_eq(ingest(full_arr, full_csv, &d, &r), TFS_E_RANGE);
+	cr_assert_str_eq(d.msg, "in.csv: 1 rows to append after the last one "
+				"leave the domain of 'd'");
+	free(arr);
+	free(first);
+	free(more);
+	free(none);
+	free(bad);
+	free(full_arr);
+	free(full_csv);
+}
+
 Test(e2e, new_array_removed_when_the_ingest_fails)
 {
 	char *arr = fx_path("t");
