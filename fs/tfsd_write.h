@@ -65,14 +65,18 @@ static inline bool tfsd_wtarget_commits(const struct tfsd_wtarget *t)
  * (tfsd_meta_name_encode reversed). Bad escapes are taken literally. */
 enum tfs_err tfsd_meta_name_decode(struct tfs_buf *out, const char *name) TFS_WUR;
 
-/* Parses the text written to metadata/<key> (SPEC §6): when the key had
- * a numeric type and every line parses as it, values of that type, one
- * per line; else the text as one UTF-8 string (without one trailing
- * newline). old may be NULL (a new key). out->key is left alone;
- * out->value is allocated (tfs_free). */
+/* Parses the text written to metadata/<key> (SPEC §6; without one
+ * trailing newline). A key that exists keeps its type: a numeric key
+ * takes one value of its type per line, a string key the text; text
+ * that is no value of the key's type is TFS_E_INVALID with the reason in
+ * d, never converted. A new key (old NULL or deleted) takes its type
+ * from the text: integers INT64, other decimal numbers FLOAT64 (one
+ * value per line, several lines a list), anything else one UTF-8
+ * string. out->key is left alone; out->value is allocated (tfs_free). */
 enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 				   const char *text, size_t len,
-				   struct tfs_meta_kv *out) TFS_WUR;
+				   struct tfs_meta_kv *out,
+				   struct tfs_diag *d) TFS_WUR;
 
 /* What a commit did, for the ingest log. */
 struct tfsd_wresult {

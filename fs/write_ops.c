@@ -6,6 +6,7 @@
  * each folder, which the mount shows as ingest.log. */
 #include "tfsd_write.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -87,6 +88,39 @@ static enum tfs_err target_init(struct tfsd *fs, struct tfsd_wtarget *t,
 	return TFS_E_OK;
 }
 
+/* The names editors and tools write before renaming into place, which
+ * never become a metadata key: dot files (rsync's ".k.Xy12Z9", vim's
+ * swap files), backups ("k~") and sed -i's "sedXy12Z9". */
+static bool temp_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (name[0] == '.' || (n && name[n - 1] == '~'))
+		return true;
+	if (n == 9 && strncmp(name, "sed", 3) == 0) {
+		for (size_t i = 3; i < n; i++)
+			if (!isalnum((unsigned char)name[i]))
+				return false;
+		return true;
+	}
+	return false;
+}
+
+/* vim's probe before it saves ("4913", then every 123 on): a file it
+ * creates and removes to learn whether it may save by renaming. Refused
+ * in arrays, so that vim writes the file in place instead. */
+static bool vim_probe_name(const char *name)
+{
+	unsigned long v = 0;
+	size_t n = strlen(name);
+
+	if (n < 4 || n > 9 || strspn(name, "0123456789") != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (unsigned long)(name[i] - '0');
+	return v >= 4913 && (v - 4913) % 123 == 0;
+}
+
 static enum tfs_err classify_in_folder(struct tfsd *fs,
 				       const struct tfsd_node *dir,
 				       const char *dir_vpath, const char *name,
@@ -104,20 +138,25 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
 		enum tfs_err e;
 		struct tfs_stat st;
+		enum tfs_object obj;
 
 		if (!rel) {
 			tfs_free(stem_name);
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		}
+		/* An array of that name takes the file as one more write
+		 * (appended when it has no dimension column); anything else
+		 * of that name makes the commit refuse it, with its line in
+		 * the folder's ingest.log. */
 		e = target_init(fs, t, TFSD_W_CSV_NEW, rel, name, dir_vpath, d);
 		if (!e &&
 		    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st,
 				   NULL) &&
-		    st.exists)
-			e = tfs_fail(d, TFS_E_EXISTS,
-				     "'%s': '%s' exists already, a CSV file "
-				     "here makes a new array of that name",
-				     name, stem_name);
+		    st.exists && st.is_dir &&
+		    !tfs_object_type(tfsd_arrays_vfs(fs->arrays), t->path,
+				     &obj, NULL) &&
+		    obj == TFS_OBJECT_ARRAY)
+			t->kind = TFSD_W_CSV_ARRAY;
 		tfs_free(stem_name);
 		tfs_free(rel);
 		return e;
@@ -134,7 +173,8 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 				      struct tfsd_wtarget *t,
 				      struct tfs_diag *d)
 {
-	if (strncmp(name, "__", 2) == 0 || strncmp(name, "slice[", 6) == 0)
+	if (strncmp(name, "__", 2) == 0 || strncmp(name, "slice[", 6) == 0 ||
+	    vim_probe_name(name))
 		return tfs_fail(d, TFS_E_PERM,
 				"'%s': not a name to write in an array "
 				"(write NAME.csv)",
@@ -207,15 +247,24 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 		break;
 	case TFSD_N_META_DIR: {
 		struct tfs_buf key;
+		bool temp = temp_name(name);
 
+		if (vim_probe_name(name)) {
+			e = tfs_fail(d, TFS_E_PERM,
+				     "'%s': a name vim tries before saving "
+				     "(write '%%%02X%s' for that key)",
+				     name, (unsigned)name[0], name + 1);
+			break;
+		}
 		array_vpath = parent_of(dir_vpath);
 		tfs_buf_init(&key, TFS_BUF_NO_MAX);
 		e = array_vpath ? TFS_E_OK : TFS_E_NOMEM;
 		if (!e) {
 			char *shown = join("metadata", name);
 
-			e = shown ? target_init(fs, out, TFSD_W_META, dir.rel,
-						shown, array_vpath, d)
+			e = shown ? target_init(fs, out,
+						temp ? TFSD_W_TEMP : TFSD_W_META,
+						dir.rel, shown, array_vpath, d)
 				  : TFS_E_NOMEM;
 			tfs_free(shown);
 		}
@@ -357,65 +406,137 @@ static bool parse_number(uint8_t type, const char *s, uint8_t *v)
 	}
 }
 
+/* Splits text (len bytes, no NUL) into lines, each trimmed of blanks
+ * and a CR, and parses every one as type into *vals (tfs_free); *bad
+ * receives the first line that is no such value (NUL-terminated, cut to
+ * bad_cap). True when every line parses. */
+static bool parse_lines(uint8_t type, const char *text, size_t len,
+			uint8_t **vals, uint32_t *num, char *bad, size_t bad_cap,
+			enum tfs_err *e)
+{
+	size_t size = tfs_datatype_size(type), lines = 1, i = 0;
+	char *copy = tfs_strndup(text, len), *p, *nl;
+	bool ok = true;
+
+	*vals = NULL;
+	*e = TFS_E_OK;
+	if (!copy) {
+		*e = TFS_E_NOMEM;
+		return false;
+	}
+	for (p = copy; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
+		lines++;
+	*vals = lines <= UINT32_MAX ? tfs_callocn(lines, size ? size : 1)
+				    : NULL;
+	if (!*vals) {
+		tfs_free(copy);
+		*e = lines <= UINT32_MAX ? TFS_E_NOMEM : TFS_E_TOO_BIG;
+		return false;
+	}
+	for (p = copy; ok && p; i++) {
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		/* A line read back as "1.5 " from an editor is still the
+		 * number. */
+		while (*p == ' ' || *p == '\t' || *p == '\r')
+			p++;
+		for (size_t n = strlen(p);
+		     n && (p[n - 1] == ' ' || p[n - 1] == '\t' ||
+			   p[n - 1] == '\r');
+		     n--)
+			p[n - 1] = '\0';
+		ok = parse_number(type, p, *vals + i * size);
+		if (!ok)
+			snprintf(bad, bad_cap, "%s", p);
+		p = nl ? nl + 1 : NULL;
+	}
+	tfs_free(copy);
+	if (!ok) {
+		tfs_free(*vals);
+		*vals = NULL;
+		return false;
+	}
+	*num = (uint32_t)lines;
+	return true;
+}
+
+/* Whether every line of text looks like a decimal number (digits, sign,
+ * point, exponent), so that words such as "nan" or "inf" stay text. */
+static bool decimal_text(const char *text, size_t len)
+{
+	bool digit = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+
+		if (c >= '0' && c <= '9')
+			digit = true;
+		else if (!strchr("+-.eE \t\r\n", c))
+			return false;
+	}
+	return digit;
+}
+
 enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 				   const char *text, size_t len,
-				   struct tfs_meta_kv *out)
+				   struct tfs_meta_kv *out,
+				   struct tfs_diag *d)
 {
+	bool have_old = old && !old->deleted;
+	unsigned cls = have_old ? tfs_datatype_class(old->type) : 0;
+	char bad[64] = "";
+	enum tfs_err e;
+
 	if (len && text[len - 1] == '\n')
 		len--;
 	out->deleted = false;
-	if (old && !old->deleted &&
-	    tfs_datatype_class(old->type) != TFS_CLASS_STRING &&
-	    tfs_datatype_class(old->type) != TFS_CLASS_BYTES && len > 0 &&
-	    memchr(text, '\0', len) == NULL) {
-		size_t size = tfs_datatype_size(old->type), lines = 1, i = 0;
-		char *copy = tfs_strndup(text, len), *p, *nl;
-		uint8_t *vals;
-		bool ok = true;
-
-		if (!copy)
-			return TFS_E_NOMEM;
-		for (p = copy; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
-			lines++;
-		vals = tfs_callocn(lines, size ? size : 1);
-		if (!vals) {
-			tfs_free(copy);
-			return TFS_E_NOMEM;
-		}
-		for (p = copy; ok && p; i++) {
-			nl = strchr(p, '\n');
-			if (nl)
-				*nl = '\0';
-			/* A line read back as "1.5 " from an editor is
-			 * still the number. */
-			while (*p == ' ' || *p == '\t' || *p == '\r')
-				p++;
-			for (size_t n = strlen(p);
-			     n && (p[n - 1] == ' ' || p[n - 1] == '\t' ||
-				   p[n - 1] == '\r');
-			     n--)
-				p[n - 1] = '\0';
-			ok = parse_number(old->type, p, vals + i * size);
-			p = nl ? nl + 1 : NULL;
-		}
-		tfs_free(copy);
-		if (ok) {
+	out->value = NULL;
+	if (len > UINT32_MAX)
+		return tfs_fail(d, TFS_E_TOO_BIG, "value larger than 4 GiB");
+	if (have_old && cls == TFS_CLASS_BYTES)
+		return tfs_fail(d, TFS_E_INVALID,
+				"a key of type %s is not written as text",
+				tfs_datatype_name(old->type));
+	if (have_old && cls != TFS_CLASS_STRING) {
+		/* The key's type stays: every line one value of it. */
+		if (len == 0 || memchr(text, '\0', len))
+			return tfs_fail(d, TFS_E_INVALID,
+					"no %s value (the key's type)",
+					tfs_datatype_name(old->type));
+		if (parse_lines(old->type, text, len, &out->value,
+				&out->value_num, bad, sizeof(bad), &e)) {
 			out->type = old->type;
-			out->value_num = (uint32_t)lines;
-			out->value = vals;
 			return TFS_E_OK;
 		}
-		tfs_free(vals);
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s' is no %s value (the key's type; rm the "
+				"key first to change it)",
+				bad, tfs_datatype_name(old->type));
 	}
-	out->type = old && !old->deleted &&
-				    tfs_datatype_class(old->type) == TFS_CLASS_STRING
-			    ? old->type
-			    : TFS_STRING_UTF8;
-	if (len > UINT32_MAX)
-		return TFS_E_TOO_BIG;
+	if (!have_old && len && !memchr(text, '\0', len) &&
+	    decimal_text(text, len)) {
+		/* A new key: integers are INT64, other numbers FLOAT64, one
+		 * value per line. */
+		if (parse_lines(TFS_INT64, text, len, &out->value,
+				&out->value_num, bad, sizeof(bad), &e)) {
+			out->type = TFS_INT64;
+			return TFS_E_OK;
+		}
+		if (!e && parse_lines(TFS_FLOAT64, text, len, &out->value,
+				      &out->value_num, bad, sizeof(bad), &e)) {
+			out->type = TFS_FLOAT64;
+			return TFS_E_OK;
+		}
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+	}
+	out->type = have_old ? old->type : TFS_STRING_UTF8;
 	out->value = tfs_memdup(len ? text : "", len ? len : 1);
 	out->value_num = (uint32_t)len;
-	return out->value ? TFS_E_OK : TFS_E_NOMEM;
+	return out->value ? TFS_E_OK : tfs_fail(d, TFS_E_NOMEM, "out of memory");
 }
 
 /* ---- Commits ------------------------------------------------------------------ */
@@ -502,12 +623,21 @@ static enum tfs_err commit_csv(struct tfsd *fs, const struct tfsd_wtarget *t,
 {
 	struct tfs_ingest_opts io;
 	struct tfs_ingest_result r;
+	struct tfs_stat st;
 	enum tfs_err e;
 
 	memset(&io, 0, sizeof(io));
 	memset(&r, 0, sizeof(r));
 	write_opts_init(fs, t, &io.write);
 	io.display_name = t->name;
+	if (t->kind == TFSD_W_CSV_NEW &&
+	    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st, NULL) &&
+	    st.exists)
+		return tfs_fail(d, TFS_E_EXISTS,
+				"'%s': '%.*s' exists and is no array (a CSV "
+				"file here makes the array of its name, or "
+				"appends to it)",
+				t->name, (int)(strlen(t->name) - 4), t->name);
 	if (t->kind == TFSD_W_CSV_NEW)
 		e = tfs_ingest_csv_new(t->path, staged, &io, &r, d);
 	else
@@ -571,6 +701,7 @@ static enum tfs_err commit_meta(struct tfsd *fs, const struct tfsd_wtarget *t,
 	struct tfs_write_opts wo;
 	struct tfsd_arr *arr = NULL;
 	struct tfs_buf doc;
+	struct tfs_diag vd;
 	enum tfs_err e;
 
 	memset(&kv, 0, sizeof(kv));
@@ -581,11 +712,11 @@ static enum tfs_err commit_meta(struct tfsd *fs, const struct tfsd_wtarget *t,
 	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
 	if (e)
 		goto out;
+	tfs_diag_init(&vd);
 	e = tfsd_meta_value_parse(meta_find(arr->a, t->key, t->key_len),
-				  (const char *)doc.data, doc.len, &kv);
+				  (const char *)doc.data, doc.len, &kv, &vd);
 	if (e) {
-		e = tfs_fail(d, e, "metadata '%s': %s", t->name,
-			     tfs_strerror(e));
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(&vd));
 		goto out;
 	}
 	kv.key = t->key;
