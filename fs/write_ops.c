@@ -161,6 +161,19 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 		tfs_free(rel);
 		return e;
 	}
+	if (name[0] != '.' && strlen(name) > 4 &&
+	    tfs_str_ends_with_nocase(name, ".npy")) {
+		char *stem_name = tfs_strndup(name, strlen(name) - 4);
+		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
+		enum tfs_err e;
+
+		e = rel ? target_init(fs, t, TFSD_W_NPY_NEW, rel, name,
+				      dir_vpath, d)
+			: tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		tfs_free(stem_name);
+		tfs_free(rel);
+		return e;
+	}
 	if (strcmp(name, "schema.json") == 0)
 		return target_init(fs, t, TFSD_W_SCHEMA, dir->rel, name,
 				   dir_vpath, d);
@@ -557,7 +570,8 @@ static const uint8_t *write_key(struct tfsd *fs, const struct tfsd_wtarget *t)
 
 	if (!key || tfsd_config_has_own_key(&fs->cfg, t->rel))
 		return key;
-	if (t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_SCHEMA)
+	if (t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_SCHEMA ||
+	    t->kind == TFSD_W_NPY_NEW)
 		return NULL;
 	tfs_diag_init(&d);
 	e = tfs_array_open(t->path, &oo, &a, &d);
@@ -782,17 +796,16 @@ static bool npy_dict_value(const char *dict, const char *key, char *out,
 /* Checks a .npy file's header against the cells expected: the dtype of
  * the attribute, C order, as many values as the selection's cells.
  * *data_off receives where the values start. */
-static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
-			      uint64_t cells, const char *name,
-			      uint64_t *data_off, struct tfs_diag *d)
+/* Reads the header of the .npy file open at fd: its dtype (descr),
+ * shape text and where the values start; a C-order file only. */
+static enum tfs_err npy_head(int fd, const char *name, char descr[128],
+			     char shape[512], uint64_t *data_off,
+			     struct tfs_diag *d)
 {
 	uint8_t head[12];
-	char dict[4096], descr[128], shape[512], fortran[16];
-	struct tfs_buf want;
-	uint64_t hlen, elems = 1, per_cell;
+	char dict[4096], fortran[16];
+	uint64_t hlen;
 	size_t pre;
-	const char *p;
-	enum tfs_err e = TFS_E_OK;
 
 	if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
 	    memcmp(head, "\x93NUMPY", 6) != 0)
@@ -812,8 +825,8 @@ static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 	    pread(fd, dict, (size_t)hlen, (off_t)pre) != (ssize_t)hlen)
 		return tfs_fail(d, TFS_E_INVALID, "'%s': bad .npy header", name);
 	dict[hlen] = '\0';
-	if (!npy_dict_value(dict, "'descr'", descr, sizeof(descr)) ||
-	    !npy_dict_value(dict, "'shape'", shape, sizeof(shape)) ||
+	if (!npy_dict_value(dict, "'descr'", descr, 128) ||
+	    !npy_dict_value(dict, "'shape'", shape, 512) ||
 	    !npy_dict_value(dict, "'fortran_order'", fortran, sizeof(fortran)))
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': .npy header without descr, shape or "
@@ -823,6 +836,22 @@ static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': Fortran-order .npy: write a C-order array",
 				name);
+	*data_off = pre + hlen;
+	return TFS_E_OK;
+}
+
+static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
+			      uint64_t cells, const char *name,
+			      uint64_t *data_off, struct tfs_diag *d)
+{
+	char descr[128], shape[512];
+	struct tfs_buf want;
+	uint64_t elems = 1, per_cell;
+	const char *p;
+	enum tfs_err e = TFS_E_OK;
+
+	if ((e = npy_head(fd, name, descr, shape, data_off, d)))
+		return e;
 	for (p = shape; *p;) {
 		char *end;
 		unsigned long long v;
@@ -878,7 +907,6 @@ static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 				"'%s': .npy shape (%s) holds %" PRIu64
 				" values, the selection has %" PRIu64 " cells",
 				name, shape, elems, cells);
-	*data_off = pre + hlen;
 	return TFS_E_OK;
 }
 
@@ -1148,6 +1176,213 @@ out:
 	return e;
 }
 
+/* ---- Arrays from .npy files ---------------------------------------------------- */
+
+/* Removes what a refused .npy made: the folder at path and all below. */
+static void remove_tree(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_stat st;
+
+	if (tfs_vfs_lstat(v, path, &st, NULL) || !st.exists)
+		return;
+	if (st.is_dir && !tfs_vfs_list(v, path, &l, NULL)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *child = tfs_path_join(path, l.names[i]);
+
+			if (child)
+				remove_tree(v, child);
+			tfs_free(child);
+		}
+		tfs_dirlist_release(&l);
+	}
+	(void)tfs_vfs_remove(v, path, NULL);
+}
+
+/* The datatype (and its size) of a .npy dtype, byte-order mark aside. */
+static const char *npy_type_name(const char *descr, uint64_t *size)
+{
+	static const struct {
+		const char *descr, *type;
+		uint64_t size;
+	} types[] = {
+		{"i1", "INT8", 1},    {"i2", "INT16", 2},   {"i4", "INT32", 4},
+		{"i8", "INT64", 8},   {"u1", "UINT8", 1},   {"u2", "UINT16", 2},
+		{"u4", "UINT32", 4},  {"u8", "UINT64", 8},  {"f4", "FLOAT32", 4},
+		{"f8", "FLOAT64", 8}, {"b1", "BOOL", 1},
+	};
+	const char *g = descr;
+
+	if (*g == '\'')
+		g++;
+	if (*g == '<' || *g == '|' || *g == '=')
+		g++;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (strncmp(g, types[i].descr, 2) == 0 &&
+		    (g[2] == '\0' || g[2] == '\'')) {
+			*size = types[i].size;
+			return types[i].type;
+		}
+	}
+	return NULL;
+}
+
+#define NPY_MAX_DIMS 32
+
+/* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
+ * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
+ * values written as the slice of the whole array; undone when refused. */
+static enum tfs_err commit_npy_new(struct tfsd *fs, const struct tfsd_wtarget *t,
+				   const char *staged, struct tfsd_wresult *res,
+				   struct tfs_diag *d)
+{
+	struct tfs_vfs *v = tfsd_arrays_vfs(fs->arrays);
+	char descr[128], shape_text[512];
+	uint64_t shape[NPY_MAX_DIMS], extent[NPY_MAX_DIMS];
+	uint64_t data_off, elems = 1, cells_per_tile = 1, type_size, bytes;
+	struct tfsd_wtarget slice;
+	struct tfs_buf json, sel;
+	struct tfs_write_opts wo;
+	struct tfs_schema *schema = NULL;
+	const char *type, *p;
+	struct tfs_stat st;
+	struct stat fst;
+	size_t dims = 0;
+	enum tfs_err e;
+	int fd;
+
+	memset(&slice, 0, sizeof(slice));
+	tfs_buf_init(&json, DOC_MAX);
+	tfs_buf_init(&sel, DOC_MAX);
+	if (!tfs_vfs_lstat(v, t->path, &st, NULL) && st.exists)
+		return tfs_fail(d, TFS_E_EXISTS,
+				"'%s': '%.*s' exists (a .npy file here makes a "
+				"new array of its name)",
+				t->name, (int)(strlen(t->name) - 4), t->name);
+	fd = open(staged, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &fst) != 0) {
+		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	e = npy_head(fd, t->name, descr, shape_text, &data_off, d);
+	close(fd);
+	if (e)
+		return e;
+	type = npy_type_name(descr, &type_size);
+	if (!type)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy dtype %s: a new array takes "
+				"little-endian integers, floats or bools",
+				t->name, descr);
+	for (p = shape_text; *p;) {
+		char *end;
+		unsigned long long n;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		errno = 0;
+		n = strtoull(p, &end, 10);
+		if (end == p || errno || n == 0 || dims == NPY_MAX_DIMS ||
+		    __builtin_mul_overflow(elems, (uint64_t)n, &elems))
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': .npy shape (%s): a new array "
+					"needs 1 to %d dimensions, none empty",
+					t->name, shape_text, NPY_MAX_DIMS);
+		shape[dims] = extent[dims] = n;
+		dims++;
+		p = end;
+	}
+	if (dims == 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': a .npy scalar makes no array", t->name);
+	if (__builtin_mul_overflow(elems, type_size, &bytes) ||
+	    (uint64_t)fst.st_size < data_off ||
+	    (uint64_t)fst.st_size - data_off != bytes)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy of shape (%s) %s needs %" PRIu64
+				" bytes of values",
+				t->name, shape_text, descr,
+				elems <= UINT64_MAX / type_size
+					? elems * type_size
+					: UINT64_MAX);
+	/* Tiles of at most 2^20 cells: the largest extent halves. */
+	for (;;) {
+		size_t big = 0;
+
+		cells_per_tile = 1;
+		for (size_t k = 0; k < dims; k++) {
+			if (extent[k] > extent[big])
+				big = k;
+			if (__builtin_mul_overflow(cells_per_tile, extent[k],
+						   &cells_per_tile))
+				cells_per_tile = UINT64_MAX;
+		}
+		if (cells_per_tile <= (UINT64_C(1) << 20))
+			break;
+		extent[big] = (extent[big] + 1) / 2;
+	}
+	e = tfs_buf_printf(&json, "{\"array_type\":\"dense\",\"cell_order\":"
+				  "\"row-major\",\"tile_order\":\"row-major\","
+				  "\"dims\":[");
+	for (size_t k = 0; !e && k < dims; k++) {
+		e = tfs_buf_printf(&json,
+				   "%s{\"name\":\"d%zu\",\"type\":\"UINT64\","
+				   "\"domain\":[0,%" PRIu64 "],\"tile\":%" PRIu64
+				   ",\"filters\":[\"ZSTD(level=-1)\"]}",
+				   k ? "," : "", k, shape[k] - 1, extent[k]);
+		if (!e)
+			e = tfs_buf_printf(&sel, "%s0:%" PRIu64, k ? "," : "",
+					   shape[k]);
+	}
+	if (!e)
+		e = tfs_buf_printf(&json,
+				   "],\"attrs\":[{\"name\":\"v\",\"type\":"
+				   "\"%s\",\"filters\":[\"ZSTD(level=-1)\"]}]}",
+				   type);
+	if (e) {
+		e = tfs_fail(d, e, "out of memory");
+		goto out;
+	}
+	e = tfs_schema_from_json_new((const char *)json.data, json.len,
+				     &schema, d);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+		goto out;
+	}
+	write_opts_init(fs, t, &wo);
+	e = tfs_array_create(t->path, schema, &wo, d);
+	if (e)
+		goto out_undo;
+	tfsd_arrays_invalidate(fs->arrays, t->rel);
+	slice.kind = TFSD_W_SLICE;
+	slice.rel = t->rel;
+	slice.path = t->path;
+	slice.name = t->name;
+	slice.log_dir = t->log_dir;
+	slice.field = (char *)"v";
+	slice.sel = (char *)sel.data;
+	slice.sel_len = sel.len;
+	slice.npy = true;
+	e = commit_slice(fs, &slice, staged, res, d);
+	if (!e) {
+		snprintf(res->what, sizeof(res->what),
+			 "new array, %s, %" PRIu64 " cells", type, elems);
+		goto out;
+	}
+out_undo:
+	remove_tree(v, t->path);
+	tfsd_arrays_invalidate(fs->arrays, t->rel);
+out:
+	tfs_schema_free(schema);
+	tfs_buf_release(&json);
+	tfs_buf_release(&sel);
+	return e;
+}
+
 enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 			       const char *staged_path,
 			       struct tfsd_wresult *res, struct tfs_diag *d)
@@ -1167,6 +1402,9 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	case TFSD_W_SCHEMA: e = commit_schema(fs, t, staged_path, res, d); break;
 	case TFSD_W_SLICE: e = commit_slice(fs, t, staged_path, res, d); break;
 	case TFSD_W_META: e = commit_meta(fs, t, staged_path, res, d); break;
+	case TFSD_W_NPY_NEW:
+		e = commit_npy_new(fs, t, staged_path, res, d);
+		break;
 	default: return TFS_E_OK;
 	}
 	if (!e)
