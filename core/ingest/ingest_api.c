@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "tfs_alloc.h"
+#include "tfs_buf.h"
 #include "tilefs/tilefs.h"
 
 struct writer_sink {
@@ -76,6 +77,67 @@ static enum tfs_err open_writer(struct writer_sink *ws, const char *array_path,
 	return TFS_E_OK;
 }
 
+/* An appended file's header names every attribute (nullable ones may be
+ * left out) and nothing else, in any order; else one line saying both. */
+static enum tfs_err header_matches(const struct tfs_schema *s,
+				   const struct tfs__csv_lexer *lx,
+				   const char *name, struct tfs_diag *d)
+{
+	struct tfs_buf got, want;
+	bool ok = true;
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t k = 0; k < lx->field_num; k++) {
+		bool known = false;
+
+		for (uint32_t i = 0; i < s->attr_num; i++)
+			if (lx->fields[k].len == strlen(s->attrs[i].name) &&
+			    memcmp(lx->fields[k].p, s->attrs[i].name,
+				   lx->fields[k].len) == 0)
+				known = true;
+		ok = ok && known;
+	}
+	for (uint32_t i = 0; i < s->attr_num; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < lx->field_num; k++)
+			if (lx->fields[k].len == strlen(s->attrs[i].name) &&
+			    memcmp(lx->fields[k].p, s->attrs[i].name,
+				   lx->fields[k].len) == 0)
+				seen = true;
+		ok = ok && (seen || s->attrs[i].nullable);
+	}
+	if (ok)
+		return TFS_E_OK;
+	tfs_buf_init(&got, 512);
+	tfs_buf_init(&want, 512);
+	for (size_t k = 0; k < lx->field_num && !e; k++) {
+		char t[64];
+
+		e = tfs_buf_printf(&got, "%s%s", k ? "," : "",
+				   tfs__msg_text(t, sizeof(t), lx->fields[k].p,
+						 lx->fields[k].len));
+	}
+	for (uint32_t i = 0; i < s->attr_num && !e; i++)
+		e = tfs_buf_printf(&want, "%s%s", i ? "," : "", s->attrs[i].name);
+	if (!e)
+		e = tfs_buf_append_u8(&got, 0);
+	if (!e)
+		e = tfs_buf_append_u8(&want, 0);
+	if (e)
+		e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", name);
+	else
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "%s: line 1: the columns '%s' are not the array's "
+			     "'%s' (in any order; rows without '%s' are "
+			     "appended)",
+			     name, (const char *)got.data,
+			     (const char *)want.data, s->dims[0].name);
+	tfs_buf_release(&got);
+	tfs_buf_release(&want);
+	return e;
+}
+
 /* A CSV without the dimension's column for a dense array of one integer
  * dimension (an array made from a CSV, or any such array) appends: its
  * rows take the coordinates after the last written one (the domain's
@@ -113,6 +175,8 @@ static enum tfs_err append_box(const char *array_path, const char *csv_path,
 		    memcmp(lx.fields[k].p, dim->name, lx.fields[k].len) == 0)
 			goto out;
 	*append = true;
+	if ((e = header_matches(s, &lx, name, d)))
+		goto out;
 	for (;;) {
 		if ((e = tfs__csv_next(&lx, &got, d)) || !got)
 			break;

@@ -222,7 +222,9 @@ assert list(df["price"]) == [2.5, 10.0]
 assert str(df["qty"][1]) == "", df["qty"][1]
 PYEOF
 grep -q 'sales.csv  ok: ' "$m/plain/ingest.log" || fail "plain/ingest.log"
-cp "$WORK/sales.csv" "$m/plain/" 2>/dev/null && fail "a second sales.csv replaced plain/sales"
+# A second file of the name is appended, never a replacement.
+cp "$WORK/sales.csv" "$m/plain/" || fail "a second sales.csv was not appended"
+[ "$(grep -c widget "$m/plain/sales/data.csv")" = 2 ] || fail "plain/sales after the second copy: $(cat "$m/plain/sales/data.csv")"
 cp "$WORK/bad_ragged.csv" "$m/plain/" 2>/dev/null && fail "a ragged CSV made an array"
 [ -e "$SRC/plain/bad_ragged" ] && fail "a refused CSV left plain/bad_ragged"
 echo "CSV into a plain folder: array made, read back"
