@@ -13,7 +13,7 @@ pkgs=(
   libjson-c-dev                                          # schema JSON
   libfuse3-dev fuse3                                     # the daemon
   python3 python3-numpy python3-pandas                   # corpus check, examples
-  rsync                                                  # tests of writing
+  rsync vim                                              # tests of writing
   hyperfine clang                                        # benchmarks, fuzzing
   libcurl4-openssl-dev libexpat1-dev                     # the S3 backend
   ceph-mon ceph-osd radosgw ceph-common s3cmd            # S3 server in the tests
