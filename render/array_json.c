@@ -8,7 +8,6 @@
 #include <inttypes.h>
 
 #include "cell_json.h"
-#include "tfs_format.h"
 
 static const char *layout_name(uint8_t layout)
 {
@@ -22,16 +21,19 @@ static const char *layout_name(uint8_t layout)
 	}
 }
 
-static enum tfs_err put_filters(struct json_out *j, const struct tfs_pipeline *p)
+/* A filter list as an array of the corpus JSON's filter names. */
+static enum tfs_err put_filters(struct json_out *j, const struct tfs_schema *s,
+				enum tfs_filter_list which, uint32_t field)
 {
+	uint32_t n = tfs_schema_filter_count(s, which, field);
 	struct tfs_buf text;
 	enum tfs_err e = TFS_E_OK;
 
 	tfs_buf_init(&text, TFS_BUF_NO_MAX);
 	json_out_begin_array(j);
-	for (uint32_t i = 0; i < p->count && !e; i++) {
+	for (uint32_t k = 0; k < n && !e; k++) {
 		text.len = 0;
-		e = tfs_filter_describe(&text, &p->filters[i]);
+		e = tfs_schema_filter_describe(s, which, field, k, &text);
 		if (!e)
 			json_out_str(j, text.data, text.len);
 	}
@@ -40,17 +42,18 @@ static enum tfs_err put_filters(struct json_out *j, const struct tfs_pipeline *p
 	return e;
 }
 
-/* The "filters" and "max_chunk_size" members of a dimension or attribute. */
+/* The "filters" and "max_chunk_size" members of field i. */
 static enum tfs_err put_field_filters(struct json_out *j,
-				      const struct tfs_pipeline *p)
+				      const struct tfs_schema *s, uint32_t i)
 {
 	enum tfs_err e;
 
 	json_out_key(j, "filters");
-	if ((e = put_filters(j, p)))
+	if ((e = put_filters(j, s, TFS_FILTERS_OF_FIELD, i)))
 		return e;
 	json_out_key(j, "max_chunk_size");
-	json_out_u64(j, p->max_chunk_size);
+	json_out_u64(j,
+		     tfs_schema_filter_chunk_max(s, TFS_FILTERS_OF_FIELD, i));
 	return TFS_E_OK;
 }
 
@@ -74,37 +77,43 @@ static void put_cell_val_num(struct json_out *j, bool var, uint32_t n)
 		json_out_u64(j, n);
 }
 
-static enum tfs_err put_dim(struct json_out *j, const struct tfs_dim *dim)
+static enum tfs_err put_dim(struct json_out *j, const struct tfs_schema *s,
+			    uint32_t k)
 {
+	struct tfs_field_info dim;
 	enum tfs_err e;
 
-	begin_named(j, dim->name, dim->type);
+	tfs_schema_dim(s, k, &dim);
+	begin_named(j, dim.name, dim.type);
 	json_out_key(j, "domain");
-	if (dim->has_domain) {
+	if (dim.has_domain) {
 		json_out_begin_array(j);
-		cell_json_value(j, dim->type, dim->domain[0]);
-		cell_json_value(j, dim->type, dim->domain[1]);
+		cell_json_value(j, dim.type, dim.domain_lo);
+		cell_json_value(j, dim.type, dim.domain_hi);
 		json_out_end_array(j);
 	} else {
 		json_out_null(j);
 	}
 	json_out_key(j, "tile");
-	if (dim->has_extent)
-		cell_json_value(j, dim->type, dim->extent);
+	if (dim.has_extent)
+		cell_json_value(j, dim.type, dim.extent);
 	else
 		json_out_null(j);
 	json_out_key(j, "var");
-	json_out_bool(j, dim->var);
-	if ((e = put_field_filters(j, &dim->filters)))
+	json_out_bool(j, dim.var);
+	if ((e = put_field_filters(j, s, k)))
 		return e;
 	json_out_end_object(j);
 	return TFS_E_OK;
 }
 
-static enum tfs_err put_attr(struct json_out *j, const struct tfs_attr *at)
+static enum tfs_err put_attr(struct json_out *j, const struct tfs_schema *s,
+			     uint32_t k)
 {
+	struct tfs_field_info attr, *at = &attr;
 	enum tfs_err e;
 
+	tfs_schema_attr(s, k, &attr);
 	begin_named(j, at->name, at->type);
 	json_out_key(j, "cell_val_num");
 	put_cell_val_num(j, at->var, at->cell_val_num);
@@ -117,7 +126,7 @@ static enum tfs_err put_attr(struct json_out *j, const struct tfs_attr *at)
 		json_out_key(j, "fill_valid");
 		json_out_bool(j, at->fill_valid != 0);
 	}
-	if ((e = put_field_filters(j, &at->filters)))
+	if ((e = put_field_filters(j, s, tfs_schema_dim_count(s) + k)))
 		return e;
 	json_out_key(j, "enumeration");
 	if (at->enumeration)
@@ -164,12 +173,21 @@ static enum tfs_err put_enumeration(struct json_out *j,
 	return TFS_E_OK;
 }
 
+static bool dim_is_var(const struct tfs_schema *s, uint32_t k)
+{
+	struct tfs_field_info dim;
+
+	tfs_schema_dim(s, k, &dim);
+	return dim.var;
+}
+
 void array_json_ranges(struct json_out *j, const struct tfs_schema *s,
 		       const struct tfs_range *r)
 {
 	json_out_begin_array(j);
 	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
-		cell_json_range(j, tfs_schema_dim_type(s, k), s->dims[k].var, &r[k]);
+		cell_json_range(j, tfs_schema_dim_type(s, k), dim_is_var(s, k),
+				&r[k]);
 	json_out_end_array(j);
 }
 
@@ -219,51 +237,54 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
 	size_t enum_num = tfs_array_enumeration_count(a);
+	struct tfs_schema_info info;
 	enum tfs_err e;
 
+	tfs_schema_get_info(s, &info);
 	json_out_begin_object(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "dims");
 	json_out_begin_array(j);
 	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
-		if ((e = put_dim(j, &s->dims[k])))
+		if ((e = put_dim(j, s, k)))
 			return e;
 	json_out_end_array(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "attrs");
 	json_out_begin_array(j);
 	for (uint32_t k = 0; k < tfs_schema_attr_count(s); k++)
-		if ((e = put_attr(j, &s->attrs[k])))
+		if ((e = put_attr(j, s, k)))
 			return e;
 	json_out_end_array(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "cell_order");
-	json_out_cstr(j, layout_name(s->cell_order));
+	json_out_cstr(j, layout_name(info.cell_order));
 	json_out_key(j, "tile_order");
-	json_out_cstr(j, layout_name(s->tile_order));
+	json_out_cstr(j, layout_name(info.tile_order));
 	json_out_key(j, "capacity");
-	json_out_u64(j, s->capacity);
+	json_out_u64(j, info.capacity);
 	json_out_key(j, "allows_dups");
-	json_out_bool(j, s->allows_dups);
+	json_out_bool(j, info.allows_dups);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "coords_filters");
-	if ((e = put_filters(j, &s->coords_filters)))
+	if ((e = put_filters(j, s, TFS_FILTERS_COORDS, 0)))
 		return e;
 	json_out_key(j, "offsets_filters");
-	if ((e = put_filters(j, &s->offsets_filters)))
+	if ((e = put_filters(j, s, TFS_FILTERS_OFFSETS, 0)))
 		return e;
 	json_out_key(j, "validity_filters");
-	if ((e = put_filters(j, &s->validity_filters)))
+	if ((e = put_filters(j, s, TFS_FILTERS_VALIDITY, 0)))
 		return e;
 	json_out_space(j, "\n  ");
 	json_out_key(j, "max_chunk_sizes");
 	json_out_begin_object(j);
 	json_out_key(j, "coords");
-	json_out_u64(j, s->coords_filters.max_chunk_size);
+	json_out_u64(j, tfs_schema_filter_chunk_max(s, TFS_FILTERS_COORDS, 0));
 	json_out_key(j, "offsets");
-	json_out_u64(j, s->offsets_filters.max_chunk_size);
+	json_out_u64(j, tfs_schema_filter_chunk_max(s, TFS_FILTERS_OFFSETS, 0));
 	json_out_key(j, "validity");
-	json_out_u64(j, s->validity_filters.max_chunk_size);
+	json_out_u64(j,
+		     tfs_schema_filter_chunk_max(s, TFS_FILTERS_VALIDITY, 0));
 	json_out_end_object(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "enumerations");
@@ -274,8 +295,8 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 	json_out_end_array(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "current_domain");
-	if (s->has_current_domain)
-		array_json_ranges(j, s, s->current_domain);
+	if (tfs_schema_current_domain(s, 0))
+		array_json_ranges(j, s, tfs_schema_current_domain(s, 0));
 	else
 		json_out_null(j);
 	/* Only when there are labels: the corpus JSON has no such key. */
@@ -294,8 +315,8 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 	json_out_space(j, "\n  ");
 	json_out_key(j, "timestamp_range");
 	json_out_begin_array(j);
-	json_out_u64(j, s->t1);
-	json_out_u64(j, s->t2);
+	json_out_u64(j, info.t1);
+	json_out_u64(j, info.t2);
 	json_out_end_array(j);
 	json_out_space(j, "\n ");
 	json_out_end_object(j);
@@ -327,7 +348,7 @@ void array_json_metadata(struct json_out *j, const struct tfs_array *a)
 }
 
 void array_json_fragment(struct json_out *j, const struct tfs_schema *s,
-		 const struct tfs_fragment_info *f)
+			 const struct tfs_fragment_info *f)
 {
 	json_out_begin_object(j);
 	json_out_key(j, "name");
@@ -370,4 +391,3 @@ void array_json_fragments(struct json_out *j, const struct tfs_array *a)
 	}
 	json_out_end_array(j);
 }
-

@@ -94,7 +94,7 @@ static void print_box(const struct tfs_schema *s, const struct tfs_range *r)
 /* ", filters ZSTD(level=3) BYTESHUFFLE" as the corpus JSON names them. */
 static void print_pipeline_len(const struct tfs_schema *s, uint32_t field)
 {
-	uint32_t n = tfs_schema_field_filter_count(s, field);
+	uint32_t n = tfs_schema_filter_count(s, TFS_FILTERS_OF_FIELD, field);
 	struct tfs_buf b;
 
 	if (!n)
@@ -103,8 +103,8 @@ static void print_pipeline_len(const struct tfs_schema *s, uint32_t field)
 	fputs(", filters", stdout);
 	for (uint32_t i = 0; i < n; i++) {
 		b.len = 0;
-		if (tfs_schema_field_filter_describe(s, field, i, &b) ==
-		    TFS_E_OK)
+		if (tfs_schema_filter_describe(s, TFS_FILTERS_OF_FIELD, field,
+					       i, &b) == TFS_E_OK)
 			printf(" %.*s", (int)b.len, (const char *)b.data);
 		else
 			fputs(" ?", stdout);

@@ -102,25 +102,39 @@ uint64_t tfs_field_cell_size(const struct tfs_field_info *f)
 	return f->var ? tsz : tsz * f->cell_val_num;
 }
 
-static const struct tfs_pipeline *field_filters(const struct tfs_schema *s,
-						uint32_t i)
+static const struct tfs_pipeline *filter_list(const struct tfs_schema *s,
+					      enum tfs_filter_list which,
+					      uint32_t i)
 {
+	switch (which) {
+	case TFS_FILTERS_COORDS: return &s->coords_filters;
+	case TFS_FILTERS_OFFSETS: return &s->offsets_filters;
+	case TFS_FILTERS_VALIDITY: return &s->validity_filters;
+	case TFS_FILTERS_OF_FIELD: break;
+	}
 	assert(i < s->dim_num + s->attr_num);
 	return i < s->dim_num ? &s->dims[i].filters
 			      : &s->attrs[i - s->dim_num].filters;
 }
 
-uint32_t tfs_schema_field_filter_count(const struct tfs_schema *s,
-				       uint32_t i)
+uint32_t tfs_schema_filter_count(const struct tfs_schema *s,
+				 enum tfs_filter_list which, uint32_t field)
 {
-	return field_filters(s, i)->count;
+	return filter_list(s, which, field)->count;
 }
 
-enum tfs_err tfs_schema_field_filter_describe(const struct tfs_schema *s,
-					      uint32_t i, uint32_t k,
-					      struct tfs_buf *out)
+uint64_t tfs_schema_filter_chunk_max(const struct tfs_schema *s,
+				     enum tfs_filter_list which, uint32_t field)
 {
-	const struct tfs_pipeline *p = field_filters(s, i);
+	return filter_list(s, which, field)->max_chunk_size;
+}
+
+enum tfs_err tfs_schema_filter_describe(const struct tfs_schema *s,
+					enum tfs_filter_list which,
+					uint32_t field, uint32_t k,
+					struct tfs_buf *out)
+{
+	const struct tfs_pipeline *p = filter_list(s, which, field);
 
 	if (k >= p->count)
 		return TFS_E_INVALID;

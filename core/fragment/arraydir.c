@@ -214,9 +214,12 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
-			       const struct tfs_arraydir_opts *opts,
-			       struct tfs_arraydir **out, struct tfs_diag *d)
+/* *is_array: the folder was found to be an array (a failure after that may
+ * be a race with a concurrent removal). */
+static enum tfs_err open_once(struct tfs_vfs *vfs, const char *path,
+			      const struct tfs_arraydir_opts *opts,
+			      struct tfs_arraydir **out, bool *is_array,
+			      struct tfs_diag *d)
 {
 	struct tfs_arraydir *a;
 	enum tfs_object_kind kind;
@@ -232,6 +235,7 @@ enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
 	if (kind != TFS_OBJ_ARRAY)
 		return tfs_fail(d, TFS_E_NOT_ARRAY, "'%s': not a TileDB array",
 				path);
+	*is_array = true;
 	a = tfs_callocn(1, sizeof(*a));
 	if (!a)
 		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
@@ -285,6 +289,35 @@ enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
 
 out_close:
 	tfs_arraydir_close(a);
+	return err;
+}
+
+/* A vacuum or consolidation running beside the open may remove a fragment,
+ * a commit or a metadata file between the listing and the reading: such an
+ * object is gone from the next listing, so the open starts again a few
+ * times before it reports the missing object. */
+#define OPEN_ATTEMPTS 4
+
+enum tfs_err tfs_arraydir_open(struct tfs_vfs *vfs, const char *path,
+			       const struct tfs_arraydir_opts *opts,
+			       struct tfs_arraydir **out, struct tfs_diag *d)
+{
+	struct tfs_diag before = d ? *d : (struct tfs_diag){0};
+	enum tfs_err err = TFS_E_OK;
+	bool is_array = false;
+
+	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
+		if (attempt > 0) {
+			struct timespec pause = {0, 1000000L * attempt};
+
+			if (d)
+				*d = before;
+			nanosleep(&pause, NULL);
+		}
+		err = open_once(vfs, path, opts, out, &is_array, d);
+		if (err != TFS_E_NOT_FOUND || !is_array)
+			break;
+	}
 	return err;
 }
 

@@ -105,7 +105,7 @@ static void coord_job_run(void *arg)
 			} else if (dm->var) {
 				uint64_t o = ct[k].offsets[c];
 
-				val_set(&v[k], dm, at(ct[k].var, o),
+				val_set(&v[k], dm, byte_at(ct[k].var, o),
 					ct[k].offsets[c + 1] - o);
 			} else {
 				val_set(&v[k], dm, ct[k].fixed + c * dm->size,
@@ -275,7 +275,7 @@ static void tile_value(const struct tfs_tile *t,
 		       const uint8_t **p, uint64_t *len, uint8_t *valid)
 {
 	if (desc->var) {
-		*p = at(t->var, t->offsets[c]);
+		*p = byte_at(t->var, t->offsets[c]);
 		*len = t->offsets[c + 1] - t->offsets[c];
 	} else {
 		*p = t->fixed + c * desc->cell_size;

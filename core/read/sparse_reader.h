@@ -155,7 +155,7 @@ struct sp_reader {
 /* ---- Small helpers --------------------------------------------------- */
 
 /* base + off, where an empty buffer may have no storage at all. */
-static inline const uint8_t *at(const uint8_t *base, uint64_t off)
+static inline const uint8_t *byte_at(const uint8_t *base, uint64_t off)
 {
 	return base ? base + off : (const uint8_t *)"";
 }
@@ -261,14 +261,14 @@ static inline const uint8_t *cells_coord(const struct sp_cells *c,
 {
 	if (!dm->var) {
 		*len = dm->size;
-		return at(c->coord[k].data, i * dm->size);
+		return byte_at(c->coord[k].data, i * dm->size);
 	}
 	{
 		const uint64_t *off = (const uint64_t *)(const void *)c->coff[k].data;
 		uint64_t end = i + 1 < c->n ? off[i + 1] : c->coord[k].len;
 
 		*len = end - off[i];
-		return at(c->coord[k].data, off[i]);
+		return byte_at(c->coord[k].data, off[i]);
 	}
 }
 
@@ -326,7 +326,7 @@ static inline const uint8_t *col_value(const struct sp_col *c,
 	*valid = c->valid.data[r];
 	if (!f->var) {
 		*len = f->cell_size;
-		return at(c->data.data, (uint64_t)r * f->cell_size);
+		return byte_at(c->data.data, (uint64_t)r * f->cell_size);
 	}
 	{
 		const uint64_t *off = (const uint64_t *)(const void *)c->off.data;
@@ -334,7 +334,7 @@ static inline const uint8_t *col_value(const struct sp_col *c,
 		uint64_t end = (size_t)r + 1 < rows ? off[r + 1] : c->data.len;
 
 		*len = end - off[r];
-		return at(c->data.data, off[r]);
+		return byte_at(c->data.data, off[r]);
 	}
 }
 

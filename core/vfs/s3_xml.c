@@ -52,8 +52,8 @@ static const char *local_name(const char *n)
 	return c ? c + 1 : n;
 }
 
-static bool at(const struct xml_state *s, const char *parent,
-	       const char *name)
+static bool element_is(const struct xml_state *s, const char *parent,
+		       const char *name)
 {
 	if (s->depth < 1 || strcmp(s->stack[s->depth - 1], name))
 		return false;
@@ -126,11 +126,12 @@ static void list_end(struct xml_state *s)
 
 	if (!s->root_ok || s->depth > DEPTH_MAX)
 		return;
-	if (at(s, "Contents", "Key") || at(s, "Contents", "Size") ||
-	    at(s, "Contents", "LastModified") ||
-	    at(s, "CommonPrefixes", "Prefix") ||
-	    (s->depth == 2 && (at(s, NULL, "IsTruncated") ||
-			       at(s, NULL, "NextContinuationToken")))) {
+	if (element_is(s, "Contents", "Key") ||
+	    element_is(s, "Contents", "Size") ||
+	    element_is(s, "Contents", "LastModified") ||
+	    element_is(s, "CommonPrefixes", "Prefix") ||
+	    (s->depth == 2 && (element_is(s, NULL, "IsTruncated") ||
+			       element_is(s, NULL, "NextContinuationToken")))) {
 		if (s->too_long) {
 			s->failed = true;
 			return;
@@ -140,7 +141,7 @@ static void list_end(struct xml_state *s)
 			s->failed = true;
 			return;
 		}
-	} else if (s->depth == 2 && at(s, NULL, "Contents")) {
+	} else if (s->depth == 2 && element_is(s, NULL, "Contents")) {
 		struct tfs__s3_object *o;
 
 		if (!s->have_key) {
@@ -167,19 +168,19 @@ static void list_end(struct xml_state *s)
 	} else {
 		return;
 	}
-	if (at(s, "Contents", "Key")) {
+	if (element_is(s, "Contents", "Key")) {
 		tfs_free(s->cur.key);
 		s->cur.key = t;
 		s->have_key = true;
 		return;
 	}
-	if (at(s, "Contents", "Size")) {
+	if (element_is(s, "Contents", "Size")) {
 		if (!parse_u64(t, &s->cur.size))
 			s->failed = true;
-	} else if (at(s, "Contents", "LastModified")) {
+	} else if (element_is(s, "Contents", "LastModified")) {
 		if (!tfs__s3_parse_time(t, &s->cur.mtime_ns))
 			s->cur.mtime_ns = 0;
-	} else if (at(s, "CommonPrefixes", "Prefix")) {
+	} else if (element_is(s, "CommonPrefixes", "Prefix")) {
 		if (l->nprefixes == l->prefixes_cap) {
 			size_t ncap = l->prefixes_cap ? 2 * l->prefixes_cap : 16;
 			char **np = tfs_reallocn(l->prefixes, ncap, sizeof(*np));
@@ -194,9 +195,9 @@ static void list_end(struct xml_state *s)
 		}
 		l->prefixes[l->nprefixes++] = t;
 		return;
-	} else if (at(s, NULL, "IsTruncated")) {
+	} else if (element_is(s, NULL, "IsTruncated")) {
 		l->truncated = !strcmp(t, "true");
-	} else if (at(s, NULL, "NextContinuationToken")) {
+	} else if (element_is(s, NULL, "NextContinuationToken")) {
 		tfs_free(l->next_token);
 		l->next_token = t;
 		return;
@@ -212,7 +213,7 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 	if (s->l)
 		list_end(s);
 	else if (s->want && !s->found && s->depth <= DEPTH_MAX &&
-		 at(s, NULL, s->want) && !s->too_long)
+		 element_is(s, NULL, s->want) && !s->too_long)
 		s->found = text_dup(s);
 	if (s->depth)
 		s->depth--;

@@ -1312,7 +1312,7 @@ static struct s3 *S(struct tfs_vfs *v)
 
 /* The key of a backend path; "s3://bucket/..." URIs of this bucket are
  * paths too. NULL for a URI of another bucket or on ENOMEM. */
-static char *key_of(struct s3 *s, const char *path)
+static char *object_key(struct s3 *s, const char *path)
 {
 	if (tfs_s3_is_uri(path)) {
 		size_t bl = strlen(s->bucket);
@@ -1326,7 +1326,7 @@ static char *key_of(struct s3 *s, const char *path)
 	return tfs__s3_key(path);
 }
 
-/* Why key_of failed. */
+/* Why object_key failed. */
 static enum tfs_err bad_path(struct s3 *s, const char *path,
 			     struct tfs_diag *d)
 {
@@ -1392,7 +1392,7 @@ static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
 			    struct tfs_stat *st, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path), *pre = NULL;
+	char *key = object_key(S(vfs), path), *pre = NULL;
 	struct pending *p;
 	struct tfs_diag ld;
 	enum tfs_err e = TFS_E_OK;
@@ -1552,7 +1552,7 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 			    struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path);
+	char *key = object_key(S(vfs), path);
 	struct pending *p;
 	enum tfs_err e;
 
@@ -1714,7 +1714,7 @@ static enum tfs_err s3_list(struct tfs_vfs *vfs, const char *dir,
 			    struct tfs_dirlist *out, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), dir), *pre = NULL;
+	char *key = object_key(S(vfs), dir), *pre = NULL;
 	struct tfs__s3_listing ls;
 	struct tfs_dirlist l = {NULL, 0};
 	size_t cap = 0, plen;
@@ -1826,7 +1826,7 @@ static enum tfs_err s3_write(struct tfs_vfs *vfs, const char *path,
 			     const void *data, size_t len, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path);
+	char *key = object_key(S(vfs), path);
 	struct pending *p;
 	enum tfs_err e = TFS_E_OK;
 
@@ -1862,7 +1862,7 @@ static enum tfs_err s3_append(struct tfs_vfs *vfs, const char *path,
 			      const void *data, size_t len, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path);
+	char *key = object_key(S(vfs), path);
 	struct pending *p;
 	bool created;
 	enum tfs_err e = TFS_E_OK;
@@ -1924,7 +1924,7 @@ static enum tfs_err s3_fsync(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path);
+	char *key = object_key(S(vfs), path);
 	struct pending *p;
 	enum tfs_err e = TFS_E_OK;
 
@@ -1960,7 +1960,7 @@ static enum tfs_err s3_mkdir(struct tfs_vfs *vfs, const char *path,
 			     struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path);
+	char *key = object_key(S(vfs), path);
 	enum tfs_err e = TFS_E_OK;
 
 	scache_clear(S(vfs));
@@ -2133,7 +2133,7 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 			      const char *to, struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *kf = key_of(S(vfs), from), *kt = key_of(S(vfs), to);
+	char *kf = object_key(S(vfs), from), *kt = object_key(S(vfs), to);
 	struct pending *p;
 	struct tfs_stat st;
 	bool found;
@@ -2289,7 +2289,7 @@ static enum tfs_err s3_remove(struct tfs_vfs *vfs, const char *path,
 			      struct tfs_diag *d)
 {
 	struct s3 *s = S(vfs);
-	char *key = key_of(S(vfs), path), *pre = NULL;
+	char *key = object_key(S(vfs), path), *pre = NULL;
 	struct pending *p;
 	struct tfs_stat st;
 	struct tfs_diag ld;

@@ -10,10 +10,9 @@ The public headers themselves include only each other and system headers.
 Exempt: tools/bench/, whose benchmarks write arrays with the format
 encoders and measure the engine's internals on purpose.
 
-KNOWN lists the files that still read struct tfs_schema's fields (or
-parse schemas) through the internal tfs_format.h until they move to the
-accessors of tilefs/tfs_schema.h; an entry that is no longer needed fails
-the check too, so the list only shrinks.
+KNOWN lists files allowed an internal header for a while (none today);
+an entry that is no longer needed fails the check too, so the list only
+shrinks.
 
 Usage: public_includes.py SOURCE_DIR      check the tree
        public_includes.py --self-test     show that a bad include fails
@@ -27,9 +26,7 @@ import tempfile
 CHECKED = ("fs", "render", "tools")
 EXEMPT_DIRS = (os.path.join("tools", "bench"),)
 PUBLIC = os.path.join("core", "include", "tilefs")
-KNOWN = {
-    "render/array_json.c": {"tfs_format.h"},
-}
+KNOWN = {}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 
 

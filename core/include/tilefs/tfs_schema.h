@@ -125,14 +125,28 @@ int tfs_schema_attr_index(const struct tfs_schema *s, const char *name);
 int tfs_schema_dim_index(const struct tfs_schema *s, const char *name);
 int tfs_schema_field_index(const struct tfs_schema *s, const char *name);
 
-/* The filters of field i (< field count; a dimension's effective list,
- * the coordinate filters when it inherits them): how many, and filter k
- * appended to out as the corpus JSON names it ("ZSTD(level=3)"). */
-uint32_t tfs_schema_field_filter_count(const struct tfs_schema *s,
-				       uint32_t i);
-enum tfs_err tfs_schema_field_filter_describe(const struct tfs_schema *s,
-					      uint32_t i, uint32_t k,
-					      struct tfs_buf *out) TFS_WUR;
+/* A filter list of a schema, as stored: field i's own list (a dimension
+ * with an empty list inherits the coordinate filters) or one of the
+ * array-wide lists (the field number is then ignored). */
+enum tfs_filter_list {
+	TFS_FILTERS_OF_FIELD,
+	TFS_FILTERS_COORDS,
+	TFS_FILTERS_OFFSETS,
+	TFS_FILTERS_VALIDITY,
+};
+
+/* How many filters the list has, and its maximum chunk size in bytes. */
+uint32_t tfs_schema_filter_count(const struct tfs_schema *s,
+				 enum tfs_filter_list which, uint32_t field);
+uint64_t tfs_schema_filter_chunk_max(const struct tfs_schema *s,
+				     enum tfs_filter_list which,
+				     uint32_t field);
+/* Filter k of the list appended to out as the corpus JSON names it
+ * ("ZSTD(level=3)"); k out of range is TFS_E_INVALID. */
+enum tfs_err tfs_schema_filter_describe(const struct tfs_schema *s,
+					enum tfs_filter_list which,
+					uint32_t field, uint32_t k,
+					struct tfs_buf *out) TFS_WUR;
 
 /* Frees a schema made by tfs_schema_from_json_new (tfs_ingest.h); NULL is
  * fine. */

@@ -1750,3 +1750,100 @@ Test(threads, concurrent_lazy_loads)
 	tfs_arraydir_close(a);
 	tfs_vfs_free(v);
 }
+
+/* ---- a fragment removed while the array opens -------------------------- */
+
+/* Storage that, at the first read inside __fragments/, removes that
+ * fragment and its commit as a vacuum beside the open would, and reports
+ * the file missing. Every other operation goes to the in-memory backend. */
+struct racing_vfs {
+	struct tfs_vfs base;
+	struct tfs_vfs *inner;
+	bool fired;
+};
+
+static struct tfs_vfs *inner_of(struct tfs_vfs *v)
+{
+	return ((struct racing_vfs *)v)->inner;
+}
+
+static enum tfs_err race_stat(struct tfs_vfs *v, const char *p,
+			      struct tfs_stat *st, struct tfs_diag *d)
+{
+	return tfs_vfs_stat(inner_of(v), p, st, d);
+}
+
+static enum tfs_err race_lstat(struct tfs_vfs *v, const char *p,
+			       struct tfs_stat *st, struct tfs_diag *d)
+{
+	return tfs_vfs_lstat(inner_of(v), p, st, d);
+}
+
+static enum tfs_err race_list(struct tfs_vfs *v, const char *p,
+			      struct tfs_dirlist *out, struct tfs_diag *d)
+{
+	return tfs_vfs_list(inner_of(v), p, out, d);
+}
+
+static enum tfs_err race_read(struct tfs_vfs *v, const char *p, uint64_t off,
+			      void *dst, size_t len, struct tfs_diag *d)
+{
+	struct racing_vfs *r = (struct racing_vfs *)v;
+	const char *in = strstr(p, "/__fragments/");
+
+	if (in && !r->fired) {
+		char name[256];
+		size_t n = strcspn(in + 13, "/");
+		char *commit;
+
+		r->fired = true;
+		cr_assert_lt(n, sizeof(name));
+		memcpy(name, in + 13, n);
+		name[n] = '\0';
+		commit = vt_fmt("/A/__commits/%s.wrt", name);
+		vt_rm(r->inner, commit);
+		free(commit);
+		commit = vt_fmt("/A/__fragments/%s", name);
+		vt_rm_tree(r->inner, commit);
+		free(commit);
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': removed", p);
+	}
+	return tfs_vfs_read(r->inner, p, off, dst, len, d);
+}
+
+static void race_destroy(struct tfs_vfs *v)
+{
+	tfs_vfs_free(inner_of(v));
+	free(v);
+}
+
+static const struct tfs_vfs_ops racing_ops = {
+	.stat = race_stat,
+	.lstat = race_lstat,
+	.read = race_read,
+	.list = race_list,
+	.destroy = race_destroy,
+};
+
+Test(visibility, fragment_vacuumed_during_open)
+{
+	struct racing_vfs *r = calloc(1, sizeof(*r));
+	struct tfs_arraydir *a;
+	struct tfs_vfs *whole = vt_mem_copy("many_fragments");
+	size_t all;
+
+	a = must_open(whole, "/A", NULL, UINT64_MAX);
+	all = a->fragment_num;
+	tfs_arraydir_close(a);
+	tfs_vfs_free(whole);
+	cr_assert_gt(all, 1);
+
+	cr_assert_not_null(r);
+	r->base.ops = &racing_ops;
+	r->inner = vt_mem_copy("many_fragments");
+	a = must_open(&r->base, "/A", NULL, UINT64_MAX);
+	cr_assert(r->fired, "no fragment file was read during the open");
+	cr_assert_eq(a->fragment_num, all - 1);
+	tfs_arraydir_close(a);
+	tfs_vfs_free(&r->base);
+}
