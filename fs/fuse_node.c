@@ -82,6 +82,8 @@ static bool node_takes_writes(struct tfsd_ll *ll, const struct tfsd_node *n)
 		return n->arr && n->field >= (int)tfs_schema_dim_count(n->arr->schema);
 	case TFSD_N_FILE:
 		return n->file == TFSD_F_META_VALUE ||
+		       (n->file == TFSD_F_SCHEMA && n->arr &&
+			n->kind == TFSD_N_FILE) ||
 		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
 			n->field >= (int)tfs_schema_dim_count(n->arr->schema) &&
 			(n->fmt == TFSR_FMT_RAW || n->fmt == TFSR_FMT_NPY));

@@ -195,6 +195,9 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv"))
 		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
 				   dir_vpath, d);
+	if (strcmp(name, "schema.json") == 0)
+		return target_init(fs, t, TFSD_W_EVOLVE, dir->rel, name,
+				   dir_vpath, d);
 	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);
 }
 
@@ -689,6 +692,41 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 	if (!e) {
 		res->wrote = true;
 		snprintf(res->what, sizeof(res->what), "array created");
+	}
+out_doc:
+	tfs_buf_release(&doc);
+	return e;
+}
+
+/* A/schema.json: the document as schema.json shows it, with attributes
+ * (and enumerations, or their values) added or dropped: a new schema
+ * (tfs_array_evolve). The same schema again writes nothing. */
+static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
+				  const char *staged, struct tfsd_wresult *res,
+				  struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct tfs_schema *s;
+	struct tfs_buf doc;
+	bool changed;
+	enum tfs_err e;
+
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (e)
+		goto out_doc;
+	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+		goto out_doc;
+	}
+	write_opts_init(fs, t, &wo);
+	e = tfs_array_evolve(t->path, s, &wo, &changed, d);
+	tfs_schema_free(s);
+	if (!e) {
+		res->wrote = changed;
+		snprintf(res->what, sizeof(res->what), "%s",
+			 changed ? "schema evolved" : "same schema: nothing written");
 	}
 out_doc:
 	tfs_buf_release(&doc);
@@ -1405,6 +1443,7 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	case TFSD_W_NPY_NEW:
 		e = commit_npy_new(fs, t, staged_path, res, d);
 		break;
+	case TFSD_W_EVOLVE: e = commit_evolve(fs, t, staged_path, res, d); break;
 	default: return TFS_E_OK;
 	}
 	if (!e)

@@ -190,7 +190,7 @@ static enum tfs_err append_box(const char *array_path, const char *csv_path,
 	oo.threads = 1;
 	/* Every fragment, also those of writes just made whose timestamps
 	 * run ahead of the clock. */
-	oo.timestamp = UINT64_MAX;
+	oo.timestamp = UINT64_MAX - 1;
 	tfs_diag_init(&od);
 	if ((e = tfs_array_open(array_path, &oo, &a, &od))) {
 		e = tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&od));

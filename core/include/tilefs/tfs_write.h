@@ -142,6 +142,21 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			      const struct tfs_write_opts *opts,
 			      struct tfs_diag *d) TFS_WUR;
 
+/* Evolves the array at path to the schema next (format/schema.md §9): a
+ * new schema file later than every one there, as TileDB's schema
+ * evolution writes it. next may add and drop attributes and add, extend
+ * (new values after the old ones) or drop enumerations (each with its
+ * values in tfs_enum_ref.def); the array type, orders, capacity and the
+ * dimensions stay, and an attribute in both schemas keeps its type,
+ * values per cell, nullability and enumeration (its filters and fill
+ * stay the array's). Anything else is TFS_E_INVALID with the reason, and
+ * nothing is written. *changed is false when next is the schema in force
+ * already (nothing written). Fragments keep the schema they were written
+ * with. */
+enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
+			      const struct tfs_write_opts *opts, bool *changed,
+			      struct tfs_diag *d) TFS_WUR;
+
 /* Writes one new array metadata file (metadata.md §3) holding these
  * entries; entries with deleted = true delete their key. */
 enum tfs_err tfs_array_metadata_write(const char *path,
