@@ -708,6 +708,7 @@ static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
 	struct tfs_write_opts wo;
 	struct tfs_schema *s;
 	struct tfs_buf doc;
+	struct tfs_diag ed;
 	bool changed;
 	enum tfs_err e;
 
@@ -721,8 +722,20 @@ static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out_doc;
 	}
 	write_opts_init(fs, t, &wo);
-	e = tfs_array_evolve(t->path, s, &wo, &changed, d);
+	tfs_diag_init(&ed);
+	e = tfs_array_evolve(t->path, s, &wo, &changed, &ed);
 	tfs_schema_free(s);
+	if (e) {
+		/* The message without the array's path in SOURCE. */
+		const char *msg = tfs_diag_msg(&ed);
+		size_t n = strlen(t->path);
+
+		if (strncmp(msg, "array '", 7) == 0 &&
+		    strncmp(msg + 7, t->path, n) == 0 &&
+		    strncmp(msg + 7 + n, "': ", 3) == 0)
+			msg += 7 + n + 3;
+		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
+	}
 	if (!e) {
 		res->wrote = changed;
 		snprintf(res->what, sizeof(res->what), "%s",

@@ -5,13 +5,15 @@
 # does not match is refused; sed -i and vim -es edit metadata values in
 # place and their temporary names never become keys; metadata keys keep
 # their type and new keys take it from their text; numpy.save into a
-# plain folder makes an array. Every result is read back through the mount
+# plain folder makes an array; an array's schema.json written back with
+# attributes added or dropped, or an enumeration extended, evolves the
+# schema (sed -i, vim -es, Python), anything else is refused. Every result is read back through the mount
 # and by real TileDB (../shared/reference/tiledb dump) with the same cells.
 source "$(dirname "$0")/lib/common.sh"
 
 REF=${REF:-$CORPUS/../../reference/tiledb}
 SRC=$WORK/src
-copy_corpus "$SRC" metadata
+copy_corpus "$SRC" metadata sparse_2d_int enumeration
 chmod -R u+w "$SRC"
 mkdir -p "$SRC/plain" "$WORK/staging"
 mount_tilefs "$SRC" "$WORK/mnt" -o staging="$WORK/staging"
@@ -132,3 +134,43 @@ grep -q "words.npy  refused: 'words.npy': .npy dtype <U1" "$P/ingest.log" ||
 same_in_tiledb "$SRC/plain/grid"
 same_in_tiledb "$SRC/plain/flags"
 echo "numpy.save into a plain folder: arrays of its shape and dtype"
+
+# ---- schema evolution through schema.json -----------------------------------------
+S=$m/sparse_2d_int
+sed -i 's|   {"name":"s","type":"STRING_UTF8"|   {"name":"w","type":"FLOAT64","cell_val_num":1,"nullable":true},\n&|' \
+  "$S/schema.json" || fail "sed -i adding an attribute"
+grep -q 'schema.json  ok: schema evolved' "$S/ingest.log" || fail "ingest.log: $(cat "$S/ingest.log")"
+[ "$(ls "$SRC/sparse_2d_int/__schema" | grep -c '^__')" = 2 ] || fail "no second schema file"
+head -1 "$S/data.csv" | grep -qx 'x,y,a,w,s' || fail "columns after adding w: $(head -1 "$S/data.csv")"
+printf 'x,y,a,w,s\n1,1,5,2.5,hi\n' >"$WORK/w.csv"
+cp "$WORK/w.csv" "$S/" || fail "cp a CSV with the new attribute"
+grep -qx '1,1,5,2.5,hi' "$S/data.csv" || fail "new attribute read back"
+grep -qx '0,15,15,,""' "$S/data.csv" || fail "older cells lack the new attribute: $(head -3 "$S/data.csv")"
+same_in_tiledb "$SRC/sparse_2d_int"
+# vim drops the attribute a.
+vim -es -u NONE -c 'g/"name":"a"/d' -c 'wq' "$S/schema.json" || fail "vim -es dropping a"
+head -1 "$S/data.csv" | grep -qx 'x,y,w,s' || fail "columns after dropping a: $(head -1 "$S/data.csv")"
+same_in_tiledb "$SRC/sparse_2d_int"
+# Dimensions, types and layouts do not change: refused, nothing written.
+before=$(snap "$SRC/sparse_2d_int")
+sed 's|"domain":\[0,99\]|"domain":[0,199]|' "$S/schema.json" >"$WORK/dom.json"
+cp "$WORK/dom.json" "$S/schema.json" 2>/dev/null && fail "a new domain was taken"
+grep -q "schema.json  refused: 'schema.json': dimension 'x' differs" "$S/ingest.log" || fail "ingest.log: $(cat "$S/ingest.log")"
+sed 's|"name":"w","type":"FLOAT64","cell_val_num":1,"nullable":true|"name":"w","type":"FLOAT64","cell_val_num":1,"nullable":false|' \
+  "$S/schema.json" >"$WORK/type.json"
+cmp -s "$WORK/type.json" "$S/schema.json" && fail "sed did not change w"
+cp "$WORK/type.json" "$S/schema.json" 2>/dev/null && fail "w made not nullable"
+grep -q "schema.json  refused: .*attribute 'w' changes its type" "$S/ingest.log" || fail "ingest.log: $(cat "$S/ingest.log")"
+[ "$before" = "$(snap "$SRC/sparse_2d_int")" ] || fail "a refused schema changed the array"
+# An enumeration extended in schema.json: its new value is then written.
+E=$m/enumeration
+"$PY" - "$E/schema.json" <<'PYEOF' || fail "extending the enumeration colors"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+doc["schema"]["enumerations"][0]["values"].append("purple")
+with open(sys.argv[1], "w") as f:
+    json.dump(doc, f)
+PYEOF
+grep -q 'purple' "$E/schema.json" || fail "colors not extended"
+same_in_tiledb "$SRC/enumeration"
+echo "schema evolution: attributes added (sed -i) and dropped (vim -es), an enumeration extended, other changes refused"
