@@ -7,7 +7,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <time.h>
 
 #include "tfs_alloc.h"
@@ -115,11 +114,13 @@ static void sweep_run(struct tfsd *fs, uint64_t grace_ms,
 		      unsigned *removed)
 {
 	struct sweep sw = {.fs = fs, .grace_ms = grace_ms, .stop = stop};
-	struct statvfs sv;
+	struct tfs_space room;
 
 	/* Nothing to remove on a read-only file system (and every removal
 	 * would fail with a log line). */
-	if (statvfs(fs->cfg.source, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+	if (tfs_vfs_space(fs->cfg.vfs, fs->cfg.source, &room, NULL) ==
+		    TFS_E_OK &&
+	    room.read_only) {
 		if (arrays)
 			*arrays = 0;
 		if (removed)

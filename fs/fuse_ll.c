@@ -627,18 +627,31 @@ static void tfsd_ll_release(fuse_req_t req, fuse_ino_t ino,
 
 /* ---- statfs and extended attributes ------------------------------------------ */
 
-/* df and tools that check for room see SOURCE's file system. */
+/* df and tools that check for room see SOURCE's storage (a bucket: plenty
+ * of room, as S3 tools say). */
 static int do_statfs(struct tfsd_ll *ll, struct statvfs *sv)
 {
-	if (tfs_s3_is_uri(ll->fs.cfg.source)) {
-		/* A bucket has no size: plenty of room, as S3 tools say. */
-		memset(sv, 0, sizeof(*sv));
-		sv->f_bsize = sv->f_frsize = 1 << 20;
-		sv->f_blocks = sv->f_bfree = sv->f_bavail = (fsblkcnt_t)1 << 30;
-		sv->f_namemax = 1024;
-		return 0;
+	struct tfs_space room;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	tfs_diag_init(&d);
+	e = tfs_vfs_space(ll->fs.cfg.vfs, ll->fs.cfg.source, &room, &d);
+	if (e) {
+		tfs_log(TFS_LOG_WARN, "statfs: %s", tfs_diag_msg(&d));
+		return tfs_err_errno(e);
 	}
-	return statvfs(ll->fs.cfg.source, sv) != 0 ? errno : 0;
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = sv->f_frsize = (unsigned long)room.block_size;
+	sv->f_blocks = (fsblkcnt_t)room.blocks;
+	sv->f_bfree = (fsblkcnt_t)room.blocks_free;
+	sv->f_bavail = (fsblkcnt_t)room.blocks_avail;
+	sv->f_files = (fsfilcnt_t)room.files;
+	sv->f_ffree = sv->f_favail = (fsfilcnt_t)room.files_free;
+	sv->f_namemax = room.name_max;
+	if (room.read_only)
+		sv->f_flag |= ST_RDONLY;
+	return 0;
 }
 
 static void tfsd_ll_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -377,11 +377,12 @@ static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 		if (m->inside || !m->path || m->key[0] == '.' ||
 		    strncmp(m->key, "__", 2) == 0 || strchr(m->key, '/'))
 			continue;
-		real = realpath(m->path, NULL);
+		/* By spelling: links below SOURCE are not followed anyway. */
+		real = tfs_path_normalize(m->path);
 		if (real && strncmp(real, fs->cfg.source, src_len) == 0 &&
 		    real[src_len] == '/')
 			go_on = fn(ctx, m->key, real);
-		free(real);
+		tfs_free(real);
 		if (!go_on)
 			break;
 	}

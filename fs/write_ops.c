@@ -16,7 +16,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -217,7 +216,7 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	const char *name = slash ? slash + 1 : vpath;
 	char *dir_vpath = NULL, *array_vpath = NULL;
 	struct tfsd_node dir;
-	struct statvfs sv;
+	struct tfs_space room;
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
@@ -227,7 +226,9 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 		return tfs_fail(d, TFS_E_READONLY,
 				"mounted at a fixed time (timestamp=): "
 				"read-only");
-	if (statvfs(fs->cfg.source, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+	if (tfs_vfs_space(fs->cfg.vfs, fs->cfg.source, &room, NULL) ==
+		    TFS_E_OK &&
+	    room.read_only)
 		return tfs_fail(d, TFS_E_READONLY,
 				"SOURCE is on a read-only file system");
 	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)

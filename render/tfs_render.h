@@ -37,8 +37,6 @@
 enum tfs_err tfsr_parse_time(const char *text, uint64_t *out) TFS_WUR;
 /* "2023-11-14T22:13:20.000Z" for ms since the epoch (cap >= 32). */
 void tfsr_format_time(char *out, size_t cap, uint64_t ms);
-/* The proleptic Gregorian date of a day number (0 = 1970-01-01). */
-void tfsr_civil_from_days(int64_t days, int64_t *y, unsigned *m, unsigned *d);
 
 /* ---- The renderer table (renderers.c) ---------------------------------- */
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json_out.h"
+#include "tfs_civil.h"
 #include "tfs_render.h"
 
 /* Units per second of the sub-second datetime and time types, by the
@@ -109,18 +110,18 @@ void tfsr_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 			snprintf(out, cap, "%" PRId64, v);
 			return;
 		}
-		tfsr_civil_from_days(days, &y, &m, &d);
+		tfs_civil_from_days(days, &y, &m, &d);
 		snprintf(out, cap, "%04" PRId64 "-%02u-%02u", y, m, d);
 		return;
 	case TFS_DATETIME_YEAR + 4: /* HR */
 		days = floor_div(v, 24, &rem);
-		tfsr_civil_from_days(days, &y, &m, &d);
+		tfs_civil_from_days(days, &y, &m, &d);
 		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02uZ", y, m, d,
 			 (unsigned)rem);
 		return;
 	case TFS_DATETIME_YEAR + 5: /* MIN */
 		days = floor_div(v, 1440, &rem);
-		tfsr_civil_from_days(days, &y, &m, &d);
+		tfs_civil_from_days(days, &y, &m, &d);
 		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02uZ", y, m, d,
 			 (unsigned)(rem / 60), (unsigned)(rem % 60));
 		return;
@@ -131,7 +132,7 @@ void tfsr_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 	if (digits)
 		snprintf(fr, sizeof(fr), ".%0*" PRId64, (int)digits, frac);
 	days = floor_div(secs, 86400, &rem);
-	tfsr_civil_from_days(days, &y, &m, &d);
+	tfs_civil_from_days(days, &y, &m, &d);
 	snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u%sZ", y, m, d,
 		 (unsigned)(rem / 3600), (unsigned)(rem / 60 % 60),
 		 (unsigned)(rem % 60), fr);

@@ -550,6 +550,14 @@ void tfs_condition_release(struct tfs_qc_node *n);
 enum tfs_err tfs_condition_serialize(struct tfs_buf *out,
 				     const struct tfs_qc_node *n) TFS_WUR;
 
+/* The tree of a public condition (tfs_where.h, whose comment says how IS
+ * NULL, STARTSWITH, "" and NOT are expressed); out is released on
+ * failure. */
+struct tfs_where;
+enum tfs_err tfs_where_to_qc(struct tfs_qc_node *out,
+			     const struct tfs_where *c,
+			     struct tfs_diag *d) TFS_WUR;
+
 /* An update commit (.upd): the stored (negated) condition, then the values
  * to write, `u64 n, n × (u64 name_len, name, u64 value_len, value)`.
  * TileDB writes them but never applies them on read (experimental). */

@@ -3,6 +3,7 @@
 #include "tfs_vfs.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "tfs_alloc.h"
@@ -77,6 +78,68 @@ void tfs_dirlist_release(struct tfs_dirlist *l)
 	tfs_free(l->names);
 	l->names = NULL;
 	l->count = 0;
+}
+
+void tfs_vfs_unbounded_space(struct tfs_space *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->block_size = UINT64_C(1) << 20;
+	out->blocks = out->blocks_free = out->blocks_avail = UINT64_C(1) << 30;
+	out->name_max = 255;
+}
+
+char *tfs_path_normalize(const char *path)
+{
+	const char *scheme = strstr(path, "://");
+	/* keep: the scheme's length; floor: where the parts begin; kept:
+	 * parts a ".." may remove */
+	size_t keep = 0, n, floor, kept = 0;
+	bool absolute;
+	const char *p;
+	char *out;
+
+	if (scheme && scheme > path &&
+	    !memchr(path, '/', (size_t)(scheme - path)))
+		keep = (size_t)(scheme - path) + 3;
+	absolute = keep > 0 || path[0] == '/';
+	out = tfs_malloc(strlen(path) + 2);
+	if (!out)
+		return NULL;
+	memcpy(out, path, keep);
+	n = keep;
+	if (path[keep] == '/')
+		out[n++] = '/';
+	floor = n;
+	for (p = path + keep; *p; p += strspn(p, "/")) {
+		size_t part = strcspn(p, "/");
+		bool dotdot = part == 2 && p[0] == '.' && p[1] == '.';
+		const char *at = p;
+
+		p += part;
+		if (part == 0 || (part == 1 && at[0] == '.'))
+			continue;
+		if (dotdot && kept > 0) {
+			/* Drop the last part and the '/' before it. */
+			while (n > floor && out[n - 1] != '/')
+				n--;
+			if (n > floor)
+				n--;
+			kept--;
+			continue;
+		}
+		if (dotdot && absolute)
+			continue; /* above the top: stays there */
+		if (n > floor)
+			out[n++] = '/';
+		memcpy(out + n, at, part);
+		n += part;
+		if (!dotdot)
+			kept++;
+	}
+	if (n == 0)
+		out[n++] = '.';
+	out[n] = '\0';
+	return out;
 }
 
 char *tfs_path_join(const char *dir, const char *name)

@@ -93,6 +93,12 @@ static enum tfs_err h_remove(struct tfs_vfs *v, const char *p, struct tfs_diag *
 	return in(v)->ops->remove(in(v), p, d);
 }
 
+static enum tfs_err h_space(struct tfs_vfs *v, const char *p,
+			    struct tfs_space *out, struct tfs_diag *d)
+{
+	return tfs_vfs_space(in(v), p, out, d);
+}
+
 static void h_destroy(struct tfs_vfs *v)
 {
 	tfs_free(v);
@@ -109,6 +115,7 @@ static const struct tfs_vfs_ops handle_ops = {
 	.mkdir = h_mkdir,
 	.rename = h_rename,
 	.remove = h_remove,
+	.space = h_space,
 	.destroy = h_destroy,
 };
 

@@ -206,6 +206,17 @@ static enum tfs_err faulty_remove(struct tfs_vfs *vfs, const char *path,
 	return f->inner->ops->remove(f->inner, path, d);
 }
 
+static enum tfs_err faulty_space(struct tfs_vfs *vfs, const char *path,
+				 struct tfs_space *out, struct tfs_diag *d)
+{
+	struct faulty_vfs *f = to_faulty(vfs);
+	enum tfs_fault_kind k = next_fault(f);
+
+	if (k != TFS_FAULT_NONE)
+		return fault_err(k, OP_QUERY, "space", path, d);
+	return tfs_vfs_space(f->inner, path, out, d);
+}
+
 static void faulty_destroy(struct tfs_vfs *vfs)
 {
 	struct faulty_vfs *f = to_faulty(vfs);
@@ -225,6 +236,7 @@ static const struct tfs_vfs_ops faulty_ops = {
 	.mkdir = faulty_mkdir,
 	.rename = faulty_rename,
 	.remove = faulty_remove,
+	.space = faulty_space,
 	.destroy = faulty_destroy,
 };
 

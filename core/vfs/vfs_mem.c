@@ -571,6 +571,17 @@ static void mem_destroy(struct tfs_vfs *vfs)
 	tfs_free(m);
 }
 
+/* Memory has no fixed size: the room object stores report too. */
+static enum tfs_err mem_space(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_space *out, struct tfs_diag *d)
+{
+	(void)vfs;
+	(void)path;
+	(void)d;
+	tfs_vfs_unbounded_space(out);
+	return TFS_E_OK;
+}
+
 static const struct tfs_vfs_ops mem_ops = {
 	.stat = mem_stat,
 	.lstat = mem_stat, /* no links */
@@ -582,6 +593,7 @@ static const struct tfs_vfs_ops mem_ops = {
 	.mkdir = mem_mkdir,
 	.rename = mem_rename,
 	.remove = mem_remove,
+	.space = mem_space,
 	.destroy = mem_destroy,
 };
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -404,6 +405,31 @@ static void posix_destroy(struct tfs_vfs *vfs)
 	tfs_free(vfs);
 }
 
+static void fill_space(struct tfs_space *out, const struct statvfs *sv)
+{
+	memset(out, 0, sizeof(*out));
+	out->block_size = sv->f_frsize ? sv->f_frsize : sv->f_bsize;
+	out->blocks = sv->f_blocks;
+	out->blocks_free = sv->f_bfree;
+	out->blocks_avail = sv->f_bavail;
+	out->files = sv->f_files;
+	out->files_free = sv->f_ffree;
+	out->name_max = (uint32_t)sv->f_namemax;
+	out->read_only = (sv->f_flag & ST_RDONLY) != 0;
+}
+
+static enum tfs_err posix_space(struct tfs_vfs *vfs, const char *path,
+				struct tfs_space *out, struct tfs_diag *d)
+{
+	struct statvfs sv;
+
+	(void)vfs;
+	if (statvfs(path, &sv) != 0)
+		return sys_fail(d, errno, "statvfs", path);
+	fill_space(out, &sv);
+	return TFS_E_OK;
+}
+
 static const struct tfs_vfs_ops posix_ops = {
 	.stat = posix_stat,
 	.lstat = posix_lstat,
@@ -415,6 +441,7 @@ static const struct tfs_vfs_ops posix_ops = {
 	.mkdir = posix_mkdir,
 	.rename = posix_rename,
 	.remove = posix_remove,
+	.space = posix_space,
 	.destroy = posix_destroy,
 };
 
@@ -934,6 +961,24 @@ static void rooted_destroy(struct tfs_vfs *vfs)
 	tfs_free(r);
 }
 
+/* The file system of the root (a path below it on another file system
+ * would need a walk that stats nothing new: the root's is what writes
+ * below SOURCE meet in practice). */
+static enum tfs_err rooted_space(struct tfs_vfs *vfs, const char *path,
+				 struct tfs_space *out, struct tfs_diag *d)
+{
+	struct rooted *r = as_rooted(vfs);
+	struct statvfs sv;
+
+	if (!below_root(r, path))
+		return tfs_fail(d, TFS_E_PERM, "'%s': outside '%s'", path,
+				r->root);
+	if (fstatvfs(r->root_fd, &sv) != 0)
+		return sys_fail(d, errno, "statvfs", r->root);
+	fill_space(out, &sv);
+	return TFS_E_OK;
+}
+
 static const struct tfs_vfs_ops rooted_ops = {
 	.stat = rooted_stat,
 	.lstat = rooted_lstat,
@@ -945,6 +990,7 @@ static const struct tfs_vfs_ops rooted_ops = {
 	.mkdir = rooted_mkdir,
 	.rename = rooted_rename,
 	.remove = rooted_remove,
+	.space = rooted_space,
 	.destroy = rooted_destroy,
 };
 

@@ -2385,6 +2385,18 @@ static void s3_destroy(struct tfs_vfs *vfs)
 	tfs_free(s);
 }
 
+/* A bucket has no size: plenty of room, as S3 tools say. */
+static enum tfs_err s3_space(struct tfs_vfs *vfs, const char *path,
+			     struct tfs_space *out, struct tfs_diag *d)
+{
+	(void)vfs;
+	(void)path;
+	(void)d;
+	tfs_vfs_unbounded_space(out);
+	out->name_max = 1024; /* S3's longest key */
+	return TFS_E_OK;
+}
+
 static const struct tfs_vfs_ops s3_ops = {
 	.stat = s3_stat,
 	.lstat = s3_stat, /* no links */
@@ -2396,6 +2408,7 @@ static const struct tfs_vfs_ops s3_ops = {
 	.mkdir = s3_mkdir,
 	.rename = s3_rename,
 	.remove = s3_remove,
+	.space = s3_space,
 	.destroy = s3_destroy,
 };
 

@@ -12,4 +12,8 @@
  * 128 bits wide; callers that know their years are small may narrow it. */
 __extension__ __int128 tfs_days_from_civil(int64_t y, unsigned m, unsigned d);
 
+/* The date of day z (0 = 1970-01-01, negative before it): the inverse of
+ * tfs_days_from_civil for every int64 day. */
+void tfs_civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
 #endif

@@ -29,6 +29,17 @@ struct tfs_stat {
 	bool is_link;
 };
 
+/* The room of the storage holding a path (statvfs's figures): sizes in
+ * blocks of block_size bytes. Storage without a size (object stores)
+ * reports plenty of room. */
+struct tfs_space {
+	uint64_t block_size;
+	uint64_t blocks, blocks_free, blocks_avail; /* avail: unprivileged */
+	uint64_t files, files_free;
+	uint32_t name_max;
+	bool read_only; /* mounted read-only: nothing can be written */
+};
+
 /* A folder listing: entry names (not paths), sorted bytewise. */
 struct tfs_dirlist {
 	char **names;
@@ -67,6 +78,9 @@ struct tfs_vfs_ops {
 	/* Removes a file or an empty folder. */
 	enum tfs_err (*remove)(struct tfs_vfs *vfs, const char *path,
 			       struct tfs_diag *d);
+	/* The room of the storage that holds path. */
+	enum tfs_err (*space)(struct tfs_vfs *vfs, const char *path,
+			      struct tfs_space *out, struct tfs_diag *d);
 	void (*destroy)(struct tfs_vfs *vfs);
 };
 
@@ -198,6 +212,12 @@ static inline enum tfs_err tfs_vfs_remove(struct tfs_vfs *v, const char *path,
 {
 	return v->ops->remove(v, path, d);
 }
+static inline enum tfs_err tfs_vfs_space(struct tfs_vfs *v, const char *path,
+					 struct tfs_space *out,
+					 struct tfs_diag *d)
+{
+	return v->ops->space(v, path, out, d);
+}
 
 /* tfs_vfs_list, but a missing folder lists as empty instead of failing;
  * only another failure reaches d (with the backend's message). */
@@ -212,6 +232,17 @@ enum tfs_err tfs_vfs_read_all(struct tfs_vfs *v, const char *path, size_t max,
 			      struct tfs_diag *d) TFS_WUR;
 
 void tfs_dirlist_release(struct tfs_dirlist *l);
+/* Fills out as storage without a fixed size reports itself: 2^30 free
+ * blocks of 1 MiB, names of 255 bytes. */
+void tfs_vfs_unbounded_space(struct tfs_space *out);
+
+/* path with "//", "." and ".." resolved by their spelling alone (no
+ * storage is asked, no link followed): "/a/./b//../c" -> "/a/c". A ".."
+ * at the top of an absolute path stays at "/", at the top of a relative
+ * one it is kept; a "scheme://" prefix ("s3://bucket") is kept as is. A
+ * new string (tfs_free); NULL on ENOMEM. */
+char *tfs_path_normalize(const char *path);
+
 /* Joins dir and name with one '/' into a new string (NULL on ENOMEM). */
 char *tfs_path_join(const char *dir, const char *name);
 

@@ -21,6 +21,7 @@
 #include "tfs_schema.h"
 #include "tfs_pool.h"
 #include "tfs_vfs.h"
+#include "tfs_where.h"
 
 #define TILEFS_VERSION "0.1.0"
 
@@ -185,6 +186,14 @@ struct tfs_query_opts {
 	size_t field_num;
 	/* Upper bound of cells per batch; 0 = a default. */
 	uint64_t batch_cells;
+	/* Only the cells that match (tfs_where.h); NULL = every cell. It may
+	 * name fields that are not returned. A dense query then gives the
+	 * matching cells with their coordinates, row-major, as a sparse one
+	 * does (tfs_query_cell_count: UINT64_MAX); a sparse one keeps its
+	 * order. Tiles whose minimum, maximum and null count show that no
+	 * cell can match are not read, and conditions on dimensions narrow
+	 * the subarray. Copied by tfs_query_open. */
+	const struct tfs_where *condition;
 };
 
 /* One field of a batch. Fixed-size: data holds cell_num × cell_size bytes.

@@ -847,3 +847,24 @@ Test(civil, days_from_civil_is_continuous)
 		  tfs_days_from_civil(INT64_MIN + 1, 12, 31));
 	cr_expect(tfs_days_from_civil(INT64_MAX, 1, 1) > (days128)INT64_MAX);
 }
+
+/* civil_from_days inverts days_from_civil, day by day over four centuries
+ * and at the ends of int64 day numbers. */
+Test(civil, civil_from_days_inverts)
+{
+	int64_t y;
+	unsigned m, d;
+
+	for (int64_t z = -146097 * 2; z <= 146097 * 2; z++) {
+		tfs_civil_from_days(z, &y, &m, &d);
+		cr_assert(m >= 1 && m <= 12 && d >= 1 && d <= 31);
+		cr_assert((int64_t)tfs_days_from_civil(y, m, d) == z,
+			  "%" PRId64 " -> %" PRId64 "-%u-%u", z, y, m, d);
+	}
+	tfs_civil_from_days(INT64_MAX, &y, &m, &d);
+	cr_expect((int64_t)tfs_days_from_civil(y, m, d) == INT64_MAX);
+	tfs_civil_from_days(INT64_MIN, &y, &m, &d);
+	cr_expect((int64_t)tfs_days_from_civil(y, m, d) == INT64_MIN);
+	tfs_civil_from_days(19723, &y, &m, &d);
+	cr_expect(y == 2024 && m == 1 && d == 1);
+}

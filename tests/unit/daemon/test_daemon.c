@@ -532,8 +532,11 @@ static char group_root[64];
 
 /* SOURCE = a temporary folder: data/dense_1d (a corpus array) and the
  * group grp/, whose members are "temps" -> ../data/dense_1d (in SOURCE,
- * outside the group's folder: shown in the group) and "etc" -> /etc
- * (outside SOURCE: never shown). */
+ * outside the group's folder: shown in the group), "etc" -> /etc
+ * (outside SOURCE: never shown), and two absolute paths spelled with
+ * "..": "abs" into SOURCE (shown), "up" out of it (not shown). */
+static char abs_in[160], abs_out[160];
+
 static void group_setup(void)
 {
 	struct tfs_group_entry e[] = {
@@ -541,8 +544,13 @@ static void group_setup(void)
 		 (char *)"temps", false},
 		{2, TFS_GROUP_MEMBER_GROUP, false, (char *)"/etc", true,
 		 (char *)"etc", false},
+		/* Absolute, spelled with "..": in SOURCE, and climbing out. */
+		{2, TFS_GROUP_MEMBER_ARRAY, false, abs_in, true, (char *)"abs",
+		 false},
+		{2, TFS_GROUP_MEMBER_ARRAY, false, abs_out, true, (char *)"up",
+		 false},
 	};
-	struct tfs_group_details gd = {2, e, 2};
+	struct tfs_group_details gd = {2, e, 4};
 	struct tfs_buf payload, file;
 	struct tfs_diag d;
 	char cmd[512], path[256];
@@ -552,6 +560,10 @@ static void group_setup(void)
 				    getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
 				    "tfsd-group-"));
 	cr_assert(mkdtemp(group_root));
+	snprintf(abs_in, sizeof(abs_in), "%s/grp/../data/./dense_1d",
+		 group_root);
+	snprintf(abs_out, sizeof(abs_out), "%s/data/../../elsewhere",
+		 group_root);
 	snprintf(cmd, sizeof(cmd),
 		 "mkdir -p '%s/data' '%s/grp/__group' '%s/grp/__meta' && "
 		 "cp -r '%s/dense_1d' '%s/data/' && : > '%s/grp/__tiledb_group.tdb'",
@@ -607,10 +619,19 @@ Test(tree, group_members_elsewhere, .init = group_setup,
 	uint8_t *got, *want;
 
 	list_path("grp", &nm);
-	cr_expect_str_eq(nm.list, "temps/|", "group lists %s", nm.list);
+	cr_expect_str_eq(nm.list, "abs/|temps/|", "group lists %s", nm.list);
 	tfs_diag_init(&d);
 	cr_expect_eq(tfsd_resolve(&fs, "grp/etc", &n, &d), TFS_E_NOT_FOUND,
 		     "a member outside SOURCE is shown");
+	tfs_diag_init(&d);
+	cr_expect_eq(tfsd_resolve(&fs, "grp/up", &n, &d), TFS_E_NOT_FOUND,
+		     "a member climbing out of SOURCE is shown");
+	got = read_all("grp/abs/data.csv", 4096, &len, &sz);
+	want = read_all("data/dense_1d/data.csv", 4096, &want_len, &sz);
+	cr_expect(len == want_len && memcmp(got, want, len) == 0,
+		  "grp/abs is data/dense_1d");
+	free(got);
+	free(want);
 	got = read_all("grp/temps/data.csv", 4096, &len, &sz);
 	want = read_all("data/dense_1d/data.csv", 4096, &want_len, &sz);
 	cr_expect(len == want_len && memcmp(got, want, len) == 0,

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "tfs_alloc.h"
@@ -388,8 +389,33 @@ static void check_lstat(struct tfs_vfs *v, const char *root)
 	tfs_free(p);
 }
 
+/* The room of a writable folder: some, in blocks of some size, and a
+ * place a path below it in reports the same. */
+static void check_space(struct tfs_vfs *v, const char *root)
+{
+	struct tfs_space top, below;
+	struct tfs_diag d;
+	char *p = join(root, "sp");
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_vfs_space(v, root, &top, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert_gt(top.block_size, 0);
+	cr_assert_gt(top.blocks, 0);
+	cr_assert_leq(top.blocks_avail, top.blocks_free);
+	cr_assert_leq(top.blocks_free, top.blocks);
+	cr_assert_gt(top.name_max, 0);
+	cr_assert(!top.read_only);
+	cr_assert_eq(tfs_vfs_mkdir(v, p, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert_eq(tfs_vfs_space(v, p, &below, &d), TFS_E_OK, "%s", d.msg);
+	cr_assert_eq(below.blocks, top.blocks);
+	cr_assert_eq(below.block_size, top.block_size);
+	cr_assert_eq(tfs_vfs_remove(v, p, &d), TFS_E_OK, "%s", d.msg);
+	tfs_free(p);
+}
+
 static void check_all(struct tfs_vfs *v, const char *root)
 {
+	check_space(v, root);
 	check_read_write(v, root);
 	check_read_all(v, root);
 	check_list(v, root);
@@ -407,6 +433,17 @@ Test(vfs, posix_semantics)
 
 	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
 	check_all(v, dir);
+	{
+		/* The figures are the file system's own. */
+		struct tfs_space room;
+		struct statvfs sv;
+		struct tfs_diag d;
+
+		cr_assert_eq(statvfs(dir, &sv), 0);
+		cr_assert_eq(tfs_vfs_space(v, dir, &room, &d), TFS_E_OK);
+		cr_assert_eq(room.blocks, sv.f_blocks);
+		cr_assert_eq(room.files, sv.f_files);
+	}
 	vt_rm_tree(v, dir);
 	cr_assert_eq(access(dir, F_OK), -1);
 	tfs_vfs_free(v);
@@ -1052,5 +1089,37 @@ Test(vfs, mem_allocation_failures)
 			  tfs_diag_msg(&d));
 		(void)failed;
 		tfs_vfs_free(v);
+	}
+}
+
+Test(vfs_path, normalize)
+{
+	static const char *const cases[][2] = {
+		{"/a/./b//../c", "/a/c"},
+		{"/a/b/", "/a/b"},
+		{"/", "/"},
+		{"//", "/"},
+		{"/..", "/"},
+		{"/a/../..", "/"},
+		{"/a/../../b", "/b"},
+		{"a/b/..", "a"},
+		{"a/..", "."},
+		{".", "."},
+		{"", "."},
+		{"../a", "../a"},
+		{"../a/../..", "../.."},
+		{"a/../../b", "../b"},
+		{"s3://bucket/x/../y//z/.", "s3://bucket/y/z"},
+		{"s3://bucket/x/..", "s3://bucket"},
+		{"file:///data/g/../a", "file:///data/a"},
+		{"/odd://name/..", "/odd:"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = tfs_path_normalize(cases[i][0]);
+
+		cr_assert_not_null(got);
+		cr_assert_str_eq(got, cases[i][1], "'%s'", cases[i][0]);
+		tfs_free(got);
 	}
 }
