@@ -25,6 +25,7 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 #include "tfs_str.h"
+#include "where.h"
 
 /* Documents read whole (schema.json, metadata values) at most. */
 #define DOC_MAX ((size_t)16 << 20)
@@ -185,8 +186,8 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 				      struct tfsd_wtarget *t,
 				      struct tfs_diag *d)
 {
-	if (strncmp(name, "__", 2) == 0 || strncmp(name, "slice[", 6) == 0 ||
-	    vim_probe_name(name))
+	if ((strncmp(name, "__", 2) == 0 && strcmp(name, "__delete") != 0) ||
+	    strncmp(name, "slice[", 6) == 0 || vim_probe_name(name))
 		return tfs_fail(d, TFS_E_PERM,
 				"'%s': not a name to write in an array "
 				"(write NAME.csv)",
@@ -196,6 +197,10 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 				   dir_vpath, d);
 	if (strcmp(name, "schema.json") == 0)
 		return target_init(fs, t, TFSD_W_EVOLVE, dir->rel, name,
+				   dir_vpath, d);
+	/* "__delete" where a field is called "delete". */
+	if (strcmp(name, "delete") == 0 || strcmp(name, "__delete") == 0)
+		return target_init(fs, t, TFSD_W_DELETE, dir->rel, name,
 				   dir_vpath, d);
 	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);
 }
@@ -743,6 +748,74 @@ static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
 			 changed ? "schema evolved" : "same schema: nothing written");
 	}
 out_doc:
+	tfs_buf_release(&doc);
+	return e;
+}
+
+/* A/delete: the text is a condition in the filter grammar (where[COND],
+ * render/where.h); the cells it matches are deleted by one delete commit
+ * (tfs_array_delete). Line ends count as spaces. */
+static enum tfs_err commit_delete(struct tfsd *fs, const struct tfsd_wtarget *t,
+				  const char *staged, struct tfsd_wresult *res,
+				  struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct tfsd_arr *arr = NULL;
+	struct tfs_where *cond = NULL;
+	struct tfs_buf doc;
+	struct tfs_diag wd;
+	char name[96];
+	size_t len;
+	enum tfs_err e;
+
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (e)
+		goto out;
+	len = doc.len;
+	for (size_t i = 0; i < len; i++)
+		if (doc.data[i] == '\n' || doc.data[i] == '\r' ||
+		    doc.data[i] == '\t')
+			doc.data[i] = ' ';
+	while (len && doc.data[len - 1] == ' ')
+		len--;
+	if (len == 0) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': no condition (write which cells to "
+			     "delete, as in where[COND])",
+			     t->name);
+		goto out;
+	}
+	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
+	if (e)
+		goto out;
+	tfs_diag_init(&wd);
+	e = tfsr_where_parse(arr->schema, arr->a, (const char *)doc.data, len,
+			     &cond, NULL, &wd);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(&wd));
+		goto out;
+	}
+	write_opts_init(fs, t, &wo);
+	tfs_diag_init(&wd);
+	e = tfs_array_delete(t->path, cond, &wo, name, sizeof(name), &wd);
+	if (e) {
+		/* The message without the array's path in SOURCE. */
+		const char *msg = tfs_diag_msg(&wd);
+		size_t n = strlen(t->path);
+
+		if (strncmp(msg, "array '", 7) == 0 &&
+		    strncmp(msg + 7, t->path, n) == 0 &&
+		    strncmp(msg + 7 + n, "': ", 3) == 0)
+			msg += 7 + n + 3;
+		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
+		goto out;
+	}
+	res->wrote = true;
+	snprintf(res->what, sizeof(res->what), "delete commit %s", name);
+out:
+	tfs_where_free(cond);
+	tfsd_arr_put(fs->arrays, arr);
 	tfs_buf_release(&doc);
 	return e;
 }
@@ -1458,6 +1531,7 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 		e = commit_npy_new(fs, t, staged_path, res, d);
 		break;
 	case TFSD_W_EVOLVE: e = commit_evolve(fs, t, staged_path, res, d); break;
+	case TFSD_W_DELETE: e = commit_delete(fs, t, staged_path, res, d); break;
 	default: return TFS_E_OK;
 	}
 	if (!e)

@@ -21,6 +21,7 @@ static const char usage_text[] =
 	"  export       a selection as raw, txt, csv, json or npy\n"
 	"  create       a new array from a schema JSON file\n"
 	"  ingest       a CSV file into an array (--new: into a new array)\n"
+	"  delete       delete the cells of a sparse array matching --where COND\n"
 	"  consolidate  merge fragments, fragment metadata, commits or metadata\n"
 	"  vacuum       remove what consolidation made obsolete\n"
 	"  --version    the version\n"
@@ -156,6 +157,7 @@ int main(int argc, char **argv)
 		{"export", cmd_export},
 		{"create", cmd_create},
 		{"ingest", cmd_ingest},
+		{"delete", cmd_delete},
 		{"consolidate", cmd_consolidate},
 		{"vacuum", cmd_vacuum},
 	};
