@@ -55,6 +55,7 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 	struct tfs_arraydir_opts ao;
 	struct tfs_arraydir *ad = NULL;
 	struct tfs_buf payload, tile;
+	struct tfs_where notc = {0};
 	char name[TFS_NAME_MAX];
 	char *cdir = NULL, *file = NULL, *tmp = NULL;
 	uint64_t t, max_t = 0;
@@ -72,6 +73,7 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 	}
 	memset(&ao, 0, sizeof(ao));
 	ao.key = key;
+	ao.t1 = UINT64_MAX - 1; /* the latest schema, also one ahead of now */
 	if ((e = tfs_arraydir_open(vfs, path, &ao, &ad, d)))
 		goto out;
 	version = ad->schema->version;
@@ -90,8 +92,14 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 			     path, version);
 		goto out;
 	}
+	/* A delete commit stores the condition negated, as TileDB writes
+	 * it: readers keep the cells for which it holds (format/read.md §8
+	 * step 3), so a NULL cell is deleted by any comparison. */
+	notc.op = TFS_WHERE_NOT;
+	notc.children = (struct tfs_where *)cond;
+	notc.child_num = 1;
 	if ((e = check_fields(path, ad->schema, cond, 0, d)) ||
-	    (e = tfs_where_serialize(&payload, cond, d)) ||
+	    (e = tfs_where_serialize(&payload, &notc, d)) ||
 	    (e = tfs_generic_tile_encode(&tile, payload.data, payload.len, key,
 					 d)))
 		goto out;

@@ -7,13 +7,15 @@
 # their type and new keys take it from their text; numpy.save into a
 # plain folder makes an array; an array's schema.json written back with
 # attributes added or dropped, or an enumeration extended, evolves the
-# schema (sed -i, vim -es, Python), anything else is refused. Every result is read back through the mount
+# schema (sed -i, vim -es, Python), anything else is refused; a condition
+# written to A/delete, or given to tfs delete, deletes the cells it
+# matches; a bad one is refused and writes nothing. Every result is read back through the mount
 # and by real TileDB (../shared/reference/tiledb dump) with the same cells.
 source "$(dirname "$0")/lib/common.sh"
 
 REF=${REF:-$CORPUS/../../reference/tiledb}
 SRC=$WORK/src
-copy_corpus "$SRC" metadata sparse_2d_int enumeration
+copy_corpus "$SRC" metadata sparse_2d_int enumeration sparse_dtypes
 chmod -R u+w "$SRC"
 mkdir -p "$SRC/plain" "$WORK/staging"
 mount_tilefs "$SRC" "$WORK/mnt" -o staging="$WORK/staging"
@@ -174,3 +176,35 @@ PYEOF
 grep -q 'purple' "$E/schema.json" || fail "colors not extended"
 same_in_tiledb "$SRC/enumeration"
 echo "schema evolution: attributes added (sed -i) and dropped (vim -es), an enumeration extended, other changes refused"
+
+# ---- deletes ------------------------------------------------------------------------------
+D=$m/sparse_2d_int
+n0=$(tail -n +2 "$D/data.csv" | wc -l)
+echo 'x < 20 or s = "plain"' >"$D/delete" || fail "echo COND > delete"
+grep -q 'delete  ok: delete commit __' "$D/ingest.log" || fail "ingest.log: $(cat "$D/ingest.log")"
+"$PY" - "$D/data.csv" "$n0" <<'PYEOF' || fail "cells left after the delete"
+import sys
+import pandas as pd
+df = pd.read_csv(sys.argv[1], keep_default_na=False)
+assert not ((df.s == "plain") | (df.x < 20)).any(), df
+assert 0 < len(df) < int(sys.argv[2]), df
+PYEOF
+ls "$D" | grep -qx delete && fail "delete is listed after close"
+same_in_tiledb "$SRC/sparse_2d_int"
+before=$(snap "$SRC/sparse_2d_int")
+echo 'nosuch > 1' | dd of="$D/delete" status=none 2>/dev/null && fail "a condition on no field was taken"
+grep -q "delete  refused: 'delete': at 1: no field 'nosuch'" "$D/ingest.log" || fail "ingest.log: $(cat "$D/ingest.log")"
+echo 'a > 1' | dd of="$P/grid/delete" status=none 2>/dev/null && fail "a delete in a dense array was taken"
+[ "$before" = "$(snap "$SRC/sparse_2d_int")" ] || fail "a refused delete changed the array"
+# tfs delete, on a copy outside the mount.
+cp -r "$CORPUS/sparse_dtypes" "$WORK/sd" && chmod -R u+w "$WORK/sd"
+cols=$("$TFS" export "$WORK/sd" | head -1)
+"$TFS" delete "$WORK/sd" --where "$(echo "$cols" | cut -d, -f1) >= 0" || fail "tfs delete"
+[ "$("$TFS" export "$WORK/sd" | wc -l)" = 1 ] || fail "tfs delete left cells: $("$TFS" export "$WORK/sd" | head -3)"
+same_in_tiledb "$WORK/sd"
+set +e
+"$TFS" delete "$WORK/sd" --where 'nosuch = 1' 2>"$WORK/del.err"; st=$?
+set -e
+[ "$st" = 4 ] || fail "tfs delete of a bad condition: exit $st"
+grep -q "no field 'nosuch'" "$WORK/del.err" || fail "tfs delete: $(cat "$WORK/del.err")"
+echo "deletes: echo COND > A/delete, tfs delete --where, refusals"
