@@ -411,6 +411,7 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 	for (size_t i = 0; i < ad->schema_num; i++)
 		if (ad->schemas[i].t2 >= t)
 			t = ad->schemas[i].t2 + 1;
+	tfs__wait_until_ms(t);
 	if ((e = tfs_name_new(name, TFS_NAME_MAX, t, t, 0, ""))) {
 		e = tfs_fail(d, e, "no random bytes");
 		goto out;
