@@ -62,6 +62,14 @@ grep -q 'more.csv  ok: 1 rows' "$P/sales/ingest.log" || fail "sales/ingest.log: 
 same_in_tiledb "$SRC/plain/sales"
 echo "CSV files append after the last row (cp, rsync, >, under the array's name)"
 
+# data.csv edited in place (rows with their coordinates: written back).
+sed -i 's/^1,"gadget, large",/1,"gizmo",/' "$P/sales/data.csv" || fail "sed -i on data.csv"
+vim -es -u NONE -c '%s/^0,widget,/0,sprocket,/' -c 'wq' "$P/sales/data.csv" || fail "vim -es on data.csv"
+head -3 "$P/sales/data.csv" | tr '\n' '|' | grep -qx 'row,name,qty,price|0,sprocket,3,2.5|1,gizmo,,10|' ||
+  fail "data.csv after sed and vim: $(head -3 "$P/sales/data.csv")"
+[ "$(tail -n +2 "$P/sales/data.csv" | wc -l)" = 7 ] || fail "rows after editing data.csv"
+same_in_tiledb "$SRC/plain/sales"
+
 # A header that does not match, a folder of the name: refused at close,
 # with a line in the folder's ingest.log, nothing changed.
 before=$(snap "$SRC/plain/sales")
