@@ -357,6 +357,40 @@ static bool is_doc(const struct tfsd_node *n)
 	return n->file != TFSD_F_SLICE;
 }
 
+/* A document rendered into out, through the render cache for those that
+ * cost more than reading the array's metadata (previews). */
+static enum tfs_err doc_render_cached(struct tfsd *fs,
+				      const struct tfsd_node *n,
+				      const char *vpath, struct tfs_buf *out,
+				      struct tfs_diag *d)
+{
+	uint8_t *data;
+	uint64_t size;
+	enum tfs_err e;
+
+	if (n->file != TFSD_F_PREVIEW)
+		return tfsd_doc_render(fs, n, out, d);
+	if (renders_find(fs->renders, n->arr->gen, vpath, &data, &size) &&
+	    data) {
+		e = tfs_buf_append(out, data, (size_t)size);
+		tfs_free(data);
+		return e ? tfs_fail(d, e, "out of memory") : e;
+	}
+	tfs_free(data);
+	e = tfsd_doc_render(fs, n, out, d);
+	if (!e)
+		renders_put(fs->renders, n->arr->gen, vpath, out->data,
+			    out->len);
+	return e;
+}
+
+/* Pictures are rendered whole at the first stat or open: viewers and
+ * thumbnailers need their exact size. */
+static bool plan_whole(const struct tfsd *fs, const struct plan *p)
+{
+	return (p->sl->r->flags & TFSR_R_IMAGE) || plan_small(fs, p);
+}
+
 enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			    const char *vpath, struct tfsd_size *out,
 			    struct tfs_diag *d)
@@ -370,7 +404,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 	*out = (struct tfsd_size){0, false};
 	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
 	if (is_doc(n)) {
-		e = tfsd_doc_render(fs, n, &buf, d);
+		e = doc_render_cached(fs, n, vpath, &buf, d);
 		out->size = buf.len;
 		out->exact = true;
 		tfs_buf_release(&buf);
@@ -397,7 +431,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 				     vpath, p.sl->cells);
 			*out = (struct tfsd_size){0, false};
 		}
-	} else if (plan_small(fs, &p)) {
+	} else if (plan_whole(fs, &p)) {
 		e = render_whole(&p, &buf, &charged, d);
 		if (!e) {
 			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
@@ -458,7 +492,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		goto fail;
 	}
 	if (is_doc(n)) {
-		e = tfsd_doc_render(fs, n, &buf, d);
+		e = doc_render_cached(fs, n, vpath, &buf, d);
 		if (!e)
 			e = file_whole(fs, f, &buf, 0, d);
 		if (e)
@@ -487,7 +521,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 			goto fail;
 		}
 		f->how = SERVE_RANDOM;
-	} else if (plan_small(fs, &f->plan)) {
+	} else if (plan_whole(fs, &f->plan)) {
 		e = render_whole(&f->plan, &buf, &charged, d);
 		if (!e) {
 			renders_put(fs->renders, n->arr->gen, vpath, buf.data,

@@ -686,8 +686,8 @@ static int do_xattr(struct tfsd_ll *ll, fuse_ino_t ino, const char *name,
 	e = tfsd_resolve(&ll->fs, in->vpath, &n, &d);
 	if (e)
 		return tfsd__fail(in->vpath, e, &d);
-	e = name ? tfsd_xattr_get(&ll->fs, &n, name, val)
-		 : tfsd_xattr_list(&ll->fs, &n, val);
+	e = name ? tfsd_xattr_get(&ll->fs, &n, in->vpath, name, val)
+		 : tfsd_xattr_list(&ll->fs, &n, in->vpath, val);
 	tfsd_node_release(&ll->fs, &n);
 	if (e == TFS_E_NOT_FOUND)
 		e = TFS_E_NO_ATTR;

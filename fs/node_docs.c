@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "docs.h"
+#include "png_picture.h"
 #include "tfs_alloc.h"
 
 /* Bytes of the regular files under path (one level of folders, as a
@@ -78,6 +79,9 @@ enum tfs_err tfsd_doc_render(struct tfsd *fs, const struct tfsd_node *n,
 		return fragment_doc(fs, n, out, d);
 	case TFSD_F_META_VALUE:
 		return tfsr_doc_meta_value(out, arr->a, n->name, d);
+	case TFSD_F_PREVIEW:
+		return tfsr_preview_png(arr->a, arr->has_ned ? arr->ned : NULL,
+					n->field, 0, out, NULL, d);
 	case TFSD_F_SLICE:
 		break;
 	}

@@ -219,6 +219,7 @@ enum tfsd_file_kind {
 	TFSD_F_META_VALUE,    /* metadata/<key> */
 	TFSD_F_FRAG_INFO,     /* fragments/<name>/info.json */
 	TFSD_F_SLICE,         /* slice[SEL].EXT, data.csv, tiles/... */
+	TFSD_F_PREVIEW,       /* preview.png of the array or a field */
 };
 
 /* A resolved path. Owns its strings and its array reference. */
@@ -262,12 +263,14 @@ enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
 		       tfsd_list_fn fn, void *ctx, struct tfs_diag *d) TFS_WUR;
 
 
-/* Extended attribute `name` of a node into out; TFS_E_NOT_FOUND when the
- * node has no such attribute. tfsd_xattr_list gives the names. */
+/* Extended attribute `name` of a node (at vpath) into out;
+ * TFS_E_NOT_FOUND when the node has no such attribute. tfsd_xattr_list
+ * gives the names. */
 enum tfs_err tfsd_xattr_get(struct tfsd *fs, const struct tfsd_node *n,
-			    const char *name, struct tfs_buf *out) TFS_WUR;
+			    const char *vpath, const char *name,
+			    struct tfs_buf *out) TFS_WUR;
 enum tfs_err tfsd_xattr_list(struct tfsd *fs, const struct tfsd_node *n,
-			     struct tfs_buf *out) TFS_WUR;
+			     const char *vpath, struct tfs_buf *out) TFS_WUR;
 
 /* ---- File content (content.c, node_docs.c) -------------------------------- */
 

@@ -12,9 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "png_picture.h"
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
 #include "tfs_log.h"
+
+/* Pictures of a whole field listed at most this large (512 x 512): a
+ * file manager that lists a folder renders what it shows, and a picture
+ * of 1 MiB of pixels stays under pcmanfm's default thumbnail size limit
+ * (2 MB) whatever the data. A stride shrinks larger ones; preview.png
+ * shows every array. */
+#define LIST_PNG_PIXELS ((uint64_t)1 << 18)
 
 /* Tiles listed in a tiles/ folder at most. */
 #define MAX_TILE_FILES 10000
@@ -141,10 +149,29 @@ static enum tfs_err slice_check(const struct tfsd_arr *arr, int field,
 				tfs_diag_msg(&why));
 	e = tfsr_sel_parse(sel, sel_len, arr->schema,
 			   arr->has_ned ? arr->ned : NULL, &parsed, d);
+	if (!e && (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))
+		e = tfsr_png_sel_check(parsed, arr->schema, NULL, NULL, d);
 	tfsr_sel_free(parsed);
 	if (e)
 		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", name,
 				tfs_diag_msg(d));
+	return TFS_E_OK;
+}
+
+/* Whether the array (field -1) or field has a preview.png. */
+static bool has_preview(const struct tfsd_arr *arr, int field)
+{
+	int attr;
+	uint32_t ky, kx;
+
+	return tfsr_preview_plan(arr->schema, arr->has_ned ? arr->ned : NULL,
+				 field, &attr, &ky, &kx);
+}
+
+static enum tfs_err node_set_preview(struct tfsd_node *n)
+{
+	n->kind = TFSD_N_FILE;
+	n->file = TFSD_F_PREVIEW;
 	return TFS_E_OK;
 }
 
@@ -182,6 +209,8 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	}
 	if (unescape_special(name))
 		special = unescape_special(name);
+	else if (strcmp(name, "__preview.png") == 0)
+		special = name + 2;
 	else if (strncmp(name, "__", 2) == 0)
 		goto not_found;
 	if (strcmp(special, "schema.json") == 0 ||
@@ -199,6 +228,11 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
 	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
+	} else if (strcmp(special, "preview.png") == 0 &&
+		   has_preview(arr, -1)) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		if (!e)
+			e = node_set_preview(out);
 	} else if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt)) {
 		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
 		if (!e)
@@ -230,6 +264,15 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 
 	if (dir->kind == TFSD_N_FIELD && strcmp(name, "tiles") == 0)
 		return node_inherit(fs, out, dir, dir->arr, TFSD_N_TILES, d);
+	if (dir->kind == TFSD_N_FIELD && strcmp(name, "preview.png") == 0 &&
+	    has_preview(dir->arr, dir->field)) {
+		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
+		if (!e)
+			e = node_set_preview(out);
+		if (e)
+			tfsd_node_release(fs, out);
+		return e;
+	}
 	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt))
 		return TFS_E_NOT_FOUND;
 	e = slice_check(dir->arr, dir->field, sel, sel_len, fmt, name, d);
@@ -640,6 +683,22 @@ static bool emit_special(const struct tfs_schema *s, const char *name,
 	return fn(ctx, esc, is_dir);
 }
 
+/* Whether the picture of the whole non-empty domain (sel) is listed. */
+static bool picture_listable(const struct tfsd_arr *arr, const char *sel,
+			     size_t len)
+{
+	struct tfsr_sel *parsed = NULL;
+	uint32_t ky, kx;
+	bool ok;
+
+	if (tfsr_sel_parse(sel, len, arr->schema, arr->ned, &parsed, NULL))
+		return false;
+	ok = !tfsr_png_sel_check(parsed, arr->schema, &ky, &kx, NULL) &&
+	     parsed->dims[ky].count * parsed->dims[kx].count <= LIST_PNG_PIXELS;
+	tfsr_sel_free(parsed);
+	return ok;
+}
+
 /* Emits slice[NED]EXT for each format that takes the field (-1: every
  * field), in the renderer table's order. */
 static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
@@ -656,7 +715,9 @@ static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
 	for (size_t i = 0; !e && i < TFSR_FMT_NUM; i++) {
 		const struct tfsr_renderer *r = &tfsr_renderers[i];
 
-		if (!tfsr_renderer_takes(r, arr->schema, field, NULL))
+		if (!tfsr_renderer_takes(r, arr->schema, field, NULL) ||
+		    ((r->flags & TFSR_R_IMAGE) &&
+		     !picture_listable(arr, (const char *)sel.data, sel.len)))
 			continue;
 		name.len = 0;
 		e = tfs_buf_printf(&name, "%sslice[%.*s]%s%c",
@@ -691,6 +752,9 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
 	}
+	if (has_preview(arr, -1) &&
+	    !emit_special(s, "preview.png", false, fn, ctx))
+		goto out_put;
 	for (uint32_t i = 0; i < tfs_schema_field_count(s); i++) {
 		struct tfs_field_info f;
 
@@ -718,6 +782,8 @@ static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
 
 	tfs_schema_field(dir->arr->schema, dir->field, &f);
 	if (!fn(ctx, "tiles", true))
+		return TFS_E_OK;
+	if (has_preview(dir->arr, dir->field) && !fn(ctx, "preview.png", false))
 		return TFS_E_OK;
 	e = emit_slices(dir->arr, dir->field, false, fn, ctx);
 	return e ? tfs_fail(d, e, "cannot list '%s'", f.name) : e;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "npy.h"
+#include "png_picture.h"
 #include "slice.h"
 #include "text_render.h"
 
@@ -60,6 +61,22 @@ const struct tfsr_renderer tfsr_renderers[TFSR_FMT_NUM] = {
 		.size_kind = TFSR_SIZE_RECORDS, .record = 1,
 		.cells = tfsr_validity_cells,
 	},
+	[TFSR_FMT_PNG] = {
+		.fmt = TFSR_FMT_PNG, .name = "png", .ext = ".png",
+		.mime = "image/png",
+		.flags = TFSR_R_SPARSE_COORDS | TFSR_R_NUMERIC_ONLY |
+			 TFSR_R_IMAGE,
+		.begin = tfsr_png_begin, .cells = tfsr_png_cells,
+		.end = tfsr_png_end, .release = tfsr_png_release,
+	},
+	[TFSR_FMT_GRAY_PNG] = {
+		.fmt = TFSR_FMT_GRAY_PNG, .name = "gray.png",
+		.ext = ".gray.png", .mime = "image/png",
+		.flags = TFSR_R_SPARSE_COORDS | TFSR_R_NUMERIC_ONLY |
+			 TFSR_R_IMAGE,
+		.begin = tfsr_png_begin, .cells = tfsr_png_cells,
+		.end = tfsr_png_end, .release = tfsr_png_release,
+	},
 };
 
 const struct tfsr_renderer *tfsr_renderer_of(enum tfsr_format fmt)
@@ -89,6 +106,14 @@ bool tfsr_renderer_takes(const struct tfsr_renderer *r,
 			tfs_fail(d, TFS_E_NOT_FOUND,
 				 "'%s' is not var-size, it has no %s", f.name,
 				 r->name);
+			return false;
+		}
+		if ((r->flags & TFSR_R_NUMERIC_ONLY) &&
+		    (f.var || f.cell_val_num != 1 ||
+		     tfs_datatype_class(f.type) > TFS_CLASS_FLOAT)) {
+			tfs_fail(d, TFS_E_NOT_FOUND,
+				 "'%s' is not one number per cell, it has no "
+				 "%s", f.name, r->ext);
 			return false;
 		}
 		if ((r->flags & TFSR_R_NULLABLE_ONLY) && !f.nullable) {

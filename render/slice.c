@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "png_picture.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 
@@ -90,6 +91,7 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	sl->s = s;
 	sl->r = tfsr_renderer_of(o->fmt);
 	sl->dense = tfs_schema_is_dense(s);
+	sl->field = o->field;
 	sl->max_cells = o->max_cells;
 	sl->prefetch = o->prefetch;
 	sl->prefetch_ctx = o->prefetch_ctx;
@@ -99,6 +101,9 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	}
 	e = tfsr_sel_parse(o->sel, o->sel_len, s, o->ned, &sl->sel, d);
 	if (e)
+		goto fail;
+	if ((sl->r->flags & TFSR_R_IMAGE) &&
+	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
 		goto fail;
 	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
 	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));

@@ -32,6 +32,7 @@ struct tfsr_slice {
 	const struct tfsr_renderer *r;
 	struct tfsr_sel *sel;
 	bool dense;
+	int field; /* the field asked for: -1 every field */
 	uint32_t nfields;
 	int *fields;        /* schema field indices, output order */
 	const char **names; /* query fields: the output ones, then extras */

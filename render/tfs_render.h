@@ -48,6 +48,8 @@ enum tfsr_format {
 	TFSR_FMT_NPY,
 	TFSR_FMT_OFFSETS,
 	TFSR_FMT_VALIDITY,
+	TFSR_FMT_PNG,
+	TFSR_FMT_GRAY_PNG,
 	TFSR_FMT_NUM,
 };
 
@@ -64,6 +66,11 @@ enum {
 	/* Only for fields of var-size cells / nullable fields. */
 	TFSR_R_VAR_ONLY = 1u << 4,
 	TFSR_R_NULLABLE_ONLY = 1u << 5,
+	/* Only for fields of one number per cell (integers, floats, times). */
+	TFSR_R_NUMERIC_ONLY = 1u << 6,
+	/* A picture: selections of two dimensions of more than one cell
+	 * (png.h, tfsr_png_sel_check). */
+	TFSR_R_IMAGE = 1u << 7,
 };
 
 /* Whether the size of a dense rendering is known without rendering. */

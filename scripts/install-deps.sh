@@ -10,6 +10,8 @@ pkgs=(
   libzstd-dev zlib1g-dev liblz4-dev libbz2-dev           # codecs of the filters
   libssl-dev libwebp-dev                                 # AES/MD5/SHA-256, WebP
   libcriterion-dev                                       # unit tests
+  libpng-dev                                             # .png slices, previews
+  pcmanfm xvfb imagemagick                               # thumbnail test (a file manager)
   libjson-c-dev                                          # schema JSON
   libfuse3-dev fuse3                                     # the daemon
   python3 python3-numpy python3-pandas                   # corpus check, examples

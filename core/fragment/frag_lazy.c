@@ -49,6 +49,14 @@ static enum tfs_err read_meta_tile(const struct tfs_arraydir *a,
 	return err;
 }
 
+enum tfs_err tfs_fragment_meta_tile(const struct tfs_arraydir *a,
+				    const struct tfs_fragment *f, uint64_t off,
+				    uint8_t **payload, size_t *len,
+				    struct tfs_diag *d)
+{
+	return read_meta_tile(a, f, off, payload, len, d);
+}
+
 /* Reads one per-slot u64 list (fragment.md §6) and checks it has one entry
  * per tile, and, for offsets (limit != UINT64_MAX), that they do not
  * decrease and stay inside the data file of limit bytes. */

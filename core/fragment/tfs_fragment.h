@@ -193,6 +193,15 @@ enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
 				    const struct tfs_strlist **out,
 				    struct tfs_diag *d) TFS_WUR;
 
+/* Reads the generic tile at off of f's fragment metadata file and
+ * decodes it into a new payload (tfs_free), not kept: the per-slot lists
+ * loaded on demand by nobody else (tile mins, maxes, sums, null counts,
+ * fragment.md §6). Thread-safe. */
+enum tfs_err tfs_fragment_meta_tile(const struct tfs_arraydir *a,
+				    const struct tfs_fragment *f, uint64_t off,
+				    uint8_t **payload, size_t *len,
+				    struct tfs_diag *d) TFS_WUR;
+
 /* Data file of a slot: kind 0 fixed/offsets, 1 var values, 2 validity.
  * Returns a new path string (fragment.md §2 naming by version), NULL on
  * ENOMEM or for a slot >= footer.slot_num. */

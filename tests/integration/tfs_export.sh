@@ -37,6 +37,13 @@ for ext in "" .txt .csv .json .npy; do
   same sparse_2d_int s ':,:' "$ext"
   same dense_datetime_dim "$(ls "$m/dense_datetime_dim" | grep -v -e '\.' -e fragments -e metadata -e versions | tail -n 1)" ':' "$ext"
 done
+# Pictures: the same PNG bytes (colormap, range, transparency).
+for ext in .png .gray.png; do
+  same dense_2d_rowmajor a '2:9,3:12' "$ext"
+  same dense_2d_rowmajor a '1:11:2,1:13:3' "$ext"
+  same dense_fragments_overlap a ':' "$ext"
+  same sparse_2d_int a '0:30,10:60' "$ext"
+done
 for ext in .csv .json .npy; do
   same dense_2d_rowmajor '' '2:5,3:9' "$ext"
   same sparse_string_dim '' '"b":"d"' "$ext"

@@ -174,6 +174,44 @@ size_t tfs_array_metadata_count(const struct tfs_array *a);
 const struct tfs_meta_kv *tfs_array_metadata(const struct tfs_array *a,
 					     size_t i);
 
+/* ---- Tile statistics ---------------------------------------------------- */
+
+/* One tile of a visible fragment as its metadata summarises it (format
+ * v11+, fragment.md §6), read without decoding a tile: for overviews
+ * whose cost must not grow with the cells. lo/hi are the tile's box
+ * (dim_num coordinates each): in a dense fragment the space tile clipped
+ * to the fragment's non-empty domain, in a sparse one the tile's MBR.
+ * The statistics are TileDB's, for display only (they describe the
+ * values written, before lossy filters). */
+struct tfs_tile_stat {
+	uint32_t frag;   /* visible fragment, oldest first */
+	bool has_minmax; /* min/max of the non-null values */
+	bool has_sum;    /* sum of the non-null values */
+	double min, max, sum;
+	uint64_t cells; /* cells the tile holds (dense: its box's) */
+	uint64_t nulls; /* as the metadata says (0 when unknown) */
+	const int64_t *lo, *hi;
+};
+
+struct tfs_tile_stats {
+	uint32_t dim_num;
+	size_t num;
+	struct tfs_tile_stat *tiles; /* fragment by fragment, oldest first */
+	int64_t *coords;             /* backing store of lo/hi */
+};
+
+/* The tiles of attribute attr (a numeric attribute of one value per
+ * cell) over every visible fragment, into *out (release with
+ * tfs_tile_stats_release). Fragments before v11, or without the
+ * attribute, give tiles without min/max and sum. TFS_E_UNSUPPORTED for
+ * dimensions that are not integers within int64; TFS_E_NOT_FOUND for an
+ * unknown attribute. Reads a few generic tiles of each fragment's
+ * metadata (R-trees of sparse fragments included). Thread-safe. */
+enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
+				  struct tfs_tile_stats *out,
+				  struct tfs_diag *d) TFS_WUR;
+void tfs_tile_stats_release(struct tfs_tile_stats *s);
+
 /* ---- Queries ------------------------------------------------------------ */
 
 struct tfs_query_opts {

@@ -161,7 +161,7 @@ Test(tree, array_view, .init = setup, .fini = teardown)
 	list_path("dense_2d_rowmajor", &nm);
 	cr_expect_str_eq(nm.list,
 			 "schema.json|data.csv|metadata.json|metadata/|"
-			 "fragments/|versions/|r/|c/|a/|f/|s/|"
+			 "fragments/|versions/|preview.png|r/|c/|a/|f/|s/|"
 			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
 			 "slice[1:11,1:13].npy|");
 	list_path("dense_2d_rowmajor/s", &nm);
@@ -246,6 +246,79 @@ static uint8_t *read_all(const char *vpath, size_t step, uint64_t *len,
 	tfsd_node_release(&fs, &n);
 	*len = out.len;
 	return tfs_buf_detach(&out, NULL);
+}
+
+/* Pictures: listed where small, refused where not 2-D, rendered whole
+ * with an exact size, and their extended attributes say what they show. */
+Test(tree, pictures, .init = setup, .fini = teardown)
+{
+	static const char *const refused[] = {
+		"dense_2d_rowmajor/a/slice[3,1:13].png",
+		"dense_2d_rowmajor/s/slice[1:11,1:13].png",
+		"dense_2d_rowmajor/s/preview.png",
+		"dense_2d_rowmajor/slice[1:11,1:13].png",
+		"sparse_2d_float/preview.png",
+	};
+	struct names nm;
+	struct tfsd_node n;
+	struct tfsd_size sz;
+	struct tfs_diag d;
+	struct tfs_buf val;
+	uint8_t *data;
+	uint64_t len;
+
+	list_path("dense_2d_rowmajor/a", &nm);
+	cr_expect(strstr(nm.list, "|preview.png|slice[1:11,1:13]|"), "%s",
+		  nm.list);
+	cr_expect(strstr(nm.list, "|slice[1:11,1:13].png|"
+				  "slice[1:11,1:13].gray.png|"),
+		  "%s", nm.list);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		tfs_diag_init(&d);
+		cr_expect_eq(tfsd_resolve(&fs, refused[i], &n, &d),
+			     TFS_E_NOT_FOUND, "%s", refused[i]);
+	}
+	data = read_all("dense_2d_rowmajor/a/slice[1:11:2,1:13].png", 100, &len,
+			&sz);
+	cr_expect(sz.exact);
+	cr_expect_eq(sz.size, len);
+	cr_expect(len > 8 && memcmp(data, "\x89PNG", 4) == 0);
+	free(data);
+	/* One dimension: a strip. */
+	data = read_all("dense_1d/preview.png", 4096, &len, &sz);
+	cr_expect(sz.exact && sz.size == len && len > 8);
+	free(data);
+	data = read_all("dense_2d_rowmajor/preview.png", 4096, &len, &sz);
+	cr_expect(sz.exact);
+	cr_expect_eq(sz.size, len);
+	free(data);
+	tfs_buf_init(&val, TFS_BUF_NO_MAX);
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_resolve(&fs,
+				  "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
+				  &n, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(
+		tfsd_xattr_get(&fs, &n,
+			       "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
+			       "user.tilefs.colormap", &val),
+		TFS_E_OK);
+	cr_expect_eq(val.len, 4);
+	cr_expect(memcmp(val.data, "gray", 4) == 0);
+	val.len = 0;
+	cr_assert_eq(
+		tfsd_xattr_get(&fs, &n,
+			       "dense_2d_rowmajor/a/slice[2:4,1:13].gray.png",
+			       "user.tilefs.range", &val),
+		TFS_E_OK);
+	/* The tiles the rows 2 and 3 meet hold 101 .. 412. */
+	cr_expect(val.len == 7 && memcmp(val.data, "101 412", 7) == 0, "%.*s",
+		  (int)val.len, (const char *)val.data);
+	val.len = 0;
+	cr_assert_eq(tfsd_xattr_list(&fs, &n, "x", &val), TFS_E_OK);
+	cr_expect(memmem(val.data, val.len, "user.tilefs.range", 18) != NULL);
+	tfsd_node_release(&fs, &n);
+	tfs_buf_release(&val);
 }
 
 /* Raw bytes of one field over a subarray through the query API. */

@@ -1,0 +1,286 @@
+/* Tile statistics of an attribute over the visible fragments (tilefs.h,
+ * "Tile statistics"): the per-tile mins, maxes, sums and null counts of
+ * the fragment metadata (fragment.md §6) with each tile's box, read
+ * without decoding a tile. */
+#include "tfs_read.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "tfs_alloc.h"
+#include "tfs_bytes.h"
+
+/* Dimensions of a schema at most (format/schema.md). */
+#define TFS_MAX_DIMS_STATS 128
+
+void tfs_tile_stats_release(struct tfs_tile_stats *s)
+{
+	if (!s)
+		return;
+	tfs_free(s->tiles);
+	tfs_free(s->coords);
+	memset(s, 0, sizeof(*s));
+}
+
+/* A value of a numeric type as a double. */
+static double num_at(uint8_t type, const uint8_t *p)
+{
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_FLOAT:
+		return tfs_value_as_f64(type, p);
+	case TFS_CLASS_SIGNED:
+		return (double)tfs_value_as_i64(type, p);
+	default:
+		return (double)tfs_value_as_u64(type, p);
+	}
+}
+
+/* A coordinate of an integer dimension as int64; false when it is not. */
+static bool stat_coord(uint8_t type, const uint8_t *p, int64_t *out)
+{
+	if (tfs_datatype_class(type) == TFS_CLASS_SIGNED) {
+		*out = tfs_value_as_i64(type, p);
+		return true;
+	}
+	if (tfs_datatype_class(type) == TFS_CLASS_UNSIGNED &&
+	    tfs_value_as_u64(type, p) <= INT64_MAX) {
+		*out = (int64_t)tfs_value_as_u64(type, p);
+		return true;
+	}
+	return false;
+}
+
+/* The statistics lists of one slot, as stored. */
+struct slot_stats {
+	uint8_t *mins, *maxes, *sums, *nulls;
+	size_t mins_len, maxes_len, sums_len, nulls_len;
+};
+
+static void slot_stats_release(struct slot_stats *ss)
+{
+	tfs_free(ss->mins);
+	tfs_free(ss->maxes);
+	tfs_free(ss->sums);
+	tfs_free(ss->nulls);
+	memset(ss, 0, sizeof(*ss));
+}
+
+static enum tfs_err slot_stats_load(struct tfs_arraydir *dir,
+				    struct tfs_fragment *f, uint32_t slot,
+				    struct slot_stats *ss, struct tfs_diag *d)
+{
+	const struct tfs_footer *ft = &f->footer;
+	enum tfs_err e;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!ft->tile_mins_off || slot >= ft->slot_num)
+		return TFS_E_OK;
+	e = tfs_fragment_meta_tile(dir, f, ft->tile_mins_off[slot], &ss->mins,
+				   &ss->mins_len, d);
+	if (!e)
+		e = tfs_fragment_meta_tile(dir, f, ft->tile_maxes_off[slot],
+					   &ss->maxes, &ss->maxes_len, d);
+	if (!e)
+		e = tfs_fragment_meta_tile(dir, f, ft->tile_sums_off[slot],
+					   &ss->sums, &ss->sums_len, d);
+	if (!e)
+		e = tfs_fragment_meta_tile(dir, f,
+					   ft->tile_null_counts_off[slot],
+					   &ss->nulls, &ss->nulls_len, d);
+	if (e)
+		slot_stats_release(ss);
+	return e;
+}
+
+/* Fills the statistics of tile t from the lists (those that hold one
+ * entry per tile of the fragment; others are left out). */
+static void stat_fill(const struct slot_stats *ss, uint64_t tile_num,
+		      uint8_t type, uint64_t t, struct tfs_tile_stat *out)
+{
+	size_t w = tfs_datatype_size(type);
+
+	if (ss->mins_len >= 16 && ss->maxes_len >= 16 &&
+	    tfs_get_u64(ss->mins) == tile_num * w &&
+	    tfs_get_u64(ss->maxes) == tile_num * w &&
+	    ss->mins_len >= 16 + tile_num * w &&
+	    ss->maxes_len >= 16 + tile_num * w) {
+		out->min = num_at(type, ss->mins + 16 + t * w);
+		out->max = num_at(type, ss->maxes + 16 + t * w);
+		/* A tile of nulls only keeps the scan's start: min > max. */
+		out->has_minmax = out->min <= out->max;
+	}
+	if (ss->sums_len >= 8 && tfs_get_u64(ss->sums) == tile_num &&
+	    ss->sums_len >= 8 + tile_num * 8) {
+		const uint8_t *p = ss->sums + 8 + t * 8;
+
+		switch (tfs_datatype_class(type)) {
+		case TFS_CLASS_FLOAT:
+			out->sum = tfs_value_as_f64(TFS_FLOAT64, p);
+			break;
+		case TFS_CLASS_SIGNED:
+			out->sum = (double)(int64_t)tfs_get_u64(p);
+			break;
+		default:
+			out->sum = (double)tfs_get_u64(p);
+			break;
+		}
+		out->has_sum = isfinite(out->sum);
+	}
+	if (ss->nulls_len >= 8 && tfs_get_u64(ss->nulls) == tile_num &&
+	    ss->nulls_len >= 8 + tile_num * 8) {
+		out->nulls = tfs_get_u64(ss->nulls + 8 + t * 8);
+		if (out->nulls > out->cells)
+			out->nulls = out->cells;
+	}
+}
+
+/* The box of tile t of a dense fragment: the space tile clipped to the
+ * fragment's non-empty domain; false when the domain is not usable. */
+static bool dense_tile_box(const struct tfs_fragment *f, uint64_t t,
+			   int64_t *lo, int64_t *hi, uint64_t *cells)
+{
+	const struct tfs_schema *s = f->schema;
+	uint32_t nd = s->dim_num;
+	int64_t tlo[TFS_MAX_DIMS_STATS], tnum[TFS_MAX_DIMS_STATS];
+
+	*cells = 1;
+	for (uint32_t k = 0; k < nd; k++) {
+		const struct tfs_dim *dm = &s->dims[k];
+		int64_t dlo, ext, nlo, nhi;
+
+		if (!dm->has_extent ||
+		    !stat_coord(dm->type, dm->domain[0], &dlo) ||
+		    !stat_coord(dm->type, dm->extent, &ext) || ext <= 0 ||
+		    !stat_coord(dm->type, f->footer.ned[k].lo, &nlo) ||
+		    !stat_coord(dm->type, f->footer.ned[k].hi, &nhi) ||
+		    nlo < dlo || nhi < nlo)
+			return false;
+		tlo[k] = (nlo - dlo) / ext;
+		tnum[k] = (nhi - dlo) / ext - tlo[k] + 1;
+	}
+	/* Tile numbers run over the fragment's tile box in tile order. */
+	for (uint32_t n = 0; n < nd; n++) {
+		uint32_t k = s->tile_order == TFS_COL_MAJOR ? n : nd - 1 - n;
+		const struct tfs_dim *dm = &s->dims[k];
+		int64_t dlo, ext, nlo, nhi, idx;
+
+		(void)stat_coord(dm->type, dm->domain[0], &dlo);
+		(void)stat_coord(dm->type, dm->extent, &ext);
+		(void)stat_coord(dm->type, f->footer.ned[k].lo, &nlo);
+		(void)stat_coord(dm->type, f->footer.ned[k].hi, &nhi);
+		idx = tlo[k] + (int64_t)(t % (uint64_t)tnum[k]);
+		t /= (uint64_t)tnum[k];
+		lo[k] = dlo + idx * ext;
+		hi[k] = lo[k] + ext - 1;
+		if (lo[k] < nlo)
+			lo[k] = nlo;
+		if (hi[k] > nhi)
+			hi[k] = nhi;
+		*cells *= (uint64_t)(hi[k] - lo[k] + 1);
+	}
+	return true;
+}
+
+static bool sparse_tile_box(const struct tfs_fragment *f,
+			    const struct tfs_rtree *rt, uint64_t t, int64_t *lo,
+			    int64_t *hi)
+{
+	uint32_t nd = f->schema->dim_num;
+
+	if (t >= rt->leaf_num || rt->dim_num != nd)
+		return false;
+	for (uint32_t k = 0; k < nd; k++) {
+		const struct tfs_range *r = &rt->leaves[t * nd + k];
+
+		if (!stat_coord(f->schema->dims[k].type, r->lo, &lo[k]) ||
+		    !stat_coord(f->schema->dims[k].type, r->hi, &hi[k]))
+			return false;
+	}
+	return true;
+}
+
+enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
+				  struct tfs_tile_stats *out,
+				  struct tfs_diag *d)
+{
+	struct tfs_arraydir *dir = a->dir;
+	const struct tfs_schema *s = dir->schema;
+	uint32_t nd = s->dim_num;
+	size_t total = 0, n = 0;
+	enum tfs_err e = TFS_E_OK;
+	int ai = tfs_schema_attr_index(s, attr);
+
+	memset(out, 0, sizeof(*out));
+	out->dim_num = nd;
+	if (ai < 0)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "no attribute '%s'", attr);
+	if (nd > TFS_MAX_DIMS_STATS)
+		return tfs_fail(d, TFS_E_UNSUPPORTED, "%u dimensions", nd);
+	for (uint32_t k = 0; k < nd; k++)
+		if (!tfs_datatype_is_integer(s->dims[k].type) || s->dims[k].var)
+			return tfs_fail(d, TFS_E_UNSUPPORTED,
+					"dimension '%s' is not an integer",
+					s->dims[k].name);
+	for (size_t i = 0; i < dir->fragment_num; i++)
+		if (!dir->fragments[i]->footer.empty)
+			total += dir->fragments[i]->tile_num;
+	if (total > ((size_t)1 << 26))
+		return tfs_fail(d, TFS_E_TOO_BIG, "%zu tiles", total);
+	out->tiles = tfs_callocn(total ? total : 1, sizeof(*out->tiles));
+	out->coords =
+		tfs_callocn(total ? total * 2 * nd : 1, sizeof(*out->coords));
+	if (!out->tiles || !out->coords) {
+		tfs_tile_stats_release(out);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; !e && i < dir->fragment_num; i++) {
+		struct tfs_fragment *f = dir->fragments[i];
+		const struct tfs_rtree *rt = NULL;
+		struct slot_stats ss;
+		int fa;
+		uint8_t type;
+
+		if (f->footer.empty || !f->tile_num || f->schema->dim_num != nd)
+			continue;
+		fa = tfs_schema_attr_index(f->schema, attr);
+		if (fa < 0)
+			continue;
+		type = f->schema->attrs[fa].type;
+		if (!f->footer.dense) {
+			e = tfs_fragment_rtree(dir, f, &rt, d);
+			if (e)
+				break;
+		}
+		e = slot_stats_load(dir, f, (uint32_t)fa, &ss, d);
+		for (uint64_t t = 0; !e && t < f->tile_num; t++) {
+			struct tfs_tile_stat *ts = &out->tiles[n];
+			int64_t *lo = out->coords + n * 2 * nd, *hi = lo + nd;
+			bool ok;
+
+			if (f->footer.dense) {
+				ok = dense_tile_box(f, t, lo, hi, &ts->cells);
+			} else {
+				ok = sparse_tile_box(f, rt, t, lo, hi);
+				ts->cells = tfs_fragment_tile_cells(f, t);
+			}
+			if (!ok)
+				continue;
+			ts->frag = (uint32_t)i;
+			ts->lo = lo;
+			ts->hi = hi;
+			if (!f->schema->attrs[fa].var &&
+			    f->schema->attrs[fa].cell_val_num == 1 &&
+			    tfs_datatype_class(type) <= TFS_CLASS_FLOAT &&
+			    tfs_datatype_size(type) <= 8)
+				stat_fill(&ss, f->tile_num, type, t, ts);
+			n++;
+		}
+		slot_stats_release(&ss);
+	}
+	if (e) {
+		tfs_tile_stats_release(out);
+		return e;
+	}
+	out->num = n;
+	return TFS_E_OK;
+}
