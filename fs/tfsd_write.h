@@ -25,7 +25,7 @@ enum tfsd_wkind {
 	TFSD_W_META,      /* A/metadata/<key>: sets the key */
 	TFSD_W_NPY_NEW,   /* DIR/NAME.npy: a new dense array DIR/NAME */
 	TFSD_W_EVOLVE,    /* A/schema.json: evolves the array's schema */
-	TFSD_W_DELETE,    /* A/delete: a condition; deletes the cells it matches */
+	TFSD_W_DELETE, /* A/delete: a condition; deletes the cells it matches */
 	/* Any other new name in an array or plain folder (an rsync or
 	 * editor temporary): staged only, committed when renamed onto one
 	 * of the names above. */

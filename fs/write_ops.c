@@ -153,8 +153,8 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 		    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st,
 				   NULL) &&
 		    st.exists && st.is_dir &&
-		    !tfs_object_type(tfsd_arrays_vfs(fs->arrays), t->path,
-				     &obj, NULL) &&
+		    !tfs_object_type(tfsd_arrays_vfs(fs->arrays), t->path, &obj,
+				     NULL) &&
 		    obj == TFS_OBJECT_ARRAY)
 			t->kind = TFSD_W_CSV_ARRAY;
 		tfs_free(stem_name);
@@ -285,7 +285,8 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 			char *shown = join("metadata", name);
 
 			e = shown ? target_init(fs, out,
-						temp ? TFSD_W_TEMP : TFSD_W_META,
+						temp ? TFSD_W_TEMP
+						     : TFSD_W_META,
 						dir.rel, shown, array_vpath, d)
 				  : TFS_E_NOMEM;
 			tfs_free(shown);
@@ -433,8 +434,8 @@ static bool parse_number(uint8_t type, const char *s, uint8_t *v)
  * receives the first line that is no such value (NUL-terminated, cut to
  * bad_cap). True when every line parses. */
 static bool parse_lines(uint8_t type, const char *text, size_t len,
-			uint8_t **vals, uint32_t *num, char *bad, size_t bad_cap,
-			enum tfs_err *e)
+			uint8_t **vals, uint32_t *num, char *bad,
+			size_t bad_cap, enum tfs_err *e)
 {
 	size_t size = tfs_datatype_size(type), lines = 1, i = 0;
 	char *copy = tfs_strndup(text, len), *p, *nl;
@@ -464,8 +465,8 @@ static bool parse_lines(uint8_t type, const char *text, size_t len,
 		while (*p == ' ' || *p == '\t' || *p == '\r')
 			p++;
 		for (size_t n = strlen(p);
-		     n && (p[n - 1] == ' ' || p[n - 1] == '\t' ||
-			   p[n - 1] == '\r');
+		     n &&
+		     (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r');
 		     n--)
 			p[n - 1] = '\0';
 		ok = parse_number(type, p, *vals + i * size);
@@ -502,8 +503,7 @@ static bool decimal_text(const char *text, size_t len)
 
 enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 				   const char *text, size_t len,
-				   struct tfs_meta_kv *out,
-				   struct tfs_diag *d)
+				   struct tfs_meta_kv *out, struct tfs_diag *d)
 {
 	bool have_old = old && !old->deleted;
 	unsigned cls = have_old ? tfs_datatype_class(old->type) : 0;
@@ -558,7 +558,8 @@ enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 	out->type = have_old ? old->type : TFS_STRING_UTF8;
 	out->value = tfs_memdup(len ? text : "", len ? len : 1);
 	out->value_num = (uint32_t)len;
-	return out->value ? TFS_E_OK : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return out->value ? TFS_E_OK
+			  : tfs_fail(d, TFS_E_NOMEM, "out of memory");
 }
 
 /* ---- Commits ------------------------------------------------------------------ */
@@ -745,7 +746,8 @@ static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
 	if (!e) {
 		res->wrote = changed;
 		snprintf(res->what, sizeof(res->what), "%s",
-			 changed ? "schema evolved" : "same schema: nothing written");
+			 changed ? "schema evolved"
+				 : "same schema: nothing written");
 	}
 out_doc:
 	tfs_buf_release(&doc);
@@ -1331,9 +1333,9 @@ static const char *npy_type_name(const char *descr, uint64_t *size)
 		const char *descr, *type;
 		uint64_t size;
 	} types[] = {
-		{"i1", "INT8", 1},    {"i2", "INT16", 2},   {"i4", "INT32", 4},
-		{"i8", "INT64", 8},   {"u1", "UINT8", 1},   {"u2", "UINT16", 2},
-		{"u4", "UINT32", 4},  {"u8", "UINT64", 8},  {"f4", "FLOAT32", 4},
+		{"i1", "INT8", 1},    {"i2", "INT16", 2},  {"i4", "INT32", 4},
+		{"i8", "INT64", 8},   {"u1", "UINT8", 1},  {"u2", "UINT16", 2},
+		{"u4", "UINT32", 4},  {"u8", "UINT64", 8}, {"f4", "FLOAT32", 4},
 		{"f8", "FLOAT64", 8}, {"b1", "BOOL", 1},
 	};
 	const char *g = descr;
@@ -1357,7 +1359,8 @@ static const char *npy_type_name(const char *descr, uint64_t *size)
 /* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
  * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
  * values written as the slice of the whole array; undone when refused. */
-static enum tfs_err commit_npy_new(struct tfsd *fs, const struct tfsd_wtarget *t,
+static enum tfs_err commit_npy_new(struct tfsd *fs,
+				   const struct tfsd_wtarget *t,
 				   const char *staged, struct tfsd_wresult *res,
 				   struct tfs_diag *d)
 {
@@ -1456,7 +1459,8 @@ static enum tfs_err commit_npy_new(struct tfsd *fs, const struct tfsd_wtarget *t
 	for (size_t k = 0; !e && k < dims; k++) {
 		e = tfs_buf_printf(&json,
 				   "%s{\"name\":\"d%zu\",\"type\":\"UINT64\","
-				   "\"domain\":[0,%" PRIu64 "],\"tile\":%" PRIu64
+				   "\"domain\":[0,%" PRIu64
+				   "],\"tile\":%" PRIu64
 				   ",\"filters\":[\"ZSTD(level=-1)\"]}",
 				   k ? "," : "", k, shape[k] - 1, extent[k]);
 		if (!e)
@@ -1472,8 +1476,8 @@ static enum tfs_err commit_npy_new(struct tfsd *fs, const struct tfsd_wtarget *t
 		e = tfs_fail(d, e, "out of memory");
 		goto out;
 	}
-	e = tfs_schema_from_json_new((const char *)json.data, json.len,
-				     &schema, d);
+	e = tfs_schema_from_json_new((const char *)json.data, json.len, &schema,
+				     d);
 	if (e) {
 		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
 		goto out;
@@ -1530,8 +1534,12 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	case TFSD_W_NPY_NEW:
 		e = commit_npy_new(fs, t, staged_path, res, d);
 		break;
-	case TFSD_W_EVOLVE: e = commit_evolve(fs, t, staged_path, res, d); break;
-	case TFSD_W_DELETE: e = commit_delete(fs, t, staged_path, res, d); break;
+	case TFSD_W_EVOLVE:
+		e = commit_evolve(fs, t, staged_path, res, d);
+		break;
+	case TFSD_W_DELETE:
+		e = commit_delete(fs, t, staged_path, res, d);
+		break;
 	default: return TFS_E_OK;
 	}
 	if (!e)

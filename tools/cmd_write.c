@@ -389,7 +389,8 @@ int cmd_delete(int argc, char **argv)
 	}
 	if (optind + 1 != argc || !where) {
 		cli_common_release(&c);
-		return cli_usage("delete", "delete takes PATH and --where COND");
+		return cli_usage("delete",
+				 "delete takes PATH and --where COND");
 	}
 	tfs_diag_init(&d);
 	if (!cli_rooted(argv[optind], false, &wo.vfs, &path)) {
@@ -406,8 +407,8 @@ int cmd_delete(int argc, char **argv)
 		struct tfs_diag wd;
 
 		tfs_diag_init(&wd);
-		e = tfsr_where_parse(tfs_array_schema(a), a, where, strlen(where),
-				     &cond, NULL, &wd);
+		e = tfsr_where_parse(tfs_array_schema(a), a, where,
+				     strlen(where), &cond, NULL, &wd);
 		if (e)
 			e = tfs_fail(&d, e, "--where '%s': %s", where,
 				     tfs_diag_msg(&wd));

@@ -119,7 +119,8 @@ static enum tfs_err header_matches(const struct tfs_schema *s,
 						 lx->fields[k].len));
 	}
 	for (uint32_t i = 0; i < s->attr_num && !e; i++)
-		e = tfs_buf_printf(&want, "%s%s", i ? "," : "", s->attrs[i].name);
+		e = tfs_buf_printf(&want, "%s%s", i ? "," : "",
+				   s->attrs[i].name);
 	if (!e)
 		e = tfs_buf_append_u8(&got, 0);
 	if (!e)
@@ -291,7 +292,8 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 		if (append) {
 			size_t size = tfs_datatype_size(s->dims[0].type);
 
-			box[0] = (struct tfs_range){.lo = alo, .hi = ahi,
+			box[0] = (struct tfs_range){.lo = alo,
+						    .hi = ahi,
 						    .lo_len = size,
 						    .hi_len = size};
 			tfs_writer_free(ws.w);

@@ -110,7 +110,8 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 	if (max_t >= t)
 		t = max_t + 1;
 	tfs__wait_until_ms(t);
-	if ((e = tfs_name_new(name, sizeof(name), t, t, TFS_FORMAT_VERSION_WRITE, ".del"))) {
+	if ((e = tfs_name_new(name, sizeof(name), t, t,
+			      TFS_FORMAT_VERSION_WRITE, ".del"))) {
 		e = tfs_fail(d, e, "no random bytes");
 		goto out;
 	}

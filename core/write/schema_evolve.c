@@ -93,11 +93,13 @@ static const char *enum_file_of(const struct tfs_schema *s, const char *name)
 static bool extends(const struct tfs_enumeration *cur,
 		    const struct tfs_enumeration *next)
 {
-	if (cur->type != next->type || cur->cell_val_num != next->cell_val_num ||
+	if (cur->type != next->type ||
+	    cur->cell_val_num != next->cell_val_num ||
 	    cur->ordered != next->ordered || next->value_num < cur->value_num)
 		return false;
 	if (!cur->offsets) {
-		uint64_t size = cur->value_num ? cur->data_size / cur->value_num : 0;
+		uint64_t size = cur->value_num ? cur->data_size / cur->value_num
+					       : 0;
 
 		return !next->offsets && next->data_size >= cur->data_size &&
 		       (cur->value_num == 0 ||
@@ -212,8 +214,9 @@ static enum tfs_err plan_enumerations(const char *path,
 			break;
 		}
 		if (old && old_file && old->value_num == r->def->value_num) {
-			ev->refs[i] = (struct tfs_enum_ref){
-				.name = r->name, .file = (char *)old_file};
+			ev->refs[i] =
+				(struct tfs_enum_ref){.name = r->name,
+						      .file = (char *)old_file};
 			continue;
 		}
 		if ((e = tfs_uuid_new(uuid))) {
@@ -241,8 +244,9 @@ static enum tfs_err plan_enumerations(const char *path,
 /* The next schema: the current one with next's attributes (those kept
  * exactly as they were) and enumerations. */
 static enum tfs_err plan_schema(const char *path, const struct tfs_arraydir *ad,
-				const struct tfs_schema *next, struct evolve *ev,
-				bool *changed, struct tfs_diag *d)
+				const struct tfs_schema *next,
+				struct evolve *ev, bool *changed,
+				struct tfs_diag *d)
 {
 	const struct tfs_schema *cur = ad->schema;
 	enum tfs_err e;
@@ -288,7 +292,8 @@ static enum tfs_err plan_schema(const char *path, const struct tfs_arraydir *ad,
 		bool kept = false;
 
 		for (uint32_t k = 0; k < next->enum_num; k++)
-			if (strcmp(cur->enums[i].name, next->enums[k].name) == 0)
+			if (strcmp(cur->enums[i].name, next->enums[k].name) ==
+			    0)
 				kept = true;
 		*changed = !kept;
 	}
