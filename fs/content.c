@@ -11,9 +11,15 @@
  *  - whole: small files (documents, small selections) are rendered at
  *    the first stat or open and kept in a small cache with their exact
  *    size;
- *  - stream: everything else is produced front to back (size 0, direct
- *    I/O); a read behind the window restarts the stream. After one
- *    complete pass the exact size is remembered.
+ *  - stream: everything else is produced front to back (direct I/O).
+ *    Its exact size comes from a counting pass at the first stat (the
+ *    cells rendered and dropped, on two threads for dense selections),
+ *    remembered per array version with an index of where the text of
+ *    each step's cells begins, so that a read at any offset of a dense
+ *    stream starts at the step that holds it. Selections of more than
+ *    COUNT_MAX cells × fields are not counted: size 0 until read. Such
+ *    files (neither small nor of a size known without rendering) are
+ *    left out of listings (tfsd_slice_listable) but open by name.
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
  * When a vacuum removes fragments that a file still reads, the file goes
@@ -38,9 +44,35 @@
 /* A stream keeps this much behind the last read for slightly reordered
  * reads before it drops the bytes. */
 #define KEEP_BEHIND ((size_t)4 << 20)
+/* A read further than this past a stream's end starts the stream again
+ * at the index's mark for it, if the file has an index. */
+#define SEEK_AHEAD ((uint64_t)4 << 20)
 /* Rendered files kept by the render cache. */
 #define RENDER_ENTRIES 128
 #define RENDER_MAX_FILE ((size_t)16 << 20)
+/* Sizes (and text indexes) of streamed files remembered. */
+#define SIZE_ENTRIES 1024
+/* Marks of one file's index at most: beyond, every other one goes. */
+#define MARKS_MAX 65536
+/* Streams of more cells × fields than this are not counted at stat. */
+#define COUNT_MAX ((uint64_t)1 << 26)
+
+/* Where the bytes of a cell of a dense stream begin. */
+struct mark {
+	uint64_t cell;
+	uint64_t off;
+};
+
+/* The exact size of a streamed file of one array version, and its
+ * index (marks by cell, ascending; none when not seekable). */
+struct sized {
+	uint64_t gen;
+	char *vpath;
+	uint64_t size;
+	struct mark *marks;
+	size_t mark_num;
+	uint64_t used;
+};
 
 /* ---- The render cache ---------------------------------------------------- */
 
@@ -58,6 +90,7 @@ struct tfsd_renders {
 	uint64_t bytes;                      /* protected by lock */
 	uint64_t clock;                      /* protected by lock */
 	struct render entries[RENDER_ENTRIES]; /* protected by lock */
+	struct sized sizes[SIZE_ENTRIES];      /* protected by lock */
 };
 
 enum tfs_err tfsd_renders_new(uint64_t budget, struct tfsd_renders **out)
@@ -80,12 +113,21 @@ static void render_clear(struct render *en)
 	memset(en, 0, sizeof(*en));
 }
 
+static void sized_clear(struct sized *z)
+{
+	tfs_free(z->vpath);
+	tfs_free(z->marks);
+	memset(z, 0, sizeof(*z));
+}
+
 void tfsd_renders_free(struct tfsd_renders *r)
 {
 	if (!r)
 		return;
 	for (size_t i = 0; i < RENDER_ENTRIES; i++)
 		render_clear(&r->entries[i]);
+	for (size_t i = 0; i < SIZE_ENTRIES; i++)
+		sized_clear(&r->sizes[i]);
 	pthread_mutex_destroy(&r->lock);
 	tfs_free(r);
 }
@@ -178,6 +220,99 @@ static void renders_put(struct tfsd_renders *r, uint64_t gen,
 		render_clear(&old[i]);
 }
 
+/* ---- Sizes and indexes of streamed files -------------------------------- */
+
+static struct sized *sizes_at(struct tfsd_renders *r, uint64_t gen,
+			      const char *vpath)
+{
+	for (size_t i = 0; i < SIZE_ENTRIES; i++) {
+		struct sized *z = &r->sizes[i];
+
+		if (z->vpath && z->gen == gen && !strcmp(z->vpath, vpath))
+			return z;
+	}
+	return NULL;
+}
+
+/* The remembered size of a streamed file. */
+static bool sizes_find(struct tfsd_renders *r, uint64_t gen,
+		       const char *vpath, uint64_t *size)
+{
+	struct sized *z;
+
+	pthread_mutex_lock(&r->lock);
+	z = sizes_at(r, gen, vpath);
+	if (z) {
+		z->used = ++r->clock;
+		*size = z->size;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return z != NULL;
+}
+
+/* The last mark of the file's index at or before offset off. */
+static bool sizes_mark(struct tfsd_renders *r, uint64_t gen,
+		       const char *vpath, uint64_t off, struct mark *out)
+{
+	struct sized *z;
+	bool found = false;
+
+	pthread_mutex_lock(&r->lock);
+	z = sizes_at(r, gen, vpath);
+	if (z && z->mark_num && z->marks[0].off <= off) {
+		size_t lo = 0, hi = z->mark_num; /* marks[lo].off <= off */
+
+		while (hi - lo > 1) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (z->marks[mid].off <= off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		*out = z->marks[lo];
+		found = true;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return found;
+}
+
+/* Remembers a streamed file's size and index (which it takes). */
+static void sizes_put(struct tfsd_renders *r, uint64_t gen, const char *vpath,
+		      uint64_t size, struct mark *marks, size_t mark_num)
+{
+	struct sized fresh = {.gen = gen, .size = size, .marks = marks,
+			      .mark_num = mark_num};
+	struct sized old;
+	size_t slot = SIZE_ENTRIES, empty = SIZE_ENTRIES, lru = 0;
+
+	fresh.vpath = tfs_strdup(vpath);
+	if (!fresh.vpath) {
+		sized_clear(&fresh);
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < SIZE_ENTRIES; i++) {
+		struct sized *z = &r->sizes[i];
+
+		if (z->vpath && z->gen == gen && !strcmp(z->vpath, vpath)) {
+			slot = i;
+			break;
+		}
+		if (!z->vpath && empty == SIZE_ENTRIES)
+			empty = i;
+		else if (z->vpath && z->used < r->sizes[lru].used)
+			lru = i;
+	}
+	if (slot == SIZE_ENTRIES)
+		slot = empty < SIZE_ENTRIES ? empty : lru;
+	old = r->sizes[slot];
+	fresh.used = ++r->clock;
+	r->sizes[slot] = fresh;
+	pthread_mutex_unlock(&r->lock);
+	sized_clear(&old);
+}
+
 /* ---- Plans ------------------------------------------------------------- */
 
 /* A slice file planned on the node's array version. */
@@ -186,12 +321,14 @@ struct plan {
 	struct tfsd_arr *arr; /* a reference */
 	struct tfsr_slice *sl;
 	char *rel; /* the array, relative to SOURCE (to open it again) */
+	struct tfs_where *where; /* under where[COND]/ */
 };
 
 static void plan_release(struct tfsd *fs, struct plan *p)
 {
 	tfsd_arr_put(fs->arrays, p->arr);
 	tfsr_slice_free(p->sl);
+	tfs_where_free(p->where);
 	tfs_free(p->rel);
 	memset(p, 0, sizeof(*p));
 }
@@ -224,6 +361,13 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 	if (!p->rel) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto fail;
+	}
+	if (n->where) {
+		e = tfsr_where_parse(n->arr->schema, n->arr->a, n->where,
+				     n->where_len, &p->where, NULL, d);
+		if (e)
+			goto fail;
+		o.where = p->where;
 	}
 	e = tfsr_slice_open(n->arr->a, &o, &p->sl, d);
 	if (e)
@@ -312,6 +456,133 @@ static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
 	return e;
 }
 
+/* ---- The counting pass ---------------------------------------------------- */
+
+/* One part of a counting pass: cells [c0, c1) of a dense stream (the
+ * first part with what begin produces; the last one with end's), or a
+ * whole sparse stream. */
+struct count_part {
+	struct plan *p;
+	uint64_t c0, c1;
+	bool first, last;
+	uint64_t bytes;
+	struct mark *marks;
+	size_t mark_num, mark_cap;
+	enum tfs_err e;
+	struct tfs_diag d;
+};
+
+static enum tfs_err mark_add(struct count_part *cp, uint64_t cell,
+			     uint64_t off)
+{
+	if (cp->mark_num == MARKS_MAX) {
+		/* Every other one goes: the index stays evenly spread. */
+		for (size_t i = 0; i < MARKS_MAX / 2; i++)
+			cp->marks[i] = cp->marks[2 * i];
+		cp->mark_num = MARKS_MAX / 2;
+	}
+	if (tfs_grow(&cp->marks, &cp->mark_cap, cp->mark_num + 1,
+		     sizeof(*cp->marks)))
+		return TFS_E_NOMEM;
+	cp->marks[cp->mark_num++] = (struct mark){cell, off};
+	return TFS_E_OK;
+}
+
+static void *count_part_run(void *arg)
+{
+	struct count_part *cp = arg;
+	struct plan *p = cp->p;
+	bool seekable = tfsr_slice_seekable(p->sl);
+	struct tfsr_stream st;
+	enum tfs_err e = TFS_E_OK;
+
+	tfsr_stream_init(&st, p->sl, p->arr->a);
+	if (!cp->first)
+		e = tfsr_stream_start_at(&st, cp->c0, 0, &cp->d);
+	while (!e && !st.done && (cp->last || st.next_cell < cp->c1)) {
+		if (seekable && st.started)
+			e = mark_add(cp, st.next_cell, st.base + st.out.len);
+		if (!e)
+			e = tfsr_stream_step(&st, &cp->d);
+		if (!e)
+			e = stream_account(p->fs, &st, &cp->d);
+		st.base += st.out.len;
+		st.out.len = 0;
+	}
+	cp->bytes = st.base;
+	stream_release(p->fs, &st);
+	if (e == TFS_E_NOMEM && !cp->d.code)
+		tfs_fail(&cp->d, e, "out of memory");
+	cp->e = e;
+	return NULL;
+}
+
+/* The exact size of a streamed plan, rendering its cells and dropping
+ * the bytes: dense selections in two halves on two threads, with the
+ * index of where each step's cells begin (*marks, which the caller
+ * takes). */
+static enum tfs_err count_plan(struct plan *p, uint64_t *size,
+			       struct mark **marks, size_t *mark_num,
+			       struct tfs_diag *d)
+{
+	struct count_part part[2];
+	uint64_t step = tfsr_slice_step_cells(p->sl), mid = 0;
+	size_t parts = 1;
+	pthread_t worker;
+	bool threaded = false;
+	enum tfs_err e;
+
+	*marks = NULL;
+	*mark_num = 0;
+	memset(part, 0, sizeof(part));
+	for (size_t i = 0; i < 2; i++) {
+		part[i].p = p;
+		tfs_diag_init(&part[i].d);
+	}
+	part[0].first = true;
+	part[0].last = true;
+	if (tfsr_slice_seekable(p->sl) && p->sl->cells / 2 >= step) {
+		/* The first half ends on a step of its own stream. */
+		mid = p->sl->cells / 2 / step * step;
+		parts = 2;
+		part[0].last = false;
+		part[0].c1 = mid;
+		part[1].c0 = mid;
+		part[1].c1 = p->sl->cells;
+		part[1].last = true;
+		threaded = pthread_create(&worker, NULL, count_part_run,
+					  &part[1]) == 0;
+	}
+	count_part_run(&part[0]);
+	if (parts == 2) {
+		if (threaded)
+			pthread_join(worker, NULL);
+		else
+			count_part_run(&part[1]);
+	}
+	e = part[0].e;
+	if (e)
+		*d = part[0].d;
+	else if (parts == 2 && (e = part[1].e))
+		*d = part[1].d;
+	if (!e && parts == 2) {
+		for (size_t i = 0; !e && i < part[1].mark_num; i++)
+			e = mark_add(&part[0], part[1].marks[i].cell,
+				     part[1].marks[i].off + part[0].bytes);
+		if (e)
+			e = tfs_fail(d, e, "out of memory");
+	}
+	if (!e) {
+		*size = part[0].bytes + (parts == 2 ? part[1].bytes : 0);
+		*marks = part[0].marks;
+		*mark_num = part[0].mark_num;
+		part[0].marks = NULL;
+	}
+	tfs_free(part[0].marks);
+	tfs_free(part[1].marks);
+	return e;
+}
+
 /* ---- Files ---------------------------------------------------------------- */
 
 enum serve { SERVE_WHOLE, SERVE_RANDOM, SERVE_STREAM };
@@ -391,6 +662,45 @@ static bool plan_whole(const struct tfsd *fs, const struct plan *p)
 	return (p->sl->r->flags & TFSR_R_IMAGE) || plan_small(fs, p);
 }
 
+/* Whether the plan's exact size is known without rendering. */
+static bool plan_known_size(const struct plan *p)
+{
+	return p->sl->dense && p->sl->r->size_kind != TFSR_SIZE_RENDERED &&
+	       (p->sl->fixed || p->sl->r->size_kind == TFSR_SIZE_COUNTED);
+}
+
+/* Whether a counting pass of the plan is cheap enough for a stat. */
+static bool plan_countable(const struct plan *p)
+{
+	uint64_t cells = p->sl->dense ? p->sl->cells : p->arr->sparse_cells;
+	uint64_t weighted;
+
+	return !__builtin_mul_overflow(cells, (uint64_t)p->sl->nfields,
+				       &weighted) &&
+	       weighted <= COUNT_MAX;
+}
+
+bool tfsd_slice_listable(struct tfsd *fs, struct tfsd_arr *arr, int field,
+			 enum tfsr_format fmt, const char *sel, size_t sel_len)
+{
+	struct tfsd_node n = {.kind = TFSD_N_FILE, .file = TFSD_F_SLICE,
+			      .arr = arr, .field = field, .fmt = fmt,
+			      .sel = (char *)sel, .sel_len = sel_len};
+	struct tfs_diag d;
+	struct plan p;
+	uint64_t size;
+	bool listable;
+
+	tfs_diag_init(&d);
+	if (plan_open(fs, &n, &p, &d))
+		return false;
+	listable = plan_whole(fs, &p) ||
+		   (plan_known_size(&p) && tfsr_slice_known_size(p.sl, &size) &&
+		    size <= (uint64_t)INT64_MAX);
+	plan_release(fs, &p);
+	return listable;
+}
+
 enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			    const char *vpath, struct tfsd_size *out,
 			    struct tfs_diag *d)
@@ -415,11 +725,14 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 		out->exact = true;
 		return TFS_E_OK;
 	}
+	if (sizes_find(fs->renders, n->arr->gen, vpath, &out->size)) {
+		out->exact = true;
+		return TFS_E_OK;
+	}
 	e = plan_open(fs, n, &p, d);
 	if (e)
 		return e;
-	if (p.sl->dense && p.sl->r->size_kind != TFSR_SIZE_RENDERED &&
-	    (p.sl->fixed || p.sl->r->size_kind == TFSR_SIZE_COUNTED)) {
+	if (plan_known_size(&p)) {
 		out->exact = tfsr_slice_known_size(p.sl, &out->size);
 		/* No file holds 2^63 bytes or more (off_t): refused with a
 		 * reason, rather than a size the kernel turns into EIO. */
@@ -437,6 +750,16 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			renders_put(fs->renders, n->arr->gen, vpath, buf.data,
 				    buf.len);
 			out->size = buf.len;
+			out->exact = true;
+		}
+	} else if (plan_countable(&p)) {
+		struct mark *marks;
+		size_t mark_num;
+
+		e = count_plan(&p, &out->size, &marks, &mark_num, d);
+		if (!e) {
+			sizes_put(fs->renders, n->arr->gen, vpath, out->size,
+				  marks, mark_num);
 			out->exact = true;
 		}
 	}
@@ -837,11 +1160,25 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 
 	*got = 0;
 	pthread_mutex_lock(&f->lock);
-	if (off < st->base || st->failed) {
-		/* Behind what is kept, or after a failure: start again from
-		 * the beginning. */
-		stream_release(fs, st);
-		tfsr_stream_init(st, f->plan.sl, f->src->a);
+	if (off < st->base || st->failed ||
+	    off > st->base + st->out.len + SEEK_AHEAD) {
+		struct mark m;
+		bool jump = tfsr_slice_seekable(f->plan.sl) &&
+			    sizes_mark(fs->renders, f->plan.arr->gen, f->vpath,
+				       off, &m);
+
+		/* Behind what is kept, after a failure, or far ahead: start
+		 * again where the index says the offset's cells begin, else
+		 * (behind) from the beginning. */
+		if (jump && !st->failed && off >= st->base &&
+		    m.off <= st->base + st->out.len)
+			jump = false; /* going on is as near */
+		if (jump || off < st->base || st->failed) {
+			stream_release(fs, st);
+			tfsr_stream_init(st, f->plan.sl, f->src->a);
+		}
+		if (jump)
+			e = tfsr_stream_start_at(st, m.cell, m.off, d);
 	}
 	while (!e && !st->done && st->base + st->out.len < off + len) {
 		size_t good = st->out.len;

@@ -122,28 +122,53 @@ static mode_t node_owner(struct tfsd_ll *ll, const struct tfsd_node *n,
 	return mode;
 }
 
-/* The time of a node: its source folder's, or the latest visible write
- * of its array. */
+/* The end time (ms) of the newest fragment the view shows. */
+static uint64_t arr_newest(const struct tfsd_arr *arr)
+{
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < tfs_array_fragment_count(arr->a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(arr->a, i, &f);
+		if (f.visible && f.t2 > last)
+			last = f.t2;
+	}
+	return last;
+}
+
+/* The time of a node: a folder's is its source folder's; a version's
+ * folder has its own time; an array's folder and everything in it the
+ * end time of the newest fragment of the version shown. */
 static void node_mtime(struct tfsd_ll *ll, const struct tfsd_node *n,
 		       struct stat *st)
 {
+	uint64_t ms = 0;
+
 	if (n->kind == TFSD_N_FOLDER) {
 		struct stat src;
 
 		if (tfsd_source_stat(&ll->fs.cfg, n->src, &src) == 0)
 			st->st_mtim = src.st_mtim;
 	} else if (n->arr) {
-		uint64_t last = 0;
+		ms = arr_newest(n->arr);
+	} else if (n->kind == TFSD_N_ARRAY && n->version_view) {
+		ms = n->timestamp;
+	} else if (n->kind == TFSD_N_ARRAY && n->rel) {
+		struct tfsd_arr *arr;
+		struct tfs_diag d;
 
-		for (size_t i = 0; i < tfs_array_fragment_count(n->arr->a); i++) {
-			struct tfs_fragment_info f;
-
-			tfs_array_fragment(n->arr->a, i, &f);
-			if (f.visible && f.t2 > last)
-				last = f.t2;
+		tfs_diag_init(&d);
+		/* The view's handle, cached: an unreadable array keeps 0. */
+		if (!tfsd_arrays_get(ll->fs.arrays, n->rel, n->timestamp, &arr,
+				     &d)) {
+			ms = arr_newest(arr);
+			tfsd_arr_put(ll->fs.arrays, arr);
 		}
-		st->st_mtim.tv_sec = (time_t)(last / 1000);
-		st->st_mtim.tv_nsec = (long)(last % 1000) * 1000000;
+	}
+	if (n->kind != TFSD_N_FOLDER) {
+		st->st_mtim.tv_sec = (time_t)(ms / 1000);
+		st->st_mtim.tv_nsec = (long)(ms % 1000) * 1000000;
 	}
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
@@ -391,8 +416,18 @@ void tfsd__staged_stat(struct tfsd_staged *sf, fuse_ino_t ino, struct stat *st)
 void tfsd__ilog_stat(struct tfsd_ll *ll, const char *dir, fuse_ino_t ino,
 		     struct stat *st)
 {
+	struct tfsd_node n;
+	struct tfs_diag d;
+
 	tfsd_ilog_stat(&ll->fs, dir, st);
 	st->st_ino = ino;
+	/* The time of the folder it lies in (an array's: its newest
+	 * fragment's). */
+	tfs_diag_init(&d);
+	if (!tfsd_resolve(&ll->fs, dir, &n, &d)) {
+		node_mtime(ll, &n, st);
+		tfsd_node_release(&ll->fs, &n);
+	}
 }
 
 /* ---- Telling the kernel ---------------------------------------------------- */

@@ -30,6 +30,7 @@ struct cli {
 	char *max_cells;
 	char *max_memory;
 	int keyfile_insecure;
+	int list_history;
 	char *s3_endpoint;
 	char *s3_region;
 	char *s3_addressing;
@@ -55,6 +56,7 @@ static const struct fuse_opt cli_opts[] = {
 	CLI_OPT("max_cells=%s", max_cells),
 	CLI_OPT("max_memory=%s", max_memory),
 	{"keyfile_insecure", offsetof(struct cli, keyfile_insecure), 1},
+	{"list_history", offsetof(struct cli, list_history), 1},
 	CLI_OPT("s3_endpoint=%s", s3_endpoint),
 	CLI_OPT("s3_region=%s", s3_region),
 	CLI_OPT("s3_addressing=%s", s3_addressing),
@@ -317,6 +319,7 @@ static int configure(struct tfsd_config *cfg, struct cli *c,
 	if (!cfg->mountpoint)
 		return 1;
 	cfg->read_only = c->read_only;
+	cfg->list_history = c->list_history != 0;
 	cfg->foreground = fo->foreground;
 	cfg->debug = fo->debug;
 	ret = configure_sizes(cfg, c);

@@ -8,6 +8,7 @@
 
 #include "docs.h"
 #include "png_picture.h"
+#include "stats.h"
 #include "tfs_alloc.h"
 
 /* Bytes of the regular files under path (one level of folders, as a
@@ -64,6 +65,24 @@ static enum tfs_err fragment_doc(struct tfsd *fs, const struct tfsd_node *n,
 	return tfs_fail(d, TFS_E_NOT_FOUND, "fragment '%s' is gone", n->name);
 }
 
+/* stats.json of a field (or of every attribute), filtered under
+ * where[COND]/. */
+static enum tfs_err stats_doc(const struct tfsd_node *n, struct tfs_buf *out,
+			      struct tfs_diag *d)
+{
+	struct tfs_where *w = NULL;
+	enum tfs_err e;
+
+	if (n->where &&
+	    (e = tfsr_where_parse(n->arr->schema, n->arr->a, n->where,
+				  n->where_len, &w, NULL, d)))
+		return e;
+	e = tfsr_doc_stats(out, n->arr->a, n->field, n->sel ? n->sel : "",
+			   n->sel ? n->sel_len : 0, w, d);
+	tfs_where_free(w);
+	return e;
+}
+
 enum tfs_err tfsd_doc_render(struct tfsd *fs, const struct tfsd_node *n,
 			     struct tfs_buf *out, struct tfs_diag *d)
 {
@@ -82,6 +101,8 @@ enum tfs_err tfsd_doc_render(struct tfsd *fs, const struct tfsd_node *n,
 	case TFSD_F_PREVIEW:
 		return tfsr_preview_png(arr->a, arr->has_ned ? arr->ned : NULL,
 					n->field, 0, out, NULL, d);
+	case TFSD_F_STATS:
+		return stats_doc(n, out, d);
 	case TFSD_F_SLICE:
 		break;
 	}

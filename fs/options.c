@@ -102,16 +102,50 @@ static char *norm_path(const char *s, size_t n)
 	return tfs_strndup(s, n);
 }
 
-enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
-			       struct tfs_diag *d)
+/* As ssh with private keys: keys others may read or change are not
+ * secret, unless the mount says so (keyfile_insecure). */
+static enum tfs_err keyfile_check_owner(const struct tfsd_config *c,
+					const char *path,
+					const struct stat *st,
+					struct tfs_diag *d)
+{
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		if (!c->keyfile_insecure)
+			return tfs_fail(d, TFS_E_PERM,
+					"keyfile '%s': owned by uid %u, not by "
+					"uid %u or root (-o keyfile_insecure "
+					"allows it)",
+					path, (unsigned)st->st_uid,
+					(unsigned)geteuid());
+		tfs_log(TFS_LOG_WARN, "keyfile '%s': owned by uid %u "
+				      "(allowed by keyfile_insecure)",
+			path, (unsigned)st->st_uid);
+	}
+	if (st->st_mode & 0066) {
+		if (!c->keyfile_insecure)
+			return tfs_fail(d, TFS_E_PERM,
+					"keyfile '%s': mode %04o lets group or "
+					"others read or write it; chmod 600 it "
+					"(-o keyfile_insecure allows it)",
+					path, (unsigned)(st->st_mode & 07777));
+		tfs_log(TFS_LOG_WARN, "keyfile '%s': mode %04o lets group or "
+				      "others read or write it (allowed by "
+				      "keyfile_insecure)",
+			path, (unsigned)(st->st_mode & 07777));
+	}
+	return TFS_E_OK;
+}
+
+/* Opens the keyfile for reading once it is a regular file kept private. */
+static enum tfs_err keyfile_open(const struct tfsd_config *c,
+				 const char *path, FILE **out,
+				 struct tfs_diag *d)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	char line[4096];
-	unsigned lineno = 0;
-	enum tfs_err e = TFS_E_OK;
 	struct stat st;
-	FILE *f;
+	enum tfs_err e;
 
+	*out = NULL;
 	if (fd < 0) {
 		int err = errno;
 
@@ -127,94 +161,92 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 		return tfs_fail(d, TFS_E_INVALID,
 				"keyfile '%s': not a regular file", path);
 	}
-	/* As ssh with private keys: keys others may read or change are not
-	 * secret, unless the mount says so (keyfile_insecure). */
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		if (!c->keyfile_insecure) {
-			close(fd);
-			return tfs_fail(d, TFS_E_PERM,
-					"keyfile '%s': owned by uid %u, not by "
-					"uid %u or root (-o keyfile_insecure "
-					"allows it)",
-					path, (unsigned)st.st_uid,
-					(unsigned)geteuid());
-		}
-		tfs_log(TFS_LOG_WARN, "keyfile '%s': owned by uid %u "
-				      "(allowed by keyfile_insecure)",
-			path, (unsigned)st.st_uid);
+	if ((e = keyfile_check_owner(c, path, &st, d))) {
+		close(fd);
+		return e;
 	}
-	if (st.st_mode & 0066) {
-		if (!c->keyfile_insecure) {
-			close(fd);
-			return tfs_fail(d, TFS_E_PERM,
-					"keyfile '%s': mode %04o lets group or "
-					"others read or write it; chmod 600 it "
-					"(-o keyfile_insecure allows it)",
-					path, (unsigned)(st.st_mode & 07777));
-		}
-		tfs_log(TFS_LOG_WARN, "keyfile '%s': mode %04o lets group or "
-				      "others read or write it (allowed by "
-				      "keyfile_insecure)",
-			path, (unsigned)(st.st_mode & 07777));
-	}
-	f = fdopen(fd, "r");
-	if (!f) {
+	*out = fdopen(fd, "r");
+	if (!*out) {
 		close(fd);
 		return tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory",
 				path);
 	}
-	while (!e && fgets(line, sizeof(line), f)) {
-		char *p = line, *sep, *hex;
-		size_t plen, hlen;
-		uint8_t key[32];
+	return TFS_E_OK;
+}
 
-		lineno++;
-		while (isspace((unsigned char)*p))
-			p++;
-		if (!*p || *p == '#')
-			continue;
-		sep = p + strcspn(p, " \t");
-		plen = (size_t)(sep - p);
-		hex = sep + strspn(sep, " \t");
-		hlen = strcspn(hex, " \t\r\n");
-		if (!*sep || hlen != 64 || hex[hlen + strspn(hex + hlen, " \t\r\n")]) {
-			e = tfs_fail(d, TFS_E_INVALID,
-				     "keyfile '%s' line %u: expected 'PATH "
-				     "HEXKEY' with a 64-digit key",
-				     path, lineno);
-			break;
-		}
-		hex[hlen] = '\0';
-		if (tfs_key_from_hex(key, hex)) {
-			e = tfs_fail(d, TFS_E_INVALID,
-				     "keyfile '%s' line %u: key is not 64 hex "
-				     "digits",
-				     path, lineno);
-			break;
-		}
-		memset(hex, 0, hlen);
-		if (plen == 1 && *p == '*') {
-			memcpy(c->default_key, key, 32);
-			c->has_default_key = true;
-		} else {
-			struct tfsd_key *k = tfs_reallocn(c->keys, c->key_num + 1,
-							 sizeof(*k));
+/* Stores key for the array path p (plen bytes), or as the default for
+ * "*". */
+static enum tfs_err keyfile_add(struct tfsd_config *c, const char *p,
+				size_t plen, const uint8_t *key,
+				const char *path, struct tfs_diag *d)
+{
+	struct tfsd_key *k;
 
-			if (!k) {
-				e = tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory", path);
-				break;
-			}
-			c->keys = k;
-			k[c->key_num].path = norm_path(p, plen);
-			if (!k[c->key_num].path) {
-				e = tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory", path);
-				break;
-			}
-			memcpy(k[c->key_num].key, key, 32);
-			c->key_num++;
-		}
-		memset(key, 0, sizeof(key));
+	if (plen == 1 && *p == '*') {
+		memcpy(c->default_key, key, 32);
+		c->has_default_key = true;
+		return TFS_E_OK;
 	}
+	k = tfs_reallocn(c->keys, c->key_num + 1, sizeof(*k));
+	if (!k)
+		return tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory", path);
+	c->keys = k;
+	k[c->key_num].path = norm_path(p, plen);
+	if (!k[c->key_num].path)
+		return tfs_fail(d, TFS_E_NOMEM, "keyfile '%s': out of memory", path);
+	memcpy(k[c->key_num].key, key, 32);
+	c->key_num++;
+	return TFS_E_OK;
+}
+
+/* One line: blank, a '#' comment, or "PATH HEXKEY". The key digits are
+ * wiped from line once read. */
+static enum tfs_err keyfile_line(struct tfsd_config *c, char *line,
+				 const char *path, unsigned lineno,
+				 struct tfs_diag *d)
+{
+	char *p = line, *sep, *hex;
+	size_t plen, hlen;
+	uint8_t key[32];
+	enum tfs_err e;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	if (!*p || *p == '#')
+		return TFS_E_OK;
+	sep = p + strcspn(p, " \t");
+	plen = (size_t)(sep - p);
+	hex = sep + strspn(sep, " \t");
+	hlen = strcspn(hex, " \t\r\n");
+	if (!*sep || hlen != 64 || hex[hlen + strspn(hex + hlen, " \t\r\n")])
+		return tfs_fail(d, TFS_E_INVALID,
+				"keyfile '%s' line %u: expected 'PATH "
+				"HEXKEY' with a 64-digit key",
+				path, lineno);
+	hex[hlen] = '\0';
+	if (tfs_key_from_hex(key, hex))
+		return tfs_fail(d, TFS_E_INVALID,
+				"keyfile '%s' line %u: key is not 64 hex "
+				"digits",
+				path, lineno);
+	memset(hex, 0, hlen);
+	e = keyfile_add(c, p, plen, key, path, d);
+	memset(key, 0, sizeof(key));
+	return e;
+}
+
+enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
+			       struct tfs_diag *d)
+{
+	char line[4096];
+	unsigned lineno = 0;
+	enum tfs_err e;
+	FILE *f;
+
+	if ((e = keyfile_open(c, path, &f, d)))
+		return e;
+	while (!e && fgets(line, sizeof(line), f))
+		e = keyfile_line(c, line, path, ++lineno, d);
 	memset(line, 0, sizeof(line));
 	fclose(f);
 	/* A keyfile of only a default has no list (qsort takes no NULL). */
@@ -283,7 +315,9 @@ const struct tfsd_option tfsd_options[] = {
 	 "UTC (2023-11-14T22:13:22Z); such a mount is read-only"},
 	{"whole_max", "N", "65536",
 	 "text renderings of selections of up to N cells (times fields) are "
-	 "rendered at open with an exact size; larger ones stream with size 0"},
+	 "rendered whole at the first stat and listed; larger ones are not "
+	 "listed, open by name, and stream (their exact size counted at the "
+	 "first stat, up to 2^26 cells times fields)"},
 	{"staging", "DIR", "a new tilefs-staging.PID.XXXXXX in $TMPDIR or /tmp",
 	 "folder for the bytes of files being written, until their commit; "
 	 "never inside SOURCE (refused at mount); the default one is removed "
@@ -292,6 +326,11 @@ const struct tfsd_option tfsd_options[] = {
 	{"cleanup_grace", "S", "900",
 	 "uncommitted fragment folders older than S seconds are a crashed "
 	 "write's and are removed, at mount time and every 10 minutes"},
+	{"list_history", NULL, NULL,
+	 "list versions/, each field's tiles/ and a version's fragments/ "
+	 "(by default they are reachable by name but not listed, like "
+	 "ZFS's .zfs, so that find, cp -r, rsync and tar of an array do not "
+	 "walk its history)"},
 	{"max_cells", "N", "no limit",
 	 "cells of one file at most (dense: checked at stat and open; sparse: "
 	 "while reading); more fail with EFBIG and a log line"},

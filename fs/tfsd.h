@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "selection.h"
+#include "where.h"
 #include "tfs_render.h"
 #include "value_text.h"
 #include <tilefs/tilefs.h>
@@ -66,6 +67,10 @@ struct tfsd_config {
 	 * before it counts as a crashed write's; 0 = the default. */
 	uint64_t cleanup_grace_ms;
 	bool cleanup_grace_set;
+	/* list_history: list versions/, each field's tiles/ and a
+	 * version's fragments/ (by default they are reachable by name but
+	 * not listed, so recursive tools do not walk the history). */
+	bool list_history;
 };
 
 void tfsd_config_release(struct tfsd_config *c);
@@ -220,6 +225,7 @@ enum tfsd_file_kind {
 	TFSD_F_FRAG_INFO,     /* fragments/<name>/info.json */
 	TFSD_F_SLICE,         /* slice[SEL].EXT, data.csv, tiles/... */
 	TFSD_F_PREVIEW,       /* preview.png of the array or a field */
+	TFSD_F_STATS,         /* stats.json, <attr>/[slice[SEL].]stats.json */
 };
 
 /* A resolved path. Owns its strings and its array reference. */
@@ -236,6 +242,10 @@ struct tfsd_node {
 	char *sel;            /* slice: the SEL text */
 	size_t sel_len;
 	enum tfsr_format fmt;
+	/* Under A/where[COND]/: the COND text (checked when resolved), else
+	 * NULL. */
+	char *where;
+	size_t where_len;
 };
 
 void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n);
@@ -285,9 +295,18 @@ struct tfsd_renders; /* a small cache of rendered files and learned sizes */
 enum tfs_err tfsd_renders_new(uint64_t budget, struct tfsd_renders **out) TFS_WUR;
 void tfsd_renders_free(struct tfsd_renders *r);
 
+/* The size of a file node: exact, except for streams of more than
+ * COUNT_MAX cells × fields (content.c). Streams are measured by a
+ * counting pass at the first call, remembered for the array version. */
 enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			    const char *vpath, struct tfsd_size *out,
 			    struct tfs_diag *d) TFS_WUR;
+/* Whether listings show slice SEL of field (-1: every field) of arr in
+ * fmt: its exact size is cheap, known without rendering or rendered
+ * whole (at most whole_max cells × fields). Other slices stay reachable
+ * by name. */
+bool tfsd_slice_listable(struct tfsd *fs, struct tfsd_arr *arr, int field,
+			 enum tfsr_format fmt, const char *sel, size_t sel_len);
 
 /* An open file: keeps the version it was opened on. Reads may come from
  * several threads at once. */

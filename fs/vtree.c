@@ -46,6 +46,7 @@ void tfsd_node_release(struct tfsd *fs, struct tfsd_node *n)
 	tfs_free(n->rel);
 	tfs_free(n->name);
 	tfs_free(n->sel);
+	tfs_free(n->where);
 	tfsd_arr_put(fs->arrays, n->arr);
 	memset(n, 0, sizeof(*n));
 }
@@ -114,7 +115,93 @@ static enum tfs_err node_inherit(struct tfsd *fs, struct tfsd_node *child,
 	tfsd_arr_get(fs->arrays, arr);
 	if (!child->rel)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if (parent->where) {
+		child->where = tfs_strndup(parent->where, parent->where_len);
+		child->where_len = parent->where_len;
+		if (!child->where)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
 	return TFS_E_OK;
+}
+
+/* "where[COND]": COND (a view into name); false when not of that form. */
+static bool where_name_parse(const char *name, const char **cond, size_t *len)
+{
+	size_t n = strlen(name);
+
+	if (n < 7 || strncmp(name, "where[", 6) != 0 || name[n - 1] != ']')
+		return false;
+	*cond = name + 6;
+	*len = n - 7;
+	return true;
+}
+
+/* Checks a filter against the array: TFS_E_NOT_FOUND saying where and
+ * why it is wrong. */
+static enum tfs_err where_check(const struct tfsd_arr *arr, const char *cond,
+				size_t len, const char *name,
+				struct tfs_diag *d)
+{
+	struct tfs_where *w = NULL;
+	struct tfs_diag why;
+	enum tfs_err e;
+
+	tfs_diag_init(&why);
+	e = tfsr_where_parse(arr->schema, arr->a, cond, len, &w, NULL, &why);
+	tfs_where_free(w);
+	if (e == TFS_E_NOMEM)
+		return tfs_fail(d, e, "'%s': %s", name, tfs_diag_msg(&why));
+	if (e)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", name,
+				tfs_diag_msg(&why));
+	return TFS_E_OK;
+}
+
+/* "stats.json" or "slice[SEL].stats.json": SEL (empty for the first). */
+static bool stats_name_parse(const char *name, const char **sel,
+			     size_t *sel_len)
+{
+	static const char ext[] = ".stats.json";
+	size_t n = strlen(name), e = sizeof(ext) - 1;
+
+	if (strcmp(name, "stats.json") == 0) {
+		*sel = "";
+		*sel_len = 0;
+		return true;
+	}
+	if (n < 7 + e || strncmp(name, "slice[", 6) != 0 ||
+	    strcmp(name + n - e, ext) != 0 || name[n - e - 1] != ']')
+		return false;
+	*sel = name + 6;
+	*sel_len = n - e - 7;
+	return true;
+}
+
+/* A stats.json node of field (-1: every attribute) over sel. */
+static enum tfs_err stats_node(struct tfsd *fs, const struct tfsd_node *dir,
+			       struct tfsd_arr *arr, int field, const char *sel,
+			       size_t sel_len, const char *name,
+			       struct tfsd_node *out, struct tfs_diag *d)
+{
+	struct tfsr_sel *parsed = NULL;
+	enum tfs_err e;
+
+	e = tfsr_sel_parse(sel, sel_len, arr->schema,
+			   arr->has_ned ? arr->ned : NULL, &parsed, d);
+	tfsr_sel_free(parsed);
+	if (e)
+		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': %s", name,
+				tfs_diag_msg(d));
+	e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+	if (!e) {
+		out->field = field;
+		out->file = TFSD_F_STATS;
+		out->sel = tfs_strndup(sel, sel_len);
+		out->sel_len = sel_len;
+		if (!out->sel)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	return e;
 }
 
 static enum tfs_err node_set_slice(struct tfsd_node *n, const char *sel,
@@ -158,13 +245,17 @@ static enum tfs_err slice_check(const struct tfsd_arr *arr, int field,
 	return TFS_E_OK;
 }
 
-/* Whether the array (field -1) or field has a preview.png. */
-static bool has_preview(const struct tfsd_arr *arr, int field)
+/* Whether the array (field -1) or field shown in dir has a preview.png:
+ * not in a filtered view, whose preview would show the cells it leaves
+ * out. */
+static bool has_preview(const struct tfsd_node *dir, const struct tfsd_arr *arr,
+			int field)
 {
 	int attr;
 	uint32_t ky, kx;
 
-	return tfsr_preview_plan(arr->schema, arr->has_ned ? arr->ned : NULL,
+	return !dir->where &&
+	       tfsr_preview_plan(arr->schema, arr->has_ned ? arr->ned : NULL,
 				 field, &attr, &ky, &kx);
 }
 
@@ -213,6 +304,26 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 		special = name + 2;
 	else if (strncmp(name, "__", 2) == 0)
 		goto not_found;
+	if (dir->where && strcmp(special, "data.csv") != 0 &&
+	    strcmp(special, "stats.json") != 0 &&
+	    strncmp(special, "slice[", 6) != 0)
+		goto not_found; /* a filtered view has cells only */
+	if (!dir->where && where_name_parse(special, &sel, &sel_len)) {
+		e = where_check(arr, sel, sel_len, name, d);
+		if (!e)
+			e = node_inherit(fs, out, dir, arr, TFSD_N_ARRAY, d);
+		if (!e) {
+			out->where = tfs_strndup(sel, sel_len);
+			out->where_len = sel_len;
+			if (!out->where)
+				e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		}
+		goto out_put;
+	}
+	if (strcmp(special, "stats.json") == 0) {
+		e = stats_node(fs, dir, arr, -1, "", 0, name, out, d);
+		goto out_put;
+	}
 	if (strcmp(special, "schema.json") == 0 ||
 	    strcmp(special, "metadata.json") == 0) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
@@ -229,7 +340,7 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
 	} else if (strcmp(special, "preview.png") == 0 &&
-		   has_preview(arr, -1)) {
+		   has_preview(dir, arr, -1)) {
 		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
 		if (!e)
 			e = node_set_preview(out);
@@ -265,10 +376,23 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 	if (dir->kind == TFSD_N_FIELD && strcmp(name, "tiles") == 0)
 		return node_inherit(fs, out, dir, dir->arr, TFSD_N_TILES, d);
 	if (dir->kind == TFSD_N_FIELD && strcmp(name, "preview.png") == 0 &&
-	    has_preview(dir->arr, dir->field)) {
+	    has_preview(dir, dir->arr, dir->field)) {
 		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
 		if (!e)
 			e = node_set_preview(out);
+		if (e)
+			tfsd_node_release(fs, out);
+		return e;
+	}
+	if (dir->kind == TFSD_N_FIELD &&
+	    stats_name_parse(name, &sel, &sel_len)) {
+		struct tfs_field_info f;
+
+		tfs_schema_field(dir->arr->schema, dir->field, &f);
+		if (f.is_dim)
+			return TFS_E_NOT_FOUND;
+		e = stats_node(fs, dir, dir->arr, dir->field, sel, sel_len,
+			       name, out, d);
 		if (e)
 			tfsd_node_release(fs, out);
 		return e;
@@ -701,8 +825,9 @@ static bool picture_listable(const struct tfsd_arr *arr, const char *sel,
 
 /* Emits slice[NED]EXT for each format that takes the field (-1: every
  * field), in the renderer table's order. */
-static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
-				bool escape, tfsd_list_fn fn, void *ctx)
+static enum tfs_err emit_slices(struct tfsd *fs, struct tfsd_arr *arr,
+				int field, bool escape, tfsd_list_fn fn,
+				void *ctx)
 {
 	struct tfs_buf sel, name;
 	enum tfs_err e;
@@ -717,7 +842,9 @@ static enum tfs_err emit_slices(const struct tfsd_arr *arr, int field,
 
 		if (!tfsr_renderer_takes(r, arr->schema, field, NULL) ||
 		    ((r->flags & TFSR_R_IMAGE) &&
-		     !picture_listable(arr, (const char *)sel.data, sel.len)))
+		     !picture_listable(arr, (const char *)sel.data, sel.len)) ||
+		    !tfsd_slice_listable(fs, arr, field, r->fmt,
+					 (const char *)sel.data, sel.len))
 			continue;
 		name.len = 0;
 		e = tfs_buf_printf(&name, "%sslice[%.*s]%s%c",
@@ -746,13 +873,23 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 	for (size_t i = 0; i < ARRAY_SPECIAL_NUM; i++) {
 		bool is_dir = strchr(array_specials[i], '.') == NULL;
 
-		if (dir->version_view &&
+		/* History is reachable by name, listed on request only. */
+		if ((dir->version_view || !fs->cfg.list_history) &&
 		    strcmp(array_specials[i], "versions") == 0)
+			continue;
+		if (dir->version_view && !fs->cfg.list_history &&
+		    strcmp(array_specials[i], "fragments") == 0)
+			continue;
+		/* Listed with an exact size only (tfsd_slice_listable). */
+		if (strcmp(array_specials[i], "data.csv") == 0 &&
+		    !tfsd_slice_listable(fs, arr, -1, TFSR_FMT_CSV, "", 0))
+			continue;
+		if (dir->where && strcmp(array_specials[i], "data.csv") != 0)
 			continue;
 		if (!emit_special(s, array_specials[i], is_dir, fn, ctx))
 			goto out_put;
 	}
-	if (has_preview(arr, -1) &&
+	if (has_preview(dir, arr, -1) &&
 	    !emit_special(s, "preview.png", false, fn, ctx))
 		goto out_put;
 	for (uint32_t i = 0; i < tfs_schema_field_count(s); i++) {
@@ -766,7 +903,7 @@ static enum tfs_err list_array(struct tfsd *fs, const struct tfsd_node *dir,
 		if (strncmp(f.name, "slice[", 6) == 0)
 			escape = true;
 	}
-	e = emit_slices(arr, -1, escape, fn, ctx);
+	e = emit_slices(fs, arr, -1, escape, fn, ctx);
 	if (e)
 		e = tfs_fail(d, e, "array '%s': cannot list slices", dir->rel);
 out_put:
@@ -774,18 +911,20 @@ out_put:
 	return e;
 }
 
-static enum tfs_err list_field(const struct tfsd_node *dir, tfsd_list_fn fn,
-			       void *ctx, struct tfs_diag *d)
+static enum tfs_err list_field(struct tfsd *fs, const struct tfsd_node *dir,
+			       tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
 	struct tfs_field_info f;
 	enum tfs_err e;
 
 	tfs_schema_field(dir->arr->schema, dir->field, &f);
-	if (!fn(ctx, "tiles", true))
+	if (fs->cfg.list_history && !fn(ctx, "tiles", true))
 		return TFS_E_OK;
-	if (has_preview(dir->arr, dir->field) && !fn(ctx, "preview.png", false))
+	if (has_preview(dir, dir->arr, dir->field) && !fn(ctx, "preview.png", false))
 		return TFS_E_OK;
-	e = emit_slices(dir->arr, dir->field, false, fn, ctx);
+	if (!f.is_dim && !fn(ctx, "stats.json", false))
+		return TFS_E_OK;
+	e = emit_slices(fs, dir->arr, dir->field, false, fn, ctx);
 	return e ? tfs_fail(d, e, "cannot list '%s'", f.name) : e;
 }
 
@@ -984,7 +1123,7 @@ enum tfs_err tfsd_list(struct tfsd *fs, const struct tfsd_node *dir,
 	switch (dir->kind) {
 	case TFSD_N_FOLDER: return list_folder(fs, dir, fn, ctx, d);
 	case TFSD_N_ARRAY: return list_array(fs, dir, fn, ctx, d);
-	case TFSD_N_FIELD: return list_field(dir, fn, ctx, d);
+	case TFSD_N_FIELD: return list_field(fs, dir, fn, ctx, d);
 	case TFSD_N_TILES: return list_tiles(dir, fn, ctx, d);
 	case TFSD_N_META_DIR: return list_meta(dir, fn, ctx, d);
 	case TFSD_N_FRAGS:

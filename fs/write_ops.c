@@ -260,6 +260,11 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 			     "versions/ shows the past: read-only");
 		goto out_node;
 	}
+	if (dir.where) {
+		e = tfs_fail(d, TFS_E_READONLY,
+			     "where[...] shows a filtered view: read-only");
+		goto out_node;
+	}
 	switch (dir.kind) {
 	case TFSD_N_FOLDER:
 		e = classify_in_folder(fs, &dir, dir_vpath, name, out, d);

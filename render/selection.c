@@ -12,6 +12,7 @@
 
 #include "cell_json.h"
 #include "json_out.h"
+#include "value_text.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 
@@ -460,6 +461,27 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	return TFS_E_OK;
 }
 
+/* A datetime value v of type as the selection's ISO-8601 text, quoted
+ * when it holds ':', into out; false when that text would not read back
+ * as v (types of a month or more, times before 1970, a unit finer than
+ * the millisecond off a whole one): the caller writes the number. */
+static bool iso_value(uint8_t type, int64_t v, char *out, size_t cap)
+{
+	char text[48];
+	uint64_t ms;
+	int64_t back;
+
+	if (!tfs_datatype_is_datetime(type) || type < TFS_DATETIME_YEAR + 3 ||
+	    type > TFS_DATETIME_AS || v < 0)
+		return false;
+	tfsr_datetime_text(text, sizeof(text), type, v);
+	if (tfsr_parse_time(text, &ms) || !ms_to_unit(type, ms, &back) ||
+	    back != v)
+		return false;
+	return snprintf(out, cap, strchr(text, ':') ? "\"%s\"" : "%s", text) <
+	       (int)cap;
+}
+
 enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 				 const struct tfs_schema *s,
 				 const struct tfs_range *ned)
@@ -486,7 +508,11 @@ enum tfs_err tfsr_sel_format_ned(struct tfs_buf *out,
 			int64_t l = tfs_value_as_i64(dim->type, ned[k].lo);
 			int64_t h = tfs_value_as_i64(dim->type, ned[k].hi);
 
-			if (h == INT64_MAX)
+			if (h < INT64_MAX && iso_value(dim->type, l, lo,
+						       sizeof(lo)) &&
+			    iso_value(dim->type, h + 1, hi, sizeof(hi)))
+				e = tfs_buf_printf(out, "%s:%s", lo, hi);
+			else if (h == INT64_MAX)
 				e = tfs_buf_printf(out, "%" PRId64 ":", l);
 			else
 				e = tfs_buf_printf(out, "%" PRId64 ":%" PRId64,

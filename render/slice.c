@@ -9,6 +9,7 @@
 #include "png_picture.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
+#include "text_render.h"
 
 /* Output produced per step of a dense stream. */
 #define STEP_BYTES ((uint64_t)1 << 20)
@@ -90,7 +91,8 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	sl->a = a;
 	sl->s = s;
 	sl->r = tfsr_renderer_of(o->fmt);
-	sl->dense = tfs_schema_is_dense(s);
+	sl->where = o->where;
+	sl->dense = tfs_schema_is_dense(s) && !o->where;
 	sl->field = o->field;
 	sl->max_cells = o->max_cells;
 	sl->prefetch = o->prefetch;
@@ -105,6 +107,15 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	if ((sl->r->flags & TFSR_R_IMAGE) &&
 	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
 		goto fail;
+	for (uint32_t k = 0; o->where && k < sl->sel->dim_num; k++) {
+		if (sl->sel->dims[k].stride > 1) {
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "range %u: a step does not combine with "
+				     "a filter",
+				     k + 1);
+			goto fail;
+		}
+	}
 	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
 	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));
 	sl->hi_check = tfs_callocn(tfs_schema_dim_count(s), sizeof(*sl->hi_check));
@@ -306,7 +317,8 @@ static enum tfs_err emit_box(struct tfsr_emit *em, const uint64_t *lo,
 	uint8_t bounds[TFSR_MAX_DIMS][2][8];
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = p->names,
-				    .field_num = p->nnames};
+				    .field_num = p->nnames,
+				    .condition = p->where};
 	struct tfs_query *q = NULL;
 	uint64_t step = p->sel->dims[last].stride, width, r = 0;
 	enum tfs_err e;
@@ -442,7 +454,8 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = p->names,
-				    .field_num = p->nnames};
+				    .field_num = p->nnames,
+				    .condition = p->where};
 
 	*q = NULL;
 	if (p->sel->empty)
@@ -557,6 +570,40 @@ static uint64_t step_cells(const struct tfsr_slice *p)
 	uint64_t per = p->fixed && p->record ? p->record : 16 * p->nfields;
 
 	return STEP_BYTES / per ? STEP_BYTES / per : 1;
+}
+
+uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl)
+{
+	return step_cells(sl);
+}
+
+bool tfsr_slice_seekable(const struct tfsr_slice *sl)
+{
+	return sl->dense && ((sl->r->flags & TFSR_R_TEXT) ||
+			     sl->r->fmt == TFSR_FMT_RAW);
+}
+
+enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
+				  uint64_t base, struct tfs_diag *d)
+{
+	struct tfsr_slice *p = st->em.sl;
+	enum tfs_err e = TFS_E_OK;
+
+	if (!tfsr_slice_seekable(p) || st->started || cell > p->cells)
+		return tfs_fail(d, TFS_E_INTERNAL, "stream cannot start at "
+				"cell %" PRIu64, cell);
+	st->started = true;
+	if (p->r->begin)
+		e = p->r->begin(st, d);
+	if (e)
+		return e;
+	if (p->r->flags & TFSR_R_TEXT)
+		tfsr_text_seek(&st->em, cell);
+	st->out.len = 0;
+	st->base = base;
+	st->next_cell = cell;
+	st->em.count = cell;
+	return TFS_E_OK;
 }
 
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)

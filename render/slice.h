@@ -49,6 +49,9 @@ struct tfsr_slice {
 	uint64_t *widths;
 	const struct tfs_enumeration **enums; /* per output field, text only */
 	uint64_t max_cells; /* 0: no limit */
+	/* Only the cells that match (borrowed, outlives the slice); a
+	 * filtered dense slice is read and rendered as a sparse one. */
+	const struct tfs_where *where;
 	tfsr_prefetch_fn prefetch; /* NULL: no read-ahead */
 	void *prefetch_ctx;
 };
@@ -60,6 +63,8 @@ struct tfsr_slice_opts {
 	size_t sel_len;
 	const struct tfs_range *ned; /* non-empty domain, NULL when empty */
 	uint64_t max_cells;          /* more cells: TFS_E_TOO_BIG; 0 = none */
+	/* A filter (where.h; borrowed, must outlive the slice), or NULL. */
+	const struct tfs_where *where;
 	tfsr_prefetch_fn prefetch;
 	void *prefetch_ctx;
 };
@@ -117,6 +122,17 @@ void tfsr_stream_init(struct tfsr_stream *st, struct tfsr_slice *sl,
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st,
 			      struct tfs_diag *d) TFS_WUR;
 void tfsr_stream_release(struct tfsr_stream *st);
+/* Whether a stream of sl can start at any cell (tfsr_stream_start_at):
+ * a dense selection in a format whose bytes for a cell depend on the
+ * cell and its index only (text, raw). */
+bool tfsr_slice_seekable(const struct tfsr_slice *sl);
+/* Cells a dense stream produces per step. */
+uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl);
+/* Starts st (just initialised, of a seekable slice) at selection cell
+ * `cell`, whose bytes begin at offset base: what begin produces is
+ * dropped, the steps go on from that cell. */
+enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
+				  uint64_t base, struct tfs_diag *d) TFS_WUR;
 
 /* The renderers' callbacks of the byte formats (the table's rows). */
 enum tfs_err tfsr_raw_cells(struct tfsr_emit *em, const struct tfs_batch *b,

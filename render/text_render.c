@@ -242,3 +242,11 @@ void tfsr_text_release(struct tfsr_emit *em)
 	tfsr_text_render_free(em->state);
 	em->state = NULL;
 }
+
+void tfsr_text_seek(struct tfsr_emit *em, uint64_t cell)
+{
+	struct tfsr_text_render *r = em->state;
+
+	if (r)
+		r->r = cell;
+}

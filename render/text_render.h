@@ -52,5 +52,8 @@ enum tfs_err tfsr_text_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 			     uint64_t first, uint64_t n) TFS_WUR;
 enum tfs_err tfsr_text_end(struct tfsr_stream *st) TFS_WUR;
 void tfsr_text_release(struct tfsr_emit *em);
+/* Makes the rendering of a begun stream go on as if `cell` cells had
+ * been rendered already (a text cell's bytes depend on its index only). */
+void tfsr_text_seek(struct tfsr_emit *em, uint64_t cell);
 
 #endif

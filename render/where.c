@@ -54,7 +54,7 @@ static enum tfs_err bad(struct wp *p, size_t at, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	p->err_pos = at;
-	return tfs_fail(p->d, TFS_E_INVALID, "at %zu: %s", at + 1, msg);
+	return tfs_fail(p->d, TFS_E_INVALID, "filter at %zu: %s", at + 1, msg);
 }
 
 static enum tfs_err nomem(struct wp *p)
@@ -742,7 +742,10 @@ static enum tfs_err parse_pred(struct wp *p, struct tfs_where *n)
 	if (!t)
 		return nomem(p);
 	v = t + 1;
-	skip_space(p);
+	if (at_end(p)) {
+		e = bad(p, p->pos, "expected a condition, found the end");
+		goto out;
+	}
 	if (next_is(p, "startswith")) {
 		keyword(p, "startswith");
 		if (peek(p) == '(') {
@@ -774,6 +777,8 @@ static enum tfs_err parse_pred(struct wp *p, struct tfs_where *n)
 	 * operator. */
 	skip_space(p);
 	save = p->pos;
+	if (p->pos < p->len && p->text[p->pos] == '`')
+		goto field_first;
 	if ((e = scan_value(p, v)))
 		goto out;
 	i = v->quoted ? -1 : tfs_schema_field_index(p->s, v->text);
@@ -783,6 +788,7 @@ static enum tfs_err parse_pred(struct wp *p, struct tfs_where *n)
 		op = mirror(op);
 		goto compare;
 	}
+field_first:
 	p->pos = save;
 	if ((e = scan_field(p, t, &f)))
 		goto out;

@@ -16,6 +16,7 @@ pkgs=(
   libfuse3-dev fuse3                                     # the daemon
   python3 python3-numpy python3-pandas                   # corpus check, examples
   rsync vim                                              # tests of writing
+  libglib2.0-bin file                                    # gio copy, file: tests of copies
   hyperfine clang                                        # benchmarks, fuzzing
   libcurl4-openssl-dev libexpat1-dev                     # the S3 backend
   ceph-mon ceph-osd radosgw ceph-common s3cmd            # S3 server in the tests

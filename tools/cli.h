@@ -66,6 +66,7 @@ bool cli_rooted(const char *path, bool at_parent, struct tfs_vfs **vfs,
 /* The subcommands; argv[0] is the subcommand's name. */
 int cmd_info(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
 int cmd_delete(int argc, char **argv);

@@ -11,12 +11,14 @@
 
 #include "cli.h"
 #include "slice.h"
+#include "where.h"
 #include "tfs_alloc.h"
 #include "tfs_pool.h"
 
 static const char export_usage[] =
 	"usage: tfs export PATH [SEL] [--field NAME] [--format FMT] [-o FILE]\n"
-	"                  [--key HEX] [--timestamp T] [--threads N]\n"
+	"                  [--where COND] [--key HEX] [--timestamp T]\n"
+	"                  [--threads N]\n"
 	"\n"
 	"Writes the cells of selection SEL of the array at PATH to stdout (or\n"
 	"FILE), exactly as the mount shows A/[FIELD/]slice[SEL].FMT.\n"
@@ -30,6 +32,8 @@ static const char export_usage[] =
 	"                 gray.png for one field (png: a 2-D selection of a\n"
 	"                 numeric field); csv, json or npy for every field\n"
 	"                 (default csv)\n"
+	"  --where COND   only the cells that match COND, as A/where[COND]/\n"
+	"                 shows them (README, \"Filters\")\n"
 	"  -o FILE        write to FILE instead of stdout\n"
 	"  --key HEX      AES-256 key (64 hex digits) of an encrypted array\n"
 	"  --timestamp T  the array as of T (ms since the epoch or ISO-8601)\n"
@@ -39,7 +43,7 @@ static const char export_usage[] =
 	"5 I/O or corrupt data, 6 key\n";
 
 struct export_opts {
-	const char *path, *sel, *field, *out;
+	const char *path, *sel, *field, *out, *where;
 	const struct tfsr_renderer *r;
 	struct cli_common c;
 };
@@ -117,6 +121,7 @@ static int run_export(const struct export_opts *o)
 	struct tfsr_slice *sl = NULL;
 	struct tfsr_slice_opts so = {.fmt = o->r->fmt, .sel = o->sel,
 				     .sel_len = strlen(o->sel)};
+	struct tfs_where *where = NULL;
 	struct tfs_diag d;
 	FILE *out = stdout;
 	enum tfs_err e;
@@ -127,6 +132,15 @@ static int run_export(const struct export_opts *o)
 	if (e) {
 		st = cli_fail("export", &d, e);
 		goto out_array;
+	}
+	if (o->where) {
+		e = tfsr_where_parse(tfs_array_schema(a), a, o->where,
+				     strlen(o->where), &where, NULL, &d);
+		if (e) {
+			st = cli_fail("export", &d, e);
+			goto out_array;
+		}
+		so.where = where;
 	}
 	if (!tfsr_renderer_takes(o->r, tfs_array_schema(a), so.field, &d)) {
 		st = cli_fail("export", &d, TFS_E_INVALID);
@@ -162,6 +176,7 @@ static int run_export(const struct export_opts *o)
 out_slice:
 	tfsr_slice_free(sl);
 out_array:
+	tfs_where_free(where);
 	tfs_array_close(a);
 	tfs_vfs_free(vfs);
 	tfs_pool_free(pool);
@@ -171,14 +186,21 @@ out_array:
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_KEY = 256, OPT_TIMESTAMP, OPT_THREADS, OPT_FIELD,
-	       OPT_FORMAT };
+	enum {
+		OPT_KEY = 256,
+		OPT_TIMESTAMP,
+		OPT_THREADS,
+		OPT_FIELD,
+		OPT_FORMAT,
+		OPT_WHERE
+	};
 	static const struct option longopts[] = {
 		{"key", required_argument, NULL, OPT_KEY},
 		{"timestamp", required_argument, NULL, OPT_TIMESTAMP},
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{"field", required_argument, NULL, OPT_FIELD},
 		{"format", required_argument, NULL, OPT_FORMAT},
+		{"where", required_argument, NULL, OPT_WHERE},
 		{"output", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -211,6 +233,9 @@ int cmd_export(int argc, char **argv)
 			o.r = tfsr_renderer_named(optarg);
 			if (!o.r)
 				return cli_usage("export", "unknown --format");
+			break;
+		case OPT_WHERE:
+			o.where = optarg;
 			break;
 		case 'o':
 			o.out = optarg;

@@ -125,85 +125,59 @@ static void print_meta(const struct tfs_meta_kv *kv)
 	tfs_buf_release(&b);
 }
 
-static void print_array(const char *path, const struct tfs_array *a)
+static void print_dim(const struct tfs_schema *s, uint32_t k)
 {
-	const struct tfs_schema *s = tfs_array_schema(a);
-	const struct tfs_range *cur = tfs_schema_current_domain(s, 0);
-	struct tfs_schema_info si;
+	struct tfs_field_info info;
+	const struct tfs_field_info *dim = &info;
+
+	tfs_schema_dim(s, k, &info);
+	printf("dimension  %s %s", dim->name, tfs_datatype_name(dim->type));
+	if (dim->has_domain) {
+		struct tfs_range r = {.lo = dim->domain_lo,
+				      .hi = dim->domain_hi};
+
+		fputs(" domain ", stdout);
+		print_range(s, k, &r);
+	}
+	if (dim->has_extent) {
+		struct tfs_buf b;
+
+		tfs_buf_init(&b, TFS_BUF_NO_MAX);
+		put_values(&b, dim->type, dim->extent,
+			   tfs_datatype_size(dim->type), 1);
+		printf(" tile %.*s", (int)b.len,
+		       b.data ? (const char *)b.data : "");
+		tfs_buf_release(&b);
+	}
+	print_pipeline_len(s, k);
+	putchar('\n');
+}
+
+static void print_attr(const struct tfs_schema *s, uint32_t i)
+{
+	struct tfs_field_info info;
+	const struct tfs_field_info *at = &info;
+
+	tfs_schema_attr(s, i, &info);
+	printf("attribute  %s %s", at->name, tfs_datatype_name(at->type));
+	if (at->var)
+		fputs(" var", stdout);
+	else if (at->cell_val_num != 1)
+		printf(" ×%" PRIu32, at->cell_val_num);
+	if (at->nullable)
+		fputs(" nullable", stdout);
+	if (at->enumeration)
+		printf(" enumeration %s", at->enumeration);
+	print_pipeline_len(s, tfs_schema_dim_count(s) + i);
+	putchar('\n');
+}
+
+static void print_fragments(const struct tfs_array *a,
+			    const struct tfs_schema *s)
+{
 	size_t nfrag = tfs_array_fragment_count(a), visible = 0;
-	struct tfs_range ned[TFSR_MAX_DIMS];
 	char t1[48], t2[48];
 
-	tfs_schema_get_info(s, &si);
-	printf("array      %s\n", path);
-	printf("type       %s, format version %" PRIu32
-	       ", cells %s, tiles %s, capacity %" PRIu64 "%s\n",
-	       tfs_schema_is_dense(s) ? "dense" : "sparse", si.version,
-	       order_name(si.cell_order), order_name(si.tile_order),
-	       si.capacity, si.allows_dups ? ", duplicates allowed" : "");
-	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
-		struct tfs_field_info info;
-		const struct tfs_field_info *dim = &info;
-
-		tfs_schema_dim(s, k, &info);
-		printf("dimension  %s %s", dim->name,
-		       tfs_datatype_name(dim->type));
-		if (dim->has_domain) {
-			struct tfs_range r = {.lo = dim->domain_lo,
-					      .hi = dim->domain_hi};
-
-			fputs(" domain ", stdout);
-			print_range(s, k, &r);
-		}
-		if (dim->has_extent) {
-			struct tfs_buf b;
-
-			tfs_buf_init(&b, TFS_BUF_NO_MAX);
-			put_values(&b, dim->type, dim->extent,
-				   tfs_datatype_size(dim->type), 1);
-			printf(" tile %.*s", (int)b.len,
-			       b.data ? (const char *)b.data : "");
-			tfs_buf_release(&b);
-		}
-		print_pipeline_len(s, k);
-		putchar('\n');
-	}
-	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
-		struct tfs_field_info info;
-		const struct tfs_field_info *at = &info;
-
-		tfs_schema_attr(s, i, &info);
-		printf("attribute  %s %s", at->name,
-		       tfs_datatype_name(at->type));
-		if (at->var)
-			fputs(" var", stdout);
-		else if (at->cell_val_num != 1)
-			printf(" ×%" PRIu32, at->cell_val_num);
-		if (at->nullable)
-			fputs(" nullable", stdout);
-		if (at->enumeration)
-			printf(" enumeration %s", at->enumeration);
-		print_pipeline_len(s, tfs_schema_dim_count(s) + i);
-		putchar('\n');
-	}
-	if (cur) {
-		fputs("current    ", stdout);
-		print_box(s, cur);
-		putchar('\n');
-	}
-	for (size_t i = 0; i < tfs_array_enumeration_count(a); i++) {
-		const struct tfs_enumeration *en = tfs_array_enumeration(a, i);
-
-		printf("enumeration %s %s, %" PRIu64 " values%s\n", en->name,
-		       tfs_datatype_name(en->type), en->value_num,
-		       en->ordered ? ", ordered" : "");
-	}
-	fputs("non-empty  ", stdout);
-	if (tfs_schema_dim_count(s) <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
-		print_box(s, ned);
-	else
-		fputs("(empty)", stdout);
-	putchar('\n');
 	for (size_t i = 0; i < nfrag; i++) {
 		struct tfs_fragment_info f;
 
@@ -226,6 +200,10 @@ static void print_array(const char *path, const struct tfs_array *a)
 			print_box(s, f.non_empty_domain);
 		putchar('\n');
 	}
+}
+
+static void print_vacuum_and_metadata(const struct tfs_array *a)
+{
 	if (tfs_array_vacuum_count(a)) {
 		printf("vacuum     %zu fragment%s consolidated away:\n",
 		       tfs_array_vacuum_count(a),
@@ -237,6 +215,46 @@ static void print_array(const char *path, const struct tfs_array *a)
 	       tfs_array_metadata_count(a) == 1 ? "" : "s");
 	for (size_t i = 0; i < tfs_array_metadata_count(a); i++)
 		print_meta(tfs_array_metadata(a, i));
+}
+
+static void print_array(const char *path, const struct tfs_array *a)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	const struct tfs_range *cur = tfs_schema_current_domain(s, 0);
+	struct tfs_schema_info si;
+	struct tfs_range ned[TFSR_MAX_DIMS];
+
+	tfs_schema_get_info(s, &si);
+	printf("array      %s\n", path);
+	printf("type       %s, format version %" PRIu32
+	       ", cells %s, tiles %s, capacity %" PRIu64 "%s\n",
+	       tfs_schema_is_dense(s) ? "dense" : "sparse", si.version,
+	       order_name(si.cell_order), order_name(si.tile_order),
+	       si.capacity, si.allows_dups ? ", duplicates allowed" : "");
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
+		print_dim(s, k);
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++)
+		print_attr(s, i);
+	if (cur) {
+		fputs("current    ", stdout);
+		print_box(s, cur);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < tfs_array_enumeration_count(a); i++) {
+		const struct tfs_enumeration *en = tfs_array_enumeration(a, i);
+
+		printf("enumeration %s %s, %" PRIu64 " values%s\n", en->name,
+		       tfs_datatype_name(en->type), en->value_num,
+		       en->ordered ? ", ordered" : "");
+	}
+	fputs("non-empty  ", stdout);
+	if (tfs_schema_dim_count(s) <= TFSR_MAX_DIMS && tfs_array_non_empty_domain(a, ned))
+		print_box(s, ned);
+	else
+		fputs("(empty)", stdout);
+	putchar('\n');
+	print_fragments(a, s);
+	print_vacuum_and_metadata(a);
 }
 
 static int info_group(const char *path, const struct cli_common *c)
@@ -268,7 +286,10 @@ static int info_group(const char *path, const struct cli_common *c)
 	return CLI_OK;
 }
 
-int cmd_info(int argc, char **argv)
+/* Parses the options into c and *json; returns -1 to go on, else the exit
+ * status. */
+static int info_options(int argc, char **argv, struct cli_common *c,
+			bool *json)
 {
 	enum { OPT_KEY = 256, OPT_TIMESTAMP, OPT_JSON };
 	static const struct option longopts[] = {
@@ -278,29 +299,21 @@ int cmd_info(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_common c = {0};
-	bool json = false;
-	enum tfs_object kind;
-	struct tfs_array *a;
-	struct tfs_vfs *vfs = NULL;
-	char *path = NULL;
-	struct tfs_diag d;
-	enum tfs_err e;
-	int opt, st;
+	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_KEY:
-			if (!cli_parse_key("info", &c, optarg))
+			if (!cli_parse_key("info", c, optarg))
 				return CLI_USAGE;
 			break;
 		case OPT_TIMESTAMP:
-			if (!cli_parse_timestamp("info", &c, optarg))
+			if (!cli_parse_timestamp("info", c, optarg))
 				return CLI_USAGE;
 			break;
 		case OPT_JSON:
-			json = true;
+			*json = true;
 			break;
 		case 'h':
 			fputs(info_usage, stdout);
@@ -311,6 +324,79 @@ int cmd_info(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage("info", "info takes one PATH");
+	return -1;
+}
+
+/* --json: the dump of the object. An array is opened first so that
+ * failures get this tool's statuses (dump says 1 for every error). */
+static int info_json(const char *path, const struct cli_common *c,
+		     enum tfs_object kind)
+{
+	struct dump_opts o = {.path = path, .key_hex = c->key_hex,
+			      .timestamp = c->timestamp,
+			      .has_timestamp = c->timestamp != 0};
+	struct tfs_open_opts oo = {.key = c->has_key ? c->key : NULL,
+				   .timestamp = c->timestamp, .threads = 1};
+	struct tfs_array *a;
+	struct tfs_diag d;
+	enum tfs_err e;
+
+	if (kind == TFS_OBJECT_ARRAY) {
+		tfs_diag_init(&d);
+		e = tfs_array_open(path, &oo, &a, &d);
+		if (e)
+			return cli_fail("info", &d, e);
+		tfs_array_close(a);
+	}
+	return dump_run(&o);
+}
+
+/* The summary of an array, opened without following any symbolic link
+ * inside it. */
+static int info_array(const char *arg, const struct cli_common *c)
+{
+	struct tfs_open_opts oo = {.key = c->has_key ? c->key : NULL,
+				   .timestamp = c->timestamp, .threads = 1};
+	struct tfs_array *a = NULL;
+	struct tfs_vfs *vfs = NULL;
+	char *path = NULL;
+	struct tfs_diag d;
+	enum tfs_err e = TFS_E_OK;
+
+	tfs_diag_init(&d);
+	if (!cli_rooted(arg, false, &vfs, &path))
+		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+	oo.vfs = vfs;
+	if (!e)
+		e = tfs_array_open(path, &oo, &a, &d);
+	if (e) {
+		tfs_vfs_free(vfs);
+		tfs_free(path);
+		return cli_fail("info", &d, e);
+	}
+	print_array(arg, a);
+	tfs_array_close(a);
+	tfs_vfs_free(vfs);
+	tfs_free(path);
+	if (fflush(stdout) != 0) {
+		cli_errorf("info", "cannot write the output");
+		return CLI_IO;
+	}
+	return CLI_OK;
+}
+
+int cmd_info(int argc, char **argv)
+{
+	struct cli_common c = {0};
+	bool json = false;
+	enum tfs_object kind;
+	struct tfs_diag d;
+	enum tfs_err e;
+	int st;
+
+	st = info_options(argc, argv, &c, &json);
+	if (st >= 0)
+		return st;
 	tfs_diag_init(&d);
 	e = tfs_object_type(NULL, argv[optind], &kind, &d);
 	if (!e && kind == TFS_OBJECT_NONE)
@@ -321,65 +407,12 @@ int cmd_info(int argc, char **argv)
 		cli_common_release(&c);
 		return cli_fail("info", &d, e);
 	}
-	if (json && kind == TFS_OBJECT_ARRAY) {
-		struct dump_opts o = {.path = argv[optind], .key_hex = c.key_hex,
-				      .timestamp = c.timestamp,
-				      .has_timestamp = c.timestamp != 0};
-		struct tfs_open_opts oo = {.key = c.has_key ? c.key : NULL,
-					   .timestamp = c.timestamp,
-					   .threads = 1};
-
-		/* Opened first so that failures get this tool's statuses
-		 * (dump says 1 for every error). */
-		e = tfs_array_open(argv[optind], &oo, &a, &d);
-		if (e) {
-			cli_common_release(&c);
-			return cli_fail("info", &d, e);
-		}
-		tfs_array_close(a);
-		st = dump_run(&o);
-		cli_common_release(&c);
-		return st;
-	}
-	if (json) {
-		struct dump_opts o = {.path = argv[optind], .key_hex = c.key_hex,
-				      .timestamp = c.timestamp,
-				      .has_timestamp = c.timestamp != 0};
-
-		st = dump_run(&o);
-		cli_common_release(&c);
-		return st;
-	}
-	if (kind == TFS_OBJECT_GROUP) {
+	if (json)
+		st = info_json(argv[optind], &c, kind);
+	else if (kind == TFS_OBJECT_GROUP)
 		st = info_group(argv[optind], &c);
-		cli_common_release(&c);
-		return st;
-	}
-	{
-		struct tfs_open_opts oo = {.key = c.has_key ? c.key : NULL,
-					   .timestamp = c.timestamp,
-					   .threads = 1};
-
-		/* No symbolic link inside the array is followed. */
-		if (!cli_rooted(argv[optind], false, &vfs, &path))
-			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
-		oo.vfs = vfs;
-		if (!e)
-			e = tfs_array_open(path, &oo, &a, &d);
-	}
+	else
+		st = info_array(argv[optind], &c);
 	cli_common_release(&c);
-	if (e) {
-		tfs_vfs_free(vfs);
-		tfs_free(path);
-		return cli_fail("info", &d, e);
-	}
-	print_array(argv[optind], a);
-	tfs_array_close(a);
-	tfs_vfs_free(vfs);
-	tfs_free(path);
-	if (fflush(stdout) != 0) {
-		cli_errorf("info", "cannot write the output");
-		return CLI_IO;
-	}
-	return CLI_OK;
+	return st;
 }

@@ -79,7 +79,11 @@ static bool parse_mode(const char *text, enum tfs_consolidate_mode *out)
 	return false;
 }
 
-static int run(bool vacuum, int argc, char **argv)
+/* Parses the options into c, co and *mode; returns -1 to go on, else the
+ * exit status. */
+static int run_options(bool vacuum, int argc, char **argv,
+		       struct cli_common *c, struct tfs_consolidate_opts *co,
+		       enum tfs_consolidate_mode *mode)
 {
 	const char *cmd = vacuum ? "vacuum" : "consolidate";
 	enum { OPT_KEY = 256, OPT_THREADS, OPT_MODE, OPT_START, OPT_END };
@@ -92,31 +96,23 @@ static int run(bool vacuum, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	enum tfs_consolidate_mode mode = TFS_CONSOLIDATE_FRAGMENTS;
-	struct tfs_consolidate_opts co = {0};
-	char *path = NULL;
-	struct cli_common c = {0};
-	char made[256] = "";
-	unsigned removed = 0;
-	struct tfs_diag d;
-	enum tfs_err e;
 	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_KEY:
-			if (!cli_parse_key(cmd, &c, optarg))
+			if (!cli_parse_key(cmd, c, optarg))
 				return CLI_USAGE;
 			break;
 		case OPT_THREADS:
 			if (vacuum)
 				return cli_usage(cmd, "unknown option");
-			if (!cli_parse_threads(cmd, &c, optarg))
+			if (!cli_parse_threads(cmd, c, optarg))
 				return CLI_USAGE;
 			break;
 		case OPT_MODE:
-			if (!parse_mode(optarg, &mode))
+			if (!parse_mode(optarg, mode))
 				return cli_usage(cmd, "--mode is fragments, "
 						      "fragment-meta, commits "
 						      "or array-meta");
@@ -125,10 +121,10 @@ static int run(bool vacuum, int argc, char **argv)
 		case OPT_END:
 			if (vacuum)
 				return cli_usage(cmd, "unknown option");
-			if (!cli_parse_timestamp(cmd, &c, optarg))
+			if (!cli_parse_timestamp(cmd, c, optarg))
 				return CLI_USAGE;
-			*(opt == OPT_START ? &co.start : &co.end) = c.timestamp;
-			c.timestamp = 0;
+			*(opt == OPT_START ? &co->start : &co->end) = c->timestamp;
+			c->timestamp = 0;
 			break;
 		case 'h':
 			fputs(vacuum ? vacuum_usage : consolidate_usage, stdout);
@@ -137,17 +133,43 @@ static int run(bool vacuum, int argc, char **argv)
 			return cli_usage(cmd, "unknown option");
 		}
 	}
-	if (optind + 1 != argc) {
+	return -1;
+}
+
+/* The one PATH and a consistent time range; NULL when fine, else why. */
+static const char *run_args_problem(int argc,
+				    const struct tfs_consolidate_opts *co,
+				    enum tfs_consolidate_mode mode)
+{
+	if (optind + 1 != argc)
+		return "takes one PATH";
+	if ((co->start || co->end) && mode != TFS_CONSOLIDATE_FRAGMENTS)
+		return "--start and --end are for fragments";
+	if (co->end && co->start > co->end)
+		return "--start is after --end";
+	return NULL;
+}
+
+static int run(bool vacuum, int argc, char **argv)
+{
+	const char *cmd = vacuum ? "vacuum" : "consolidate";
+	enum tfs_consolidate_mode mode = TFS_CONSOLIDATE_FRAGMENTS;
+	struct tfs_consolidate_opts co = {0};
+	char *path = NULL;
+	struct cli_common c = {0};
+	char made[256] = "";
+	unsigned removed = 0;
+	const char *why;
+	struct tfs_diag d;
+	enum tfs_err e;
+	int st;
+
+	st = run_options(vacuum, argc, argv, &c, &co, &mode);
+	if (st >= 0)
+		return st;
+	if ((why = run_args_problem(argc, &co, mode))) {
 		cli_common_release(&c);
-		return cli_usage(cmd, "takes one PATH");
-	}
-	if ((co.start || co.end) && mode != TFS_CONSOLIDATE_FRAGMENTS) {
-		cli_common_release(&c);
-		return cli_usage(cmd, "--start and --end are for fragments");
-	}
-	if (co.end && co.start > co.end) {
-		cli_common_release(&c);
-		return cli_usage(cmd, "--start is after --end");
+		return cli_usage(cmd, why);
 	}
 	co.write.key = c.has_key ? c.key : NULL;
 	co.write.threads = c.threads;

@@ -19,6 +19,7 @@ static const char usage_text[] =
 	"  info         schema, fragments, metadata, non-empty domain (--json)\n"
 	"  dump         the array or group as the corpus JSON, with reads\n"
 	"  export       a selection as raw, txt, csv, json or npy\n"
+	"  stats        count, nulls, min, max, sum, mean of attributes\n"
 	"  create       a new array from a schema JSON file\n"
 	"  ingest       a CSV file into an array (--new: into a new array)\n"
 	"  delete       delete the cells of a sparse array matching --where COND\n"
@@ -155,6 +156,7 @@ int main(int argc, char **argv)
 		{"dump", cmd_dump},
 		{"info", cmd_info},
 		{"export", cmd_export},
+		{"stats", cmd_stats},
 		{"create", cmd_create},
 		{"ingest", cmd_ingest},
 		{"delete", cmd_delete},

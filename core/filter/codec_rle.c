@@ -175,67 +175,54 @@ static bool same_cell(const uint8_t *v, size_t a_off, size_t a_len,
 						       a_len) == 0);
 }
 
-enum tfs_err tfs__rle_str_forward(struct tfs__fwd *w,
-				  const struct tfs__fctx *fc)
-{
-	const uint8_t *v;
-	size_t size, runs = 0, strsum = 0, longest_str = 0, out_size;
-	uint64_t longest_run = 0, run = 0;
-	size_t prev_off = 0, prev_len = 0;
-	unsigned rl, sl;
-	struct tfs_buf hdr, data;
-	uint8_t *h, *o;
-	enum tfs_err e;
+/* What pass 1 learns about the runs of equal strings in a tile. */
+struct str_runs {
+	size_t runs, strsum, longest_str;
+	uint64_t longest_run;
+};
 
-	if (w->data.n != 1 || w->md.n != 0)
-		return tfs__fwd_fail(w, TFS_E_INVALID,
-				     "string RLE must be the first filter");
-	v = w->data.v[0].data;
-	size = w->data.v[0].len;
-	/* Pass 1: the runs decide the integer widths. */
+/* Pass 1: the runs decide the integer widths. */
+static void str_runs_measure(const struct tfs__fctx *fc, const uint8_t *v,
+			     size_t size, struct str_runs *r)
+{
+	uint64_t run = 0;
+	size_t prev_off = 0, prev_len = 0;
+
+	memset(r, 0, sizeof(*r));
 	for (uint64_t c = 0; c < fc->cell_count; c++) {
 		size_t off, len;
 
 		cell_span(fc, size, c, &off, &len);
-		if (len > longest_str)
-			longest_str = len;
+		if (len > r->longest_str)
+			r->longest_str = len;
 		if (run && same_cell(v, prev_off, prev_len, off, len)) {
 			run++;
 		} else {
 			if (run) {
-				runs++;
-				strsum += prev_len;
+				r->runs++;
+				r->strsum += prev_len;
 			}
 			run = 1;
 			prev_off = off;
 			prev_len = len;
 		}
-		if (run > longest_run)
-			longest_run = run;
+		if (run > r->longest_run)
+			r->longest_run = run;
 	}
 	if (run) {
-		runs++;
-		strsum += prev_len;
+		r->runs++;
+		r->strsum += prev_len;
 	}
-	rl = tfs__bw(longest_run);
-	sl = tfs__bw(longest_str);
-	out_size = runs * (rl + sl) + strsum;
-	if (size > UINT32_MAX || out_size > UINT32_MAX ||
-	    fc->cell_count > UINT32_MAX / 8)
-		return tfs__fwd_fail(w, TFS_E_TOO_BIG,
-				     "string tile too large for RLE");
-	e = tfs__buf_sized(&hdr, TFS__STR_HEADER_SIZE, &h);
-	if (e)
-		return e;
-	tfs__str_header_put(h, &(struct tfs__str_header){
-		.in_size = (uint32_t)size, .out_size = (uint32_t)out_size,
-		.off_size = (uint32_t)(fc->cell_count * 8),
-		.width = {(uint8_t)rl, (uint8_t)sl}});
-	e = tfs__buf_sized(&data, out_size, &o);
-	if (e)
-		goto out_release;
-	/* Pass 2: write the runs. */
-	run = 0;
+}
+
+/* Pass 2: writes each run as (run length, string length, bytes) with the
+ * widths rl and sl; o has room for all of them. */
+static void str_runs_write(const struct tfs__fctx *fc, const uint8_t *v,
+			   size_t size, uint8_t *o, unsigned rl, unsigned sl)
+{
+	uint64_t run = 0;
+	size_t prev_off = 0, prev_len = 0;
+
 	for (uint64_t c = 0; c <= fc->cell_count; c++) {
 		size_t off = 0, len = 0;
 
@@ -258,6 +245,43 @@ enum tfs_err tfs__rle_str_forward(struct tfs__fwd *w,
 		prev_off = off;
 		prev_len = len;
 	}
+}
+
+enum tfs_err tfs__rle_str_forward(struct tfs__fwd *w,
+				  const struct tfs__fctx *fc)
+{
+	const uint8_t *v;
+	size_t size, out_size;
+	struct str_runs r;
+	unsigned rl, sl;
+	struct tfs_buf hdr, data;
+	uint8_t *h, *o;
+	enum tfs_err e;
+
+	if (w->data.n != 1 || w->md.n != 0)
+		return tfs__fwd_fail(w, TFS_E_INVALID,
+				     "string RLE must be the first filter");
+	v = w->data.v[0].data;
+	size = w->data.v[0].len;
+	str_runs_measure(fc, v, size, &r);
+	rl = tfs__bw(r.longest_run);
+	sl = tfs__bw(r.longest_str);
+	out_size = r.runs * (rl + sl) + r.strsum;
+	if (size > UINT32_MAX || out_size > UINT32_MAX ||
+	    fc->cell_count > UINT32_MAX / 8)
+		return tfs__fwd_fail(w, TFS_E_TOO_BIG,
+				     "string tile too large for RLE");
+	e = tfs__buf_sized(&hdr, TFS__STR_HEADER_SIZE, &h);
+	if (e)
+		return e;
+	tfs__str_header_put(h, &(struct tfs__str_header){
+		.in_size = (uint32_t)size, .out_size = (uint32_t)out_size,
+		.off_size = (uint32_t)(fc->cell_count * 8),
+		.width = {(uint8_t)rl, (uint8_t)sl}});
+	e = tfs__buf_sized(&data, out_size, &o);
+	if (e)
+		goto out_release;
+	str_runs_write(fc, v, size, o, rl, sl);
 	e = tfs__parts_prepend(&w->md, &hdr);
 	if (!e)
 		e = tfs__parts_replace(&w->data, &data);

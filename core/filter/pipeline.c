@@ -236,90 +236,117 @@ bool tfs_pipeline_has(const struct tfs_pipeline *p, enum tfs_filter_type type)
 }
 
 /* Options of one filter (filters.md §1 table); `type` is already valid. */
+static enum tfs_err options_bad_len(const struct tfs_filter *f, uint32_t len,
+				    uint32_t index, struct tfs_diag *d)
+{
+	return tfs_fail(d, TFS_E_CORRUPT,
+			"filter %" PRIu32 " '%s': %" PRIu32
+			" option bytes do not fit the type",
+			index, tfs_filter_name(f->type), len);
+}
+
+/* Compressor, level and, for (double) delta, a reinterpret type. */
+static enum tfs_err parse_compression(struct tfs_filter *f,
+				      struct tfs_cursor *c, uint32_t len,
+				      uint32_t index, struct tfs_diag *d)
+{
+	const char *name = tfs_filter_name(f->type);
+
+	if (!tfs_cur_u8(c, &f->compressor) || !tfs_cur_i32(c, &f->level))
+		return options_bad_len(f, len, index, d);
+	if (compressor_filter_type(f->compressor) == TFS_FILTER_DEPRECATED)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"filter %" PRIu32 " '%s': unknown "
+				"compressor %u",
+				index, name, f->compressor);
+	/* A sixth byte is the reinterpret type of (double) delta, whatever
+	 * the schema version says (filters.md §1). */
+	if ((f->compressor == TFS_COMP_DELTA ||
+	     f->compressor == TFS_COMP_DOUBLE_DELTA) &&
+	    tfs_cur_left(c) == 1) {
+		if (!tfs_cur_u8(c, &f->reinterpret))
+			return options_bad_len(f, len, index, d);
+		if (!tfs_datatype_valid(f->reinterpret))
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"filter %" PRIu32 " '%s': bad "
+					"reinterpret type %u",
+					index, name, f->reinterpret);
+		f->has_reinterpret = true;
+	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err parse_scale_float(struct tfs_filter *f,
+				      struct tfs_cursor *c, uint32_t len,
+				      uint32_t index, struct tfs_diag *d)
+{
+	if (!tfs_cur_f64(c, &f->scale) || !tfs_cur_f64(c, &f->offset) ||
+	    !tfs_cur_u64(c, &f->byte_width))
+		return options_bad_len(f, len, index, d);
+	if (f->byte_width != 1 && f->byte_width != 2 && f->byte_width != 4 &&
+	    f->byte_width != 8)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"filter %" PRIu32 " '%s': bad "
+				"byte width %" PRIu64,
+				index, tfs_filter_name(f->type), f->byte_width);
+	return TFS_E_OK;
+}
+
+static enum tfs_err parse_webp(struct tfs_filter *f, struct tfs_cursor *c,
+			       uint32_t len, uint32_t index,
+			       struct tfs_diag *d)
+{
+	const uint8_t *b;
+	uint32_t q;
+
+	if (!tfs_cur_take(c, 12, &b))
+		return options_bad_len(f, len, index, d);
+	q = tfs_get_u32(b);
+	memcpy(&f->webp_quality, &q, sizeof(q));
+	f->webp_format = b[4];
+	f->webp_lossless = b[5];
+	f->webp_y_extent = tfs_get_u16(b + 6);
+	f->webp_x_extent = tfs_get_u16(b + 8);
+	if (f->webp_format > 4 || f->webp_lossless > 1)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"filter %" PRIu32 " 'WEBP': bad "
+				"format %u or lossless flag %u",
+				index, f->webp_format, f->webp_lossless);
+	return TFS_E_OK;
+}
+
 static enum tfs_err parse_options(struct tfs_filter *f, const uint8_t *opts,
 				  uint32_t len, struct tfs_diag *d,
 				  uint32_t index)
 {
 	struct tfs_cursor c;
-	const char *name = tfs_filter_name(f->type);
+	enum tfs_err e = TFS_E_OK;
 
 	tfs_cur_init(&c, opts, len);
 	if (tfs_filter_is_compression(f->type)) {
-		if (!tfs_cur_u8(&c, &f->compressor) ||
-		    !tfs_cur_i32(&c, &f->level))
-			goto out_bad_len;
-		if (compressor_filter_type(f->compressor) ==
-		    TFS_FILTER_DEPRECATED)
-			return tfs_fail(d, TFS_E_CORRUPT,
-					"filter %" PRIu32 " '%s': unknown "
-					"compressor %u",
-					index, name, f->compressor);
-		/* A sixth byte is the reinterpret type of (double) delta,
-		 * whatever the schema version says (filters.md §1). */
-		if ((f->compressor == TFS_COMP_DELTA ||
-		     f->compressor == TFS_COMP_DOUBLE_DELTA) &&
-		    tfs_cur_left(&c) == 1) {
-			if (!tfs_cur_u8(&c, &f->reinterpret))
-				goto out_bad_len;
-			if (!tfs_datatype_valid(f->reinterpret))
-				return tfs_fail(d, TFS_E_CORRUPT,
-						"filter %" PRIu32 " '%s': bad "
-						"reinterpret type %u",
-						index, name, f->reinterpret);
-			f->has_reinterpret = true;
-		}
+		e = parse_compression(f, &c, len, index, d);
 	} else {
 		switch (f->type) {
 		case TFS_FILTER_BIT_WIDTH_REDUCTION:
 		case TFS_FILTER_POSITIVE_DELTA:
 			if (!tfs_cur_u32(&c, &f->max_window))
-				goto out_bad_len;
+				return options_bad_len(f, len, index, d);
 			break;
 		case TFS_FILTER_SCALE_FLOAT:
-			if (!tfs_cur_f64(&c, &f->scale) ||
-			    !tfs_cur_f64(&c, &f->offset) ||
-			    !tfs_cur_u64(&c, &f->byte_width))
-				goto out_bad_len;
-			if (f->byte_width != 1 && f->byte_width != 2 &&
-			    f->byte_width != 4 && f->byte_width != 8)
-				return tfs_fail(d, TFS_E_CORRUPT,
-						"filter %" PRIu32 " '%s': bad "
-						"byte width %" PRIu64,
-						index, name, f->byte_width);
+			e = parse_scale_float(f, &c, len, index, d);
 			break;
-		case TFS_FILTER_WEBP: {
-			const uint8_t *b;
-			uint32_t q;
-
-			if (!tfs_cur_take(&c, 12, &b))
-				goto out_bad_len;
-			q = tfs_get_u32(b);
-			memcpy(&f->webp_quality, &q, sizeof(q));
-			f->webp_format = b[4];
-			f->webp_lossless = b[5];
-			f->webp_y_extent = tfs_get_u16(b + 6);
-			f->webp_x_extent = tfs_get_u16(b + 8);
-			if (f->webp_format > 4 || f->webp_lossless > 1)
-				return tfs_fail(d, TFS_E_CORRUPT,
-						"filter %" PRIu32 " 'WEBP': bad "
-						"format %u or lossless flag %u",
-						index, f->webp_format,
-						f->webp_lossless);
+		case TFS_FILTER_WEBP:
+			e = parse_webp(f, &c, len, index, d);
 			break;
-		}
 		default:
 			break; /* no options */
 		}
 	}
+	if (e)
+		return e;
 	if (tfs_cur_left(&c) != 0)
-		goto out_bad_len;
+		return options_bad_len(f, len, index, d);
 	return TFS_E_OK;
-
-out_bad_len:
-	return tfs_fail(d, TFS_E_CORRUPT,
-			"filter %" PRIu32 " '%s': %" PRIu32
-			" option bytes do not fit the type",
-			index, name, len);
 }
 
 enum tfs_err tfs_pipeline_parse(struct tfs_pipeline *out, struct tfs_cursor *c,

@@ -273,6 +273,93 @@ static bool take_chunk(struct tfs_cursor *c, struct chunk *ch)
 
 /* The decoder behind both public entry points. `os` is NULL unless the
  * tile is in string mode. */
+/* Where a tile decodes to, and how far decoding got. */
+struct tile_out {
+	uint8_t *dst;
+	size_t dst_len;
+	uint64_t *offsets;   /* string mode: one start per cell, or NULL */
+	uint64_t cell_count;
+	bool check_cells;
+	uint64_t produced;   /* bytes written to dst */
+	uint64_t cells;      /* string cells found */
+};
+
+static enum tfs_err chunk_fail(const struct job *j, enum tfs_err e,
+			       uint64_t i, unsigned failed, const char *why,
+			       struct tfs_diag *d)
+{
+	if (j->n == 0)
+		return tfs_fail(d, e, "tile chunk %" PRIu64 ": %s", i,
+				why ? why : tfs_strerror(e));
+	return tfs_fail(d, e, "tile chunk %" PRIu64 ": filter %u '%s': %s", i,
+			failed, filter_label(j->filters[failed]),
+			why ? why : tfs_strerror(e));
+}
+
+/* Takes chunk i from c and decodes it to the end of out. */
+static enum tfs_err decode_next_chunk(struct job *j,
+				      const struct tfs_tile_ctx *ctx,
+				      struct tfs_cursor *c, uint64_t i,
+				      struct tile_out *out, struct tfs_diag *d)
+{
+	struct chunk ch;
+	struct offsets_sink os = {NULL, 0, 0};
+	unsigned failed = 0;
+	const char *why = NULL;
+	enum tfs_err e;
+
+	if (!take_chunk(c, &ch))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile chunk %" PRIu64 " truncated", i);
+	if (ch.orig > out->dst_len - out->produced)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile chunks decode to more than the "
+				"expected %zu bytes",
+				out->dst_len);
+	if (ctx->string_mode) {
+		os.next = out->offsets ? out->offsets + out->cells : NULL;
+		os.left = out->check_cells ? out->cell_count - out->cells
+					   : UINT64_MAX;
+	}
+	e = decode_chunk(j, out->dst + out->produced, ch.orig, ch.md,
+			 ch.md_len, ch.data, ch.filtered, out->produced,
+			 ctx->string_mode ? &os : NULL, &failed, &why);
+	if (e)
+		return chunk_fail(j, e, i, failed, why, d);
+	out->produced += ch.orig;
+	out->cells += os.cells;
+	return TFS_E_OK;
+}
+
+/* After the last chunk: nothing left over, every byte and cell there. */
+static enum tfs_err check_tile_end(const struct tfs_tile_ctx *ctx,
+				   const struct tfs_cursor *c, uint64_t nchunks,
+				   struct tile_out *out, struct tfs_diag *d)
+{
+	if (tfs_cur_left(c))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"%zu bytes after the last tile chunk",
+				tfs_cur_left(c));
+	if (out->produced != out->dst_len)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile decodes to %" PRIu64 " bytes, expected %zu",
+				out->produced, out->dst_len);
+	if (!ctx->string_mode || !out->check_cells)
+		return TFS_E_OK;
+	if (nchunks == 0 && out->cells == 0 && out->dst_len == 0) {
+		/* An empty values tile: every string is empty. */
+		for (uint64_t k = 0; k < out->cell_count; k++)
+			out->offsets[k] = 0;
+		out->cells = out->cell_count;
+	}
+	if (out->cells != out->cell_count)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"string tile holds %" PRIu64
+				" cells, expected %" PRIu64,
+				out->cells, out->cell_count);
+	return TFS_E_OK;
+}
+
 static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 				const struct tfs_tile_ctx *ctx, uint8_t *dst,
 				size_t dst_len, uint64_t *offsets,
@@ -280,9 +367,11 @@ static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 				const uint8_t *src, size_t src_len,
 				struct tfs_diag *d)
 {
+	struct tile_out out = {dst, dst_len, offsets, cell_count, check_cells,
+			       0, 0};
 	struct job j;
 	struct tfs_cursor c;
-	uint64_t nchunks, produced = 0, cells = 0;
+	uint64_t nchunks;
 	uint8_t dummy = 0;
 	enum tfs_err e;
 
@@ -294,7 +383,7 @@ static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 			e = tfs_fail(d, TFS_E_INVALID, "no output buffer");
 			goto out_release;
 		}
-		dst = &dummy;
+		out.dst = &dummy;
 	}
 	tfs_cur_init(&c, src, src_len);
 	if (!tfs_cur_u64(&c, &nchunks)) {
@@ -308,77 +397,10 @@ static enum tfs_err tile_decode(const struct tfs_pipeline *p,
 			     nchunks, tfs_cur_left(&c));
 		goto out_release;
 	}
-	for (uint64_t i = 0; i < nchunks; i++) {
-		struct chunk ch;
-		struct offsets_sink os = {NULL, 0, 0};
-		unsigned failed = 0;
-		const char *why = NULL;
-
-		if (!take_chunk(&c, &ch)) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "tile chunk %" PRIu64 " truncated", i);
-			goto out_release;
-		}
-		if (ch.orig > dst_len - produced) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "tile chunks decode to more than the "
-				     "expected %zu bytes",
-				     dst_len);
-			goto out_release;
-		}
-		if (ctx->string_mode) {
-			os.next = offsets ? offsets + cells : NULL;
-			os.left = check_cells ? cell_count - cells : UINT64_MAX;
-		}
-		e = decode_chunk(&j, dst + produced, ch.orig, ch.md, ch.md_len,
-				 ch.data, ch.filtered, produced,
-				 ctx->string_mode ? &os : NULL, &failed, &why);
-		if (e) {
-			if (j.n == 0)
-				e = tfs_fail(d, e, "tile chunk %" PRIu64 ": %s",
-					     i, why ? why : tfs_strerror(e));
-			else
-				e = tfs_fail(d, e,
-					     "tile chunk %" PRIu64
-					     ": filter %u '%s': %s",
-					     i, failed,
-					     filter_label(j.filters[failed]),
-					     why ? why : tfs_strerror(e));
-			goto out_release;
-		}
-		produced += ch.orig;
-		cells += os.cells;
-	}
-	if (tfs_cur_left(&c)) {
-		e = tfs_fail(d, TFS_E_CORRUPT,
-			     "%zu bytes after the last tile chunk",
-			     tfs_cur_left(&c));
-		goto out_release;
-	}
-	if (produced != dst_len) {
-		e = tfs_fail(d, TFS_E_CORRUPT,
-			     "tile decodes to %" PRIu64
-			     " bytes, expected %zu",
-			     produced, dst_len);
-		goto out_release;
-	}
-	if (ctx->string_mode && check_cells) {
-		if (nchunks == 0 && cells == 0 && dst_len == 0) {
-			/* An empty values tile: every string is empty. */
-			for (uint64_t k = 0; k < cell_count; k++)
-				offsets[k] = 0;
-			cells = cell_count;
-		}
-		if (cells != cell_count) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "string tile holds %" PRIu64
-				     " cells, expected %" PRIu64,
-				     cells, cell_count);
-			goto out_release;
-		}
-	}
-	e = TFS_E_OK;
-
+	for (uint64_t i = 0; i < nchunks && !e; i++)
+		e = decode_next_chunk(&j, ctx, &c, i, &out, d);
+	if (!e)
+		e = check_tile_end(ctx, &c, nchunks, &out, d);
 out_release:
 	job_release(&j);
 	return e;

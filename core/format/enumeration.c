@@ -12,12 +12,10 @@
 
 #define ENUMERATION_VERSION 0u
 
-static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_enumeration *en)
+/* Version, names, type, cell_val_num, ordered flag and data size. */
+static enum tfs_err parse_header(struct tfs__rd *r, struct tfs_enumeration *en)
 {
 	uint32_t version, n;
-	uint64_t offsets_size;
-	const uint8_t *p;
-	size_t tsz;
 	enum tfs_err e;
 
 	if ((e = tfs__u32(r, &version, "enumeration version")))
@@ -38,25 +36,32 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_enumeration *en)
 	if (!tfs_datatype_valid(en->type) || en->cell_val_num == 0)
 		return tfs__bad(r, "invalid datatype %u or cell_val_num %u",
 				en->type, (unsigned)en->cell_val_num);
-	tsz = tfs_datatype_size(en->type);
-	if ((e = tfs__take(r, en->data_size, &p, "data")))
-		return e;
-	en->data = tfs_memdup(p, (size_t)en->data_size);
-	if (!en->data)
-		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
 
-	if (en->cell_val_num != TFS_VAR_NUM) {
-		uint64_t cell = (uint64_t)tsz * en->cell_val_num;
+/* Fixed-size values: the count follows from the data size. */
+static enum tfs_err count_fixed(struct tfs__rd *r, struct tfs_enumeration *en)
+{
+	uint64_t cell =
+		(uint64_t)tfs_datatype_size(en->type) * en->cell_val_num;
 
-		if (en->data_size % cell)
-			return tfs__bad(r,
-					"data size %llu is not a multiple of "
-					"the cell size %llu",
-					(unsigned long long)en->data_size,
-					(unsigned long long)cell);
-		en->value_num = en->data_size / cell;
-		goto out_check_end;
-	}
+	if (en->data_size % cell)
+		return tfs__bad(r,
+				"data size %llu is not a multiple of "
+				"the cell size %llu",
+				(unsigned long long)en->data_size,
+				(unsigned long long)cell);
+	en->value_num = en->data_size / cell;
+	return TFS_E_OK;
+}
+
+/* Var-size values: offsets in order, from 0, within the data. */
+static enum tfs_err parse_offsets(struct tfs__rd *r,
+				  struct tfs_enumeration *en)
+{
+	uint64_t offsets_size;
+	const uint8_t *p;
+	enum tfs_err e;
 
 	if ((e = tfs__u64(r, &offsets_size, "offsets size")))
 		return e;
@@ -86,8 +91,27 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_enumeration *en)
 	if (!en->value_num && en->data_size)
 		return tfs__bad(r, "%llu data bytes but no values",
 				(unsigned long long)en->data_size);
+	return TFS_E_OK;
+}
 
-out_check_end:
+static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_enumeration *en)
+{
+	const uint8_t *p;
+	enum tfs_err e;
+
+	if ((e = parse_header(r, en)))
+		return e;
+	if ((e = tfs__take(r, en->data_size, &p, "data")))
+		return e;
+	en->data = tfs_memdup(p, (size_t)en->data_size);
+	if (!en->data)
+		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	if (en->cell_val_num != TFS_VAR_NUM)
+		e = count_fixed(r, en);
+	else
+		e = parse_offsets(r, en);
+	if (e)
+		return e;
 	if (tfs_cur_left(&r->c))
 		return tfs__bad(r, "%zu trailing bytes", tfs_cur_left(&r->c));
 	return TFS_E_OK;

@@ -51,25 +51,21 @@ static enum tfs_err read_sizes(struct tfs__rd *r, uint64_t *dst, uint32_t n,
 	return TFS_E_OK;
 }
 
-static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_legacy_meta *m,
-			       const struct tfs_schema *s, bool dense)
+/* n ranges of two fixed cs-byte values each, back to back at p. */
+static void fixed_ranges(struct tfs_range *ranges, const uint8_t *p,
+			 uint64_t n, uint64_t cs)
 {
-	struct tfs_footer *f = &m->footer;
-	struct tfs_rtree *t = &m->rtree;
-	uint32_t A = s->attr_num, D = s->dim_num;
-	uint64_t ned_size, bound_num, mbr_bytes, cs;
-	const uint8_t *p;
-	size_t from;
-	enum tfs_err e;
+	for (uint64_t k = 0; k < n; k++) {
+		ranges[k].lo = p + 2 * cs * k;
+		ranges[k].hi = ranges[k].lo + cs;
+		ranges[k].lo_len = cs;
+		ranges[k].hi_len = cs;
+	}
+}
 
-	for (uint32_t i = 0; i < D; i++)
-		if (s->dims[i].var || s->dims[i].type != s->dims[0].type)
-			return tfs__bad(r,
-					"legacy metadata needs dimensions of "
-					"one fixed type");
-	m->attr_num = A;
-	cs = tfs_datatype_size(s->dims[0].type);
-	mbr_bytes = 2 * (uint64_t)D * cs;
+static enum tfs_err read_version(struct tfs__rd *r, struct tfs_footer *f)
+{
+	enum tfs_err e;
 
 	if ((e = tfs__u32(r, &f->version, "version")))
 		return e;
@@ -78,11 +74,18 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_legacy_meta *m,
 	if (f->version == 0 || f->version > 2)
 		return tfs__bad(r, "version %u is not a legacy (v1–2) version",
 				(unsigned)f->version);
-	f->dense = dense;
-	f->dim_num = D;
-	f->slot_num = A + 1;
+	return TFS_E_OK;
+}
 
-	/* Non-empty domain. */
+/* Non-empty domain: absent, or one range per dimension. */
+static enum tfs_err read_ned(struct tfs__rd *r, struct tfs_footer *f,
+			     uint32_t D, uint64_t cs, uint64_t mbr_bytes)
+{
+	uint64_t ned_size;
+	const uint8_t *p;
+	size_t from;
+	enum tfs_err e;
+
 	if ((e = tfs__u64(r, &ned_size, "non-empty domain size")))
 		return e;
 	if (ned_size != 0 && ned_size != mbr_bytes)
@@ -92,25 +95,26 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_legacy_meta *m,
 				(unsigned long long)ned_size,
 				(unsigned long long)mbr_bytes);
 	f->empty = ned_size == 0;
-	if (!f->empty) {
-		from = r->c.pos;
-		if ((e = tfs__take(r, ned_size, &p, "non-empty domain")))
-			return e;
-		f->ned = tfs_callocn(D, sizeof(struct tfs_range));
-		if (!f->ned)
-			return tfs__fail(r, TFS_E_NOMEM, "out of memory");
-		for (uint32_t i = 0; i < D; i++) {
-			f->ned[i].lo = p + 2 * cs * i;
-			f->ned[i].hi = f->ned[i].lo + cs;
-			f->ned[i].lo_len = cs;
-			f->ned[i].hi_len = cs;
-		}
-		e = tfs__ranges_own(r, from, r->c.pos, f->ned, D, &f->ned_bytes);
-		if (e)
-			return e;
-	}
+	if (f->empty)
+		return TFS_E_OK;
+	from = r->c.pos;
+	if ((e = tfs__take(r, ned_size, &p, "non-empty domain")))
+		return e;
+	f->ned = tfs_callocn(D, sizeof(struct tfs_range));
+	if (!f->ned)
+		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	fixed_ranges(f->ned, p, D, cs);
+	return tfs__ranges_own(r, from, r->c.pos, f->ned, D, &f->ned_bytes);
+}
 
-	/* MBRs = the R-tree leaves. */
+/* MBRs = the R-tree leaves. */
+static enum tfs_err read_mbrs(struct tfs__rd *r, struct tfs_rtree *t,
+			      uint32_t D, uint64_t cs, uint64_t mbr_bytes)
+{
+	const uint8_t *p;
+	size_t from;
+	enum tfs_err e;
+
 	if ((e = tfs__u64(r, &t->leaf_num, "MBR count")))
 		return e;
 	if (t->leaf_num > tfs_cur_left(&r->c) / mbr_bytes)
@@ -123,37 +127,30 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_legacy_meta *m,
 	t->leaves = tfs_callocn((size_t)t->leaf_num * D, sizeof(struct tfs_range));
 	if (!t->leaves)
 		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
-	for (uint64_t k = 0; k < t->leaf_num * D; k++) {
-		t->leaves[k].lo = p + 2 * cs * k;
-		t->leaves[k].hi = t->leaves[k].lo + cs;
-		t->leaves[k].lo_len = cs;
-		t->leaves[k].hi_len = cs;
-	}
-	e = tfs__ranges_own(r, from, r->c.pos, t->leaves, t->leaf_num * D,
-			    &t->bytes);
-	if (e)
-		return e;
-	f->sparse_tile_num = dense ? 0 : t->leaf_num;
+	fixed_ranges(t->leaves, p, t->leaf_num * D, cs);
+	return tfs__ranges_own(r, from, r->c.pos, t->leaves, t->leaf_num * D,
+			       &t->bytes);
+}
 
-	/* Bounding coordinates: not needed. */
+/* Bounding coordinates: not needed. */
+static enum tfs_err skip_bounds(struct tfs__rd *r, uint64_t mbr_bytes)
+{
+	uint64_t bound_num;
+	const uint8_t *p;
+	enum tfs_err e;
+
 	if ((e = tfs__u64(r, &bound_num, "bounding coords count")))
 		return e;
 	if (bound_num > tfs_cur_left(&r->c) / mbr_bytes)
 		return tfs__bad(r, "bounding coords count %llu does not fit",
 				(unsigned long long)bound_num);
-	if ((e = tfs__take(r, bound_num * mbr_bytes, &p, "bounding coords")))
-		return e;
+	return tfs__take(r, bound_num * mbr_bytes, &p, "bounding coords");
+}
 
-	if ((e = read_lists(r, A + 1, &m->tile_offsets, &m->tile_counts,
-			    "tile offsets")) ||
-	    (e = read_lists(r, A, &m->tile_var_offsets, &m->tile_var_counts,
-			    "tile var offsets")) ||
-	    (e = read_lists(r, A, &m->tile_var_sizes,
-			    &m->tile_var_size_counts, "tile var sizes")))
-		return e;
-	if ((e = tfs__u64(r, &f->last_tile_cell_num, "last tile cell number")))
-		return e;
-
+/* The per-slot arrays of the footer, all zero. */
+static enum tfs_err alloc_slots(struct tfs__rd *r, struct tfs_footer *f,
+				uint32_t A)
+{
 	f->file_sizes = tfs_callocn(A + 1, sizeof(uint64_t));
 	f->file_var_sizes = tfs_callocn(A + 1, sizeof(uint64_t));
 	f->file_validity_sizes = tfs_callocn(A + 1, sizeof(uint64_t));
@@ -165,6 +162,49 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_legacy_meta *m,
 	    !f->tile_offsets_off || !f->tile_var_offsets_off ||
 	    !f->tile_var_sizes_off || !f->tile_validity_offsets_off)
 		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
+static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_legacy_meta *m,
+			       const struct tfs_schema *s, bool dense)
+{
+	struct tfs_footer *f = &m->footer;
+	struct tfs_rtree *t = &m->rtree;
+	uint32_t A = s->attr_num, D = s->dim_num;
+	uint64_t mbr_bytes, cs;
+	enum tfs_err e;
+
+	for (uint32_t i = 0; i < D; i++)
+		if (s->dims[i].var || s->dims[i].type != s->dims[0].type)
+			return tfs__bad(r,
+					"legacy metadata needs dimensions of "
+					"one fixed type");
+	m->attr_num = A;
+	cs = tfs_datatype_size(s->dims[0].type);
+	mbr_bytes = 2 * (uint64_t)D * cs;
+
+	if ((e = read_version(r, f)))
+		return e;
+	f->dense = dense;
+	f->dim_num = D;
+	f->slot_num = A + 1;
+	if ((e = read_ned(r, f, D, cs, mbr_bytes)) ||
+	    (e = read_mbrs(r, t, D, cs, mbr_bytes)))
+		return e;
+	f->sparse_tile_num = dense ? 0 : t->leaf_num;
+	if ((e = skip_bounds(r, mbr_bytes)))
+		return e;
+	if ((e = read_lists(r, A + 1, &m->tile_offsets, &m->tile_counts,
+			    "tile offsets")) ||
+	    (e = read_lists(r, A, &m->tile_var_offsets, &m->tile_var_counts,
+			    "tile var offsets")) ||
+	    (e = read_lists(r, A, &m->tile_var_sizes,
+			    &m->tile_var_size_counts, "tile var sizes")))
+		return e;
+	if ((e = tfs__u64(r, &f->last_tile_cell_num, "last tile cell number")))
+		return e;
+	if ((e = alloc_slots(r, f, A)))
+		return e;
 	if ((e = read_sizes(r, f->file_sizes, A + 1, "file sizes")) ||
 	    (e = read_sizes(r, f->file_var_sizes, A, "file var sizes")))
 		return e;

@@ -182,6 +182,61 @@ static enum tfs_err put_level(struct tfs_buf *b, const struct tfs_range *mbrs,
 	return e;
 }
 
+/* Before version 5: dimension count, fanout and the one coordinate type;
+ * from version 5 on the fanout alone. */
+static enum tfs_err put_header(struct tfs_buf *b, uint32_t version,
+			       uint32_t fanout, const struct tfs_schema *s)
+{
+	uint32_t D = s->dim_num;
+	enum tfs_err e;
+
+	if (version >= 5)
+		return tfs_buf_append_u32(b, fanout);
+	for (uint32_t i = 0; i < D; i++)
+		if (s->dims[i].var || s->dims[i].type != s->dims[0].type)
+			return TFS_E_INVALID;
+	if ((e = tfs_buf_append_u32(b, D)) ||
+	    (e = tfs_buf_append_u32(b, fanout)) ||
+	    (e = tfs_buf_append_u8(b, s->dims[0].type)))
+		return e;
+	return TFS_E_OK;
+}
+
+/* Height as TileDB computes it, in double precision. */
+static uint32_t tree_height(uint64_t leaf_num, uint32_t fanout)
+{
+	if (leaf_num == 1)
+		return 1;
+	return (uint32_t)ceil(log((double)leaf_num) / log((double)fanout)) + 1;
+}
+
+/* One level up: each group of fanout MBRs of src (below of them) merged
+ * into one. Returns NULL when out of memory. */
+static struct tfs_range *level_up(const struct tfs_range *src, uint64_t below,
+				  uint64_t n, uint32_t fanout,
+				  const struct tfs_schema *s)
+{
+	uint32_t D = s->dim_num;
+	struct tfs_range *up;
+
+	up = tfs_mallocn((size_t)n * D, sizeof(struct tfs_range));
+	if (!up)
+		return NULL;
+	for (uint64_t g = 0; g < n; g++) {
+		uint64_t first = g * fanout;
+		uint64_t last = first + fanout < below ? first + fanout : below;
+
+		for (uint32_t i = 0; i < D; i++) {
+			struct tfs_range acc = src[first * D + i];
+
+			for (uint64_t c = first + 1; c < last; c++)
+				expand(&s->dims[i], &acc, &src[c * D + i]);
+			up[g * D + i] = acc;
+		}
+	}
+	return up;
+}
+
 static enum tfs_err put_body(struct tfs_buf *b, const struct tfs_rtree *t,
 			     uint32_t version, const struct tfs_schema *s)
 {
@@ -194,25 +249,12 @@ static enum tfs_err put_body(struct tfs_buf *b, const struct tfs_rtree *t,
 	if (fanout < 2 || D == 0 || t->dim_num != D ||
 	    version > TFS_FORMAT_VERSION_MAX || version < 3)
 		return TFS_E_INVALID;
-	if (version < 5) {
-		for (uint32_t i = 0; i < D; i++)
-			if (s->dims[i].var || s->dims[i].type != s->dims[0].type)
-				return TFS_E_INVALID;
-		if ((e = tfs_buf_append_u32(b, D)) ||
-		    (e = tfs_buf_append_u32(b, fanout)) ||
-		    (e = tfs_buf_append_u8(b, s->dims[0].type)))
-			return e;
-	} else if ((e = tfs_buf_append_u32(b, fanout))) {
+	if ((e = put_header(b, version, fanout, s)))
 		return e;
-	}
 	if (t->leaf_num == 0)
 		return tfs_buf_append_u32(b, 0);
 
-	/* Height as TileDB computes it, in double precision. */
-	height = t->leaf_num == 1
-			 ? 1
-			 : (uint32_t)ceil(log((double)t->leaf_num) /
-					  log((double)fanout)) + 1;
+	height = tree_height(t->leaf_num, fanout);
 	levels = tfs_callocn(height, sizeof(*levels));
 	counts = tfs_callocn(height, sizeof(*counts));
 	if (!levels || !counts) {
@@ -222,30 +264,12 @@ static enum tfs_err put_body(struct tfs_buf *b, const struct tfs_rtree *t,
 	/* levels[0] = leaves; levels[k] built from levels[k-1]. */
 	counts[0] = t->leaf_num;
 	for (uint32_t k = 1; k < height; k++) {
-		uint64_t below = counts[k - 1];
-		uint64_t n = (below + fanout - 1) / fanout;
-		const struct tfs_range *src =
-			k == 1 ? t->leaves : levels[k - 1];
-
-		levels[k] = tfs_mallocn((size_t)n * D, sizeof(struct tfs_range));
+		counts[k] = (counts[k - 1] + fanout - 1) / fanout;
+		levels[k] = level_up(k == 1 ? t->leaves : levels[k - 1],
+				     counts[k - 1], counts[k], fanout, s);
 		if (!levels[k]) {
 			e = TFS_E_NOMEM;
 			goto out_free;
-		}
-		counts[k] = n;
-		for (uint64_t g = 0; g < n; g++) {
-			uint64_t first = g * fanout;
-			uint64_t last = first + fanout < below ? first + fanout
-							       : below;
-
-			for (uint32_t i = 0; i < D; i++) {
-				struct tfs_range acc = src[first * D + i];
-
-				for (uint64_t c = first + 1; c < last; c++)
-					expand(&s->dims[i], &acc,
-					       &src[c * D + i]);
-				levels[k][g * D + i] = acc;
-			}
 		}
 	}
 	if ((e = tfs_buf_append_u32(b, height)))

@@ -184,66 +184,57 @@ static enum tfs_err apply_file(const struct meta_src *src, struct merge *m,
 	return err;
 }
 
-static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
-			 struct tfs_diag *d)
+static enum tfs_err meta_oom(const struct meta_src *src, struct tfs_diag *d)
 {
-	struct tfs_dirlist l = {NULL, 0};
-	struct meta_file_ref *files = NULL;
-	size_t file_num = 0;
-	char **hidden = NULL;
-	size_t hidden_num = 0;
-	struct merge m = {NULL, 0, 0};
-	char *dir, *path;
-	enum tfs_err err;
+	return tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory", src->noun,
+			src->dir);
+}
 
-	dir = tfs_path_join(src->dir, "__meta");
-	if (!dir)
-		return tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
-				src->noun, src->dir);
-	/* No metadata folder: no metadata (groups often have none). */
-	err = tfs_vfs_list_or_empty(src->vfs, dir, &l, d);
-	if (err)
-		goto out;
-	files = tfs_callocn(l.count ? l.count : 1, sizeof(*files));
-	if (!files) {
-		err = tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
-			       src->noun, src->dir);
-		goto out;
-	}
-	for (size_t i = 0; i < l.count; i++) {
-		const char *name = l.names[i];
+/* Sorts the files of dir's listing l in the time range into files
+ * (borrowing the names) and the names hidden by vacuum files into
+ * hidden. */
+static enum tfs_err collect_files(const struct meta_src *src, const char *dir,
+				  const struct tfs_dirlist *l,
+				  struct meta_file_ref *files, size_t *file_num,
+				  char ***hidden, size_t *hidden_num,
+				  struct tfs_diag *d)
+{
+	enum tfs_err err;
+	char *path;
+
+	for (size_t i = 0; i < l->count; i++) {
+		const char *name = l->names[i];
 		struct tfs_name_info ni;
 
-		if (tfs_name_parse(name, &ni) != TFS_E_OK) {
-			err = tfs_fail(d, TFS_E_CORRUPT,
-				       "%s metadata '%s/%s': not a timestamped name",
-				       src->noun, dir, name);
-			goto out;
-		}
+		if (tfs_name_parse(name, &ni) != TFS_E_OK)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"%s metadata '%s/%s': not a timestamped name",
+					src->noun, dir, name);
 		/* Partly written files of a local-disk writer (metadata.md §2). */
 		if (tfs_str_ends_with(name, ".tmp"))
 			continue;
 		if (!tfs__full_overlap(ni.t1, ni.t2, src->t0, src->t1))
 			continue;
-		if (tfs_str_ends_with(name, ".vac")) {
-			path = tfs_path_join(dir, name);
-			if (!path) {
-				err = tfs_fail(d, TFS_E_NOMEM,
-					       "%s '%s': out of memory",
-					       src->noun, src->dir);
-				goto out;
-			}
-			err = read_vac(src, path, &hidden, &hidden_num, d);
-			tfs_free(path);
-			if (err)
-				goto out;
+		if (!tfs_str_ends_with(name, ".vac")) {
+			files[*file_num].name = l->names[i];
+			files[*file_num].ni = ni;
+			(*file_num)++;
 			continue;
 		}
-		files[file_num].name = l.names[i];
-		files[file_num].ni = ni;
-		file_num++;
+		path = tfs_path_join(dir, name);
+		if (!path)
+			return meta_oom(src, d);
+		err = read_vac(src, path, hidden, hidden_num, d);
+		tfs_free(path);
+		if (err)
+			return err;
 	}
-	/* Stable insertion sort by t1 (listing order breaks ties). */
+	return TFS_E_OK;
+}
+
+/* Stable insertion sort by t1 (listing order breaks ties). */
+static void sort_files(struct meta_file_ref *files, size_t file_num)
+{
 	for (size_t i = 1; i < file_num; i++) {
 		struct meta_file_ref tmp = files[i];
 		size_t j = i;
@@ -254,18 +245,61 @@ static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
 		}
 		files[j] = tmp;
 	}
+}
+
+/* Applies the files not vacuumed away, oldest first, to m. */
+static enum tfs_err apply_files(const struct meta_src *src, const char *dir,
+				const struct meta_file_ref *files,
+				size_t file_num, char *const *hidden,
+				size_t hidden_num, struct merge *m,
+				struct tfs_diag *d)
+{
+	enum tfs_err err = TFS_E_OK;
+	char *path;
+
 	for (size_t i = 0; i < file_num && !err; i++) {
 		if (is_hidden(hidden, hidden_num, files[i].name))
 			continue;
 		path = tfs_path_join(dir, files[i].name);
-		if (!path) {
-			err = tfs_fail(d, TFS_E_NOMEM, "%s '%s': out of memory",
-				       src->noun, src->dir);
-			break;
-		}
-		err = apply_file(src, &m, path, d);
+		if (!path)
+			return meta_oom(src, d);
+		err = apply_file(src, m, path, d);
 		tfs_free(path);
 	}
+	return err;
+}
+
+static enum tfs_err load(const struct meta_src *src, struct tfs_metadata *out,
+			 struct tfs_diag *d)
+{
+	struct tfs_dirlist l = {NULL, 0};
+	struct meta_file_ref *files = NULL;
+	size_t file_num = 0;
+	char **hidden = NULL;
+	size_t hidden_num = 0;
+	struct merge m = {NULL, 0, 0};
+	char *dir;
+	enum tfs_err err;
+
+	dir = tfs_path_join(src->dir, "__meta");
+	if (!dir)
+		return meta_oom(src, d);
+	/* No metadata folder: no metadata (groups often have none). */
+	err = tfs_vfs_list_or_empty(src->vfs, dir, &l, d);
+	if (err)
+		goto out;
+	files = tfs_callocn(l.count ? l.count : 1, sizeof(*files));
+	if (!files) {
+		err = meta_oom(src, d);
+		goto out;
+	}
+	err = collect_files(src, dir, &l, files, &file_num, &hidden,
+			    &hidden_num, d);
+	if (err)
+		goto out;
+	sort_files(files, file_num);
+	err = apply_files(src, dir, files, file_num, hidden, hidden_num, &m,
+			  d);
 	if (!err) {
 		out->entries = m.kv;
 		out->count = m.num;

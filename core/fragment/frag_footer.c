@@ -68,27 +68,20 @@ void tfs__meta_index_free(struct tfs__meta_index *m)
 	tfs_free(m);
 }
 
-enum tfs_err tfs__meta_index_load(const struct tfs_arraydir *a,
-				  char *const *rel_paths, size_t num,
-				  struct tfs__meta_index **out,
-				  struct tfs_diag *d)
+static enum tfs_err index_oom(const struct tfs_arraydir *a, struct tfs_diag *d)
 {
-	struct tfs__meta_index *m;
-	size_t keys = 0;
-	enum tfs_err err = TFS_E_OK;
+	return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory", a->path);
+}
 
-	*out = NULL;
-	m = tfs_callocn(1, sizeof(*m));
-	if (!m)
-		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-				a->path);
-	m->files = tfs_callocn(num ? num : 1, sizeof(*m->files));
-	m->rels = tfs_callocn(num ? num : 1, sizeof(*m->rels));
-	if (!m->files || !m->rels) {
-		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-			       a->path);
-		goto out_free;
-	}
+/* Reads and parses each consolidated metadata file into m; *keys counts
+ * their entries. */
+static enum tfs_err index_read_files(const struct tfs_arraydir *a,
+				     struct tfs__meta_index *m,
+				     char *const *rel_paths, size_t num,
+				     size_t *keys, struct tfs_diag *d)
+{
+	enum tfs_err err;
+
 	for (size_t i = 0; i < num; i++) {
 		struct tfs_diag ld;
 		uint8_t *payload;
@@ -96,31 +89,31 @@ enum tfs_err tfs__meta_index_load(const struct tfs_arraydir *a,
 
 		m->rels[i] = tfs_strdup(rel_paths[i]);
 		m->rel_num = i + 1;
-		if (!m->rels[i]) {
-			err = tfs_fail(d, TFS_E_NOMEM,
-				       "array '%s': out of memory", a->path);
-			goto out_free;
-		}
+		if (!m->rels[i])
+			return index_oom(a, d);
 		err = tfs__read_tile_file(a, rel_paths[i], &payload, &len, d);
 		if (err)
-			goto out_free;
+			return err;
 		tfs_diag_init(&ld);
 		err = tfs_consolidated_meta_parse(&m->files[m->file_num],
 						  payload, len, &ld);
-		if (err) {
-			tfs_fail(d, err, "'%s/%s': %s", a->path, rel_paths[i],
-				 tfs_diag_msg(&ld));
-			goto out_free;
-		}
+		if (err)
+			return tfs_fail(d, err, "'%s/%s': %s", a->path,
+					rel_paths[i], tfs_diag_msg(&ld));
 		m->file_num++;
-		keys += m->files[i].count;
+		*keys += m->files[i].count;
 	}
+	return TFS_E_OK;
+}
+
+/* One key per entry of every file, sorted for lookup. */
+static enum tfs_err index_keys(const struct tfs_arraydir *a,
+			       struct tfs__meta_index *m, size_t keys,
+			       struct tfs_diag *d)
+{
 	m->keys = tfs_callocn(keys ? keys : 1, sizeof(*m->keys));
-	if (!m->keys) {
-		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-			       a->path);
-		goto out_free;
-	}
+	if (!m->keys)
+		return index_oom(a, d);
 	for (size_t i = 0; i < m->file_num; i++) {
 		struct tfs_name_info ni;
 		bool uri = tfs_name_parse(m->rels[i], &ni) == TFS_E_OK &&
@@ -130,12 +123,8 @@ enum tfs_err tfs__meta_index_load(const struct tfs_arraydir *a,
 			struct meta_key *k = &m->keys[m->key_num];
 
 			k->key = entry_key(m->files[i].entries[e].name, uri);
-			if (!k->key) {
-				err = tfs_fail(d, TFS_E_NOMEM,
-					       "array '%s': out of memory",
-					       a->path);
-				goto out_free;
-			}
+			if (!k->key)
+				return index_oom(a, d);
 			k->file = i;
 			k->entry = e;
 			m->key_num++;
@@ -143,6 +132,33 @@ enum tfs_err tfs__meta_index_load(const struct tfs_arraydir *a,
 	}
 	if (m->key_num > 1)
 		qsort(m->keys, m->key_num, sizeof(*m->keys), key_cmp);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__meta_index_load(const struct tfs_arraydir *a,
+				  char *const *rel_paths, size_t num,
+				  struct tfs__meta_index **out,
+				  struct tfs_diag *d)
+{
+	struct tfs__meta_index *m;
+	size_t keys = 0;
+	enum tfs_err err;
+
+	*out = NULL;
+	m = tfs_callocn(1, sizeof(*m));
+	if (!m)
+		return index_oom(a, d);
+	m->files = tfs_callocn(num ? num : 1, sizeof(*m->files));
+	m->rels = tfs_callocn(num ? num : 1, sizeof(*m->rels));
+	if (!m->files || !m->rels) {
+		err = index_oom(a, d);
+		goto out_free;
+	}
+	err = index_read_files(a, m, rel_paths, num, &keys, d);
+	if (!err)
+		err = index_keys(a, m, keys, d);
+	if (err)
+		goto out_free;
 	*out = m;
 	return TFS_E_OK;
 
@@ -257,14 +273,71 @@ enum tfs_err tfs__footer_from_meta(const struct tfs_arraydir *a,
 	return err;
 }
 
+/* Where the footer of path (size bytes) starts and how long it is: fixed
+ * by the schema for old versions (flen != 0), else stored in the last 8
+ * bytes. */
+static enum tfs_err footer_span(const struct tfs_arraydir *a,
+				const char *path, uint64_t size, uint32_t nv,
+				uint64_t flen, uint64_t *start, uint64_t *len,
+				struct tfs_diag *d)
+{
+	uint8_t tail[8];
+	enum tfs_err err;
+
+	*len = flen;
+	if (flen) {
+		if (flen > size)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"'%s': file too short for a version %u footer of %" PRIu64
+					" bytes",
+					path, nv, flen);
+		*start = size - flen;
+		return TFS_E_OK;
+	}
+	if (size < sizeof(tail))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': file too short for a footer", path);
+	err = tfs_vfs_read(a->vfs, path, size - sizeof(tail), tail,
+			   sizeof(tail), d);
+	if (err)
+		return err;
+	*len = tfs_get_u64(tail);
+	if (*len == 0 || *len > size - sizeof(tail))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': footer length %" PRIu64
+				" does not fit in the file (%" PRIu64 " bytes)",
+				path, *len, size);
+	*start = size - sizeof(tail) - *len;
+	return TFS_E_OK;
+}
+
+/* The fixed footer length of a fragment before version 10, 0 when the
+ * footer records its own length. */
+static enum tfs_err fixed_footer_len(const struct tfs_arraydir *a,
+				     const struct tfs_fragment *f,
+				     uint64_t *len, struct tfs_diag *d)
+{
+	const struct tfs_schema *legacy = tfs__find_schema(a, "__array_schema.tdb");
+	uint32_t nv = f->name_info.version;
+
+	*len = 0;
+	if (nv >= 10)
+		return TFS_E_OK;
+	if (!legacy)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': version %u needs '__array_schema.tdb', which is missing",
+				f->name, nv);
+	if (!has_var_dim(legacy))
+		*len = tfs_footer_fixed_size(nv, legacy);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__footer_from_file(const struct tfs_arraydir *a,
 				   struct tfs_fragment *f,
 				   struct tfs_diag *d)
 {
-	const struct tfs_schema *legacy = tfs__find_schema(a, "__array_schema.tdb");
-	uint32_t nv = f->name_info.version;
 	struct tfs_stat st;
-	uint64_t start, len = 0;
+	uint64_t start = 0, len = 0;
 	uint8_t *buf;
 	char *path;
 	enum tfs_err err;
@@ -281,48 +354,12 @@ enum tfs_err tfs__footer_from_file(const struct tfs_arraydir *a,
 			       "fragment '%s': missing '%s'", f->name, path);
 		goto out_path;
 	}
-	if (nv < 10) {
-		if (!legacy) {
-			err = tfs_fail(d, TFS_E_CORRUPT,
-				       "fragment '%s': version %u needs '__array_schema.tdb', which is missing",
-				       f->name, nv);
-			goto out_path;
-		}
-		if (!has_var_dim(legacy))
-			len = tfs_footer_fixed_size(nv, legacy);
-	}
-	if (len == 0) {
-		/* The footer length is stored in the last 8 bytes. */
-		uint8_t tail[8];
-
-		if (st.size < sizeof(tail)) {
-			err = tfs_fail(d, TFS_E_CORRUPT,
-				       "'%s': file too short for a footer", path);
-			goto out_path;
-		}
-		err = tfs_vfs_read(a->vfs, path, st.size - sizeof(tail), tail,
-				   sizeof(tail), d);
-		if (err)
-			goto out_path;
-		len = tfs_get_u64(tail);
-		if (len == 0 || len > st.size - sizeof(tail)) {
-			err = tfs_fail(d, TFS_E_CORRUPT,
-				       "'%s': footer length %" PRIu64
-				       " does not fit in the file (%" PRIu64 " bytes)",
-				       path, len, st.size);
-			goto out_path;
-		}
-		start = st.size - sizeof(tail) - len;
-	} else {
-		if (len > st.size) {
-			err = tfs_fail(d, TFS_E_CORRUPT,
-				       "'%s': file too short for a version %u footer of %" PRIu64
-				       " bytes",
-				       path, nv, len);
-			goto out_path;
-		}
-		start = st.size - len;
-	}
+	err = fixed_footer_len(a, f, &len, d);
+	if (!err)
+		err = footer_span(a, path, st.size, f->name_info.version, len,
+				  &start, &len, d);
+	if (err)
+		goto out_path;
 	if (len > TFS__FILE_MAX) {
 		err = tfs_fail(d, TFS_E_TOO_BIG,
 			       "'%s': footer of %" PRIu64 " bytes is too large",

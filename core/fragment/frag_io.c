@@ -38,6 +38,35 @@ static const char *last_component(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* An entry named like its folder or like a reserved name: an empty file of
+ * the folder's own name is a marker to drop (*drop); one of a reserved name
+ * may be masking a folder, which is corrupt. */
+static enum tfs_err check_marker(const struct tfs_arraydir *a,
+				 const char *dir, const char *name,
+				 bool named_self, bool named_reserved,
+				 bool *drop, struct tfs_diag *d)
+{
+	struct tfs_stat st;
+	char *p = tfs_path_join(dir, name);
+	enum tfs_err err;
+
+	*drop = false;
+	if (!p)
+		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
+				a->path);
+	err = tfs_vfs_stat(a->vfs, p, &st, d);
+	if (!err && st.exists && !st.is_dir && st.size == 0) {
+		if (named_reserved && !named_self)
+			err = tfs_fail(d, TFS_E_CORRUPT,
+				       "'%s': empty file may be masking a folder",
+				       p);
+		else
+			*drop = true;
+	}
+	tfs_free(p);
+	return err;
+}
+
 enum tfs_err tfs__list(const struct tfs_arraydir *a, const char *rel,
 		       bool optional, bool rules, struct tfs_dirlist *out,
 		       struct tfs_diag *d)
@@ -71,33 +100,18 @@ enum tfs_err tfs__list(const struct tfs_arraydir *a, const char *rel,
 		const char *name = l.names[i];
 		bool named_self = rules && !strcmp(name, self);
 		bool named_reserved = rules && tfs__is_reserved_name(name);
+		bool drop = false;
 
 		if (named_self || named_reserved) {
-			struct tfs_stat st;
-			char *p = tfs_path_join(dir, name);
-
-			if (!p) {
-				err = tfs_fail(d, TFS_E_NOMEM,
-					       "array '%s': out of memory",
-					       a->path);
-				goto out_release;
-			}
-			err = tfs_vfs_stat(a->vfs, p, &st, d);
-			if (!err && st.exists && !st.is_dir && st.size == 0) {
-				if (named_reserved && !named_self)
-					err = tfs_fail(d, TFS_E_CORRUPT,
-						       "'%s': empty file may be masking a folder",
-						       p);
-				else {
-					tfs_free(p);
-					tfs_free(l.names[i]);
-					l.names[i] = NULL;
-					continue;
-				}
-			}
-			tfs_free(p);
+			err = check_marker(a, dir, name, named_self,
+					   named_reserved, &drop, d);
 			if (err)
 				goto out_release;
+		}
+		if (drop) {
+			tfs_free(l.names[i]);
+			l.names[i] = NULL;
+			continue;
 		}
 		l.names[keep] = l.names[i];
 		if (keep != i)

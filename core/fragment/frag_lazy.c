@@ -252,6 +252,142 @@ enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 	return err;
 }
 
+/* Mins or maxes of a fixed slot: u64 fixed_len, u64 var_len, the bytes;
+ * kept only when it holds one value of cell_size bytes per tile. */
+static enum tfs_err read_bounds(const struct tfs_arraydir *a,
+				const struct tfs_fragment *f, uint64_t off,
+				uint64_t cell_size, uint8_t **out,
+				struct tfs_diag *d)
+{
+	uint8_t *payload;
+	size_t plen;
+	uint64_t fixed_len, var_len;
+	enum tfs_err err;
+
+	*out = NULL;
+	err = read_meta_tile(a, f, off, &payload, &plen, d);
+	if (err)
+		return err;
+	if (plen >= 16) {
+		fixed_len = tfs_get_u64(payload);
+		var_len = tfs_get_u64(payload + 8);
+		if (var_len == 0 && fixed_len == plen - 16 &&
+		    fixed_len / cell_size == f->tile_num &&
+		    fixed_len % cell_size == 0 && fixed_len &&
+		    !(*out = tfs_memdup(payload + 16, (size_t)fixed_len)))
+			err = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	tfs_free(payload);
+	return err;
+}
+
+/* A count-prefixed list of tile_num u64 (sums, null counts); *out NULL
+ * when the slot has none (count 0). */
+static enum tfs_err read_counted(const struct tfs_arraydir *a,
+				 const struct tfs_fragment *f, uint64_t off,
+				 uint64_t **out, struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	uint8_t *payload;
+	size_t plen;
+	uint64_t *list = NULL, count = 0;
+	enum tfs_err err;
+
+	*out = NULL;
+	err = read_meta_tile(a, f, off, &payload, &plen, d);
+	if (err)
+		return err;
+	tfs_diag_init(&ld);
+	err = tfs_u64_list_parse(payload, plen, &list, &count, &ld);
+	tfs_free(payload);
+	if (err)
+		return tfs_fail(d, err, "fragment '%s': tile statistics: %s",
+				f->name, tfs_diag_msg(&ld));
+	if (count == f->tile_num && count)
+		*out = list;
+	else
+		tfs_free(list);
+	return TFS_E_OK;
+}
+
+static enum tfs_err load_stats(const struct tfs_arraydir *a,
+			       struct tfs_fragment *f, uint32_t slot,
+			       struct tfs_diag *d)
+{
+	const struct tfs_footer *ft = &f->footer;
+	const struct tfs_schema *s = f->schema;
+	struct tfs_slot_stats st = {NULL, NULL, NULL, NULL};
+	uint64_t cell_size;
+	enum tfs_err err;
+
+	if (ft->version < 11 || !ft->tile_mins_off || slot >= s->attr_num ||
+	    s->attrs[slot].var || f->tile_num == 0 || f->legacy)
+		return TFS_E_OK;
+	cell_size = tfs_attr_cell_size(&s->attrs[slot]);
+	if (cell_size == 0)
+		return TFS_E_OK;
+	err = read_bounds(a, f, ft->tile_mins_off[slot], cell_size, &st.mins,
+			  d);
+	if (!err)
+		err = read_bounds(a, f, ft->tile_maxes_off[slot], cell_size,
+				  &st.maxes, d);
+	if (!err)
+		err = read_counted(a, f, ft->tile_sums_off[slot],
+				   (uint64_t **)(void *)&st.sums, d);
+	if (!err)
+		err = read_counted(a, f, ft->tile_null_counts_off[slot],
+				   &st.null_counts, d);
+	if (err || !st.mins || !st.maxes) {
+		/* Bounds come in pairs: one alone is no use. */
+		tfs_free(st.mins);
+		tfs_free(st.maxes);
+		st.mins = st.maxes = NULL;
+	}
+	if (err) {
+		tfs_free(st.sums);
+		tfs_free(st.null_counts);
+		return err;
+	}
+	f->stats[slot] = st;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
+				     struct tfs_fragment *f, uint32_t slot,
+				     const struct tfs_slot_stats **out,
+				     struct tfs_diag *d)
+{
+	enum tfs_err err = TFS_E_OK;
+
+	*out = NULL;
+	if (slot >= f->footer.slot_num)
+		return tfs_fail(d, TFS_E_INVALID,
+				"fragment '%s': no slot %u (it has %u)",
+				f->name, slot, f->footer.slot_num);
+	pthread_mutex_lock(&f->lock);
+	if (!f->stats) {
+		f->stats = tfs_callocn(f->footer.slot_num, sizeof(*f->stats));
+		f->stats_loaded = tfs_callocn(f->footer.slot_num,
+					      sizeof(*f->stats_loaded));
+		if (!f->stats || !f->stats_loaded) {
+			tfs_free(f->stats);
+			tfs_free(f->stats_loaded);
+			f->stats = NULL;
+			f->stats_loaded = NULL;
+			err = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		}
+	}
+	if (!err && !f->stats_loaded[slot]) {
+		err = load_stats(a, f, slot, d);
+		if (!err)
+			f->stats_loaded[slot] = true;
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (!err)
+		*out = &f->stats[slot];
+	return err;
+}
+
 /* A sparse fragment's non-empty domain is the union of its tiles' MBRs
  * (format/fragment.md). The footer that holds it is never encrypted nor
  * checksummed, while the R-tree is a generic tile (AES-GCM in encrypted

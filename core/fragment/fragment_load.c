@@ -148,6 +148,16 @@ void tfs__fragment_free(struct tfs_fragment *f)
 	}
 	tfs_free(f->slots);
 	tfs_free(f->slot_loaded);
+	if (f->stats) {
+		for (uint32_t i = 0; i < f->footer.slot_num; i++) {
+			tfs_free(f->stats[i].mins);
+			tfs_free(f->stats[i].maxes);
+			tfs_free(f->stats[i].sums);
+			tfs_free(f->stats[i].null_counts);
+		}
+	}
+	tfs_free(f->stats);
+	tfs_free(f->stats_loaded);
 	if (f->rtree_loaded)
 		tfs_rtree_release(&f->rtree);
 	if (f->processed_loaded)

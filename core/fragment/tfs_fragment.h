@@ -34,6 +34,16 @@ struct tfs_slot_tiles {
 	uint64_t *validity_offsets; /* validity file */
 };
 
+/* Per-tile statistics of one fixed-size attribute slot (fragment.md §6,
+ * v11+), as TileDB wrote them: they describe the values before lossy
+ * filters, and null counts of some slots are wrong (see there). Arrays
+ * have tile_num entries; absent lists are NULL. */
+struct tfs_slot_stats {
+	uint8_t *mins, *maxes; /* tile_num × cell size */
+	uint8_t *sums;         /* tile_num × 8 (int64, uint64 or double) */
+	uint64_t *null_counts;
+};
+
 struct tfs_fragment {
 	char *name;     /* folder name */
 	char *dir;      /* full path of the fragment folder */
@@ -52,6 +62,8 @@ struct tfs_fragment {
 	bool rtree_loaded;
 	struct tfs_strlist processed_conditions;
 	bool processed_loaded;
+	struct tfs_slot_stats *stats; /* footer.slot_num entries, on demand */
+	bool *stats_loaded;
 	/* Versions 1–2 only (else NULL): what is left of the parsed legacy
 	 * metadata once its footer, R-tree and tile lists moved into footer,
 	 * rtree and slots (all loaded at open). */
@@ -182,6 +194,13 @@ enum tfs_err tfs_tile_file_read(struct tfs_vfs *vfs, const char *path,
 enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 				     struct tfs_fragment *f, uint32_t slot,
 				     const struct tfs_slot_tiles **out,
+				     struct tfs_diag *d) TFS_WUR;
+/* Loads (once) the per-tile statistics of attribute slot `slot` of f
+ * (fixed-size attributes of v11+ fragments; *out has NULL lists for
+ * anything else). Thread-safe; valid until the array is closed. */
+enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
+				     struct tfs_fragment *f, uint32_t slot,
+				     const struct tfs_slot_stats **out,
 				     struct tfs_diag *d) TFS_WUR;
 /* Loads (once) the R-tree leaves of f. */
 enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,

@@ -323,6 +323,97 @@ static enum tfs_err read_details(struct tfs_vfs *vfs, const char *dir,
 	return e;
 }
 
+/* Sorts the details files of l up to time t1 into refs (borrowing the
+ * names) and the names hidden by vacuum files into hidden. */
+static enum tfs_err collect_refs(const struct tfs_group *g,
+				 struct tfs_vfs *vfs, const char *dir,
+				 const struct tfs_dirlist *l, uint64_t t1,
+				 struct detail_ref *refs, size_t *ref_num,
+				 struct tfs_strlist *hidden, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	for (size_t i = 0; i < l->count; i++) {
+		const char *name = l->names[i];
+		struct tfs_name_info ni;
+		char *p;
+
+		if (tfs_name_parse(name, &ni) != TFS_E_OK)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"group details '%s/%s': not a timestamped name",
+					dir, name);
+		/* A writer's partly written file, as for metadata. */
+		if (tfs_str_ends_with(name, ".tmp"))
+			continue;
+		if (ni.t2 > t1)
+			continue;
+		if (!tfs_str_ends_with(name, ".vac")) {
+			refs[*ref_num].name = name;
+			refs[*ref_num].t1 = ni.t1;
+			(*ref_num)++;
+			continue;
+		}
+		p = tfs_path_join(dir, name);
+		if (!p)
+			return tfs_fail(d, TFS_E_NOMEM,
+					"group '%s': out of memory", g->path);
+		e = read_vac(vfs, p, hidden, d);
+		tfs_free(p);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
+/* Drops the vacuumed, then a stable insertion sort by t1 (listing order
+ * breaks ties). Returns the count kept. */
+static size_t refs_order(struct detail_ref *refs, size_t ref_num,
+			 const struct tfs_strlist *hidden)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < ref_num; i++)
+		if (!is_hidden(hidden, refs[i].name))
+			refs[kept++] = refs[i];
+	for (size_t i = 1; i < kept; i++) {
+		struct detail_ref tmp = refs[i];
+		size_t j = i;
+
+		while (j > 0 && refs[j - 1].t1 > tmp.t1) {
+			refs[j] = refs[j - 1];
+			j--;
+		}
+		refs[j] = tmp;
+	}
+	return kept;
+}
+
+/* Parses refs[first..ref_num) into files, counting them in *parsed (which
+ * the caller releases, also on failure). */
+static enum tfs_err read_refs(const struct tfs_group *g, struct tfs_vfs *vfs,
+			      const char *dir, const uint8_t *key,
+			      const struct detail_ref *refs, size_t first,
+			      size_t ref_num, struct tfs_group_details *files,
+			      size_t *parsed, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	for (size_t i = first; i < ref_num; i++) {
+		struct tfs_group_details *f = &files[*parsed];
+
+		e = read_details(vfs, dir, refs[i].name, key, f, d);
+		if (e)
+			return e;
+		(*parsed)++;
+		if (g->format == TFS_GROUP_FORMAT_V2 && f->version != 2)
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"group details '%s/%s': version %" PRIu32
+					" in a group of version 2",
+					dir, refs[i].name, f->version);
+	}
+	return TFS_E_OK;
+}
+
 static enum tfs_err load_details(struct tfs_group *g, struct tfs_vfs *vfs,
 				 const char *dir, const uint8_t *key,
 				 uint64_t t1, struct tfs_diag *d)
@@ -331,7 +422,7 @@ static enum tfs_err load_details(struct tfs_group *g, struct tfs_vfs *vfs,
 	struct tfs_strlist hidden = {NULL, 0};
 	struct detail_ref *refs = NULL;
 	struct tfs_group_details *files = NULL;
-	size_t ref_num = 0, kept = 0, first = 0, parsed = 0;
+	size_t ref_num = 0, first = 0, parsed = 0;
 	enum tfs_err e;
 
 	e = tfs_vfs_list(vfs, dir, &l, d);
@@ -343,56 +434,10 @@ static enum tfs_err load_details(struct tfs_group *g, struct tfs_vfs *vfs,
 			     g->path);
 		goto out;
 	}
-	for (size_t i = 0; i < l.count; i++) {
-		const char *name = l.names[i];
-		struct tfs_name_info ni;
-
-		if (tfs_name_parse(name, &ni) != TFS_E_OK) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "group details '%s/%s': not a timestamped name",
-				     dir, name);
-			goto out;
-		}
-		/* A writer's partly written file, as for metadata. */
-		if (tfs_str_ends_with(name, ".tmp"))
-			continue;
-		if (ni.t2 > t1)
-			continue;
-		if (tfs_str_ends_with(name, ".vac")) {
-			char *p = tfs_path_join(dir, name);
-
-			if (!p) {
-				e = tfs_fail(d, TFS_E_NOMEM,
-					     "group '%s': out of memory",
-					     g->path);
-				goto out;
-			}
-			e = read_vac(vfs, p, &hidden, d);
-			tfs_free(p);
-			if (e)
-				goto out;
-			continue;
-		}
-		refs[ref_num].name = name;
-		refs[ref_num].t1 = ni.t1;
-		ref_num++;
-	}
-	/* Drop the vacuumed, then a stable insertion sort by t1 (listing
-	 * order breaks ties). */
-	for (size_t i = 0; i < ref_num; i++)
-		if (!is_hidden(&hidden, refs[i].name))
-			refs[kept++] = refs[i];
-	ref_num = kept;
-	for (size_t i = 1; i < ref_num; i++) {
-		struct detail_ref tmp = refs[i];
-		size_t j = i;
-
-		while (j > 0 && refs[j - 1].t1 > tmp.t1) {
-			refs[j] = refs[j - 1];
-			j--;
-		}
-		refs[j] = tmp;
-	}
+	e = collect_refs(g, vfs, dir, &l, t1, refs, &ref_num, &hidden, d);
+	if (e)
+		goto out;
+	ref_num = refs_order(refs, ref_num, &hidden);
 	g->format = TFS_GROUP_FORMAT_V2;
 	if (!ref_num)
 		goto out;
@@ -407,22 +452,10 @@ static enum tfs_err load_details(struct tfs_group *g, struct tfs_vfs *vfs,
 			     g->path);
 		goto out;
 	}
-	for (size_t i = first; i < ref_num; i++) {
-		struct tfs_group_details *f = &files[parsed];
-
-		e = read_details(vfs, dir, refs[i].name, key, f, d);
-		if (e)
-			goto out;
-		parsed++;
-		if (g->format == TFS_GROUP_FORMAT_V2 && f->version != 2) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "group details '%s/%s': version %" PRIu32
-				     " in a group of version 2",
-				     dir, refs[i].name, f->version);
-			goto out;
-		}
-	}
-	e = merge(g, files, parsed, d);
+	e = read_refs(g, vfs, dir, key, refs, first, ref_num, files, &parsed,
+		      d);
+	if (!e)
+		e = merge(g, files, parsed, d);
 out:
 	for (size_t i = 0; i < parsed; i++)
 		tfs_group_details_release(&files[i]);

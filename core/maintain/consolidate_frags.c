@@ -213,6 +213,99 @@ static enum tfs_err can_stamp(const struct mt *m, const struct frag_set *fs,
  * a coordinate are kept, and the reader picks per cell by time
  * (format/read.md §7). Named [t1min, t2max]. *fallback when a fragment
  * does not read alone in its window. */
+/* Scratch reused across batches: the stamp column and the widened column
+ * list. */
+struct stamp_scratch {
+	uint64_t *stamps;
+	size_t stamps_cap;
+	struct tfs_column *cols;
+};
+
+/* Whether fragment fk is the one visible fragment of a (opened at its
+ * times); if not, the cells cannot be stamped one fragment at a time. */
+static bool alone_visible(const struct tfs_array *a,
+			  const struct tfs_fragment_info *fk)
+{
+	size_t visible = 0;
+	bool alone = true;
+
+	for (size_t i = 0; i < tfs_array_fragment_count(a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		if (f.visible) {
+			visible++;
+			if (strcmp(f.name, fk->name))
+				alone = false;
+		}
+	}
+	return alone && visible == 1;
+}
+
+/* Appends batch b to w with a __timestamps column of t1 for every cell. */
+static enum tfs_err append_stamped(struct tfs_writer *w,
+				   const struct tfs_batch *b, uint64_t t1,
+				   struct stamp_scratch *s, struct tfs_diag *d)
+{
+	struct tfs_batch sb;
+
+	if (b->cell_num > s->stamps_cap) {
+		tfs_free(s->stamps);
+		s->stamps_cap = b->cell_num;
+		s->stamps = tfs_mallocn(s->stamps_cap, 8);
+	}
+	tfs_free(s->cols);
+	s->cols = tfs_mallocn(b->column_num + 1, sizeof(*s->cols));
+	if (!s->stamps || !s->cols)
+		return tfs__mt_nomem(d);
+	for (uint64_t i = 0; i < b->cell_num; i++)
+		s->stamps[i] = t1;
+	memcpy(s->cols, b->columns, b->column_num * sizeof(*s->cols));
+	s->cols[b->column_num] = (struct tfs_column){
+		.name = "__timestamps", .type = TFS_UINT64, .cell_val_num = 1,
+		.data = (const uint8_t *)s->stamps, .data_len = b->cell_num * 8};
+	sb = *b;
+	sb.columns = s->cols;
+	sb.column_num = b->column_num + 1;
+	return tfs_writer_append(w, &sb, NULL, d);
+}
+
+/* Copies the cells of fragment fk into w, stamped with its t1. */
+static enum tfs_err copy_stamped(const struct mt *m, struct tfs_writer *w,
+				 const struct tfs_fragment_info *fk,
+				 struct stamp_scratch *s, bool *fallback,
+				 struct tfs_diag *d)
+{
+	struct tfs_query_opts qo = {0};
+	struct tfs_query *q = NULL;
+	struct tfs_array *a;
+	enum tfs_err e;
+
+	e = tfs__mt_open(m, fk->t1, fk->t2, &a, d);
+	if (e)
+		return e;
+	e = same_schema(m, w, a, d);
+	if (e) {
+		tfs_array_close(a);
+		return e;
+	}
+	if (!alone_visible(a, fk))
+		*fallback = true;
+	if (!*fallback)
+		e = tfs_query_open(a, &qo, &q, d);
+	while (!e && !*fallback) {
+		const struct tfs_batch *b;
+
+		e = tfs_query_next(q, &b, d);
+		if (e || !b)
+			break;
+		e = append_stamped(w, b, fk->t1, s, d);
+	}
+	tfs_query_close(q);
+	tfs_array_close(a);
+	return e;
+}
+
 static enum tfs_err write_sparse_stamped(const struct mt *m,
 					 const struct tfs_consolidate_opts *opts,
 					 const struct frag_set *fs,
@@ -221,9 +314,7 @@ static enum tfs_err write_sparse_stamped(const struct mt *m,
 {
 	struct tfs_write_opts wo = opts->write;
 	struct tfs_writer *w = NULL;
-	struct tfs_column *cols = NULL;
-	uint64_t *stamps = NULL;
-	size_t stamps_cap = 0;
+	struct stamp_scratch s = {NULL, 0, NULL};
 	enum tfs_err e;
 
 	*fallback = false;
@@ -231,74 +322,13 @@ static enum tfs_err write_sparse_stamped(const struct mt *m,
 	wo.t2 = fs->t2max;
 	wo.cell_timestamps = true;
 	e = tfs_writer_open(m->path, &wo, TFS_WRITE_UNORDERED, NULL, &w, d);
-	for (size_t k = 0; !e && !*fallback && k < fs->num; k++) {
-		const struct tfs_fragment_info *fk = &fs->in[k];
-		struct tfs_query_opts qo = {0};
-		struct tfs_query *q = NULL;
-		struct tfs_array *a;
-		size_t visible = 0;
-
-		e = tfs__mt_open(m, fk->t1, fk->t2, &a, d);
-		if (e)
-			break;
-		e = same_schema(m, w, a, d);
-		if (e) {
-			tfs_array_close(a);
-			break;
-		}
-		for (size_t i = 0; i < tfs_array_fragment_count(a); i++) {
-			struct tfs_fragment_info f;
-
-			tfs_array_fragment(a, i, &f);
-			if (f.visible) {
-				visible++;
-				if (strcmp(f.name, fk->name))
-					*fallback = true;
-			}
-		}
-		if (visible != 1)
-			*fallback = true;
-		if (!*fallback)
-			e = tfs_query_open(a, &qo, &q, d);
-		while (!e && !*fallback) {
-			const struct tfs_batch *b;
-			struct tfs_batch sb;
-
-			e = tfs_query_next(q, &b, d);
-			if (e || !b)
-				break;
-			if (b->cell_num > stamps_cap) {
-				tfs_free(stamps);
-				stamps_cap = b->cell_num;
-				stamps = tfs_mallocn(stamps_cap, 8);
-			}
-			tfs_free(cols);
-			cols = tfs_mallocn(b->column_num + 1, sizeof(*cols));
-			if (!stamps || !cols) {
-				e = tfs__mt_nomem(d);
-				break;
-			}
-			for (uint64_t i = 0; i < b->cell_num; i++)
-				stamps[i] = fk->t1;
-			memcpy(cols, b->columns, b->column_num * sizeof(*cols));
-			cols[b->column_num] = (struct tfs_column){
-				.name = "__timestamps", .type = TFS_UINT64,
-				.cell_val_num = 1,
-				.data = (const uint8_t *)stamps,
-				.data_len = b->cell_num * 8};
-			sb = *b;
-			sb.columns = cols;
-			sb.column_num = b->column_num + 1;
-			e = tfs_writer_append(w, &sb, NULL, d);
-		}
-		tfs_query_close(q);
-		tfs_array_close(a);
-	}
+	for (size_t k = 0; !e && !*fallback && k < fs->num; k++)
+		e = copy_stamped(m, w, &fs->in[k], &s, fallback, d);
 	if (!e && !*fallback)
 		e = tfs_writer_commit(w, res, d);
 	tfs_writer_free(w);
-	tfs_free(cols);
-	tfs_free(stamps);
+	tfs_free(s.cols);
+	tfs_free(s.stamps);
 	return e;
 }
 

@@ -52,6 +52,65 @@ static enum tfs_err read_footer(const struct mt *m, const char *name,
 	return e;
 }
 
+/* Fragments of version 10 on, the only ones a consolidated file holds. */
+static uint32_t count_v10(const struct tfs_array *a, size_t frag_num)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < frag_num; i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		if (f.version >= 10)
+			n++;
+	}
+	return n;
+}
+
+/* The directory (count, then name and footer offset of each fragment)
+ * into dir and the footers into footers; [*t1, *t2] widens to their
+ * times. The directory comes first, so offsets are known once its size
+ * is. */
+static enum tfs_err frag_meta_directory(const struct mt *m,
+					const struct tfs_array *a,
+					size_t frag_num, uint32_t n,
+					struct tfs_buf *dir,
+					struct tfs_buf *footers, uint64_t *t1,
+					uint64_t *t2, struct tfs_diag *d)
+{
+	uint64_t off = 4;
+	enum tfs_err e;
+
+	for (size_t i = 0; i < frag_num; i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(a, i, &f);
+		if (f.version >= 10)
+			off += 16 + strlen(f.name);
+	}
+	if (tfs_buf_append_u32(dir, n))
+		return tfs__mt_nomem(d);
+	for (size_t i = 0; i < frag_num; i++) {
+		struct tfs_fragment_info f;
+		size_t before = footers->len;
+
+		tfs_array_fragment(a, i, &f);
+		if (f.version < 10)
+			continue;
+		e = read_footer(m, f.name, f.version, footers, d);
+		if (e)
+			return e;
+		if (tfs_buf_append_u64(dir, strlen(f.name)) ||
+		    tfs_buf_append(dir, f.name, strlen(f.name)) ||
+		    tfs_buf_append_u64(dir, off + before))
+			e = tfs__mt_nomem(d);
+		tfs__mt_widen(t1, t2, f.t1, f.t2);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 					    char *made, size_t made_cap,
 					    struct tfs_diag *d)
@@ -59,7 +118,7 @@ enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 	struct tfs_array *a;
 	struct tfs_buf dir, footers, tile;
 	uint64_t t1 = UINT64_MAX, t2 = 0;
-	uint32_t n = 0, version;
+	uint32_t n, version;
 	size_t frag_num;
 	enum tfs_err e;
 
@@ -76,51 +135,15 @@ enum tfs_err tfs__consolidate_fragment_meta(const struct mt *m,
 	tfs_buf_init(&footers, TFS_BUF_NO_MAX);
 	tfs_buf_init(&tile, TFS_BUF_NO_MAX);
 	frag_num = tfs_array_fragment_count(a);
-	/* The directory first (offsets are known once its size is). */
-	for (size_t i = 0; i < frag_num; i++) {
-		struct tfs_fragment_info f;
-
-		tfs_array_fragment(a, i, &f);
-		if (f.version >= 10)
-			n++;
-	}
+	n = count_v10(a, frag_num);
 	if (n == 0) {
 		tfs__mt_set_made(made, made_cap, NULL);
 		goto out;
 	}
-	{
-		uint64_t off = 4;
-
-		for (size_t i = 0; i < frag_num; i++) {
-			struct tfs_fragment_info f;
-
-			tfs_array_fragment(a, i, &f);
-			if (f.version >= 10)
-				off += 16 + strlen(f.name);
-		}
-		if (tfs_buf_append_u32(&dir, n)) {
-			e = tfs__mt_nomem(d);
-			goto out;
-		}
-		for (size_t i = 0; !e && i < frag_num; i++) {
-			struct tfs_fragment_info f;
-			size_t before = footers.len;
-
-			tfs_array_fragment(a, i, &f);
-			if (f.version < 10)
-				continue;
-			e = read_footer(m, f.name, f.version, &footers, d);
-			if (e)
-				break;
-			if (tfs_buf_append_u64(&dir, strlen(f.name)) ||
-			    tfs_buf_append(&dir, f.name, strlen(f.name)) ||
-			    tfs_buf_append_u64(&dir, off + before))
-				e = tfs__mt_nomem(d);
-			tfs__mt_widen(&t1, &t2, f.t1, f.t2);
-		}
-		if (e)
-			goto out;
-	}
+	e = frag_meta_directory(m, a, frag_num, n, &dir, &footers, &t1, &t2,
+				d);
+	if (e)
+		goto out;
 	if (tfs_buf_append(&dir, footers.data, footers.len)) {
 		e = tfs__mt_nomem(d);
 		goto out;
@@ -235,6 +258,86 @@ bool tfs__is_commit_file(const char *name)
 	       tfs_str_ends_with(name, ".upd");
 }
 
+/* The items already held by .con files; *con_num counts those files. */
+static enum tfs_err commits_from_cons(const struct mt *m,
+				      const struct tfs_dirlist *commits,
+				      const struct strset *ignored,
+				      struct con_items *items, size_t *con_num,
+				      struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t i = 0; !e && i < commits->count; i++) {
+		const char *n = commits->names[i];
+
+		if (tfs_str_ends_with(n, ".con")) {
+			(*con_num)++;
+			e = tfs__con_file_items(m, n, ignored, items, d);
+		}
+	}
+	return e;
+}
+
+/* Adds the commit files no .con holds yet (with the body of a .del);
+ * *loose counts them. */
+static enum tfs_err commits_loose(const struct mt *m,
+				  const struct tfs_dirlist *commits,
+				  struct con_items *items, size_t *loose,
+				  struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t i = 0; !e && i < commits->count; i++) {
+		const char *n = commits->names[i];
+		bool del = tfs_str_ends_with(n, ".del");
+		char marker[512];
+		uint8_t *buf = NULL;
+		size_t len = 0;
+
+		if (!tfs__is_commit_file(n))
+			continue;
+		snprintf(marker, sizeof(marker), "__commits/%s", n);
+		if (tfs__con_items_has(items, marker))
+			continue;
+		(*loose)++;
+		if (del)
+			e = tfs__mt_read(m, marker, &buf, &len, d);
+		if (!e && con_items_add(items, marker,
+					del ? (buf ? buf : (uint8_t *)"") : NULL,
+					len))
+			e = tfs__mt_nomem(d);
+		tfs_free(buf);
+	}
+	return e;
+}
+
+/* The .con body: the items in order, each a line, a .del followed by its
+ * length and body; [*t1, *t2] widens to their times. */
+static enum tfs_err commits_serialize(struct con_items *items,
+				      struct tfs_buf *out, uint64_t *t1,
+				      uint64_t *t2, struct tfs_diag *d)
+{
+	if (items->count)
+		qsort(items->items, items->count, sizeof(*items->items),
+		      con_item_cmp);
+	for (size_t i = 0; i < items->count; i++) {
+		const struct con_item *it = &items->items[i];
+		const char *base = strrchr(it->marker, '/');
+		struct tfs_name_info ni;
+
+		if (tfs_name_parse(base ? base + 1 : it->marker, &ni) ==
+		    TFS_E_OK) {
+			tfs__mt_widen(t1, t2, ni.t1, ni.t2);
+		}
+		if (tfs_buf_append(out, it->marker, strlen(it->marker)) ||
+		    tfs_buf_append_u8(out, '\n') ||
+		    (it->del && (tfs_buf_append_u64(out, it->del_len) ||
+				 tfs_buf_append(out, it->del, it->del_len))))
+			return tfs__mt_nomem(d);
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__consolidate_commits(const struct mt *m, char *made,
 				      size_t made_cap, struct tfs_diag *d)
 {
@@ -261,36 +364,11 @@ enum tfs_err tfs__consolidate_commits(const struct mt *m, char *made,
 	if (e)
 		return e;
 	e = tfs__mt_load_ignored(m, &commits, &ignored, d);
-	for (size_t i = 0; !e && i < commits.count; i++) {
-		const char *n = commits.names[i];
-
-		if (tfs_str_ends_with(n, ".con")) {
-			con_num++;
-			e = tfs__con_file_items(m, n, &ignored, &items, d);
-		}
-	}
-	for (size_t i = 0; !e && i < commits.count; i++) {
-		const char *n = commits.names[i];
-		char marker[512];
-		uint8_t *buf = NULL;
-		size_t len = 0;
-
-		if (!tfs__is_commit_file(n))
-			continue;
-		snprintf(marker, sizeof(marker), "__commits/%s", n);
-		if (tfs__con_items_has(&items, marker))
-			continue;
-		loose++;
-		if (tfs_str_ends_with(n, ".del"))
-			e = tfs__mt_read(m, marker, &buf, &len, d);
-		if (!e && con_items_add(&items, marker, tfs_str_ends_with(n, ".del")
-							   ? (buf ? buf
-								  : (uint8_t *)"")
-							   : NULL,
-					len))
-			e = tfs__mt_nomem(d);
-		tfs_free(buf);
-	}
+	if (!e)
+		e = commits_from_cons(m, &commits, &ignored, &items, &con_num,
+				      d);
+	if (!e)
+		e = commits_loose(m, &commits, &items, &loose, d);
 	if (e)
 		goto out;
 	/* One .con already holds everything: nothing to do. */
@@ -298,24 +376,7 @@ enum tfs_err tfs__consolidate_commits(const struct mt *m, char *made,
 		tfs__mt_set_made(made, made_cap, NULL);
 		goto out;
 	}
-	if (items.count)
-		qsort(items.items, items.count, sizeof(*items.items),
-		      con_item_cmp);
-	for (size_t i = 0; !e && i < items.count; i++) {
-		const struct con_item *it = &items.items[i];
-		const char *base = strrchr(it->marker, '/');
-		struct tfs_name_info ni;
-
-		if (tfs_name_parse(base ? base + 1 : it->marker, &ni) ==
-		    TFS_E_OK) {
-			tfs__mt_widen(&t1, &t2, ni.t1, ni.t2);
-		}
-		if (tfs_buf_append(&out, it->marker, strlen(it->marker)) ||
-		    tfs_buf_append_u8(&out, '\n') ||
-		    (it->del && (tfs_buf_append_u64(&out, it->del_len) ||
-				 tfs_buf_append(&out, it->del, it->del_len))))
-			e = tfs__mt_nomem(d);
-	}
+	e = commits_serialize(&items, &out, &t1, &t2, d);
 	if (e)
 		goto out;
 	if (t1 > t2)
@@ -355,6 +416,69 @@ static enum tfs_err live_meta_files(const struct mt *m,
 	return e;
 }
 
+/* Sorts the live metadata files, widens [*t1, *t2] to their times and
+ * lists them, one a line, in vac. */
+static enum tfs_err meta_vac_list(const struct mt *m, struct strset *live,
+				  struct tfs_buf *vac, uint64_t *t1,
+				  uint64_t *t2, struct tfs_diag *d)
+{
+	qsort(live->items, live->count, sizeof(*live->items), tfs__mt_str_cmp);
+	for (size_t i = 0; i < live->count; i++) {
+		struct tfs_name_info ni;
+
+		if (tfs_name_parse(live->items[i], &ni))
+			return tfs_fail(d, TFS_E_CORRUPT,
+					"array metadata '%s/__meta/%s': not a "
+					"timestamped name",
+					m->path, live->items[i]);
+		tfs__mt_widen(t1, t2, ni.t1, ni.t2);
+		if (tfs_buf_printf(vac, "__meta/%s\n", live->items[i]))
+			return tfs__mt_nomem(d);
+	}
+	return TFS_E_OK;
+}
+
+/* The merged map as a generic tile. Every file counts at [0, t2]: the map
+ * the merged file replaces. */
+static enum tfs_err meta_merged_tile(const struct mt *m, uint64_t t2,
+				     struct tfs_metadata *merged,
+				     struct tfs_buf *payload,
+				     struct tfs_buf *tile, struct tfs_diag *d)
+{
+	struct tfs_meta_file mf;
+	enum tfs_err e;
+
+	e = tfs_metadata_load(m->vfs, m->path, "array", m->key, 0, t2, merged,
+			      d);
+	if (e)
+		return e;
+	mf.entries = merged->entries;
+	mf.count = merged->count;
+	if (tfs_meta_file_serialize(payload, &mf))
+		return tfs__mt_nomem(d);
+	return tfs_generic_tile_encode(tile, payload->data, payload->len,
+				       m->key, d);
+}
+
+/* The merged file first, then the list of what it replaces: until the
+ * .vac exists both are read, and they agree (metadata.md §2: reapplying
+ * the inputs after the merge changes nothing). */
+static enum tfs_err meta_write_merged(const struct mt *m, const char *name,
+				      const struct tfs_buf *tile,
+				      const struct tfs_buf *vac,
+				      struct tfs_diag *d)
+{
+	char rel[512];
+	enum tfs_err e;
+
+	snprintf(rel, sizeof(rel), "__meta/%s", name);
+	e = tfs__mt_write_file(m, rel, tile->data, tile->len, d);
+	if (e)
+		return e;
+	snprintf(rel, sizeof(rel), "__meta/%s.vac", name);
+	return tfs__mt_write_file(m, rel, vac->data, vac->len, d);
+}
+
 enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 					 size_t made_cap,
 					 struct tfs_diag *d)
@@ -362,10 +486,9 @@ enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 	struct tfs_dirlist meta;
 	struct strset live = {0};
 	struct tfs_metadata merged = {NULL, 0};
-	struct tfs_meta_file mf;
 	struct tfs_buf payload, tile, vac;
 	uint64_t t1 = UINT64_MAX, t2 = 0;
-	char name[TFS_NAME_MAX], rel[512];
+	char name[TFS_NAME_MAX];
 	enum tfs_err e;
 
 	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
@@ -381,50 +504,13 @@ enum tfs_err tfs__consolidate_array_meta(const struct mt *m, char *made,
 		tfs__mt_set_made(made, made_cap, NULL);
 		goto out;
 	}
-	qsort(live.items, live.count, sizeof(*live.items), tfs__mt_str_cmp);
-	for (size_t i = 0; i < live.count; i++) {
-		struct tfs_name_info ni;
-
-		if (tfs_name_parse(live.items[i], &ni)) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "array metadata '%s/__meta/%s': not a "
-				     "timestamped name",
-				     m->path, live.items[i]);
-			goto out;
-		}
-		tfs__mt_widen(&t1, &t2, ni.t1, ni.t2);
-		if (tfs_buf_printf(&vac, "__meta/%s\n", live.items[i])) {
-			e = tfs__mt_nomem(d);
-			goto out;
-		}
-	}
-	/* Every file counts at [0, t2]: the map the merged file replaces. */
-	e = tfs_metadata_load(m->vfs, m->path, "array", m->key, 0, t2, &merged,
-			      d);
-	if (e)
-		goto out;
-	mf.entries = merged.entries;
-	mf.count = merged.count;
-	if (tfs_meta_file_serialize(&payload, &mf)) {
-		e = tfs__mt_nomem(d);
-		goto out;
-	}
-	e = tfs_generic_tile_encode(&tile, payload.data, payload.len, m->key,
-				    d);
-	if (e)
-		goto out;
-	e = tfs__mt_new_name(name, t1, t2, 0, "", d);
-	if (e)
-		goto out;
-	/* The merged file first, then the list of what it replaces: until
-	 * the .vac exists both are read, and they agree (metadata.md §2:
-	 * reapplying the inputs after the merge changes nothing). */
-	snprintf(rel, sizeof(rel), "__meta/%s", name);
-	e = tfs__mt_write_file(m, rel, tile.data, tile.len, d);
-	if (e)
-		goto out;
-	snprintf(rel, sizeof(rel), "__meta/%s.vac", name);
-	e = tfs__mt_write_file(m, rel, vac.data, vac.len, d);
+	e = meta_vac_list(m, &live, &vac, &t1, &t2, d);
+	if (!e)
+		e = meta_merged_tile(m, t2, &merged, &payload, &tile, d);
+	if (!e)
+		e = tfs__mt_new_name(name, t1, t2, 0, "", d);
+	if (!e)
+		e = meta_write_merged(m, name, &tile, &vac, d);
 	if (!e)
 		tfs__mt_set_made(made, made_cap, name);
 out:

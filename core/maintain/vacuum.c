@@ -71,34 +71,20 @@ static enum tfs_err is_fragment_dir(const struct mt *m, const char *rel,
 }
 
 /* Vacuums what one fragment .vac file lists (then the .vac). */
-static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
-			       const struct strset *con, uint32_t version,
-			       unsigned *removed, struct tfs_diag *d)
+/* Commits that a .con file names stay committed after their own file is
+ * gone: an .ign file takes them back first (§3). */
+static enum tfs_err write_ignores(const struct mt *m,
+				  const struct tfs_strlist *lines,
+				  const struct strset *con, const char *cname,
+				  uint32_t version, struct tfs_diag *d)
 {
-	const char *vac_name = strrchr(vac_rel, '/') ? strrchr(vac_rel, '/') + 1
-						     : vac_rel;
-	struct tfs_strlist lines;
 	struct tfs_buf ign;
-	char cname[256], rel[512];
-	bool committed;
-	enum tfs_err e;
+	char rel[512];
+	enum tfs_err e = TFS_E_OK;
 
-	snprintf(cname, sizeof(cname), "%.*s", (int)(strlen(vac_name) - 4),
-		 vac_name);
-	/* A .vac whose consolidated fragment is not committed belongs to a
-	 * consolidation that did not finish: what it lists is still the only
-	 * copy of those cells. */
-	e = frag_committed(m, cname, vac_rel != vac_name, con, &committed, d);
-	if (e || !committed)
-		return e;
-	e = tfs__mt_read_lines(m, vac_rel, &lines, d);
-	if (e)
-		return e;
 	tfs_buf_init(&ign, TFS_BUF_NO_MAX);
-	/* Commits that a .con file names stay committed after their own
-	 * file is gone: an .ign file takes them back first (§3). */
-	for (size_t i = 0; !e && i < lines.count; i++) {
-		char *norm = tfs_vac_line_normalize(lines.items[i]);
+	for (size_t i = 0; !e && i < lines->count; i++) {
+		char *norm = tfs_vac_line_normalize(lines->items[i]);
 		const char *fname;
 
 		if (!norm) {
@@ -119,15 +105,26 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 		e = tfs__mt_write_new_file(m, "__commits", ni.t1, ni.t2, version,
 					   ".ign", ign.data, ign.len, NULL, 0, d);
 	}
-	for (size_t i = 0; !e && i < lines.count; i++) {
-		char *norm = tfs_vac_line_normalize(lines.items[i]);
+	tfs_buf_release(&ign);
+	return e;
+}
+
+/* Removes each listed fragment: its commit, then its folder. */
+static enum tfs_err remove_listed(const struct mt *m,
+				  const struct tfs_strlist *lines,
+				  const char *cname, unsigned *removed,
+				  struct tfs_diag *d)
+{
+	char rel[512];
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t i = 0; !e && i < lines->count; i++) {
+		char *norm = tfs_vac_line_normalize(lines->items[i]);
 		bool in_new, is_frag;
 		const char *fname;
 
-		if (!norm) {
-			e = tfs__mt_nomem(d);
-			break;
-		}
+		if (!norm)
+			return tfs__mt_nomem(d);
 		in_new = !strncmp(norm, "__fragments/", 12);
 		fname = in_new ? norm + 12 : norm;
 		/* Never the consolidated fragment itself, nor anything that is
@@ -147,9 +144,36 @@ static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
 			e = tfs__mt_remove(m, norm, removed, d);
 		tfs_free(norm);
 	}
+	return e;
+}
+
+static enum tfs_err vacuum_vac(const struct mt *m, const char *vac_rel,
+			       const struct strset *con, uint32_t version,
+			       unsigned *removed, struct tfs_diag *d)
+{
+	const char *vac_name = strrchr(vac_rel, '/') ? strrchr(vac_rel, '/') + 1
+						     : vac_rel;
+	struct tfs_strlist lines;
+	char cname[256];
+	bool committed;
+	enum tfs_err e;
+
+	snprintf(cname, sizeof(cname), "%.*s", (int)(strlen(vac_name) - 4),
+		 vac_name);
+	/* A .vac whose consolidated fragment is not committed belongs to a
+	 * consolidation that did not finish: what it lists is still the only
+	 * copy of those cells. */
+	e = frag_committed(m, cname, vac_rel != vac_name, con, &committed, d);
+	if (e || !committed)
+		return e;
+	e = tfs__mt_read_lines(m, vac_rel, &lines, d);
+	if (e)
+		return e;
+	e = write_ignores(m, &lines, con, cname, version, d);
+	if (!e)
+		e = remove_listed(m, &lines, cname, removed, d);
 	if (!e)
 		e = tfs__mt_remove(m, vac_rel, NULL, d);
-	tfs_buf_release(&ign);
 	tfs_strlist_release(&lines);
 	return e;
 }

@@ -220,6 +220,41 @@ static enum tfs_err resolve_labels(struct tfs_array *arr)
 	return e;
 }
 
+static int ptr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a;
+	uintptr_t y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* arr->listed_visible: each listed fragment found among the visible ones
+ * (sorted by address, then searched). */
+static enum tfs_err mark_visible(struct tfs_array *arr)
+{
+	const struct tfs_arraydir *dir = arr->dir;
+	size_t n = dir->fragment_num;
+	struct tfs_fragment **sorted;
+
+	arr->listed_visible = tfs_callocn(dir->listed_num ? dir->listed_num : 1,
+					  sizeof(*arr->listed_visible));
+	sorted = tfs_mallocn(n ? n : 1, sizeof(*sorted));
+	if (!arr->listed_visible || !sorted) {
+		tfs_free(sorted);
+		return TFS_E_NOMEM;
+	}
+	if (n)
+		memcpy(sorted, dir->fragments, n * sizeof(*sorted));
+	if (n > 1)
+		qsort(sorted, n, sizeof(*sorted), ptr_cmp);
+	for (size_t i = 0; i < dir->listed_num; i++)
+		arr->listed_visible[i] =
+			n && bsearch(&dir->listed[i], sorted, n,
+				     sizeof(*sorted), ptr_cmp) != NULL;
+	tfs_free(sorted);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 			    struct tfs_array **out, struct tfs_diag *d)
 {
@@ -267,6 +302,8 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 		e = sort_enums(arr);
 	if (!e)
 		e = resolve_labels(arr);
+	if (!e)
+		e = mark_visible(arr);
 	if (e) {
 		tfs_fail(d, e, "out of memory");
 		goto out_fail;
@@ -286,6 +323,7 @@ void tfs_array_close(struct tfs_array *a)
 	     i++)
 		tfs_free(a->label_paths[i]);
 	tfs_free(a->label_paths);
+	tfs_free(a->listed_visible);
 	if (a->own_pool)
 		tfs_pool_free(a->pool);
 	if (a->dir)
@@ -357,10 +395,7 @@ void tfs_array_fragment(const struct tfs_array *a, size_t i,
 	out->schema_name = f->schema->name;
 	out->non_empty_domain = f->footer.ned;
 	out->cell_timestamps = f->footer.has_timestamps;
-	out->visible = false;
-	for (size_t k = 0; k < a->dir->fragment_num; k++)
-		if (a->dir->fragments[k] == f)
-			out->visible = true;
+	out->visible = a->listed_visible[i];
 }
 
 size_t tfs_array_vacuum_count(const struct tfs_array *a)
@@ -501,9 +536,49 @@ static enum tfs_err check_subarray(const struct tfs_query *q,
 	return TFS_E_OK;
 }
 
+/* Appends, after the fields asked for, every field of the schema not
+ * among them (see tfs_query.out_num); q->fields has room for them. */
+static enum tfs_err add_order_fields(struct tfs_query *q, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = q->schema;
+
+	for (size_t k = 0; k < (size_t)s->dim_num + s->attr_num; k++) {
+		bool is_dim = k < s->dim_num;
+		uint32_t index = (uint32_t)(is_dim ? k : k - s->dim_num);
+		const char *name = is_dim ? s->dims[index].name
+					  : s->attrs[index].name;
+		bool have = false;
+		size_t i = q->field_num;
+		enum tfs_err e;
+
+		for (size_t j = 0; j < q->field_num && !have; j++)
+			have = q->fields[j].is_dim == is_dim &&
+			       q->fields[j].index == index;
+		if (have)
+			continue;
+		tfs_buf_init(&q->cols[i].data, MAX_COLUMN_BYTES);
+		tfs_buf_init(&q->cols[i].offsets, MAX_COLUMN_BYTES);
+		tfs_buf_init(&q->cols[i].validity, MAX_COLUMN_BYTES);
+		q->field_num = i + 1;
+		e = resolve_field(q, i, name, d);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_query_open(struct tfs_array *a,
 			    const struct tfs_query_opts *opts,
 			    struct tfs_query **out, struct tfs_diag *d)
+{
+	return tfs__query_open_hooked(a, opts, NULL, NULL, out, d);
+}
+
+enum tfs_err tfs__query_open_hooked(
+	struct tfs_array *a, const struct tfs_query_opts *opts,
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box),
+	void *tile_arg, struct tfs_query **out, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = a->dir->schema;
 	const struct tfs_range *sub;
@@ -518,11 +593,21 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 	q->array = a;
 	q->dir = a->dir;
 	q->schema = s;
+	q->tile_may_match = tile_may_match;
+	q->tile_arg = tile_arg;
 	q->total_cells = UINT64_MAX;
 	q->batch_cells = opts && opts->batch_cells ? opts->batch_cells
 						   : DEFAULT_BATCH_CELLS;
 	nfields = opts && opts->fields ? opts->field_num
 				       : (size_t)s->dim_num + s->attr_num;
+	q->out_num = nfields;
+	/* Room for the fields that order duplicates (see out_num). */
+	if (s->array_type == TFS_SPARSE && s->allows_dups &&
+	    __builtin_add_overflow(nfields, (size_t)s->dim_num + s->attr_num,
+				   &nfields)) {
+		e = tfs_fail(d, TFS_E_TOO_BIG, "too many fields");
+		goto out_fail;
+	}
 	q->fields = tfs_callocn(nfields ? nfields : 1, sizeof(*q->fields));
 	q->cols = tfs_callocn(nfields ? nfields : 1, sizeof(*q->cols));
 	q->columns = tfs_callocn(nfields ? nfields : 1, sizeof(*q->columns));
@@ -531,8 +616,7 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_fail;
 	}
-	q->field_num = nfields;
-	for (size_t i = 0; i < nfields; i++) {
+	for (size_t i = 0; i < q->out_num; i++) {
 		const char *name;
 
 		if (opts && opts->fields)
@@ -541,17 +625,23 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 			name = s->dims[i].name;
 		else
 			name = s->attrs[i - s->dim_num].name;
-		e = resolve_field(q, i, name, d);
-		if (e)
-			goto out_fail;
 		tfs_buf_init(&q->cols[i].data, MAX_COLUMN_BYTES);
 		tfs_buf_init(&q->cols[i].offsets, MAX_COLUMN_BYTES);
 		tfs_buf_init(&q->cols[i].validity, MAX_COLUMN_BYTES);
+		q->field_num = i + 1;
+		e = resolve_field(q, i, name, d);
+		if (e)
+			goto out_fail;
+	}
+	if (nfields > q->out_num) {
+		e = add_order_fields(q, d);
+		if (e)
+			goto out_fail;
 	}
 	sub = opts && opts->subarray ? opts->subarray : NULL;
 	if (!sub && !a->has_ned) {
 		q->done = true; /* nothing written: no cells */
-		q->total_cells = 0;
+		q->total_cells = opts && opts->condition ? UINT64_MAX : 0;
 		*out = q;
 		return TFS_E_OK;
 	}
@@ -564,7 +654,9 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_fail;
 	}
-	if (s->array_type == TFS_DENSE)
+	if (opts && opts->condition)
+		e = tfs__where_open(q, opts, d);
+	else if (s->array_type == TFS_DENSE)
 		e = tfs_dense_reader_open(q, d);
 	else
 		e = tfs_sparse_reader_open(q, d);
@@ -614,7 +706,7 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 		col->validity = f->nullable ? c->validity.data : NULL;
 	}
 	q->batch.cell_num = q->batch_cell_num;
-	q->batch.column_num = q->field_num;
+	q->batch.column_num = q->out_num;
 	q->batch.columns = q->columns;
 	*out = &q->batch;
 	return TFS_E_OK;

@@ -364,3 +364,104 @@ bool tfs_cond_eval(const struct tfs_cond *c,
 {
 	return c->node_num ? eval_node(c, 0, fields, vals) : true;
 }
+
+/* ---- Whether a range of cells can match (pushdown) ---------------------- */
+
+static bool leaf_may_match(const struct tfs_qc_node *n,
+			   const struct tfs_cond_field *f,
+			   const struct tfs_cond_bounds *b)
+{
+	bool unordered;
+	int lo, hi;
+
+	if (n->op == TFS_QC_ALWAYS_TRUE)
+		return true;
+	if (n->op == TFS_QC_ALWAYS_FALSE)
+		return false;
+	if (!b->known || !field_numeric(f) || n->value_len == 0 ||
+	    n->op == TFS_QC_NE || n->op == TFS_QC_NOT_IN)
+		return true;
+	if (b->empty) /* only NULL cells: no comparison matches */
+		return false;
+	if (n->op == TFS_QC_IN) {
+		for (uint64_t k = 0; k < n->set_num; k++) {
+			uint64_t s = n->set_offsets[k];
+			uint64_t e = k + 1 < n->set_num ? n->set_offsets[k + 1]
+							: n->value_len;
+
+			lo = compare(f, b->lo, 0, n->value + s, e - s,
+				     &unordered);
+			if (unordered)
+				return true;
+			hi = compare(f, b->hi, 0, n->value + s, e - s,
+				     &unordered);
+			if (unordered || (lo <= 0 && hi >= 0))
+				return true;
+		}
+		return false;
+	}
+	lo = compare(f, b->lo, 0, n->value, n->value_len, &unordered);
+	if (unordered)
+		return true;
+	hi = compare(f, b->hi, 0, n->value, n->value_len, &unordered);
+	if (unordered)
+		return true;
+	switch (n->op) {
+	case TFS_QC_LT:
+		return lo < 0;
+	case TFS_QC_LE:
+		return lo <= 0;
+	case TFS_QC_GT:
+		return hi > 0;
+	case TFS_QC_GE:
+		return hi >= 0;
+	default: /* EQ */
+		return lo <= 0 && hi >= 0;
+	}
+}
+
+static bool node_may_match(const struct tfs_cond *c, uint32_t i,
+			   const struct tfs_cond_field *fields,
+			   const struct tfs_cond_bounds *bounds)
+{
+	const struct tfs_qc_node *n = c->nodes[i].src;
+	uint32_t child = i + 1;
+
+	if (n->is_value)
+		return leaf_may_match(n, &fields[c->nodes[i].field],
+				      &bounds[c->nodes[i].field]);
+	switch (n->combine) {
+	case TFS_QC_AND:
+		for (uint64_t k = 0; k < n->child_num; k++) {
+			if (!node_may_match(c, child, fields, bounds))
+				return false;
+			child = c->nodes[child].next;
+		}
+		return true;
+	case TFS_QC_OR:
+		for (uint64_t k = 0; k < n->child_num; k++) {
+			if (node_may_match(c, child, fields, bounds))
+				return true;
+			child = c->nodes[child].next;
+		}
+		return false;
+	default: /* NOT: bounds cannot tell */
+		return true;
+	}
+}
+
+bool tfs_cond_may_match(const struct tfs_cond *c,
+			const struct tfs_cond_field *fields,
+			const struct tfs_cond_bounds *bounds)
+{
+	return c->node_num ? node_may_match(c, 0, fields, bounds) : true;
+}
+
+const struct tfs_qc_node *tfs_cond_node(const struct tfs_cond *c, uint32_t i,
+					uint32_t *field)
+{
+	if (i >= c->node_num)
+		return NULL;
+	*field = c->nodes[i].field;
+	return c->nodes[i].src;
+}

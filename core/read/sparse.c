@@ -26,17 +26,40 @@
 
 /* ---- Step 5: duplicates by JSON text ----------------------------------- */
 
+/* The query's field that is schema field k (dimensions first), or
+ * field_num. A query of an array that allows duplicates holds every
+ * field (tfs_query.out_num). */
+static size_t field_of(const struct tfs_query *q, size_t k)
+{
+	bool is_dim = k < q->schema->dim_num;
+	uint32_t index = (uint32_t)(is_dim ? k : k - q->schema->dim_num);
+
+	for (size_t fi = 0; fi < q->field_num; fi++)
+		if (q->fields[fi].is_dim == is_dim &&
+		    q->fields[fi].index == index)
+			return fi;
+	return q->field_num;
+}
+
+/* The JSON text of cell c: its fields in schema order, whichever fields
+ * the query hands out, so that every query orders duplicates alike. */
 static enum tfs_err cell_text(const struct sp_reader *r, uint32_t c,
 			      struct tfs_buf *b)
 {
 	const struct tfs_query *q = r->q;
+	size_t all = (size_t)q->schema->dim_num + q->schema->attr_num;
 	enum tfs_err e = TFS_E_OK;
 
-	for (size_t fi = 0; fi < q->field_num && !e; fi++) {
-		const struct tfs_out_field *f = &q->fields[fi];
+	for (size_t k = 0; k < all && !e; k++) {
+		size_t fi = field_of(q, k);
+		const struct tfs_out_field *f;
 		const uint8_t *p;
 		uint64_t len;
 		uint8_t valid = 1;
+
+		if (fi == q->field_num)
+			continue;
+		f = &q->fields[fi];
 
 		if (f->is_dim)
 			p = cells_coord(&r->cells, &r->dims[f->index], f->index,
@@ -45,8 +68,7 @@ static enum tfs_err cell_text(const struct sp_reader *r, uint32_t c,
 			p = col_value(&r->cols[fi], f, r->row[c], &len, &valid);
 		e = tfs__sp_json_value(b, f, p, len, valid);
 		if (!e)
-			e = tfs_buf_append_u8(b, fi + 1 < q->field_num ? ','
-								       : '}');
+			e = tfs_buf_append_u8(b, k + 1 < all ? ',' : '}');
 	}
 	return e;
 }

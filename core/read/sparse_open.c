@@ -288,6 +288,9 @@ enum tfs_err tfs__sp_add_tiles(struct sp_reader *r, uint32_t fi, size_t *cap,
 
 		if (!tfs__sp_box_meets(r, mbr))
 			continue;
+		if (r->q->tile_may_match &&
+		    !r->q->tile_may_match(r->q->tile_arg, sf->f, t, mbr))
+			continue;
 		if (r->tile_num == UINT32_MAX - 1)
 			return tfs_fail(d, TFS_E_TOO_BIG,
 					"selection touches more than %" PRIu32

@@ -23,6 +23,9 @@ struct tfs_array {
 	uint8_t *ned_bytes;
 	size_t *enum_order; /* enumerations sorted by name */
 	char **label_paths; /* schema->label_num entries, each may be NULL */
+	/* Per listed fragment (dir->listed order): whether the time window
+	 * sees it, so that tfs_array_fragment costs O(1). */
+	bool *listed_visible;
 };
 
 /* ---- Decoded tiles --------------------------------------------------- */
@@ -121,6 +124,11 @@ struct tfs_query {
 	const struct tfs_schema *schema; /* current schema */
 	struct tfs_out_field *fields;
 	size_t field_num;
+	/* Fields the caller asked for: fields[0, out_num). A sparse array
+	 * that allows duplicates reads every other field too, after them
+	 * and not handed out, so that duplicates are ordered by the whole
+	 * cell whatever the fields asked for. */
+	size_t out_num;
 	/* Subarray, one range per dimension (views into sub_bytes). */
 	struct tfs_range *sub;
 	uint8_t *sub_bytes;
@@ -135,7 +143,39 @@ struct tfs_query {
 
 	const struct tfs_reader_ops *reader_ops;
 	void *reader;
+
+	/* Pushdown of a condition (where_read.c): the sparse reader skips
+	 * tile `tile` of fragment f (box: its MBR) when this says no cell of
+	 * it can match. NULL: every tile is read. */
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box);
+	void *tile_arg;
+	/* The state of a query with a condition (where_read.c), or NULL. */
+	struct tfs__where *where;
 };
+
+struct tfs__where;
+
+/* Helpers of where_read.c shared with stats_read.c: whether an
+ * attribute's filters are lossy (its tile statistics describe other
+ * values), whether two boxes of s meet, a coordinate's unsigned bits. */
+struct tfs_attr;
+bool tfs__attr_lossy(const struct tfs_attr *at);
+bool tfs__boxes_meet(const struct tfs_schema *s, const struct tfs_range *a,
+		     const struct tfs_range *b);
+uint64_t tfs__raw_of(uint8_t type, const uint8_t *p);
+
+/* tfs_query_open with the pruning hook set before the reader opens. */
+enum tfs_err tfs__query_open_hooked(
+	struct tfs_array *a, const struct tfs_query_opts *opts,
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box),
+	void *tile_arg, struct tfs_query **out, struct tfs_diag *d) TFS_WUR;
+/* Opens q's filtered reading of opts->condition (the query's fields and
+ * subarray are set; sets q->reader_ops). */
+enum tfs_err tfs__where_open(struct tfs_query *q,
+			     const struct tfs_query_opts *opts,
+			     struct tfs_diag *d) TFS_WUR;
 
 /* Appends one cell to an output column (value bytes of `len`; validity
  * when the field is nullable). */

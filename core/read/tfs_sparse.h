@@ -58,6 +58,27 @@ bool tfs_cond_eval(const struct tfs_cond *c,
 		   const struct tfs_cond_field *fields,
 		   const struct tfs_cond_value *vals);
 
+/* What fragment metadata says about the cells of a tile (or a range of
+ * tiles) for one field: known = lo/hi (values of the field's type) bound
+ * every non-NULL cell; empty = every cell is NULL. */
+struct tfs_cond_bounds {
+	bool known;
+	bool empty;
+	const uint8_t *lo, *hi;
+};
+
+/* False only when no cell within bounds (indexed like the field names)
+ * can match c: comparisons and IN on single-value numeric fields against
+ * [lo, hi]; anything else may match. */
+bool tfs_cond_may_match(const struct tfs_cond *c,
+			const struct tfs_cond_field *fields,
+			const struct tfs_cond_bounds *bounds);
+
+/* Node i of c in pre-order (NULL past the end), *field its field
+ * number. */
+const struct tfs_qc_node *tfs_cond_node(const struct tfs_cond *c, uint32_t i,
+					uint32_t *field);
+
 /* ---- The sparse reader ---------------------------------------------- */
 
 struct tfs_query;

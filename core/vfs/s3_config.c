@@ -180,28 +180,27 @@ static enum tfs_err check_endpoint(const char *e, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
-enum tfs_err tfs_s3_config_load_env(struct tfs_s3_config *c,
-				    const struct tfs_s3_opts *o,
-				    tfs_s3_env_fn env, void *ctx,
-				    struct tfs_diag *d)
+static void set_defaults(struct tfs_s3_config *c)
 {
-	struct tfs_s3_opts none = {NULL, NULL, NULL, -1, NULL, NULL};
-	struct profile_vals cred = {0}, conf = {0};
-	const char *profile, *endpoint, *region, *addressing, *v;
-	char *cred_file = NULL, *conf_file = NULL;
-	bool custom_endpoint;
-	enum tfs_err e;
-	bool ok = true;
-
 	memset(c, 0, sizeof(*c));
-	if (!o)
-		o = &none;
 	c->verify_tls = true;
 	c->timeout_ms = 30000;
 	c->connect_timeout_ms = 5000;
 	c->retries = 6;
 	c->backoff_base_ms = 50;
 	c->backoff_cap_ms = 4000;
+}
+
+/* Reads the chosen profile from the credentials and config files; a file
+ * that cannot be located (no HOME) is skipped. */
+static enum tfs_err read_profiles(const struct tfs_s3_opts *o,
+				  tfs_s3_env_fn env, void *ctx,
+				  struct profile_vals *cred,
+				  struct profile_vals *conf, struct tfs_diag *d)
+{
+	const char *profile, *v;
+	char *cred_file = NULL, *conf_file = NULL;
+	enum tfs_err e = TFS_E_OK;
 
 	profile = o->profile ? o->profile : env_get(env, ctx, "AWS_PROFILE");
 	if (!profile)
@@ -218,15 +217,26 @@ enum tfs_err tfs_s3_config_load_env(struct tfs_s3_config *c,
 		conf_file = home_file(env, ctx, "config");
 	if (cred_file &&
 	    (e = read_profile(cred_file, profile, false,
-			      o->credentials_file != NULL, &cred, d)))
+			      o->credentials_file != NULL, cred, d)))
 		goto out_free;
-	if (conf_file &&
-	    (e = read_profile(conf_file, profile, true, false, &conf, d)))
-		goto out_free;
+	if (conf_file)
+		e = read_profile(conf_file, profile, true, false, conf, d);
+out_free:
+	tfs_free(cred_file);
+	tfs_free(conf_file);
+	return e;
+}
 
-	/* Credentials: environment (as a set), else the credentials file,
-	 * else the config file; an explicit credentials file wins over the
-	 * environment. */
+/* Credentials: environment (as a set), else the credentials file, else the
+ * config file; an explicit credentials file wins over the environment.
+ * Returns false when a copy runs out of memory. */
+static bool pick_credentials(struct tfs_s3_config *c,
+			     const struct tfs_s3_opts *o, tfs_s3_env_fn env,
+			     void *ctx, const struct profile_vals *cred,
+			     const struct profile_vals *conf)
+{
+	bool ok = true;
+
 	if (!o->credentials_file && env_get(env, ctx, "AWS_ACCESS_KEY_ID") &&
 	    env_get(env, ctx, "AWS_SECRET_ACCESS_KEY")) {
 		ok &= set_str(&c->access_key, env_get(env, ctx, "AWS_ACCESS_KEY_ID"));
@@ -234,77 +244,124 @@ enum tfs_err tfs_s3_config_load_env(struct tfs_s3_config *c,
 			      env_get(env, ctx, "AWS_SECRET_ACCESS_KEY"));
 		ok &= set_str(&c->session_token,
 			      env_get(env, ctx, "AWS_SESSION_TOKEN"));
-	} else if (cred.access_key && cred.secret_key) {
-		ok &= set_str(&c->access_key, cred.access_key);
-		ok &= set_str(&c->secret_key, cred.secret_key);
-		ok &= set_str(&c->session_token, cred.session_token);
-	} else if (conf.access_key && conf.secret_key) {
-		ok &= set_str(&c->access_key, conf.access_key);
-		ok &= set_str(&c->secret_key, conf.secret_key);
-		ok &= set_str(&c->session_token, conf.session_token);
+	} else if (cred->access_key && cred->secret_key) {
+		ok &= set_str(&c->access_key, cred->access_key);
+		ok &= set_str(&c->secret_key, cred->secret_key);
+		ok &= set_str(&c->session_token, cred->session_token);
+	} else if (conf->access_key && conf->secret_key) {
+		ok &= set_str(&c->access_key, conf->access_key);
+		ok &= set_str(&c->secret_key, conf->secret_key);
+		ok &= set_str(&c->session_token, conf->session_token);
 	}
+	return ok;
+}
 
-	region = o->region;
+static const char *pick_region(const struct tfs_s3_opts *o, tfs_s3_env_fn env,
+			       void *ctx, const struct profile_vals *conf)
+{
+	const char *region = o->region;
+
 	if (!region)
 		region = env_get(env, ctx, "AWS_REGION");
 	if (!region)
 		region = env_get(env, ctx, "AWS_DEFAULT_REGION");
 	if (!region)
-		region = conf.region;
+		region = conf->region;
 	if (!region)
 		region = "us-east-1";
-	ok &= set_str(&c->region, region);
+	return region;
+}
 
-	endpoint = o->endpoint;
+/* The configured endpoint, or NULL for the region's AWS endpoint. */
+static const char *pick_endpoint(const struct tfs_s3_opts *o,
+				 tfs_s3_env_fn env, void *ctx,
+				 const struct profile_vals *conf)
+{
+	const char *endpoint = o->endpoint;
+
 	if (!endpoint)
 		endpoint = env_get(env, ctx, "AWS_ENDPOINT_URL_S3");
 	if (!endpoint)
 		endpoint = env_get(env, ctx, "AWS_ENDPOINT_URL");
 	if (!endpoint)
-		endpoint = conf.endpoint;
-	custom_endpoint = endpoint != NULL;
-	if (endpoint) {
-		size_t n;
+		endpoint = conf->endpoint;
+	return endpoint;
+}
 
-		if ((e = check_endpoint(endpoint, d)))
-			goto out_free;
-		ok &= set_str(&c->endpoint, endpoint);
-		n = c->endpoint ? strlen(c->endpoint) : 0;
-		while (n > 0 && c->endpoint[n - 1] == '/')
-			c->endpoint[--n] = '\0';
-	} else {
-		char buf[256];
+/* Stores the endpoint without trailing slashes, or the AWS default for the
+ * region; *ok turns false when a copy runs out of memory. */
+static enum tfs_err set_endpoint(struct tfs_s3_config *c, const char *endpoint,
+				 bool *ok, struct tfs_diag *d)
+{
+	enum tfs_err e;
+	char buf[256];
+	size_t n;
 
+	if (!endpoint) {
 		snprintf(buf, sizeof(buf), "https://s3.%s.amazonaws.com",
 			 c->region ? c->region : "us-east-1");
-		ok &= set_str(&c->endpoint, buf);
+		*ok &= set_str(&c->endpoint, buf);
+		return TFS_E_OK;
 	}
-	if (!ok) {
-		e = tfs_fail(d, TFS_E_NOMEM, "s3: out of memory reading settings");
-		goto out_free;
-	}
+	if ((e = check_endpoint(endpoint, d)))
+		return e;
+	*ok &= set_str(&c->endpoint, endpoint);
+	n = c->endpoint ? strlen(c->endpoint) : 0;
+	while (n > 0 && c->endpoint[n - 1] == '/')
+		c->endpoint[--n] = '\0';
+	return TFS_E_OK;
+}
 
-	addressing = o->addressing ? o->addressing : conf.addressing;
+static enum tfs_err set_addressing(struct tfs_s3_config *c,
+				   const char *addressing, bool custom_endpoint,
+				   struct tfs_diag *d)
+{
 	if (!addressing || !strcmp(addressing, "auto"))
 		c->path_style = custom_endpoint;
 	else if (!strcmp(addressing, "path"))
 		c->path_style = true;
 	else if (!strcmp(addressing, "virtual"))
 		c->path_style = false;
-	else {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "s3: addressing style '%s' is not path or virtual",
-			     addressing);
+	else
+		return tfs_fail(d, TFS_E_INVALID,
+				"s3: addressing style '%s' is not path or virtual",
+				addressing);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_s3_config_load_env(struct tfs_s3_config *c,
+				    const struct tfs_s3_opts *o,
+				    tfs_s3_env_fn env, void *ctx,
+				    struct tfs_diag *d)
+{
+	struct tfs_s3_opts none = {NULL, NULL, NULL, -1, NULL, NULL};
+	struct profile_vals cred = {0}, conf = {0};
+	const char *endpoint;
+	enum tfs_err e;
+	bool ok;
+
+	set_defaults(c);
+	if (!o)
+		o = &none;
+	if ((e = read_profiles(o, env, ctx, &cred, &conf, d)))
+		goto out_free;
+	ok = pick_credentials(c, o, env, ctx, &cred, &conf);
+	ok &= set_str(&c->region, pick_region(o, env, ctx, &conf));
+	endpoint = pick_endpoint(o, env, ctx, &conf);
+	if ((e = set_endpoint(c, endpoint, &ok, d)))
+		goto out_free;
+	if (!ok) {
+		e = tfs_fail(d, TFS_E_NOMEM, "s3: out of memory reading settings");
 		goto out_free;
 	}
+	if ((e = set_addressing(c, o->addressing ? o->addressing : conf.addressing,
+				endpoint != NULL, d)))
+		goto out_free;
 	if (o->verify_tls == 0)
 		c->verify_tls = false;
-	e = TFS_E_OK;
 out_free:
 	vals_release(&cred);
 	vals_release(&conf);
-	tfs_free(cred_file);
-	tfs_free(conf_file);
 	return e;
 }
 

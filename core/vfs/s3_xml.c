@@ -119,59 +119,83 @@ static bool parse_u64(const char *t, uint64_t *out)
 	return true;
 }
 
-static void list_end(struct xml_state *s)
+/* Leaf elements of a ListObjectsV2 page whose text we keep. */
+static bool is_list_leaf(const struct xml_state *s)
+{
+	return element_is(s, "Contents", "Key") ||
+	       element_is(s, "Contents", "Size") ||
+	       element_is(s, "Contents", "LastModified") ||
+	       element_is(s, "CommonPrefixes", "Prefix") ||
+	       (s->depth == 2 && (element_is(s, NULL, "IsTruncated") ||
+				  element_is(s, NULL, "NextContinuationToken")));
+}
+
+/* </Contents>: the object gathered so far joins the listing. */
+static void contents_end(struct xml_state *s)
 {
 	struct tfs__s3_listing *l = s->l;
-	char *t;
+	struct tfs__s3_object *o;
 
-	if (!s->root_ok || s->depth > DEPTH_MAX)
-		return;
-	if (element_is(s, "Contents", "Key") ||
-	    element_is(s, "Contents", "Size") ||
-	    element_is(s, "Contents", "LastModified") ||
-	    element_is(s, "CommonPrefixes", "Prefix") ||
-	    (s->depth == 2 && (element_is(s, NULL, "IsTruncated") ||
-			       element_is(s, NULL, "NextContinuationToken")))) {
-		if (s->too_long) {
-			s->failed = true;
-			return;
-		}
-		t = text_dup(s);
-		if (!t) {
-			s->failed = true;
-			return;
-		}
-	} else if (s->depth == 2 && element_is(s, NULL, "Contents")) {
-		struct tfs__s3_object *o;
-
-		if (!s->have_key) {
-			s->failed = true;
-			return;
-		}
-		if (l->nobjects == l->objects_cap) {
-			size_t ncap = l->objects_cap ? 2 * l->objects_cap : 64;
-
-			o = tfs_reallocn(l->objects, ncap, sizeof(*o));
-			if (!o) {
-				tfs_free(s->cur.key);
-				s->cur.key = NULL;
-				s->failed = true;
-				return;
-			}
-			l->objects = o;
-			l->objects_cap = ncap;
-		}
-		l->objects[l->nobjects++] = s->cur;
-		memset(&s->cur, 0, sizeof(s->cur));
-		s->have_key = false;
-		return;
-	} else {
+	if (!s->have_key) {
+		s->failed = true;
 		return;
 	}
+	if (l->nobjects == l->objects_cap) {
+		size_t ncap = l->objects_cap ? 2 * l->objects_cap : 64;
+
+		o = tfs_reallocn(l->objects, ncap, sizeof(*o));
+		if (!o) {
+			tfs_free(s->cur.key);
+			s->cur.key = NULL;
+			s->failed = true;
+			return;
+		}
+		l->objects = o;
+		l->objects_cap = ncap;
+	}
+	l->objects[l->nobjects++] = s->cur;
+	memset(&s->cur, 0, sizeof(s->cur));
+	s->have_key = false;
+}
+
+/* Takes the text t of one common prefix. */
+static void prefix_add(struct xml_state *s, char *t)
+{
+	struct tfs__s3_listing *l = s->l;
+
+	if (l->nprefixes == l->prefixes_cap) {
+		size_t ncap = l->prefixes_cap ? 2 * l->prefixes_cap : 16;
+		char **np = tfs_reallocn(l->prefixes, ncap, sizeof(*np));
+
+		if (!np) {
+			s->failed = true;
+			tfs_free(t);
+			return;
+		}
+		l->prefixes = np;
+		l->prefixes_cap = ncap;
+	}
+	l->prefixes[l->nprefixes++] = t;
+}
+
+/* Stores the text t of a leaf element; takes t. */
+static void list_leaf(struct xml_state *s, char *t)
+{
+	struct tfs__s3_listing *l = s->l;
+
 	if (element_is(s, "Contents", "Key")) {
 		tfs_free(s->cur.key);
 		s->cur.key = t;
 		s->have_key = true;
+		return;
+	}
+	if (element_is(s, "CommonPrefixes", "Prefix")) {
+		prefix_add(s, t);
+		return;
+	}
+	if (element_is(s, NULL, "NextContinuationToken")) {
+		tfs_free(l->next_token);
+		l->next_token = t;
 		return;
 	}
 	if (element_is(s, "Contents", "Size")) {
@@ -180,29 +204,34 @@ static void list_end(struct xml_state *s)
 	} else if (element_is(s, "Contents", "LastModified")) {
 		if (!tfs__s3_parse_time(t, &s->cur.mtime_ns))
 			s->cur.mtime_ns = 0;
-	} else if (element_is(s, "CommonPrefixes", "Prefix")) {
-		if (l->nprefixes == l->prefixes_cap) {
-			size_t ncap = l->prefixes_cap ? 2 * l->prefixes_cap : 16;
-			char **np = tfs_reallocn(l->prefixes, ncap, sizeof(*np));
-
-			if (!np) {
-				s->failed = true;
-				tfs_free(t);
-				return;
-			}
-			l->prefixes = np;
-			l->prefixes_cap = ncap;
-		}
-		l->prefixes[l->nprefixes++] = t;
-		return;
 	} else if (element_is(s, NULL, "IsTruncated")) {
 		l->truncated = !strcmp(t, "true");
-	} else if (element_is(s, NULL, "NextContinuationToken")) {
-		tfs_free(l->next_token);
-		l->next_token = t;
-		return;
 	}
 	tfs_free(t);
+}
+
+static void list_end(struct xml_state *s)
+{
+	char *t;
+
+	if (!s->root_ok || s->depth > DEPTH_MAX)
+		return;
+	if (s->depth == 2 && element_is(s, NULL, "Contents")) {
+		contents_end(s);
+		return;
+	}
+	if (!is_list_leaf(s))
+		return;
+	if (s->too_long) {
+		s->failed = true;
+		return;
+	}
+	t = text_dup(s);
+	if (!t) {
+		s->failed = true;
+		return;
+	}
+	list_leaf(s, t);
 }
 
 static void XMLCALL on_end(void *ud, const XML_Char *name)

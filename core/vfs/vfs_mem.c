@@ -455,14 +455,54 @@ static bool is_ancestor(const struct mem_node *a, const struct mem_node *n)
 	return false;
 }
 
+/* Whether fn may take the place of tn (NULL: free) in folder tpar. */
+static enum tfs_err rename_allowed(const struct mem_node *fn,
+				   const struct mem_node *tpar,
+				   const struct mem_node *tn, const char *from,
+				   const char *to, struct tfs_diag *d)
+{
+	if (fn->is_dir && is_ancestor(fn, tpar))
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': cannot rename to '%s': inside itself",
+				from, to);
+	if (!tn)
+		return TFS_E_OK;
+	if (fn->is_dir && (!tn->is_dir || tn->kid_num))
+		return tfs_fail(d, tn->is_dir ? TFS_E_EXISTS : TFS_E_INVALID,
+				"'%s': cannot rename to '%s': target exists",
+				from, to);
+	if (!fn->is_dir && tn->is_dir)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': cannot rename to '%s': target is a folder",
+				from, to);
+	return TFS_E_OK;
+}
+
+/* Moves fn into tpar under nname (taken), replacing tn if any. Room in
+ * tpar must have been reserved, so this cannot fail half-way. */
+static void node_move(struct mem_node *fn, struct mem_node *tpar,
+		      struct mem_node *tn, char *nname)
+{
+	size_t at;
+	bool found;
+
+	if (tn) {
+		kid_detach(tn);
+		node_free(tn);
+	}
+	kid_detach(fn);
+	tfs_free(fn->name);
+	fn->name = nname;
+	at = kid_find(tpar, nname, strlen(nname), &found);
+	(void)kid_insert(tpar, at, fn); /* room was reserved */
+}
+
 static enum tfs_err mem_rename(struct tfs_vfs *vfs, const char *from,
 			       const char *to, struct tfs_diag *d)
 {
 	struct mem_vfs *m = to_mem(vfs);
 	struct mem_loc floc, tloc;
-	struct mem_node *fn, *tpar, *tn;
-	size_t at;
-	bool found;
+	struct mem_node *fn;
 	char *nname = NULL;
 	enum tfs_err err = TFS_E_OK;
 
@@ -485,52 +525,19 @@ static enum tfs_err mem_rename(struct tfs_vfs *vfs, const char *from,
 			       from, to);
 		goto out_unlock;
 	}
-	tpar = tloc.parent;
-	tn = tloc.node;
-	if (tn == fn)
+	if (tloc.node == fn)
 		goto out_unlock;
-	if (fn->is_dir && is_ancestor(fn, tpar)) {
-		err = tfs_fail(d, TFS_E_INVALID,
-			       "'%s': cannot rename to '%s': inside itself", from,
-			       to);
+	if ((err = rename_allowed(fn, tloc.parent, tloc.node, from, to, d)))
 		goto out_unlock;
-	}
-	if (tn) {
-		if (fn->is_dir && (!tn->is_dir || tn->kid_num)) {
-			err = tfs_fail(d, tn->is_dir ? TFS_E_EXISTS : TFS_E_INVALID,
-				       "'%s': cannot rename to '%s': target exists",
-				       from, to);
-			goto out_unlock;
-		}
-		if (!fn->is_dir && tn->is_dir) {
-			err = tfs_fail(d, TFS_E_INVALID,
-				       "'%s': cannot rename to '%s': target is a folder",
-				       from, to);
-			goto out_unlock;
-		}
-	}
 	nname = tfs_strndup(tloc.last, tloc.last_len);
-	if (!nname) {
-		err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory renaming",
-			       from);
-		goto out_unlock;
-	}
-	/* Make room first so the insert below cannot fail half-way. */
-	if (!kid_reserve(tpar)) {
+	/* Make room first so the move cannot fail half-way. */
+	if (!nname || !kid_reserve(tloc.parent)) {
 		tfs_free(nname);
 		err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory renaming",
 			       from);
 		goto out_unlock;
 	}
-	if (tn) {
-		kid_detach(tn);
-		node_free(tn);
-	}
-	kid_detach(fn);
-	tfs_free(fn->name);
-	fn->name = nname;
-	at = kid_find(tpar, nname, strlen(nname), &found);
-	(void)kid_insert(tpar, at, fn); /* room was reserved above */
+	node_move(fn, tloc.parent, tloc.node, nname);
 out_unlock:
 	pthread_mutex_unlock(&m->lock);
 	return err;

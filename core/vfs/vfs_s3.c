@@ -328,16 +328,9 @@ static char *make_url(struct s3 *s, const char *key, const char *query)
 }
 
 /* One attempt: fills r's results. */
-static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
-			     struct req *r, const char *sha)
+/* Clears what the previous attempt left in r. */
+static void req_reset(struct req *r)
 {
-	struct curl_slist *hl = NULL, *t;
-	char line[300];
-	uint64_t moved = r->body_len + (r->ranged ? r->len : 0);
-	long timeout = (long)(s->cfg.timeout_ms + moved / 1024);
-	CURLcode cc;
-	bool ok = true;
-
 	r->status = 0;
 	r->got = 0;
 	r->overflow = false;
@@ -348,33 +341,54 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 	r->mtime_ns = 0;
 	if (r->out)
 		r->out->len = 0;
+}
+
+/* Appends one header line; on failure the list stays as it was. */
+static bool header_add(struct curl_slist **hl, const char *line)
+{
+	struct curl_slist *t = curl_slist_append(*hl, line);
+
+	if (!t)
+		return false;
+	*hl = t;
+	return true;
+}
+
+/* The request's headers, or NULL when out of memory. */
+static struct curl_slist *req_headers(const struct s3 *s, const struct req *r,
+				      const char *sha)
+{
+	struct curl_slist *hl = NULL;
+	char line[300];
+	bool ok = true;
 
 	snprintf(line, sizeof(line), "x-amz-content-sha256: %s", sha);
-	ok &= (t = curl_slist_append(hl, line)) != NULL;
-	hl = t ? t : hl;
+	ok &= header_add(&hl, line);
 	if (r->body_len || !strcmp(r->method, "PUT") ||
-	    !strcmp(r->method, "POST")) {
-		ok &= (t = curl_slist_append(hl, "Content-Type: application/octet-stream")) != NULL;
-		hl = t ? t : hl;
-	}
-	if (s->token_hdr) {
-		ok &= (t = curl_slist_append(hl, s->token_hdr)) != NULL;
-		hl = t ? t : hl;
-	}
+	    !strcmp(r->method, "POST"))
+		ok &= header_add(&hl, "Content-Type: application/octet-stream");
+	if (s->token_hdr)
+		ok &= header_add(&hl, s->token_hdr);
 	if (r->ranged) {
 		snprintf(line, sizeof(line), "Range: bytes=%" PRIu64 "-%" PRIu64,
 			 r->off, r->off + r->len - 1);
-		ok &= (t = curl_slist_append(hl, line)) != NULL;
-		hl = t ? t : hl;
+		ok &= header_add(&hl, line);
 	}
-	for (unsigned i = 0; i < 4 && r->hdr[i]; i++) {
-		ok &= (t = curl_slist_append(hl, r->hdr[i])) != NULL;
-		hl = t ? t : hl;
-	}
+	for (unsigned i = 0; i < 4 && r->hdr[i]; i++)
+		ok &= header_add(&hl, r->hdr[i]);
 	if (!ok) {
 		curl_slist_free_all(hl);
-		return CURLE_OUT_OF_MEMORY;
+		return NULL;
 	}
+	return hl;
+}
+
+static void set_transfer_options(const struct s3 *s, CURL *h, const char *url,
+				 struct req *r, struct curl_slist *hl)
+{
+	uint64_t moved = r->body_len + (r->ranged ? r->len : 0);
+	long timeout = (long)(s->cfg.timeout_ms + moved / 1024);
+
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -401,6 +415,10 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 		curl_easy_setopt(h, CURLOPT_USERNAME, s->cfg.access_key);
 		curl_easy_setopt(h, CURLOPT_PASSWORD, s->cfg.secret_key);
 	}
+}
+
+static void set_method(CURL *h, const struct req *r)
+{
 	if (!strcmp(r->method, "HEAD")) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	} else if (!strcmp(r->method, "PUT") || !strcmp(r->method, "POST")) {
@@ -412,31 +430,52 @@ static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
 	} else if (strcmp(r->method, "GET")) {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
 	}
+}
+
+static void trace_request(CURL *h, const struct req *r, CURLcode cc)
+{
+	double secs = 0;
+
+	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &secs);
+	tfs_log(TFS_LOG_WARN, "s3: %s %s%s%s -> %ld %s (%.1f ms)", r->method,
+		r->key ? r->key : "", r->query ? "?" : "",
+		r->query ? r->query : "", r->status,
+		cc ? curl_easy_strerror(cc) : "", secs * 1000);
+}
+
+/* Status, length and modification time of the answer. */
+static void read_response_info(CURL *h, struct req *r)
+{
+	long st = 0;
+	curl_off_t len = -1, ft = -1;
+
+	if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st) == CURLE_OK && st)
+		r->status = st;
+	if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &len) ==
+	    CURLE_OK)
+		r->length = len;
+	if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &ft) == CURLE_OK &&
+	    ft >= 0)
+		r->mtime_ns = (int64_t)ft * 1000000000;
+}
+
+static CURLcode perform_once(struct s3 *s, CURL *h, const char *url,
+			     struct req *r, const char *sha)
+{
+	struct curl_slist *hl;
+	CURLcode cc;
+
+	req_reset(r);
+	hl = req_headers(s, r, sha);
+	if (!hl)
+		return CURLE_OUT_OF_MEMORY;
+	set_transfer_options(s, h, url, r, hl);
+	set_method(h, r);
 	__atomic_add_fetch(&s->requests, 1, __ATOMIC_RELAXED);
 	cc = curl_easy_perform(h);
-	if (s->trace) {
-		double secs = 0;
-
-		curl_easy_getinfo(h, CURLINFO_TOTAL_TIME, &secs);
-		tfs_log(TFS_LOG_WARN, "s3: %s %s%s%s -> %ld %s (%.1f ms)",
-			r->method, r->key ? r->key : "", r->query ? "?" : "",
-			r->query ? r->query : "", r->status,
-			cc ? curl_easy_strerror(cc) : "", secs * 1000);
-	}
-	{
-		long st = 0;
-		curl_off_t len = -1, ft = -1;
-
-		if (curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st) == CURLE_OK &&
-		    st)
-			r->status = st;
-		if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T,
-				      &len) == CURLE_OK)
-			r->length = len;
-		if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &ft) == CURLE_OK &&
-		    ft >= 0)
-			r->mtime_ns = (int64_t)ft * 1000000000;
-	}
+	if (s->trace)
+		trace_request(h, r, cc);
+	read_response_info(h, r);
 	curl_slist_free_all(hl);
 	return cc;
 }
@@ -498,29 +537,51 @@ static enum tfs_err status_code(long status)
 /* Sends r, retrying what is worth retrying. On failure d says what the
  * last attempt got; r->status and r->s3_code stay for the caller, which
  * may treat some statuses (404, 412) as answers. */
-static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
+/* Judges one attempt: sets *e and returns true when no retry follows. */
+static bool attempt_final(struct req *r, enum tfs_err *e)
 {
-	char sha[65];
-	char *url;
-	CURL *h;
+	if (r->cc == CURLE_OUT_OF_MEMORY) {
+		*e = TFS_E_NOMEM;
+		return true;
+	}
+	if (r->cc == CURLE_WRITE_ERROR && r->overflow && !r->ranged) {
+		/* A body larger than the caller allows. */
+		*e = TFS_E_TOO_BIG;
+		return true;
+	}
+	if (r->status >= 300 && r->err.len)
+		tfs__s3_parse_error((const char *)r->err.data, r->err.len,
+				    r->s3_code, sizeof(r->s3_code), r->s3_msg,
+				    sizeof(r->s3_msg));
+	if (r->cc == CURLE_OK && r->status >= 200 && r->status < 300) {
+		if (!r->ranged || range_ok(r)) {
+			*e = TFS_E_OK;
+			return true;
+		}
+		if (range_past_end(r)) {
+			*e = TFS_E_CORRUPT;
+			return true;
+		}
+		/* A short or misplaced body: the same as a reset. */
+		*e = TFS_E_IO;
+		return false;
+	}
+	if (r->ranged && r->cc == CURLE_WRITE_ERROR && r->overflow) {
+		*e = TFS_E_IO;
+		return false; /* more bytes than asked: retry */
+	}
+	*e = r->cc != CURLE_OK ? TFS_E_IO : status_code(r->status);
+	return !tfs__s3_retryable((int)r->cc, r->status, r->s3_code);
+}
+
+/* Runs the request, retrying with backoff while the failure allows it. */
+static enum tfs_err perform_attempts(struct s3 *s, CURL *h, const char *url,
+				     struct req *r, const char *sha)
+{
 	enum tfs_err e = TFS_E_IO;
 	unsigned max = s->cfg.retries + 1;
 
-	if (r->body_len)
-		sha256_hex(r->body, r->body_len, sha);
-	else
-		memcpy(sha, EMPTY_SHA256, sizeof(sha));
-	url = make_url(s, r->key, r->query);
-	if (!url)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	h = handle_get(s);
-	if (!h) {
-		tfs_free(url);
-		return tfs_fail(d, TFS_E_NOMEM, "s3: cannot make a request handle");
-	}
 	for (r->attempts = 0; r->attempts < max; r->attempts++) {
-		bool good;
-
 		if (r->attempts) {
 			__atomic_add_fetch(&s->retries, 1, __ATOMIC_RELAXED);
 			sleep_ms(tfs__s3_backoff_ms(r->attempts,
@@ -530,45 +591,18 @@ static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
 		}
 		r->s3_code[0] = r->s3_msg[0] = '\0';
 		r->cc = perform_once(s, h, url, r, sha);
-		if (r->cc == CURLE_OUT_OF_MEMORY) {
-			e = TFS_E_NOMEM;
-			break;
-		}
-		if (r->cc == CURLE_WRITE_ERROR && r->overflow && !r->ranged) {
-			/* A body larger than the caller allows. */
-			e = TFS_E_TOO_BIG;
-			break;
-		}
-		if (r->status >= 300 && r->err.len)
-			tfs__s3_parse_error((const char *)r->err.data, r->err.len,
-					    r->s3_code, sizeof(r->s3_code),
-					    r->s3_msg, sizeof(r->s3_msg));
-		if (r->cc == CURLE_OK && r->status >= 200 && r->status < 300) {
-			good = !r->ranged || range_ok(r);
-			if (good) {
-				e = TFS_E_OK;
-				break;
-			}
-			if (range_past_end(r)) {
-				e = TFS_E_CORRUPT;
-				break;
-			}
-			/* A short or misplaced body: the same as a reset. */
-			e = TFS_E_IO;
-			continue;
-		}
-		if (r->ranged && r->cc == CURLE_WRITE_ERROR && r->overflow) {
-			e = TFS_E_IO;
-			continue; /* more bytes than asked: retry */
-		}
-		e = r->cc != CURLE_OK ? TFS_E_IO : status_code(r->status);
-		if (!tfs__s3_retryable((int)r->cc, r->status, r->s3_code))
+		if (attempt_final(r, &e))
 			break;
 	}
-	handle_put(s, h);
-	tfs_free(url);
-	if (e == TFS_E_OK || e == TFS_E_NOMEM)
-		return e == TFS_E_OK ? e : tfs_fail(d, e, "out of memory");
+	return e;
+}
+
+/* One diagnostic line for a request that failed with e. */
+static enum tfs_err perform_fail(const struct s3 *s, const struct req *r,
+				 enum tfs_err e, struct tfs_diag *d)
+{
+	if (e == TFS_E_NOMEM)
+		return tfs_fail(d, e, "out of memory");
 	if (e == TFS_E_TOO_BIG)
 		return tfs_fail(d, e, "s3: %s '%s/%s': answer too large",
 				r->method, s->bucket, r->key ? r->key : "");
@@ -590,6 +624,31 @@ static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
 			r->method, s->bucket, r->key ? r->key : "", r->status,
 			r->s3_code[0] ? " " : "", r->s3_code,
 			r->s3_msg[0] ? ": " : "", r->s3_msg);
+}
+
+static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
+{
+	char sha[65];
+	char *url;
+	CURL *h;
+	enum tfs_err e;
+
+	if (r->body_len)
+		sha256_hex(r->body, r->body_len, sha);
+	else
+		memcpy(sha, EMPTY_SHA256, sizeof(sha));
+	url = make_url(s, r->key, r->query);
+	if (!url)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	h = handle_get(s);
+	if (!h) {
+		tfs_free(url);
+		return tfs_fail(d, TFS_E_NOMEM, "s3: cannot make a request handle");
+	}
+	e = perform_attempts(s, h, url, r, sha);
+	handle_put(s, h);
+	tfs_free(url);
+	return e == TFS_E_OK ? e : perform_fail(s, r, e, d);
 }
 
 /* ---- Listing ----------------------------------------------------------- */
@@ -1388,82 +1447,102 @@ static char *dir_prefix(const char *key)
 	return p;
 }
 
-static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
-			    struct tfs_stat *st, struct tfs_diag *d)
+/* Answers from what is known here without asking the server: the bucket,
+ * made or locally used folders, unsent files and the caches. */
+static bool stat_known(struct s3 *s, const char *key, struct tfs_stat *st)
 {
-	struct s3 *s = S(vfs);
-	char *key = object_key(S(vfs), path), *pre = NULL;
 	struct pending *p;
-	struct tfs_diag ld;
-	enum tfs_err e = TFS_E_OK;
-	bool found, used;
 
-	memset(st, 0, sizeof(*st));
-	if (!key)
-		return bad_path(S(vfs), path, d);
 	if (!*key || dir_made(s, key) || local_below(s, key)) {
 		st->exists = st->is_dir = true;
-		goto out_free_key;
+		return true;
 	}
 	if ((p = pending_get(s, key, false, NULL))) {
 		st->exists = true;
 		st->size = p->sent + p->buf.len;
 		st->mtime_ns = p->mtime_ns;
 		pending_put(s, p);
-		goto out_free_key;
+		return true;
 	}
-	if (icache_get(s, key, st, NULL) || scache_get(s, key, st))
+	return icache_get(s, key, st, NULL) || scache_get(s, key, st);
+}
+
+/* One listing from the key on tells a file ("key" among the objects) from a
+ * folder ("key/" among the common prefixes, pre); only when other keys with
+ * that start fill the page is more needed, then *more is set. */
+static enum tfs_err stat_by_listing(struct s3 *s, const char *key,
+				    const char *pre, struct tfs_stat *st,
+				    bool *more, struct tfs_diag *d)
+{
+	struct tfs__s3_listing l;
+	bool file = false, dir = false;
+	enum tfs_err e;
+
+	tfs__s3_listing_init(&l);
+	e = list_prefix(s, key, true, 1000, &l, d);
+	for (size_t i = 0; !e && i < l.nobjects && !file; i++)
+		if (!strcmp(l.objects[i].key, key)) {
+			file = true;
+			st->size = l.objects[i].size;
+			st->mtime_ns = l.objects[i].mtime_ns;
+		}
+	for (size_t i = 0; !e && i < l.nprefixes && !dir; i++)
+		dir = !strcmp(l.prefixes[i], pre);
+	*more = l.truncated && !file && !dir;
+	tfs__s3_listing_release(&l);
+	if (e)
+		return e;
+	if (file) {
+		st->exists = true;
+		icache_put(s, key, st->size, st->mtime_ns, NULL);
+	} else if (dir) {
+		st->exists = st->is_dir = true;
+	}
+	return TFS_E_OK;
+}
+
+/* The slow path: a HEAD of the key, then a probe of the folder prefix. */
+static enum tfs_err stat_by_head(struct s3 *s, const char *key,
+				 const char *pre, struct tfs_stat *st,
+				 struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	enum tfs_err e;
+	bool found, used;
+
+	tfs_diag_init(&ld);
+	if ((e = head(s, key, &found, st, &ld)))
+		return tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+	if (found)
+		return TFS_E_OK;
+	if ((e = prefix_used(s, pre, &used, d)))
+		return e;
+	if (used)
+		st->exists = st->is_dir = true;
+	return TFS_E_OK;
+}
+
+static enum tfs_err s3_stat(struct tfs_vfs *vfs, const char *path,
+			    struct tfs_stat *st, struct tfs_diag *d)
+{
+	struct s3 *s = S(vfs);
+	char *key = object_key(S(vfs), path), *pre = NULL;
+	enum tfs_err e = TFS_E_OK;
+	bool more;
+
+	memset(st, 0, sizeof(*st));
+	if (!key)
+		return bad_path(S(vfs), path, d);
+	if (stat_known(s, key, st))
 		goto out_free_key;
 	pre = dir_prefix(key);
 	if (!pre) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free_key;
 	}
-	{
-		/* One listing from the key on tells a file ("key" among the
-		 * objects) from a folder ("key/" among the common prefixes);
-		 * only when other keys with that start fill the page is more
-		 * needed. */
-		struct tfs__s3_listing l;
-		bool file = false, dir = false;
-
-		tfs__s3_listing_init(&l);
-		e = list_prefix(s, key, true, 1000, &l, d);
-		for (size_t i = 0; !e && i < l.nobjects && !file; i++)
-			if (!strcmp(l.objects[i].key, key)) {
-				file = true;
-				st->size = l.objects[i].size;
-				st->mtime_ns = l.objects[i].mtime_ns;
-			}
-		for (size_t i = 0; !e && i < l.nprefixes && !dir; i++)
-			dir = !strcmp(l.prefixes[i], pre);
-		used = l.truncated && !file && !dir;
-		tfs__s3_listing_release(&l);
-		if (e)
-			goto out_free_key;
-		if (file) {
-			st->exists = true;
-			icache_put(s, key, st->size, st->mtime_ns, NULL);
-			goto out_free_key;
-		}
-		if (dir) {
-			st->exists = st->is_dir = true;
-			goto out_free_key;
-		}
-		if (!used)
-			goto out_free_key;
-	}
-	tfs_diag_init(&ld);
-	if ((e = head(s, key, &found, st, &ld))) {
-		e = tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
-		goto out_free_key;
-	}
-	if (found)
-		goto out_free_key;
-	if ((e = prefix_used(s, pre, &used, d)))
-		goto out_free_key;
-	if (used)
-		st->exists = st->is_dir = true;
+	e = stat_by_listing(s, key, pre, st, &more, d);
+	if (!e && more)
+		e = stat_by_head(s, key, pre, st, d);
 out_free_key:
 	if (!e && pre)
 		scache_put(s, key, st);
@@ -1547,6 +1626,96 @@ static enum tfs_err read_split(struct s3 *s, const char *key, uint64_t off,
 	return TFS_E_OK;
 }
 
+/* Copies len bytes at off out of a whole object held in memory. */
+static enum tfs_err copy_span(const uint8_t *data, uint64_t size,
+			      const char *path, uint64_t off, void *dst,
+			      size_t len, struct tfs_diag *d)
+{
+	if (off > size || len > size - off)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': file too short: wanted %zu bytes at offset %" PRIu64,
+				path, len, off);
+	if (len)
+		memcpy(dst, data + off, len);
+	return TFS_E_OK;
+}
+
+/* Our own unsent bytes; drops the reference on p. */
+static enum tfs_err read_unsent(struct s3 *s, struct pending *p,
+				const char *path, uint64_t off, void *dst,
+				size_t len, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (p->sent)
+		e = tfs_fail(d, TFS_E_BUSY,
+			     "'%s': being uploaded, not readable yet", path);
+	else
+		e = copy_span(p->buf.data, p->buf.len, path, off, dst, len, d);
+	pending_put(s, p);
+	return e;
+}
+
+/* Small objects that never change are fetched whole once. Sets *done when
+ * the read was answered (or failed) here; otherwise the caller falls back
+ * to reading the range alone. */
+static enum tfs_err read_immutable(struct tfs_vfs *vfs, const char *key,
+				   const char *path, uint64_t off, void *dst,
+				   size_t len, bool *done, struct tfs_diag *d)
+{
+	struct s3 *s = S(vfs);
+	struct tfs_stat st;
+	uint8_t *data;
+	enum tfs_err e;
+
+	*done = true;
+	if (icache_get(s, key, &st, &data) && data) {
+		e = copy_span(data, st.size, path, off, dst, len, d);
+		tfs_free(data);
+		return e;
+	}
+	if (!icache_get(s, key, &st, NULL) && (e = s3_stat(vfs, path, &st, d)))
+		return e;
+	if (st.exists && !st.is_dir && st.size <= ICACHE_OBJECT_MAX &&
+	    st.size > 0 && off <= st.size && len <= st.size - off) {
+		data = tfs_malloc((size_t)st.size);
+		if (data && !get_range(s, key, 0, data, (size_t)st.size, NULL)) {
+			icache_put(s, key, st.size, st.mtime_ns, data);
+			memcpy(dst, data + off, len);
+			tfs_free(data);
+			return TFS_E_OK;
+		}
+		tfs_free(data);
+	}
+	*done = false;
+	return TFS_E_OK;
+}
+
+/* A ranged GET (split in parts when large), errors named after the path. */
+static enum tfs_err read_remote(struct s3 *s, const char *key,
+				const char *path, uint64_t off, void *dst,
+				size_t len, struct tfs_diag *d)
+{
+	struct tfs_diag ld;
+	enum tfs_err e;
+
+	tfs_diag_init(&ld);
+	if (len > 2 * (size_t)READ_SPLIT)
+		e = read_split(s, key, off, dst, len, &ld);
+	else
+		e = get_range(s, key, off, dst, len, &ld);
+	if (e == TFS_E_CORRUPT)
+		/* 416 or a range past the end. */
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
+			     path, len, off);
+	else if (e == TFS_E_NOT_FOUND)
+		e = tfs_fail(d, e, "'%s': no such file", path);
+	else if (e)
+		e = tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
+	return e;
+}
+
 static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 			    uint64_t off, void *dst, size_t len,
 			    struct tfs_diag *d)
@@ -1554,6 +1723,7 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 	struct s3 *s = S(vfs);
 	char *key = object_key(S(vfs), path);
 	struct pending *p;
+	bool done;
 	enum tfs_err e;
 
 	if (!key)
@@ -1565,59 +1735,13 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 		goto out_free_key;
 	}
 	if ((p = pending_get(s, key, false, NULL))) {
-		/* Our own unsent bytes. */
-		if (p->sent)
-			e = tfs_fail(d, TFS_E_BUSY,
-				     "'%s': being uploaded, not readable yet", path);
-		else if (off > p->buf.len || len > p->buf.len - off)
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
-				     path, len, off);
-		else {
-			if (len)
-				memcpy(dst, p->buf.data + off, len);
-			e = TFS_E_OK;
-		}
-		pending_put(s, p);
+		e = read_unsent(s, p, path, off, dst, len, d);
 		goto out_free_key;
 	}
 	if (immutable_key(key)) {
-		/* Small objects that never change are fetched whole once. */
-		struct tfs_stat st;
-		uint8_t *data;
-
-		if (icache_get(s, key, &st, &data) && data) {
-			if (off > st.size || len > st.size - off)
-				e = tfs_fail(d, TFS_E_CORRUPT,
-					     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
-					     path, len, off);
-			else {
-				if (len)
-					memcpy(dst, data + off, len);
-				e = TFS_E_OK;
-			}
-			tfs_free(data);
+		e = read_immutable(vfs, key, path, off, dst, len, &done, d);
+		if (done)
 			goto out_free_key;
-		}
-		if (!icache_get(s, key, &st, NULL)) {
-			e = s3_stat(vfs, path, &st, d);
-			if (e)
-				goto out_free_key;
-		}
-		if (st.exists && !st.is_dir && st.size <= ICACHE_OBJECT_MAX &&
-		    st.size > 0 && off <= st.size && len <= st.size - off) {
-			data = tfs_malloc((size_t)st.size);
-			if (data && !get_range(s, key, 0, data, (size_t)st.size,
-					       NULL)) {
-				icache_put(s, key, st.size, st.mtime_ns, data);
-				memcpy(dst, data + off, len);
-				tfs_free(data);
-				e = TFS_E_OK;
-				goto out_free_key;
-			}
-			/* Fall back to the range alone. */
-			tfs_free(data);
-		}
 	}
 	if (len == 0) {
 		struct tfs_stat st;
@@ -1627,24 +1751,7 @@ static enum tfs_err s3_read(struct tfs_vfs *vfs, const char *path,
 			e = tfs_fail(d, TFS_E_NOT_FOUND, "'%s': no such file", path);
 		goto out_free_key;
 	}
-	{
-		struct tfs_diag ld;
-
-		tfs_diag_init(&ld);
-		if (len > 2 * (size_t)READ_SPLIT)
-			e = read_split(s, key, off, dst, len, &ld);
-		else
-			e = get_range(s, key, off, dst, len, &ld);
-		if (e == TFS_E_CORRUPT)
-			/* 416 or a range past the end. */
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "'%s': file too short: wanted %zu bytes at offset %" PRIu64,
-				     path, len, off);
-		else if (e == TFS_E_NOT_FOUND)
-			e = tfs_fail(d, e, "'%s': no such file", path);
-		else if (e)
-			e = tfs_fail(d, e, "%s", tfs_diag_msg(&ld));
-	}
+	e = read_remote(s, key, path, off, dst, len, d);
 out_free_key:
 	tfs_free(key);
 	return e;
@@ -2129,6 +2236,120 @@ static enum tfs_err rename_pending_below(struct s3 *s, const char *from,
 	return e;
 }
 
+/* Rename of a file not sent yet: it simply gets the new name (replacing an
+ * unsent file of that name). Takes the key *kt on success. Drops the
+ * reference on p. */
+static enum tfs_err rename_unsent(struct s3 *s, struct pending *p, char **kt,
+				  const char *from, struct tfs_diag *d)
+{
+	struct pending *old;
+
+	if (p->upload_id) {
+		pending_put(s, p);
+		return tfs_fail(d, TFS_E_BUSY,
+				"'%s': cannot rename while being uploaded", from);
+	}
+	pthread_mutex_lock(&s->lock);
+	old = pending_find_locked(s, *kt);
+	if (old && old != p) {
+		struct pending **pp = &s->pending;
+
+		while (*pp && *pp != old)
+			pp = &(*pp)->next;
+		if (*pp)
+			*pp = old->next;
+		old->unlinked = true;
+		if (old->refs == 0) {
+			pthread_mutex_unlock(&s->lock);
+			pending_free(old);
+			pthread_mutex_lock(&s->lock);
+		}
+	}
+	tfs_free(p->key);
+	p->key = *kt;
+	*kt = NULL;
+	pthread_mutex_unlock(&s->lock);
+	pending_put(s, p);
+	return TFS_E_OK;
+}
+
+/* Moves every listed key from prefix length plen to prefix pt. */
+static enum tfs_err rename_listed(struct s3 *s,
+				  const struct tfs__s3_listing *ls, size_t plen,
+				  const char *pt, struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t i = 0; !e && i < ls->nobjects; i++) {
+		char *nk = replace_prefix(ls->objects[i].key, plen, pt);
+
+		if (!nk)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		else if (!(e = copy_key(s, ls->objects[i].key, nk, d)))
+			e = delete_key(s, ls->objects[i].key, d);
+		tfs_free(nk);
+	}
+	return e;
+}
+
+/* Renames the made (empty) folders at or below kf; true if any moved. */
+static bool rename_made_dirs(struct s3 *s, const char *kf, const char *kt)
+{
+	size_t kl = strlen(kf);
+	bool moved = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->ndirs; i++) {
+		char *k = s->dirs[i];
+
+		if (!strcmp(k, kf) || (!strncmp(k, kf, kl) && k[kl] == '/')) {
+			char *nk = replace_prefix(k, kl, kt);
+
+			if (nk) {
+				tfs_free(k);
+				s->dirs[i] = nk;
+				moved = true;
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return moved;
+}
+
+/* A folder: every key below it, then the unsent files and made folders. */
+static enum tfs_err rename_folder(struct s3 *s, const char *kf, const char *kt,
+				  const char *from, const char *to,
+				  struct tfs_diag *d)
+{
+	struct tfs__s3_listing ls;
+	bool pending_moved = false;
+	char *pf = dir_prefix(kf), *pt = dir_prefix(kt);
+	enum tfs_err e;
+
+	tfs__s3_listing_init(&ls);
+	if (!pf || !pt)
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	else
+		e = list_prefix(s, pf, false, 0, &ls, d);
+	if (!e)
+		e = rename_listed(s, &ls, pf ? strlen(pf) : 0, pt, d);
+	if (!e)
+		e = rename_pending_below(s, kf, kt, &pending_moved, d);
+	if (!e) {
+		bool moved = ls.nobjects > 0 || pending_moved;
+
+		moved |= rename_made_dirs(s, kf, kt);
+		if (!moved)
+			e = tfs_fail(d, TFS_E_NOT_FOUND,
+				     "'%s': cannot rename to '%s': no such file or folder",
+				     from, to);
+	}
+	tfs__s3_listing_release(&ls);
+	tfs_free(pf);
+	tfs_free(pt);
+	return e;
+}
+
 static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 			      const char *to, struct tfs_diag *d)
 {
@@ -2151,38 +2372,7 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 		goto out_free;
 	}
 	if ((p = pending_get(s, kf, false, NULL))) {
-		/* Not sent yet: it simply gets the new name (replacing an
-		 * unsent file of that name). */
-		struct pending *old;
-
-		if (p->upload_id) {
-			pending_put(s, p);
-			e = tfs_fail(d, TFS_E_BUSY,
-				     "'%s': cannot rename while being uploaded",
-				     from);
-			goto out_free;
-		}
-		pthread_mutex_lock(&s->lock);
-		old = pending_find_locked(s, kt);
-		if (old && old != p) {
-			struct pending **pp = &s->pending;
-
-			while (*pp && *pp != old)
-				pp = &(*pp)->next;
-			if (*pp)
-				*pp = old->next;
-			old->unlinked = true;
-			if (old->refs == 0) {
-				pthread_mutex_unlock(&s->lock);
-				pending_free(old);
-				pthread_mutex_lock(&s->lock);
-			}
-		}
-		tfs_free(p->key);
-		p->key = kt;
-		kt = NULL;
-		pthread_mutex_unlock(&s->lock);
-		pending_put(s, p);
+		e = rename_unsent(s, p, &kt, from, d);
 		goto out_free;
 	}
 	tfs_diag_init(&ld);
@@ -2195,59 +2385,8 @@ static enum tfs_err s3_rename(struct tfs_vfs *vfs, const char *from,
 			e = delete_key(s, kf, d);
 		if (!e)
 			parent_remember(s, kf);
-		goto out_free;
-	}
-	{
-		/* A folder: every key below it, then the made folders. */
-		struct tfs__s3_listing ls;
-		bool pending_moved = false;
-		char *pf = dir_prefix(kf), *pt = dir_prefix(kt);
-		size_t plen = pf ? strlen(pf) : 0;
-
-		tfs__s3_listing_init(&ls);
-		if (!pf || !pt)
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		else
-			e = list_prefix(s, pf, false, 0, &ls, d);
-		for (size_t i = 0; !e && i < ls.nobjects; i++) {
-			char *nk = replace_prefix(ls.objects[i].key, plen, pt);
-
-			if (!nk)
-				e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			else if (!(e = copy_key(s, ls.objects[i].key, nk, d)))
-				e = delete_key(s, ls.objects[i].key, d);
-			tfs_free(nk);
-		}
-		if (!e)
-			e = rename_pending_below(s, kf, kt, &pending_moved, d);
-		if (!e) {
-			size_t kl = strlen(kf);
-			bool moved = ls.nobjects > 0 || pending_moved;
-
-			pthread_mutex_lock(&s->lock);
-			for (size_t i = 0; i < s->ndirs; i++) {
-				char *k = s->dirs[i];
-
-				if (!strcmp(k, kf) ||
-				    (!strncmp(k, kf, kl) && k[kl] == '/')) {
-					char *nk = replace_prefix(k, kl, kt);
-
-					if (nk) {
-						tfs_free(k);
-						s->dirs[i] = nk;
-						moved = true;
-					}
-				}
-			}
-			pthread_mutex_unlock(&s->lock);
-			if (!moved)
-				e = tfs_fail(d, TFS_E_NOT_FOUND,
-					     "'%s': cannot rename to '%s': no such file or folder",
-					     from, to);
-		}
-		tfs__s3_listing_release(&ls);
-		tfs_free(pf);
-		tfs_free(pt);
+	} else {
+		e = rename_folder(s, kf, kt, from, to, d);
 	}
 out_free:
 	tfs_free(kf);

@@ -105,7 +105,7 @@ fi
 
 # ---- Every subcommand --------------------------------------------------------
 
-for cmd in dump info export create ingest consolidate vacuum; do
+for cmd in dump info export stats create ingest consolidate vacuum; do
   expect 0 "$cmd --help" -- "$tfs" "$cmd" --help
   grep -q "usage: tfs $cmd" "$tmp/out" || { echo "FAIL $cmd --help text"; fails=$((fails + 1)); }
 done
@@ -163,6 +163,21 @@ expect 4 "export of a 100 kB selection" -- "$tfs" export "$corpus/dense_1d" "$(h
 expect 4 "export of bytes that are no text" -- "$tfs" export "$corpus/dense_1d" "$(printf '\377\376:')"
 expect 4 "export of an unclosed slice" -- "$tfs" export "$corpus/dense_1d" 'slice[1:3' --field a
 expect 2 "export with too many threads" -- "$tfs" export "$corpus/dense_1d" --threads 99999
+
+# export --where and stats: filters, and bad ones refused with 4 and where.
+expect 0 "export --where" -- "$tfs" export "$corpus/dense_1d" --where 'd >= 99' --field a --format txt
+[ "$(wc -l <"$tmp/out")" -eq 2 ] || { echo "FAIL export --where: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+expect 4 "export --where of an unknown field" -- "$tfs" export "$corpus/dense_1d" --where 'nope = 1'
+stderr_has "filter at 1: no field 'nope'" "export --where message"
+expect 4 "export --where with a bad value" -- "$tfs" export "$corpus/dense_1d" --where 'a > 1e99'
+stderr_has "filter at 5:" "export --where value message"
+expect 0 "stats" -- "$tfs" stats "$corpus/dense_1d" --field a
+grep -q '^{"count":100,"null_count":0,"min":-937,"max":982,"sum":6464,"mean":64.64}$' "$tmp/out" || { echo "FAIL stats: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+expect 0 "stats --where" -- "$tfs" stats "$corpus/dense_1d" 1:51 --where 'a > 0'
+grep -q '^"a":{"count":' "$tmp/out" || { echo "FAIL stats --where: $(cat "$tmp/out")"; fails=$((fails + 1)); }
+expect 3 "stats of a dimension" -- "$tfs" stats "$corpus/dense_1d" --field d
+expect 4 "stats with a step" -- "$tfs" stats "$corpus/dense_1d" 1:50:2
+expect 4 "stats with a bad filter" -- "$tfs" stats "$corpus/dense_1d" --where 'a >'
 expect 2 "export of an empty field name" -- "$tfs" export "$corpus/dense_1d" --field ""
 expect 3 "info of an empty path" -- "$tfs" info ""
 

@@ -14,7 +14,8 @@ seedgen=${2:-$here/../../build-fuzz/tests/fuzz/fuzz_seedgen}
 corpus=${3:-${TFS_CORPUS_DIR:-$here/../../../shared/corpus/public}}
 
 rm -rf "$out"
-mkdir -p "$out/fuzz_selection" "$out/fuzz_csv" "$out/fuzz_schema_json"
+mkdir -p "$out/fuzz_selection" "$out/fuzz_where" "$out/fuzz_csv" \
+  "$out/fuzz_schema_json"
 "$seedgen" "$corpus" "$out"
 
 # Selection: the first byte picks the array (bit 7: no non-empty
@@ -27,6 +28,15 @@ while IFS= read -r line; do
   done
   n=$((n + 1))
 done < "$here/selection_seeds.txt"
+# Filters: the first byte picks the array; fuzz_where.c has 8.
+n=0
+while IFS= read -r line; do
+  for choice in 0 1 2 3 4 5 6 7; do
+    { printf "\\$(printf '%03o' "$choice")"; printf '%s' "$line"; } \
+      > "$out/fuzz_where/line$n-array$choice"
+  done
+  n=$((n + 1))
+done < "$here/where_seeds.txt"
 # Schema JSON: the corpus's documents, each with a "schema" object.
 for f in "$corpus"/*.json; do
   cp "$f" "$out/fuzz_schema_json/"

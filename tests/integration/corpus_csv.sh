@@ -2,7 +2,7 @@
 # Every array of the public corpus: data.csv read with cat through a mount
 # equals the JSON's full read (check_csv.py), the encrypted one with its key
 # from a keyfile; once rendered whole (exact size) and once streamed
-# (whole_max=0: size 0, direct I/O).
+# (whole_max=0: not listed, its exact size counted at stat, direct I/O).
 source "$(dirname "$0")/lib/common.sh"
 
 keyfile=$WORK/keys

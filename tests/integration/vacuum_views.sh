@@ -21,8 +21,10 @@ r=$WORK/rmnt
 FILES=(dense_fragments_overlap/data.csv "dense_fragments_overlap/a/slice[:].csv"
        "dense_fragments_overlap/s/slice[:].json" "dense_fragments_overlap/a/slice[:]"
        sparse_timetravel/data.csv "sparse_timetravel/slice[:].npy")
-[ "$(stat -c %s "$m/dense_fragments_overlap/data.csv")" = 0 ] ||
-  fail "data.csv does not stream"
+# Streamed (whole_max=0): not listed, and its size by name is exact.
+! ls "$m/dense_fragments_overlap" | grep -qx data.csv || fail "data.csv listed though it streams"
+[ "$(stat -c %s "$m/dense_fragments_overlap/data.csv")" = "$(cat "$r/dense_fragments_overlap/data.csv" | wc -c)" ] ||
+  fail "data.csv: stat by name is not its size"
 
 # Version views opened (and their arrays) before the maintenance.
 v=dense_fragments_overlap/versions

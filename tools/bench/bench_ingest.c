@@ -230,7 +230,15 @@ static void usage(void)
 	exit(2);
 }
 
-int main(int argc, char **argv)
+struct ingest_args {
+	uint64_t size_mb, memory_mb;
+	const char *dir;
+	unsigned threads;
+	bool keep;
+};
+
+/* Parses the command line into a; usage() exits on bad input. */
+static void parse_args(int argc, char **argv, struct ingest_args *a)
 {
 	static const struct option longopts[] = {
 		{"size", required_argument, NULL, 's'},
@@ -240,47 +248,29 @@ int main(int argc, char **argv)
 		{"keep", no_argument, NULL, 'k'},
 		{NULL, 0, NULL, 0},
 	};
-	uint64_t size_mb = 1024, memory_mb = 0;
-	const char *dir = "/tmp";
-	unsigned threads = 0;
-	bool keep = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
-		case 's': size_mb = strtoull(optarg, NULL, 10); break;
-		case 'd': dir = optarg; break;
-		case 't': threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'm': memory_mb = strtoull(optarg, NULL, 10); break;
-		case 'k': keep = true; break;
+		case 's': a->size_mb = strtoull(optarg, NULL, 10); break;
+		case 'd': a->dir = optarg; break;
+		case 't': a->threads = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'm': a->memory_mb = strtoull(optarg, NULL, 10); break;
+		case 'k': a->keep = true; break;
 		default: usage();
 		}
 	}
-	if (optind != argc || size_mb == 0)
+	if (optind != argc || a->size_mb == 0)
 		usage();
+}
 
-	char root[4096], csv[4200], array[4200], json[1024], cmd[4300];
+/* Creates the array for the generated CSV of `rows` rows. */
+static int create_array(const char *array, uint64_t rows)
+{
+	char json[1024];
 	struct tfs_schema s;
 	struct tfs_diag d;
-	struct stat st;
-	double t0;
 
-	if (!tfs_temp_template(root, sizeof(root), dir, "tfs-bench-ingest-") ||
-	    !mkdtemp(root)) {
-		perror(root);
-		return 1;
-	}
-	snprintf(csv, sizeof(csv), "%s/bench.csv", root);
-	snprintf(array, sizeof(array), "%s/array", root);
-	t0 = now_s();
-	uint64_t rows = generate(csv, size_mb << 20);
-
-	if (stat(csv, &st)) {
-		perror(csv);
-		return 1;
-	}
-	printf("generated %s: %.1f MB, %" PRIu64 " rows in %.1f s\n", csv,
-	       (double)st.st_size / 1e6, rows, now_s() - t0);
 	snprintf(json, sizeof(json), schema_json, rows - 1);
 	tfs_diag_init(&d);
 	if (tfs_schema_from_json(&s, json, strlen(json), &d) ||
@@ -289,28 +279,62 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	tfs_schema_release(&s);
+	return 0;
+}
+
+static void report(const struct measured *m, off_t csv_size, uint64_t rows)
+{
+	printf("ingest: %.2f s, %.1f MB/s of CSV, %.2f M rows/s, peak RSS %.1f MiB\n",
+	       m->seconds, (double)csv_size / 1e6 / m->seconds,
+	       (double)rows / 1e6 / m->seconds, (double)m->maxrss_kb / 1024.0);
+	/* CPU time says what the work costs when other processes share the
+	 * CPUs and stretch the wall time. */
+	printf("CPU: %.2f s (%.0f%% of one core), %.1f MB of CSV per CPU second\n", m->cpu,
+	       100.0 * m->cpu / m->seconds, (double)csv_size / 1e6 / m->cpu);
+}
+
+int main(int argc, char **argv)
+{
+	struct ingest_args a = {1024, 0, "/tmp", 0, false};
+	char root[4096], csv[4200], array[4200], cmd[4300];
+	struct stat st;
+	double t0;
+
+	parse_args(argc, argv, &a);
+	if (!tfs_temp_template(root, sizeof(root), a.dir, "tfs-bench-ingest-") ||
+	    !mkdtemp(root)) {
+		perror(root);
+		return 1;
+	}
+	snprintf(csv, sizeof(csv), "%s/bench.csv", root);
+	snprintf(array, sizeof(array), "%s/array", root);
+	t0 = now_s();
+	uint64_t rows = generate(csv, a.size_mb << 20);
+
+	if (stat(csv, &st)) {
+		perror(csv);
+		return 1;
+	}
+	printf("generated %s: %.1f MB, %" PRIu64 " rows in %.1f s\n", csv,
+	       (double)st.st_size / 1e6, rows, now_s() - t0);
+	if (create_array(array, rows))
+		return 1;
 	/* A warm page cache: the figure is parsing and writing, not disk. */
 	snprintf(cmd, sizeof(cmd), "cat '%s' > /dev/null", csv);
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: could not pre-read the CSV\n");
 
-	struct measured m = run_ingest(array, csv, threads, memory_mb << 20);
+	struct measured m = run_ingest(array, csv, a.threads, a.memory_mb << 20);
 
 	if (!WIFEXITED(m.status) || WEXITSTATUS(m.status) != 0 || m.seconds <= 0) {
 		fprintf(stderr, "ingest failed\n");
 		return 1;
 	}
-	printf("ingest: %.2f s, %.1f MB/s of CSV, %.2f M rows/s, peak RSS %.1f MiB\n",
-	       m.seconds, (double)st.st_size / 1e6 / m.seconds,
-	       (double)rows / 1e6 / m.seconds, (double)m.maxrss_kb / 1024.0);
-	/* CPU time says what the work costs when other processes share the
-	 * CPUs and stretch the wall time. */
-	printf("CPU: %.2f s (%.0f%% of one core), %.1f MB of CSV per CPU second\n", m.cpu,
-	       100.0 * m.cpu / m.seconds, (double)st.st_size / 1e6 / m.cpu);
+	report(&m, st.st_size, rows);
 	uint64_t checked = verify(array, rows, 64);
 
 	printf("verified %" PRIu64 " cells read back\n", checked);
-	if (!keep) {
+	if (!a.keep) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 		if (system(cmd) != 0)
 			fprintf(stderr, "warning: could not remove %s\n", root);

@@ -296,109 +296,113 @@ struct tile_stats {
 
 /* Builds __fragment_metadata.tdb: the generic tiles in TileDB's order
  * (fragment.md §3), then the footer (§4) and its length. */
-static int fragment_metadata(struct tfs_buf *meta, const struct shape *sh,
-			     const char *schema_name,
-			     const struct tile_stats *st)
-{
-	uint64_t rtree_off, off_off[SLOTS], var_off_off[SLOTS],
-		var_size_off[SLOTS], val_off_off[SLOTS], min_off[SLOTS],
-		max_off[SLOTS], sum_off[SLOTS], null_off[SLOTS], summary_off,
-		cond_off;
-	uint64_t *const lists[3] = {var_off_off, var_size_off, val_off_off};
-	const uint64_t *const per_slot[] = {off_off, var_off_off, var_size_off,
-					    val_off_off, min_off, max_off,
-					    sum_off, null_off};
-	struct tfs_buf p, f;
-	float fmin = INFINITY, fmax = -INFINITY;
-	double fsum = 0;
-	size_t footer_at;
-	int rc = -1;
-	enum tfs_err e = TFS_E_OK;
+/* Offsets of the generic tiles in __fragment_metadata.tdb, per slot where
+ * the footer lists one per slot, in the footer's order (§4). */
+struct meta_offsets {
+	uint64_t rtree;
+	uint64_t slot[8][SLOTS]; /* offsets, var offsets, var sizes, validity
+				  * offsets, mins, maxes, sums, null counts */
+	uint64_t summary, cond;
+};
 
-	tfs_buf_init(&p, TFS_BUF_NO_MAX);
-	tfs_buf_init(&f, TFS_BUF_NO_MAX);
+enum { L_OFF, L_VAR_OFF, L_VAR_SIZE, L_VAL_OFF, L_MIN, L_MAX, L_SUM, L_NULL };
+
+/* Appends the result of call unless an earlier one failed. */
 #define P(call)                                   \
 	do {                                      \
 		if (!e)                           \
 			e = (call);               \
 	} while (0)
 
-	/* R-tree of a dense fragment: fanout 10, no levels (§5). */
-	P(tfs_buf_append_u32(&p, 10));
-	P(tfs_buf_append_u32(&p, 0));
-	if (e || put_generic(meta, &rtree_off, &p))
-		goto out;
-	/* Tile offsets: real ones for the attribute, zeros elsewhere. */
+/* A list of st->num tile offsets per slot: vals for slot 0 when given,
+ * zeros elsewhere. */
+static int put_tile_lists(struct tfs_buf *meta, struct tfs_buf *p,
+			  const struct tile_stats *st, const uint64_t *vals,
+			  uint64_t off[SLOTS])
+{
+	enum tfs_err e = TFS_E_OK;
+
 	for (int s = 0; s < SLOTS; s++) {
-		p.len = 0;
-		P(tfs_buf_append_u64(&p, st->num));
+		p->len = 0;
+		P(tfs_buf_append_u64(p, st->num));
 		for (uint64_t t = 0; t < st->num; t++)
-			P(tfs_buf_append_u64(&p, s == 0 ? st->offsets[t] : 0));
-		if (e || put_generic(meta, &off_off[s], &p))
-			goto out;
+			P(tfs_buf_append_u64(p, s == 0 && vals ? vals[t] : 0));
+		if (e || put_generic(meta, &off[s], p))
+			return -1;
 	}
-	/* Var offsets, var sizes, validity offsets: zeros, count = tiles. */
-	for (int l = 0; l < 3; l++) {
-		for (int s = 0; s < SLOTS; s++) {
-			p.len = 0;
-			P(tfs_buf_append_u64(&p, st->num));
-			for (uint64_t t = 0; t < st->num; t++)
-				P(tfs_buf_append_u64(&p, 0));
-			if (e || put_generic(meta, &lists[l][s], &p))
-				goto out;
-		}
-	}
-	/* Mins and maxes: the attribute's per tile; __coords zero-filled for
-	 * dimension 0's type (INT32); dimensions none. */
-	for (int which = 0; which < 2; which++) {
-		const float *vals = which == 0 ? st->mins : st->maxes;
+	return 0;
+}
 
-		for (int s = 0; s < SLOTS; s++) {
-			p.len = 0;
-			P(tfs_buf_append_u64(&p, s < 2 ? st->num * 4 : 0));
-			P(tfs_buf_append_u64(&p, 0));
-			for (uint64_t t = 0; s < 2 && t < st->num; t++) {
-				uint32_t bits = 0;
+/* Mins or maxes: the attribute's per tile; __coords zero-filled for
+ * dimension 0's type (INT32); dimensions none. */
+static int put_bounds(struct tfs_buf *meta, struct tfs_buf *p,
+		      const struct tile_stats *st, const float *vals,
+		      uint64_t off[SLOTS])
+{
+	enum tfs_err e = TFS_E_OK;
 
-				if (s == 0)
-					memcpy(&bits, &vals[t], 4);
-				P(tfs_buf_append_u32(&p, bits));
-			}
-			if (e || put_generic(meta, which == 0 ? &min_off[s]
-							      : &max_off[s],
-					     &p))
-				goto out;
-		}
-	}
-	/* Sums: double for the attribute, int64 zeros for __coords, none for
-	 * the dimensions of a dense fragment. */
 	for (int s = 0; s < SLOTS; s++) {
-		p.len = 0;
-		P(tfs_buf_append_u64(&p, s < 2 ? st->num : 0));
+		p->len = 0;
+		P(tfs_buf_append_u64(p, s < 2 ? st->num * 4 : 0));
+		P(tfs_buf_append_u64(p, 0));
+		for (uint64_t t = 0; s < 2 && t < st->num; t++) {
+			uint32_t bits = 0;
+
+			if (s == 0)
+				memcpy(&bits, &vals[t], 4);
+			P(tfs_buf_append_u32(p, bits));
+		}
+		if (e || put_generic(meta, &off[s], p))
+			return -1;
+	}
+	return 0;
+}
+
+/* Sums: double for the attribute, int64 zeros for __coords, none for the
+ * dimensions of a dense fragment. Then null counts: nothing is
+ * nullable. */
+static int put_sums_nulls(struct tfs_buf *meta, struct tfs_buf *p,
+			  const struct tile_stats *st, struct meta_offsets *o)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	for (int s = 0; s < SLOTS; s++) {
+		p->len = 0;
+		P(tfs_buf_append_u64(p, s < 2 ? st->num : 0));
 		for (uint64_t t = 0; s < 2 && t < st->num; t++) {
 			uint64_t bits = 0;
 
 			if (s == 0)
 				memcpy(&bits, &st->sums[t], 8);
-			P(tfs_buf_append_u64(&p, bits));
+			P(tfs_buf_append_u64(p, bits));
 		}
-		if (e || put_generic(meta, &sum_off[s], &p))
-			goto out;
+		if (e || put_generic(meta, &o->slot[L_SUM][s], p))
+			return -1;
 	}
-	/* Null counts: nothing is nullable. */
 	for (int s = 0; s < SLOTS; s++) {
-		p.len = 0;
-		P(tfs_buf_append_u64(&p, 0));
-		if (e || put_generic(meta, &null_off[s], &p))
-			goto out;
+		p->len = 0;
+		P(tfs_buf_append_u64(p, 0));
+		if (e || put_generic(meta, &o->slot[L_NULL][s], p))
+			return -1;
 	}
-	/* Fragment summary (v12+), per slot. */
+	return 0;
+}
+
+/* Fragment summary (v12+), per slot; then the processed delete conditions
+ * (v16+): none. */
+static int put_summary(struct tfs_buf *meta, struct tfs_buf *p,
+		       const struct tile_stats *st, struct meta_offsets *o)
+{
+	float fmin = INFINITY, fmax = -INFINITY;
+	double fsum = 0;
+	enum tfs_err e = TFS_E_OK;
+
 	for (uint64_t t = 0; t < st->num; t++) {
 		fmin = st->mins[t] < fmin ? st->mins[t] : fmin;
 		fmax = st->maxes[t] > fmax ? st->maxes[t] : fmax;
 		fsum += st->sums[t];
 	}
-	p.len = 0;
+	p->len = 0;
 	for (int s = 0; s < SLOTS; s++) {
 		uint32_t lo = 0, hi = 0;
 		uint64_t sum = 0;
@@ -409,53 +413,93 @@ static int fragment_metadata(struct tfs_buf *meta, const struct shape *sh,
 			memcpy(&sum, &fsum, 8);
 		}
 		if (s < 2) {
-			P(tfs_buf_append_u64(&p, 4));
-			P(tfs_buf_append_u32(&p, lo));
-			P(tfs_buf_append_u64(&p, 4));
-			P(tfs_buf_append_u32(&p, hi));
+			P(tfs_buf_append_u64(p, 4));
+			P(tfs_buf_append_u32(p, lo));
+			P(tfs_buf_append_u64(p, 4));
+			P(tfs_buf_append_u32(p, hi));
 		} else {
-			P(tfs_buf_append_u64(&p, 0));
-			P(tfs_buf_append_u64(&p, 0));
+			P(tfs_buf_append_u64(p, 0));
+			P(tfs_buf_append_u64(p, 0));
 		}
-		P(tfs_buf_append_u64(&p, sum));
-		P(tfs_buf_append_u64(&p, 0));
+		P(tfs_buf_append_u64(p, sum));
+		P(tfs_buf_append_u64(p, 0));
 	}
-	if (e || put_generic(meta, &summary_off, &p))
-		goto out;
-	/* Processed delete conditions (v16+): none. */
-	p.len = 0;
-	P(tfs_buf_append_u64(&p, 0));
-	if (e || put_generic(meta, &cond_off, &p))
-		goto out;
+	if (e || put_generic(meta, &o->summary, p))
+		return -1;
+	p->len = 0;
+	P(tfs_buf_append_u64(p, 0));
+	if (e || put_generic(meta, &o->cond, p))
+		return -1;
+	return 0;
+}
 
-	/* The footer (§4). */
-	footer_at = meta->len;
-	P(tfs_buf_append_u32(&f, FORMAT_VERSION));
-	P(tfs_buf_append_u64(&f, strlen(schema_name)));
-	P(tfs_buf_append(&f, schema_name, strlen(schema_name)));
-	P(tfs_buf_append_u8(&f, 1)); /* dense */
-	P(tfs_buf_append_u8(&f, 0)); /* non-empty domain present */
-	P(tfs_buf_append_u32(&f, 0));
-	P(tfs_buf_append_u32(&f, (uint32_t)(sh->rows - 1)));
-	P(tfs_buf_append_u32(&f, 0));
-	P(tfs_buf_append_u32(&f, (uint32_t)(sh->cols - 1)));
-	P(tfs_buf_append_u64(&f, 0));                        /* sparse tiles */
-	P(tfs_buf_append_u64(&f, sh->tile_rows * sh->cols)); /* cells per tile */
-	P(tfs_buf_append_u8(&f, 0)); /* no timestamps */
-	P(tfs_buf_append_u8(&f, 0)); /* no delete metadata */
+/* The footer (§4) and its length, after the generic tiles. */
+static enum tfs_err put_footer(struct tfs_buf *meta, struct tfs_buf *f,
+			       const struct shape *sh, const char *schema_name,
+			       const struct tile_stats *st,
+			       const struct meta_offsets *o)
+{
+	size_t footer_at = meta->len;
+	enum tfs_err e = TFS_E_OK;
+
+	P(tfs_buf_append_u32(f, FORMAT_VERSION));
+	P(tfs_buf_append_u64(f, strlen(schema_name)));
+	P(tfs_buf_append(f, schema_name, strlen(schema_name)));
+	P(tfs_buf_append_u8(f, 1)); /* dense */
+	P(tfs_buf_append_u8(f, 0)); /* non-empty domain present */
+	P(tfs_buf_append_u32(f, 0));
+	P(tfs_buf_append_u32(f, (uint32_t)(sh->rows - 1)));
+	P(tfs_buf_append_u32(f, 0));
+	P(tfs_buf_append_u32(f, (uint32_t)(sh->cols - 1)));
+	P(tfs_buf_append_u64(f, 0));                        /* sparse tiles */
+	P(tfs_buf_append_u64(f, sh->tile_rows * sh->cols)); /* cells per tile */
+	P(tfs_buf_append_u8(f, 0)); /* no timestamps */
+	P(tfs_buf_append_u8(f, 0)); /* no delete metadata */
 	for (int s = 0; s < SLOTS; s++)
-		P(tfs_buf_append_u64(&f, s == 0 ? st->file_size : 0));
+		P(tfs_buf_append_u64(f, s == 0 ? st->file_size : 0));
 	for (int s = 0; s < 2 * SLOTS; s++) /* var and validity file sizes */
-		P(tfs_buf_append_u64(&f, 0));
-	P(tfs_buf_append_u64(&f, rtree_off));
-	for (size_t l = 0; l < sizeof(per_slot) / sizeof(per_slot[0]); l++)
+		P(tfs_buf_append_u64(f, 0));
+	P(tfs_buf_append_u64(f, o->rtree));
+	for (int l = L_OFF; l <= L_NULL; l++)
 		for (int s = 0; s < SLOTS; s++)
-			P(tfs_buf_append_u64(&f, per_slot[l][s]));
-	P(tfs_buf_append_u64(&f, summary_off));
-	P(tfs_buf_append_u64(&f, cond_off));
-	P(tfs_buf_append(meta, f.data, f.len));
+			P(tfs_buf_append_u64(f, o->slot[l][s]));
+	P(tfs_buf_append_u64(f, o->summary));
+	P(tfs_buf_append_u64(f, o->cond));
+	P(tfs_buf_append(meta, f->data, f->len));
 	P(tfs_buf_append_u64(meta, meta->len - footer_at));
-#undef P
+	return e;
+}
+
+/* Builds __fragment_metadata.tdb: the generic tiles in TileDB's order
+ * (fragment.md §3), then the footer (§4) and its length. */
+static int fragment_metadata(struct tfs_buf *meta, const struct shape *sh,
+			     const char *schema_name,
+			     const struct tile_stats *st)
+{
+	struct meta_offsets o;
+	struct tfs_buf p, f;
+	int rc = -1;
+	enum tfs_err e = TFS_E_OK;
+
+	memset(&o, 0, sizeof(o));
+	tfs_buf_init(&p, TFS_BUF_NO_MAX);
+	tfs_buf_init(&f, TFS_BUF_NO_MAX);
+	/* R-tree of a dense fragment: fanout 10, no levels (§5). */
+	P(tfs_buf_append_u32(&p, 10));
+	P(tfs_buf_append_u32(&p, 0));
+	if (e || put_generic(meta, &o.rtree, &p))
+		goto out;
+	/* Tile offsets: real ones for the attribute, zeros elsewhere; var
+	 * offsets, var sizes, validity offsets: zeros, count = tiles. */
+	if (put_tile_lists(meta, &p, st, st->offsets, o.slot[L_OFF]) ||
+	    put_tile_lists(meta, &p, st, NULL, o.slot[L_VAR_OFF]) ||
+	    put_tile_lists(meta, &p, st, NULL, o.slot[L_VAR_SIZE]) ||
+	    put_tile_lists(meta, &p, st, NULL, o.slot[L_VAL_OFF]) ||
+	    put_bounds(meta, &p, st, st->mins, o.slot[L_MIN]) ||
+	    put_bounds(meta, &p, st, st->maxes, o.slot[L_MAX]) ||
+	    put_sums_nulls(meta, &p, st, &o) || put_summary(meta, &p, st, &o))
+		goto out;
+	e = put_footer(meta, &f, sh, schema_name, st, &o);
 	if (e) {
 		fprintf(stderr, "tfs-bench-read: fragment metadata: %s\n",
 			tfs_strerror(e));
@@ -467,6 +511,7 @@ out:
 	tfs_buf_release(&f);
 	return rc;
 }
+#undef P
 
 /* "a/b" in a new string (free with free()); exits when out of memory. */
 static char *path_join(const char *a, const char *b)
@@ -484,6 +529,64 @@ static char *path_join(const char *a, const char *b)
 
 /* Encodes every tile on `threads` threads, appending them in order to
  * the data file; fills st. */
+/* Generates and encodes tiles first .. first + n - 1, one thread each (or
+ * here, when a thread cannot start). */
+static void encode_batch(struct gen_tile *gt, unsigned n, uint64_t first)
+{
+	pthread_t tid[MAX_GEN_THREADS];
+	bool started[MAX_GEN_THREADS];
+
+	for (unsigned i = 0; i < n; i++) {
+		gt[i].index = first + i;
+		started[i] = pthread_create(&tid[i], NULL, gen_tile_run,
+					    &gt[i]) == 0;
+		if (!started[i])
+			gen_tile_run(&gt[i]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(tid[i], NULL);
+}
+
+/* Appends the n encoded tiles to the data file in order, noting where
+ * each starts and its statistics in st. */
+static int store_batch(int fd, const char *data_path,
+		       const struct gen_tile *gt, unsigned n, uint64_t first,
+		       struct tile_stats *st)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t t = first + i;
+
+		if (gt[i].err) {
+			fprintf(stderr, "tfs-bench-read: tile %" PRIu64 ": %s\n",
+				t, tfs_diag_msg(&gt[i].d));
+			return -1;
+		}
+		st->offsets[t] = st->file_size;
+		st->mins[t] = gt[i].min;
+		st->maxes[t] = gt[i].max;
+		st->sums[t] = gt[i].sum;
+		if (write(fd, gt[i].encoded.data, gt[i].encoded.len) !=
+		    (ssize_t)gt[i].encoded.len)
+			return fail_errno("cannot write", data_path);
+		st->file_size += gt[i].encoded.len;
+	}
+	return 0;
+}
+
+/* Room for the statistics of every tile. */
+static int tile_stats_alloc(struct tile_stats *st, const struct shape *sh)
+{
+	st->num = sh->rows / sh->tile_rows;
+	st->offsets = calloc(st->num, sizeof(*st->offsets));
+	st->mins = calloc(st->num, sizeof(*st->mins));
+	st->maxes = calloc(st->num, sizeof(*st->maxes));
+	st->sums = calloc(st->num, sizeof(*st->sums));
+	return st->offsets && st->mins && st->maxes && st->sums ? 0 : -1;
+}
+
+/* Encodes every tile on `threads` threads, appending them in order to
+ * the data file; fills st. */
 static int write_tiles(const char *data_path, const struct shape *sh,
 		       unsigned threads, struct tile_stats *st)
 {
@@ -493,12 +596,7 @@ static int write_tiles(const char *data_path, const struct shape *sh,
 	int fd, rc = -1;
 
 	cols = calloc(sh->cols, sizeof(*cols));
-	st->num = sh->rows / sh->tile_rows;
-	st->offsets = calloc(st->num, sizeof(*st->offsets));
-	st->mins = calloc(st->num, sizeof(*st->mins));
-	st->maxes = calloc(st->num, sizeof(*st->maxes));
-	st->sums = calloc(st->num, sizeof(*st->sums));
-	if (!cols || !st->offsets || !st->mins || !st->maxes || !st->sums) {
+	if (tile_stats_alloc(st, sh) || !cols) {
 		fprintf(stderr, "tfs-bench-read: out of memory\n");
 		free(cols);
 		return -1;
@@ -523,42 +621,12 @@ static int write_tiles(const char *data_path, const struct shape *sh,
 	}
 	st->file_size = 0;
 	for (uint64_t first = 0; first < st->num; first += threads) {
-		pthread_t tid[MAX_GEN_THREADS];
 		unsigned n = (unsigned)(st->num - first < threads ? st->num - first
 								  : threads);
 
-		bool started[MAX_GEN_THREADS];
-
-		for (unsigned i = 0; i < n; i++) {
-			gt[i].index = first + i;
-			started[i] = pthread_create(&tid[i], NULL, gen_tile_run,
-						    &gt[i]) == 0;
-			if (!started[i])
-				gen_tile_run(&gt[i]);
-		}
-		for (unsigned i = 0; i < n; i++)
-			if (started[i])
-				pthread_join(tid[i], NULL);
-		for (unsigned i = 0; i < n; i++) {
-			uint64_t t = first + i;
-
-			if (gt[i].err) {
-				fprintf(stderr, "tfs-bench-read: tile %" PRIu64
-						": %s\n",
-					t, tfs_diag_msg(&gt[i].d));
-				goto out_close;
-			}
-			st->offsets[t] = st->file_size;
-			st->mins[t] = gt[i].min;
-			st->maxes[t] = gt[i].max;
-			st->sums[t] = gt[i].sum;
-			if (write(fd, gt[i].encoded.data, gt[i].encoded.len) !=
-			    (ssize_t)gt[i].encoded.len) {
-				fail_errno("cannot write", data_path);
-				goto out_close;
-			}
-			st->file_size += gt[i].encoded.len;
-		}
+		encode_batch(gt, n, first);
+		if (store_batch(fd, data_path, gt, n, first, st))
+			goto out_close;
 		fprintf(stderr, "\rgenerating: %3" PRIu64 "%%",
 			(first + n) * 100 / st->num);
 	}
@@ -577,45 +645,43 @@ out_free:
 }
 
 /* Writes the whole array into folder `dir` (layout.md §9, write.md §3). */
-static int generate(const char *dir, const struct shape *sh, unsigned threads)
+/* The array folder and its fixed subfolders. */
+static int make_layout(const char *dir)
 {
 	static const char *const subdirs[] = {
 		"__schema",   "__schema/__enumerations", "__commits",
 		"__fragments", "__meta", "__fragment_meta", "__labels"};
-	char schema_name[80], frag_name[96], rel[256];
-	struct tfs_schema s;
-	struct tfs_dim dims[2];
-	struct tfs_attr attr;
-	uint8_t fill[4];
-	struct tfs_buf payload, file;
-	struct tile_stats st;
-	struct tfs_diag d;
 	char *path;
-	int rc = -1;
-
-	memset(&st, 0, sizeof(st));
-	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
-	tfs_buf_init(&file, TFS_BUF_NO_MAX);
-	snprintf(schema_name, sizeof(schema_name), "__%" PRIu64 "_%" PRIu64
-		 "_%08x%08x%08x%08x",
-		 SCHEMA_T, SCHEMA_T, noise_hash(sh->rows, 1),
-		 noise_hash(sh->cols, 2), noise_hash(sh->tile_rows, 3), 0x5eedu);
-	snprintf(frag_name, sizeof(frag_name), "__%" PRIu64 "_%" PRIu64
-		 "_%08x%08x%08x%08x_%d",
-		 FRAGMENT_T, FRAGMENT_T, noise_hash(sh->rows, 4),
-		 noise_hash(sh->cols, 5), noise_hash(sh->tile_rows, 6), 0xf00du,
-		 FORMAT_VERSION);
+	int rc;
 
 	if (make_dir(dir))
-		goto out;
+		return -1;
 	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
 		path = path_join(dir, subdirs[i]);
 		rc = make_dir(path);
 		free(path);
 		if (rc)
-			goto out;
+			return rc;
 	}
-	rc = -1;
+	return 0;
+}
+
+/* __schema/<schema_name>: the schema as one generic tile. */
+static int write_schema(const char *dir, const struct shape *sh,
+			const char *schema_name)
+{
+	struct tfs_schema s;
+	struct tfs_dim dims[2];
+	struct tfs_attr attr;
+	uint8_t fill[4];
+	struct tfs_buf payload, file;
+	struct tfs_diag d;
+	char rel[256];
+	char *path;
+	int rc = -1;
+
+	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
+	tfs_buf_init(&file, TFS_BUF_NO_MAX);
 	schema_build(&s, dims, &attr, sh, fill);
 	tfs_diag_init(&d);
 	if (tfs_schema_serialize(&payload, &s) ||
@@ -627,31 +693,63 @@ static int generate(const char *dir, const struct shape *sh, unsigned threads)
 	path = path_join(dir, rel);
 	rc = write_file(path, file.data, file.len);
 	free(path);
-	if (rc)
-		goto out;
-	rc = -1;
+out:
+	tfs_buf_release(&payload);
+	tfs_buf_release(&file);
+	return rc;
+}
+
+/* __fragments/<frag_name>: the data file, then the fragment metadata. */
+static int write_fragment(const char *dir, const char *frag_name,
+			  const char *schema_name, const struct shape *sh,
+			  unsigned threads, struct tile_stats *st)
+{
+	struct tfs_buf file;
+	char rel[256];
+	char *path, *data, *meta;
+	int rc;
 
 	snprintf(rel, sizeof(rel), "__fragments/%s", frag_name);
 	path = path_join(dir, rel);
 	if (make_dir(path)) {
 		free(path);
-		goto out;
+		return -1;
 	}
-	{
-		char *data = path_join(path, "a0.tdb");
-		char *meta = path_join(path, "__fragment_metadata.tdb");
-
-		file.len = 0;
-		rc = write_tiles(data, sh, threads, &st);
-		if (!rc)
-			rc = fragment_metadata(&file, sh, schema_name, &st);
-		if (!rc)
-			rc = write_file(meta, file.data, file.len);
-		free(data);
-		free(meta);
-	}
+	data = path_join(path, "a0.tdb");
+	meta = path_join(path, "__fragment_metadata.tdb");
+	tfs_buf_init(&file, TFS_BUF_NO_MAX);
+	rc = write_tiles(data, sh, threads, st);
+	if (!rc)
+		rc = fragment_metadata(&file, sh, schema_name, st);
+	if (!rc)
+		rc = write_file(meta, file.data, file.len);
+	tfs_buf_release(&file);
+	free(data);
+	free(meta);
 	free(path);
-	if (rc)
+	return rc;
+}
+
+/* Writes the whole array into folder `dir` (layout.md §9, write.md §3). */
+static int generate(const char *dir, const struct shape *sh, unsigned threads)
+{
+	char schema_name[80], frag_name[96], rel[256];
+	struct tile_stats st;
+	char *path;
+	int rc = -1;
+
+	memset(&st, 0, sizeof(st));
+	snprintf(schema_name, sizeof(schema_name), "__%" PRIu64 "_%" PRIu64
+		 "_%08x%08x%08x%08x",
+		 SCHEMA_T, SCHEMA_T, noise_hash(sh->rows, 1),
+		 noise_hash(sh->cols, 2), noise_hash(sh->tile_rows, 3), 0x5eedu);
+	snprintf(frag_name, sizeof(frag_name), "__%" PRIu64 "_%" PRIu64
+		 "_%08x%08x%08x%08x_%d",
+		 FRAGMENT_T, FRAGMENT_T, noise_hash(sh->rows, 4),
+		 noise_hash(sh->cols, 5), noise_hash(sh->tile_rows, 6), 0xf00du,
+		 FORMAT_VERSION);
+	if (make_layout(dir) || write_schema(dir, sh, schema_name) ||
+	    write_fragment(dir, frag_name, schema_name, sh, threads, &st))
 		goto out;
 	/* The commit file last: before it the fragment does not exist. */
 	snprintf(rel, sizeof(rel), "__commits/%s.wrt", frag_name);
@@ -663,8 +761,6 @@ out:
 	free(st.mins);
 	free(st.maxes);
 	free(st.sums);
-	tfs_buf_release(&payload);
-	tfs_buf_release(&file);
 	return rc;
 }
 
@@ -999,7 +1095,16 @@ static void print_row(const char *what, unsigned threads, const struct result *r
 	       (double)r->peak_kb / 1024.0, r->checked, r->mismatches);
 }
 
-int main(int argc, char **argv)
+struct bench_args {
+	struct shape sh;
+	const char *dir;
+	uint64_t threads, reps;
+	bool generate_only, full_only;
+};
+
+/* Parses the command line into a; returns -1 to go on, else the exit
+ * status. */
+static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option longopts[] = {
 		{"dir", required_argument, NULL, 'd'},
@@ -1013,70 +1118,67 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct shape sh = {16384, 16384, 64};
-	const char *dir = "tfs-bench-data";
-	uint64_t threads = cpu_count(), reps = 20;
-	char name[128], *array;
-	struct result one, many, slice, verify;
-	struct measure m;
-	double gb;
-	uint64_t disk;
-	double load[1];
-	int c, failed = 0;
-	bool generate_only = false, full_only = false;
+	struct shape *sh = &a->sh;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'r': if (!parse_count(optarg, &sh.rows)) goto bad; break;
-		case 'c': if (!parse_count(optarg, &sh.cols)) goto bad; break;
-		case 't': if (!parse_count(optarg, &sh.tile_rows)) goto bad; break;
-		case 'j': if (!parse_count(optarg, &threads) || threads > 4096) goto bad; break;
-		case 'n': if (!parse_count(optarg, &reps) || reps > 100000) goto bad; break;
-		case 'g': generate_only = true; break;
-		case 'f': full_only = true; break;
+		case 'd': a->dir = optarg; break;
+		case 'r': if (!parse_count(optarg, &sh->rows)) goto bad; break;
+		case 'c': if (!parse_count(optarg, &sh->cols)) goto bad; break;
+		case 't': if (!parse_count(optarg, &sh->tile_rows)) goto bad; break;
+		case 'j': if (!parse_count(optarg, &a->threads) || a->threads > 4096) goto bad; break;
+		case 'n': if (!parse_count(optarg, &a->reps) || a->reps > 100000) goto bad; break;
+		case 'g': a->generate_only = true; break;
+		case 'f': a->full_only = true; break;
 		case 'h': usage(stdout); return 0;
 		default: goto bad;
 		}
 	}
-	if (optind != argc || sh.rows % sh.tile_rows || sh.rows > INT32_MAX ||
-	    sh.cols > INT32_MAX || sh.rows < 200 || sh.cols < 200) {
+	if (optind != argc || sh->rows % sh->tile_rows || sh->rows > INT32_MAX ||
+	    sh->cols > INT32_MAX || sh->rows < 200 || sh->cols < 200) {
 		fprintf(stderr, "tfs-bench-read: rows and cols must be 200.."
 				"2^31-1 and rows a multiple of tile-rows\n");
 		goto bad;
 	}
-	snprintf(name, sizeof(name), "dense_f32_%" PRIu64 "x%" PRIu64 "_t%" PRIu64,
-		 sh.rows, sh.cols, sh.tile_rows);
-	if (make_dir(dir))
-		return 1;
-	array = path_join(dir, name);
-	gb = (double)(sh.rows * sh.cols * 4) / 1e9;
-	if (!has_commit(array)) {
-		/* Absent, or an earlier generation stopped before its commit. */
-		double t0 = now_s();
+	return -1;
+bad:
+	usage(stderr);
+	return 2;
+}
 
-		remove_tree(array);
-		printf("generating %s (%.2f GB decoded) ...\n", array, gb);
-		fflush(stdout);
-		if (generate(array, &sh, threads > MAX_GEN_THREADS ? MAX_GEN_THREADS
-								   : (unsigned)threads)) {
-			remove_tree(array);
-			return 1;
-		}
-		printf("generated in %.1f s\n", now_s() - t0);
-	}
-	if (generate_only) {
-		printf("array: %s\n", array);
-		free(array);
+/* Generates the array unless a complete one is there already. */
+static int ensure_array(const char *array, const struct bench_args *a,
+			double gb)
+{
+	double t0 = now_s();
+
+	if (has_commit(array))
 		return 0;
+	/* Absent, or an earlier generation stopped before its commit. */
+	remove_tree(array);
+	printf("generating %s (%.2f GB decoded) ...\n", array, gb);
+	fflush(stdout);
+	if (generate(array, &a->sh, a->threads > MAX_GEN_THREADS
+					   ? MAX_GEN_THREADS
+					   : (unsigned)a->threads)) {
+		remove_tree(array);
+		return 1;
 	}
-	disk = warm_cache(array, 0);
+	printf("generated in %.1f s\n", now_s() - t0);
+	return 0;
+}
+
+static void print_header(const char *array, const struct shape *sh, double gb,
+			 uint64_t disk)
+{
+	double load[1];
 
 	printf("\ntilefs read benchmark: %s\n", array);
 	printf("  %" PRIu64 " x %" PRIu64 " FLOAT32, tiles %" PRIu64 " x %" PRIu64
 	       " (%.1f MiB decoded each), ZSTD level %d\n",
-	       sh.rows, sh.cols, sh.tile_rows, sh.cols,
-	       (double)(sh.tile_rows * sh.cols * 4) / 1048576.0, ZSTD_LEVEL);
+	       sh->rows, sh->cols, sh->tile_rows, sh->cols,
+	       (double)(sh->tile_rows * sh->cols * 4) / 1048576.0, ZSTD_LEVEL);
 	if (getloadavg(load, 1) != 1)
 		load[0] = -1;
 	printf("  %.3f GB decoded, %.3f GB on disk (ratio %.2f), %u CPUs "
@@ -1085,45 +1187,80 @@ int main(int argc, char **argv)
 	       cpu_count(), load[0]);
 	printf("%-24s %7s %11s %13s %8s %11s\n", "measurement", "threads",
 	       "time", "decoded", "CPU", "peak RSS");
+}
 
-	m = (struct measure){FULL_READ, array, &sh, 1, (unsigned)reps};
-	one = measure_in_child(&m);
-	print_row("full read", 1, &one, gb);
-	m.threads = (unsigned)threads;
-	many = measure_in_child(&m);
-	print_row("full read", (unsigned)threads, &many, gb);
-	if (one.ok && many.ok)
-		printf("%-24s %7s %9.2fx\n", "speedup", "", one.seconds / many.seconds);
-	if (full_only) {
-		free(array);
-		return one.ok && many.ok && !one.mismatches && !many.mismatches ? 0 : 1;
-	}
-	m.kind = SLICE_READ;
-	slice = measure_in_child(&m);
+/* The slice latency and the full verification; true when both are
+ * correct. */
+static bool measure_slice_verify(struct measure *m, const struct shape *sh,
+				 uint64_t reps, double gb)
+{
+	struct result slice, verify;
+
+	m->kind = SLICE_READ;
+	slice = measure_in_child(m);
 	if (slice.ok)
 		printf("%-24s %7u   first (with open) %.2f ms, median %.2f ms, "
 		       "min %.2f ms over %" PRIu64 " reads; %8.1f MB, %" PRIu64
 		       " wrong\n",
-		       "slice 100 x 100", (unsigned)threads, slice.first_ms,
+		       "slice 100 x 100", m->threads, slice.first_ms,
 		       slice.median_ms, slice.min_ms, reps,
 		       (double)slice.peak_kb / 1024.0, slice.mismatches);
 	else
 		printf("%-24s %7u   FAILED: %s\n", "slice 100 x 100",
-		       (unsigned)threads, slice.err);
-	m.kind = VERIFY;
-	verify = measure_in_child(&m);
-	print_row("verify every cell", (unsigned)threads, &verify, gb);
+		       m->threads, slice.err);
+	m->kind = VERIFY;
+	verify = measure_in_child(m);
+	print_row("verify every cell", m->threads, &verify, gb);
+	return slice.ok && verify.ok && !slice.mismatches &&
+	       !verify.mismatches && verify.cells == sh->rows * sh->cols &&
+	       slice.cells == 100 * 100 * reps;
+}
 
-	failed = !one.ok || !many.ok || !slice.ok || !verify.ok ||
-		 one.mismatches || many.mismatches || slice.mismatches ||
-		 verify.mismatches ||
-		 verify.cells != sh.rows * sh.cols ||
-		 slice.cells != 100 * 100 * reps;
+int main(int argc, char **argv)
+{
+	struct bench_args a = {{16384, 16384, 64}, "tfs-bench-data",
+			       cpu_count(), 20, false, false};
+	const struct shape *sh = &a.sh;
+	char name[128], *array;
+	struct result one, many;
+	struct measure m;
+	double gb;
+	int st, failed = 0;
+
+	st = parse_args(argc, argv, &a);
+	if (st >= 0)
+		return st;
+	snprintf(name, sizeof(name), "dense_f32_%" PRIu64 "x%" PRIu64 "_t%" PRIu64,
+		 sh->rows, sh->cols, sh->tile_rows);
+	if (make_dir(a.dir))
+		return 1;
+	array = path_join(a.dir, name);
+	gb = (double)(sh->rows * sh->cols * 4) / 1e9;
+	if (ensure_array(array, &a, gb))
+		return 1;
+	if (a.generate_only) {
+		printf("array: %s\n", array);
+		free(array);
+		return 0;
+	}
+	print_header(array, sh, gb, warm_cache(array, 0));
+
+	m = (struct measure){FULL_READ, array, sh, 1, (unsigned)a.reps};
+	one = measure_in_child(&m);
+	print_row("full read", 1, &one, gb);
+	m.threads = (unsigned)a.threads;
+	many = measure_in_child(&m);
+	print_row("full read", (unsigned)a.threads, &many, gb);
+	if (one.ok && many.ok)
+		printf("%-24s %7s %9.2fx\n", "speedup", "", one.seconds / many.seconds);
+	failed = !one.ok || !many.ok || one.mismatches || many.mismatches;
+	if (a.full_only) {
+		free(array);
+		return failed ? 1 : 0;
+	}
+	failed |= !measure_slice_verify(&m, sh, a.reps, gb);
 	printf("\n%s\n", failed ? "RESULT: FAILED (see above)"
 				: "RESULT: all reads correct");
 	free(array);
 	return failed ? 1 : 0;
-bad:
-	usage(stderr);
-	return 2;
 }

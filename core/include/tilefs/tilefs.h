@@ -270,6 +270,44 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 uint64_t tfs_query_cell_count(const struct tfs_query *q);
 void tfs_query_close(struct tfs_query *q);
 
+/* ---- Statistics --------------------------------------------------------- */
+
+/* count, null_count, min, max and sum of one attribute over the cells a
+ * query would return. Bounds and sums are of the attribute's type:
+ * single-value numbers (NaN is left out of min and max, not out of the
+ * sum), strings and other var-size or multi-value cells bytewise (no
+ * sum). Whole tiles that fragment metadata describes exactly (integer
+ * attributes that are not nullable, no lossy filter, the tile wholly in
+ * the subarray, no other fragment, delete or cell time overlapping it)
+ * are taken from the metadata without being read; the rest is decoded.
+ * The result is the same either way. */
+enum tfs_sum_kind { TFS_SUM_NONE, TFS_SUM_INT, TFS_SUM_FLOAT };
+
+struct tfs_field_stats {
+	uint64_t count;      /* cells */
+	uint64_t null_count; /* NULL cells */
+	bool has_bounds;     /* min and max are set */
+	uint8_t *min, *max;  /* bytes of a value (tfs_alloc.h memory) */
+	uint64_t min_len, max_len;
+	enum tfs_sum_kind sum_kind;
+	/* TFS_SUM_INT: the exact 128-bit two's complement sum (hi:lo);
+	 * TFS_SUM_FLOAT: sum_f, the values added in result order. */
+	int64_t sum_hi;
+	uint64_t sum_lo;
+	double sum_f;
+	/* How it was computed. */
+	uint64_t tiles_from_metadata;
+	uint64_t cells_decoded;
+};
+
+/* opts: subarray and condition as for tfs_query_open; fields must name
+ * exactly one attribute. */
+enum tfs_err tfs_query_stats(struct tfs_array *a,
+			     const struct tfs_query_opts *opts,
+			     struct tfs_field_stats *out,
+			     struct tfs_diag *d) TFS_WUR;
+void tfs_field_stats_release(struct tfs_field_stats *s);
+
 /* Decodes a hex key of 64 digits into 32 bytes. */
 enum tfs_err tfs_key_from_hex(uint8_t key[32], const char *hex) TFS_WUR;
 

@@ -11,6 +11,8 @@
 #include "daemon_fixture.h"
 #include "tfs_buf.h"
 #include "tfs_format.h"
+#include <tilefs/tfs_ingest.h>
+#include <tilefs/tfs_write.h>
 
 #define CORPUS TFS_CORPUS_DIR
 
@@ -158,15 +160,18 @@ Test(tree, array_view, .init = setup, .fini = teardown)
 {
 	struct names nm;
 
+	fs.cfg.list_history = true;
 	list_path("dense_2d_rowmajor", &nm);
 	cr_expect_str_eq(nm.list,
 			 "schema.json|data.csv|metadata.json|metadata/|"
 			 "fragments/|versions/|preview.png|r/|c/|a/|f/|s/|"
 			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
 			 "slice[1:11,1:13].npy|");
+	/* An attribute folder lists its statistics too. */
 	list_path("dense_2d_rowmajor/s", &nm);
 	cr_expect_str_eq(nm.list,
-			 "tiles/|slice[1:11,1:13]|slice[1:11,1:13].txt|"
+			 "tiles/|stats.json|"
+			 "slice[1:11,1:13]|slice[1:11,1:13].txt|"
 			 "slice[1:11,1:13].csv|slice[1:11,1:13].json|"
 			 "slice[1:11,1:13].npy|slice[1:11,1:13].offsets|");
 	list_path("dense_2d_rowmajor/a/tiles", &nm);
@@ -178,6 +183,30 @@ Test(tree, array_view, .init = setup, .fini = teardown)
 	cr_expect(strstr(nm.list, "2023-11-14T22:13:21.000Z/|"), "%s", nm.list);
 	list_path("dense_2d_rowmajor/versions/2023-11-14T22:13:21.000Z", &nm);
 	cr_expect(!strstr(nm.list, "versions/"), "versions inside a version");
+}
+
+/* By default history is reachable by name but not listed: recursive
+ * tools walk each array once. */
+Test(tree, history_hidden, .init = setup, .fini = teardown)
+{
+	struct names nm;
+
+	list_path("dense_2d_rowmajor", &nm);
+	cr_expect(!strstr(nm.list, "versions/"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "|fragments/|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/s", &nm);
+	cr_expect(!strstr(nm.list, "tiles/"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "slice[1:11,1:13]|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/versions", &nm);
+	cr_expect(strstr(nm.list, "2023-11-14T22:13:21.000Z/|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/versions/2023-11-14T22:13:21.000Z", &nm);
+	cr_expect(!strstr(nm.list, "fragments/"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "schema.json|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/versions/2023-11-14T22:13:21.000Z/"
+		  "fragments", &nm);
+	cr_expect_gt(nm.n, 0, "fragments/ of a version by name");
+	list_path("dense_2d_rowmajor/a/tiles", &nm);
+	cr_expect_eq(nm.n, 9, "%s", nm.list);
 }
 
 Test(tree, bad_names, .init = setup, .fini = teardown)
@@ -268,8 +297,10 @@ Test(tree, pictures, .init = setup, .fini = teardown)
 	uint64_t len;
 
 	list_path("dense_2d_rowmajor/a", &nm);
-	cr_expect(strstr(nm.list, "|preview.png|slice[1:11,1:13]|"), "%s",
-		  nm.list);
+	/* First: tiles/ is not listed. */
+	cr_expect(strncmp(nm.list, "preview.png|stats.json|slice[1:11,1:13]|",
+			  40) == 0,
+		  "%s", nm.list);
 	cr_expect(strstr(nm.list, "|slice[1:11,1:13].png|"
 				  "slice[1:11,1:13].gray.png|"),
 		  "%s", nm.list);
@@ -821,6 +852,166 @@ Test(tree, links_below_source_not_followed)
 	tfs_diag_init(&d);
 	cr_expect_eq(tfsd_arrays_get(fs.arrays, "real2", 0, &arr, &d),
 		     TFS_E_CORRUPT, "%s", tfs_diag_msg(&d));
+	dfx_stop(&fs);
+	dfx_remove(root);
+}
+
+/* ---- The listing contract ------------------------------------------------- */
+
+/* Every file listed under vpath (and one level of field folders) has an
+ * exact size equal to what it reads; *files counts them. */
+static void check_listed_sizes(const char *vpath, int depth, size_t *files)
+{
+	struct names nm;
+	char *save, *name;
+
+	list_path(vpath, &nm);
+	for (name = strtok_r(nm.list, "|", &save); name;
+	     name = strtok_r(NULL, "|", &save)) {
+		char child[1024];
+		size_t len = strlen(name);
+
+		snprintf(child, sizeof(child), "%s/%.*s", vpath,
+			 (int)(name[len - 1] == '/' ? len - 1 : len), name);
+		if (name[len - 1] == '/') {
+			if (depth > 0 && strcmp(name, "fragments/") &&
+			    strcmp(name, "metadata/"))
+				check_listed_sizes(child, depth - 1, files);
+			continue;
+		}
+		{
+			struct tfsd_size sz;
+			uint64_t got;
+			uint8_t *all = read_all(child, 65536, &got, &sz);
+
+			cr_expect(sz.exact, "%s listed without an exact size",
+				  child);
+			cr_expect_eq(sz.size, got, "%s: stat %llu, read %llu",
+				     child, (unsigned long long)sz.size,
+				     (unsigned long long)got);
+			free(all);
+			(*files)++;
+		}
+	}
+}
+
+/* With whole_max = 16 cells × fields, text renderings of the corpus
+ * arrays are too large to list; every file still listed has its exact
+ * size, and those left out open by name with an exact size too. */
+Test(content, listed_files_have_exact_sizes, .init = setup, .fini = teardown)
+{
+	static const char *const arrays[] = {
+		"dense_2d_rowmajor", "sparse_2d_int", "sparse_dups",
+		"dense_nullable",    "sparse_string_dim", "dense_3d",
+	};
+	static const char *const unlisted[] = {
+		"dense_2d_rowmajor/data.csv", "sparse_2d_int/data.csv",
+		"dense_2d_rowmajor/a/slice[1:11,1:13].txt",
+		"sparse_dups/slice[1:5,1:5].json", "sparse_dups/s/slice[1:5,1:5]",
+	};
+	struct names nm;
+
+	fs.cfg.whole_max_cells = 16;
+	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+		size_t files = 0;
+
+		check_listed_sizes(arrays[i], 1, &files);
+		cr_expect_gt(files, 1, "%s", arrays[i]);
+	}
+	list_path("dense_2d_rowmajor", &nm);
+	cr_expect(!strstr(nm.list, "data.csv"), "%s", nm.list);
+	cr_expect(!strstr(nm.list, ".csv|"), "%s", nm.list);
+	list_path("dense_2d_rowmajor/a", &nm);
+	cr_expect(strstr(nm.list, "slice[1:11,1:13]|"), "%s", nm.list);
+	cr_expect(strstr(nm.list, "slice[1:11,1:13].npy|"), "%s", nm.list);
+	cr_expect(!strstr(nm.list, ".txt"), "%s", nm.list);
+	for (size_t i = 0; i < sizeof(unlisted) / sizeof(unlisted[0]); i++) {
+		struct tfsd_size sz;
+		uint64_t got;
+		uint8_t *all = read_all(unlisted[i], 100, &got, &sz);
+
+		cr_expect(sz.exact, "%s", unlisted[i]);
+		cr_expect(got > 0 && sz.size == got, "%s: stat %llu, read %llu",
+			  unlisted[i], (unsigned long long)sz.size,
+			  (unsigned long long)got);
+		free(all);
+	}
+}
+
+/* A dense array of 600 000 cells with nothing written (every cell the
+ * fill value) under root/big. */
+static void make_big(const char *root)
+{
+	static const char json[] =
+		"{\"array_type\": \"dense\", \"attrs\": [{\"name\": \"a\", "
+		"\"type\": \"INT32\"}], \"dims\": [{\"name\": \"d\", \"type\": "
+		"\"INT64\", \"domain\": [0, 599999], \"tile\": 50000}]}";
+	struct tfs_write_opts wo = {0};
+	struct tfs_schema *s;
+	struct tfs_diag d;
+	char path[256];
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json_new(json, sizeof(json) - 1, &s, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	snprintf(path, sizeof(path), "%s/big", root);
+	cr_assert_eq(tfs_array_create(path, s, &wo, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_schema_free(s);
+}
+
+/* Streams too large to render whole get their exact size from a counting
+ * pass at the first stat (on two threads), and an index: a read at any
+ * offset gives the bytes a front-to-back read gives there. */
+Test(content, counted_size_and_index)
+{
+	static const char *const paths[] = {
+		"big/slice[0:600000].csv", "big/a/slice[0:600000].json",
+		"big/a/slice[17:599999].txt",
+	};
+	char root[128];
+
+	dfx_temp_dir(root, sizeof(root), "tfs_counted_");
+	make_big(root);
+	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct tfsd_size sz;
+		struct tfsd_node n;
+		struct tfsd_file *f;
+		struct tfs_diag d;
+		uint64_t len;
+		uint8_t *whole = read_all(paths[i], 1 << 20, &len, &sz);
+		static uint8_t buf[8192];
+		const uint64_t offs[] = {len / 2, len - 100, len / 4 * 3 + 7,
+					 10, len - 1, len / 3};
+
+		cr_expect(sz.exact && sz.size == len, "%s: stat %llu, read %llu",
+			  paths[i], (unsigned long long)sz.size,
+			  (unsigned long long)len);
+		cr_assert_gt(len, (uint64_t)4 << 20, "%s", paths[i]);
+		tfs_diag_init(&d);
+		cr_assert_eq(tfsd_resolve(&fs, paths[i], &n, &d), TFS_E_OK);
+		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &f, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+			size_t got, want = (size_t)(len - offs[k] < sizeof(buf)
+							    ? len - offs[k]
+							    : sizeof(buf));
+
+			cr_assert_eq(tfsd_file_read(&fs, f, offs[k], buf,
+						    sizeof(buf), &got, &d),
+				     TFS_E_OK, "%s", tfs_diag_msg(&d));
+			cr_expect_eq(got, want, "%s at %llu", paths[i],
+				     (unsigned long long)offs[k]);
+			cr_expect(got == want &&
+					  memcmp(buf, whole + offs[k], got) == 0,
+				  "%s: other bytes at %llu", paths[i],
+				  (unsigned long long)offs[k]);
+		}
+		tfsd_file_close(&fs, f);
+		tfsd_node_release(&fs, &n);
+		free(whole);
+	}
 	dfx_stop(&fs);
 	dfx_remove(root);
 }

@@ -9,6 +9,7 @@
 #include "npy.h"
 #include "selection.h"
 #include "text_render.h"
+#include "value_text.h"
 #include "render_fixture.h"
 #include "tfs_render.h"
 #include "value_text.h"
@@ -159,11 +160,39 @@ Test(selection, datetime_iso, .fini = close_array)
 	tfsr_sel_free(s);
 }
 
+/* Datetime dimensions are named in ISO-8601 text. */
+Test(selection, ned_names_datetime_iso, .fini = close_array)
+{
+	struct tfs_range ned[8];
+	struct tfs_buf b;
+
+	open_array("dense_datetime_dim");
+	cr_assert(tfs_array_non_empty_domain(arr, ned));
+	tfs_buf_init(&b, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfsr_sel_format_ned(&b, tfs_array_schema(arr), ned),
+		     TFS_E_OK);
+	cr_assert_eq(tfs_buf_append_u8(&b, 0), TFS_E_OK);
+	{
+		char want[64];
+		int64_t lo = tfs_value_as_i64((TFS_DATETIME_YEAR + 3), ned[0].lo);
+
+		tfsr_datetime_text(want, sizeof(want), (TFS_DATETIME_YEAR + 3), lo);
+		cr_expect_eq(strlen(want), 10, "'%s'", want);
+		cr_expect(strncmp((char *)b.data, want, strlen(want)) == 0 &&
+			  b.data[10] == ':',
+			  "'%s' does not start with '%s:'", (char *)b.data,
+			  want);
+	}
+	tfs_buf_release(&b);
+	close_array();
+}
+
 Test(selection, ned_names_round_trip, .fini = close_array)
 {
 	static const char *const arrays[] = {"dense_2d_rowmajor", "dense_3d",
 					     "sparse_2d_float", "sparse_string_dim",
-					     "dense_uint_dims"};
+					     "dense_uint_dims", "dense_datetime_dim",
+					     "sparse_mixed_dims"};
 
 	for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
 		struct tfs_range ned[8];
