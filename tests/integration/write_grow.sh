@@ -201,7 +201,7 @@ ls "$D" | grep -qx delete && fail "delete is listed after close"
 same_in_tiledb "$SRC/sparse_2d_int"
 before=$(snap "$SRC/sparse_2d_int")
 echo 'nosuch > 1' | dd of="$D/delete" status=none 2>/dev/null && fail "a condition on no field was taken"
-grep -q "delete  refused: 'delete': at 1: no field 'nosuch'" "$D/ingest.log" || fail "ingest.log: $(cat "$D/ingest.log")"
+grep -q "delete  refused: 'delete': .*no field 'nosuch'" "$D/ingest.log" || fail "ingest.log: $(cat "$D/ingest.log")"
 echo 'a > 1' | dd of="$P/grid/delete" status=none 2>/dev/null && fail "a delete in a dense array was taken"
 [ "$before" = "$(snap "$SRC/sparse_2d_int")" ] || fail "a refused delete changed the array"
 # tfs delete, on a copy outside the mount.
