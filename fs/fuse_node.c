@@ -67,8 +67,9 @@ uint64_t tfsd__version(const struct tfsd_node *n)
 }
 
 /* Whether writing into this folder (or to this file) means something
- * (SPEC §6), so that file managers offer it: plain folders, arrays,
- * metadata/ and its values, attribute folders and their raw slices. */
+ * (SPEC §6), so that file managers and editors offer it: plain folders,
+ * arrays, metadata/ and its values, an array's schema.json (evolution)
+ * and data.csv, attribute folders and their raw slices. */
 static bool node_takes_writes(struct tfsd_ll *ll, const struct tfsd_node *n)
 {
 	if (ll->fs.cfg.read_only || n->version_view)
@@ -82,6 +83,11 @@ static bool node_takes_writes(struct tfsd_ll *ll, const struct tfsd_node *n)
 		return n->arr && n->field >= (int)tfs_schema_dim_count(n->arr->schema);
 	case TFSD_N_FILE:
 		return n->file == TFSD_F_META_VALUE ||
+		       (n->file == TFSD_F_SCHEMA && n->arr &&
+			n->kind == TFSD_N_FILE) ||
+		       /* data.csv: written back, a fragment (editors) */
+		       (n->file == TFSD_F_SLICE && n->field < 0 &&
+			n->sel_len == 0 && n->fmt == TFSR_FMT_CSV) ||
 		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
 			n->field >= (int)tfs_schema_dim_count(n->arr->schema) &&
 			(n->fmt == TFSR_FMT_RAW || n->fmt == TFSR_FMT_NPY));

@@ -23,6 +23,9 @@ enum tfsd_wkind {
 	TFSD_W_SCHEMA,    /* DIR/schema.json in an empty folder: a new array */
 	TFSD_W_SLICE,     /* A/<attr>/slice[SEL] or .npy: a dense fragment */
 	TFSD_W_META,      /* A/metadata/<key>: sets the key */
+	TFSD_W_NPY_NEW,   /* DIR/NAME.npy: a new dense array DIR/NAME */
+	TFSD_W_EVOLVE,    /* A/schema.json: evolves the array's schema */
+	TFSD_W_DELETE, /* A/delete: a condition; deletes the cells it matches */
 	/* Any other new name in an array or plain folder (an rsync or
 	 * editor temporary): staged only, committed when renamed onto one
 	 * of the names above. */
@@ -65,14 +68,18 @@ static inline bool tfsd_wtarget_commits(const struct tfsd_wtarget *t)
  * (tfsd_meta_name_encode reversed). Bad escapes are taken literally. */
 enum tfs_err tfsd_meta_name_decode(struct tfs_buf *out, const char *name) TFS_WUR;
 
-/* Parses the text written to metadata/<key> (SPEC §6): when the key had
- * a numeric type and every line parses as it, values of that type, one
- * per line; else the text as one UTF-8 string (without one trailing
- * newline). old may be NULL (a new key). out->key is left alone;
- * out->value is allocated (tfs_free). */
+/* Parses the text written to metadata/<key> (SPEC §6; without one
+ * trailing newline). A key that exists keeps its type: a numeric key
+ * takes one value of its type per line, a string key the text; text
+ * that is no value of the key's type is TFS_E_INVALID with the reason in
+ * d, never converted. A new key (old NULL or deleted) takes its type
+ * from the text: integers INT64, other decimal numbers FLOAT64 (one
+ * value per line, several lines a list), anything else one UTF-8
+ * string. out->key is left alone; out->value is allocated (tfs_free). */
 enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 				   const char *text, size_t len,
-				   struct tfs_meta_kv *out) TFS_WUR;
+				   struct tfs_meta_kv *out,
+				   struct tfs_diag *d) TFS_WUR;
 
 /* What a commit did, for the ingest log. */
 struct tfsd_wresult {

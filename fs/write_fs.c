@@ -85,7 +85,7 @@ void tfsd_ilog_stat(struct tfsd *fs, const char *dir, struct stat *st)
 static void commit_scope(const struct tfsd_wtarget *t, char *buf, size_t cap,
 			 bool *entry)
 {
-	*entry = t->kind == TFSD_W_CSV_NEW;
+	*entry = t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_NPY_NEW;
 	if (*entry)
 		snprintf(buf, cap, "%s%s%.*s", t->log_dir,
 			 *t->log_dir ? "/" : "", (int)(strlen(t->name) - 4),

@@ -6,6 +6,7 @@
  * each folder, which the mount shows as ingest.log. */
 #include "tfsd_write.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 #include "tfs_str.h"
+#include "where.h"
 
 /* Documents read whole (schema.json, metadata values) at most. */
 #define DOC_MAX ((size_t)16 << 20)
@@ -86,6 +88,39 @@ static enum tfs_err target_init(struct tfsd *fs, struct tfsd_wtarget *t,
 	return TFS_E_OK;
 }
 
+/* The names editors and tools write before renaming into place, which
+ * never become a metadata key: dot files (rsync's ".k.Xy12Z9", vim's
+ * swap files), backups ("k~") and sed -i's "sedXy12Z9". */
+static bool temp_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (name[0] == '.' || (n && name[n - 1] == '~'))
+		return true;
+	if (n == 9 && strncmp(name, "sed", 3) == 0) {
+		for (size_t i = 3; i < n; i++)
+			if (!isalnum((unsigned char)name[i]))
+				return false;
+		return true;
+	}
+	return false;
+}
+
+/* vim's probe before it saves ("4913", then every 123 on): a file it
+ * creates and removes to learn whether it may save by renaming. Refused
+ * in arrays, so that vim writes the file in place instead. */
+static bool vim_probe_name(const char *name)
+{
+	unsigned long v = 0;
+	size_t n = strlen(name);
+
+	if (n < 4 || n > 9 || strspn(name, "0123456789") != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (unsigned long)(name[i] - '0');
+	return v >= 4913 && (v - 4913) % 123 == 0;
+}
+
 static enum tfs_err classify_in_folder(struct tfsd *fs,
 				       const struct tfsd_node *dir,
 				       const char *dir_vpath, const char *name,
@@ -103,20 +138,38 @@ static enum tfs_err classify_in_folder(struct tfsd *fs,
 		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
 		enum tfs_err e;
 		struct tfs_stat st;
+		enum tfs_object obj;
 
 		if (!rel) {
 			tfs_free(stem_name);
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		}
+		/* An array of that name takes the file as one more write
+		 * (appended when it has no dimension column); anything else
+		 * of that name makes the commit refuse it, with its line in
+		 * the folder's ingest.log. */
 		e = target_init(fs, t, TFSD_W_CSV_NEW, rel, name, dir_vpath, d);
 		if (!e &&
 		    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st,
 				   NULL) &&
-		    st.exists)
-			e = tfs_fail(d, TFS_E_EXISTS,
-				     "'%s': '%s' exists already, a CSV file "
-				     "here makes a new array of that name",
-				     name, stem_name);
+		    st.exists && st.is_dir &&
+		    !tfs_object_type(tfsd_arrays_vfs(fs->arrays), t->path, &obj,
+				     NULL) &&
+		    obj == TFS_OBJECT_ARRAY)
+			t->kind = TFSD_W_CSV_ARRAY;
+		tfs_free(stem_name);
+		tfs_free(rel);
+		return e;
+	}
+	if (name[0] != '.' && strlen(name) > 4 &&
+	    tfs_str_ends_with_nocase(name, ".npy")) {
+		char *stem_name = tfs_strndup(name, strlen(name) - 4);
+		char *rel = stem_name ? join(dir->rel, stem_name) : NULL;
+		enum tfs_err e;
+
+		e = rel ? target_init(fs, t, TFSD_W_NPY_NEW, rel, name,
+				      dir_vpath, d)
+			: tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		tfs_free(stem_name);
 		tfs_free(rel);
 		return e;
@@ -133,13 +186,21 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 				      struct tfsd_wtarget *t,
 				      struct tfs_diag *d)
 {
-	if (strncmp(name, "__", 2) == 0 || strncmp(name, "slice[", 6) == 0)
+	if ((strncmp(name, "__", 2) == 0 && strcmp(name, "__delete") != 0) ||
+	    strncmp(name, "slice[", 6) == 0 || vim_probe_name(name))
 		return tfs_fail(d, TFS_E_PERM,
 				"'%s': not a name to write in an array "
 				"(write NAME.csv)",
 				name);
 	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv"))
 		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
+				   dir_vpath, d);
+	if (strcmp(name, "schema.json") == 0)
+		return target_init(fs, t, TFSD_W_EVOLVE, dir->rel, name,
+				   dir_vpath, d);
+	/* "__delete" where a field is called "delete". */
+	if (strcmp(name, "delete") == 0 || strcmp(name, "__delete") == 0)
+		return target_init(fs, t, TFSD_W_DELETE, dir->rel, name,
 				   dir_vpath, d);
 	return target_init(fs, t, TFSD_W_TEMP, dir->rel, name, dir_vpath, d);
 }
@@ -213,15 +274,25 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 		break;
 	case TFSD_N_META_DIR: {
 		struct tfs_buf key;
+		bool temp = temp_name(name);
 
+		if (vim_probe_name(name)) {
+			e = tfs_fail(d, TFS_E_PERM,
+				     "'%s': a name vim tries before saving "
+				     "(write '%%%02X%s' for that key)",
+				     name, (unsigned)name[0], name + 1);
+			break;
+		}
 		array_vpath = parent_of(dir_vpath);
 		tfs_buf_init(&key, TFS_BUF_NO_MAX);
 		e = array_vpath ? TFS_E_OK : TFS_E_NOMEM;
 		if (!e) {
 			char *shown = join("metadata", name);
 
-			e = shown ? target_init(fs, out, TFSD_W_META, dir.rel,
-						shown, array_vpath, d)
+			e = shown ? target_init(fs, out,
+						temp ? TFSD_W_TEMP
+						     : TFSD_W_META,
+						dir.rel, shown, array_vpath, d)
 				  : TFS_E_NOMEM;
 			tfs_free(shown);
 		}
@@ -363,65 +434,137 @@ static bool parse_number(uint8_t type, const char *s, uint8_t *v)
 	}
 }
 
+/* Splits text (len bytes, no NUL) into lines, each trimmed of blanks
+ * and a CR, and parses every one as type into *vals (tfs_free); *bad
+ * receives the first line that is no such value (NUL-terminated, cut to
+ * bad_cap). True when every line parses. */
+static bool parse_lines(uint8_t type, const char *text, size_t len,
+			uint8_t **vals, uint32_t *num, char *bad,
+			size_t bad_cap, enum tfs_err *e)
+{
+	size_t size = tfs_datatype_size(type), lines = 1, i = 0;
+	char *copy = tfs_strndup(text, len), *p, *nl;
+	bool ok = true;
+
+	*vals = NULL;
+	*e = TFS_E_OK;
+	if (!copy) {
+		*e = TFS_E_NOMEM;
+		return false;
+	}
+	for (p = copy; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
+		lines++;
+	*vals = lines <= UINT32_MAX ? tfs_callocn(lines, size ? size : 1)
+				    : NULL;
+	if (!*vals) {
+		tfs_free(copy);
+		*e = lines <= UINT32_MAX ? TFS_E_NOMEM : TFS_E_TOO_BIG;
+		return false;
+	}
+	for (p = copy; ok && p; i++) {
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		/* A line read back as "1.5 " from an editor is still the
+		 * number. */
+		while (*p == ' ' || *p == '\t' || *p == '\r')
+			p++;
+		for (size_t n = strlen(p);
+		     n &&
+		     (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r');
+		     n--)
+			p[n - 1] = '\0';
+		ok = parse_number(type, p, *vals + i * size);
+		if (!ok)
+			snprintf(bad, bad_cap, "%s", p);
+		p = nl ? nl + 1 : NULL;
+	}
+	tfs_free(copy);
+	if (!ok) {
+		tfs_free(*vals);
+		*vals = NULL;
+		return false;
+	}
+	*num = (uint32_t)lines;
+	return true;
+}
+
+/* Whether every line of text looks like a decimal number (digits, sign,
+ * point, exponent), so that words such as "nan" or "inf" stay text. */
+static bool decimal_text(const char *text, size_t len)
+{
+	bool digit = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+
+		if (c >= '0' && c <= '9')
+			digit = true;
+		else if (!strchr("+-.eE \t\r\n", c))
+			return false;
+	}
+	return digit;
+}
+
 enum tfs_err tfsd_meta_value_parse(const struct tfs_meta_kv *old,
 				   const char *text, size_t len,
-				   struct tfs_meta_kv *out)
+				   struct tfs_meta_kv *out, struct tfs_diag *d)
 {
+	bool have_old = old && !old->deleted;
+	unsigned cls = have_old ? tfs_datatype_class(old->type) : 0;
+	char bad[64] = "";
+	enum tfs_err e;
+
 	if (len && text[len - 1] == '\n')
 		len--;
 	out->deleted = false;
-	if (old && !old->deleted &&
-	    tfs_datatype_class(old->type) != TFS_CLASS_STRING &&
-	    tfs_datatype_class(old->type) != TFS_CLASS_BYTES && len > 0 &&
-	    memchr(text, '\0', len) == NULL) {
-		size_t size = tfs_datatype_size(old->type), lines = 1, i = 0;
-		char *copy = tfs_strndup(text, len), *p, *nl;
-		uint8_t *vals;
-		bool ok = true;
-
-		if (!copy)
-			return TFS_E_NOMEM;
-		for (p = copy; (nl = strchr(p, '\n')) != NULL; p = nl + 1)
-			lines++;
-		vals = tfs_callocn(lines, size ? size : 1);
-		if (!vals) {
-			tfs_free(copy);
-			return TFS_E_NOMEM;
-		}
-		for (p = copy; ok && p; i++) {
-			nl = strchr(p, '\n');
-			if (nl)
-				*nl = '\0';
-			/* A line read back as "1.5 " from an editor is
-			 * still the number. */
-			while (*p == ' ' || *p == '\t' || *p == '\r')
-				p++;
-			for (size_t n = strlen(p);
-			     n && (p[n - 1] == ' ' || p[n - 1] == '\t' ||
-				   p[n - 1] == '\r');
-			     n--)
-				p[n - 1] = '\0';
-			ok = parse_number(old->type, p, vals + i * size);
-			p = nl ? nl + 1 : NULL;
-		}
-		tfs_free(copy);
-		if (ok) {
+	out->value = NULL;
+	if (len > UINT32_MAX)
+		return tfs_fail(d, TFS_E_TOO_BIG, "value larger than 4 GiB");
+	if (have_old && cls == TFS_CLASS_BYTES)
+		return tfs_fail(d, TFS_E_INVALID,
+				"a key of type %s is not written as text",
+				tfs_datatype_name(old->type));
+	if (have_old && cls != TFS_CLASS_STRING) {
+		/* The key's type stays: every line one value of it. */
+		if (len == 0 || memchr(text, '\0', len))
+			return tfs_fail(d, TFS_E_INVALID,
+					"no %s value (the key's type)",
+					tfs_datatype_name(old->type));
+		if (parse_lines(old->type, text, len, &out->value,
+				&out->value_num, bad, sizeof(bad), &e)) {
 			out->type = old->type;
-			out->value_num = (uint32_t)lines;
-			out->value = vals;
 			return TFS_E_OK;
 		}
-		tfs_free(vals);
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s' is no %s value (the key's type; rm the "
+				"key first to change it)",
+				bad, tfs_datatype_name(old->type));
 	}
-	out->type = old && !old->deleted &&
-				    tfs_datatype_class(old->type) == TFS_CLASS_STRING
-			    ? old->type
-			    : TFS_STRING_UTF8;
-	if (len > UINT32_MAX)
-		return TFS_E_TOO_BIG;
+	if (!have_old && len && !memchr(text, '\0', len) &&
+	    decimal_text(text, len)) {
+		/* A new key: integers are INT64, other numbers FLOAT64, one
+		 * value per line. */
+		if (parse_lines(TFS_INT64, text, len, &out->value,
+				&out->value_num, bad, sizeof(bad), &e)) {
+			out->type = TFS_INT64;
+			return TFS_E_OK;
+		}
+		if (!e && parse_lines(TFS_FLOAT64, text, len, &out->value,
+				      &out->value_num, bad, sizeof(bad), &e)) {
+			out->type = TFS_FLOAT64;
+			return TFS_E_OK;
+		}
+		if (e)
+			return tfs_fail(d, e, "out of memory");
+	}
+	out->type = have_old ? old->type : TFS_STRING_UTF8;
 	out->value = tfs_memdup(len ? text : "", len ? len : 1);
 	out->value_num = (uint32_t)len;
-	return out->value ? TFS_E_OK : TFS_E_NOMEM;
+	return out->value ? TFS_E_OK
+			  : tfs_fail(d, TFS_E_NOMEM, "out of memory");
 }
 
 /* ---- Commits ------------------------------------------------------------------ */
@@ -442,7 +585,8 @@ static const uint8_t *write_key(struct tfsd *fs, const struct tfsd_wtarget *t)
 
 	if (!key || tfsd_config_has_own_key(&fs->cfg, t->rel))
 		return key;
-	if (t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_SCHEMA)
+	if (t->kind == TFSD_W_CSV_NEW || t->kind == TFSD_W_SCHEMA ||
+	    t->kind == TFSD_W_NPY_NEW)
 		return NULL;
 	tfs_diag_init(&d);
 	e = tfs_array_open(t->path, &oo, &a, &d);
@@ -508,12 +652,21 @@ static enum tfs_err commit_csv(struct tfsd *fs, const struct tfsd_wtarget *t,
 {
 	struct tfs_ingest_opts io;
 	struct tfs_ingest_result r;
+	struct tfs_stat st;
 	enum tfs_err e;
 
 	memset(&io, 0, sizeof(io));
 	memset(&r, 0, sizeof(r));
 	write_opts_init(fs, t, &io.write);
 	io.display_name = t->name;
+	if (t->kind == TFSD_W_CSV_NEW &&
+	    !tfs_vfs_lstat(tfsd_arrays_vfs(fs->arrays), t->path, &st, NULL) &&
+	    st.exists)
+		return tfs_fail(d, TFS_E_EXISTS,
+				"'%s': '%.*s' exists and is no array (a CSV "
+				"file here makes the array of its name, or "
+				"appends to it)",
+				t->name, (int)(strlen(t->name) - 4), t->name);
 	if (t->kind == TFSD_W_CSV_NEW)
 		e = tfs_ingest_csv_new(t->path, staged, &io, &r, d);
 	else
@@ -557,6 +710,123 @@ out_doc:
 	return e;
 }
 
+/* A/schema.json: the document as schema.json shows it, with attributes
+ * (and enumerations, or their values) added or dropped: a new schema
+ * (tfs_array_evolve). The same schema again writes nothing. */
+static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
+				  const char *staged, struct tfsd_wresult *res,
+				  struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct tfs_schema *s;
+	struct tfs_buf doc;
+	struct tfs_diag ed;
+	bool changed;
+	enum tfs_err e;
+
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (e)
+		goto out_doc;
+	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+		goto out_doc;
+	}
+	write_opts_init(fs, t, &wo);
+	tfs_diag_init(&ed);
+	e = tfs_array_evolve(t->path, s, &wo, &changed, &ed);
+	tfs_schema_free(s);
+	if (e) {
+		/* The message without the array's path in SOURCE. */
+		const char *msg = tfs_diag_msg(&ed);
+		size_t n = strlen(t->path);
+
+		if (strncmp(msg, "array '", 7) == 0 &&
+		    strncmp(msg + 7, t->path, n) == 0 &&
+		    strncmp(msg + 7 + n, "': ", 3) == 0)
+			msg += 7 + n + 3;
+		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
+	}
+	if (!e) {
+		res->wrote = changed;
+		snprintf(res->what, sizeof(res->what), "%s",
+			 changed ? "schema evolved"
+				 : "same schema: nothing written");
+	}
+out_doc:
+	tfs_buf_release(&doc);
+	return e;
+}
+
+/* A/delete: the text is a condition in the filter grammar (where[COND],
+ * render/where.h); the cells it matches are deleted by one delete commit
+ * (tfs_array_delete). Line ends count as spaces. */
+static enum tfs_err commit_delete(struct tfsd *fs, const struct tfsd_wtarget *t,
+				  const char *staged, struct tfsd_wresult *res,
+				  struct tfs_diag *d)
+{
+	struct tfs_write_opts wo;
+	struct tfsd_arr *arr = NULL;
+	struct tfs_where *cond = NULL;
+	struct tfs_buf doc;
+	struct tfs_diag wd;
+	char name[96];
+	size_t len;
+	enum tfs_err e;
+
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (e)
+		goto out;
+	len = doc.len;
+	for (size_t i = 0; i < len; i++)
+		if (doc.data[i] == '\n' || doc.data[i] == '\r' ||
+		    doc.data[i] == '\t')
+			doc.data[i] = ' ';
+	while (len && doc.data[len - 1] == ' ')
+		len--;
+	if (len == 0) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': no condition (write which cells to "
+			     "delete, as in where[COND])",
+			     t->name);
+		goto out;
+	}
+	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
+	if (e)
+		goto out;
+	tfs_diag_init(&wd);
+	e = tfsr_where_parse(arr->schema, arr->a, (const char *)doc.data, len,
+			     &cond, NULL, &wd);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(&wd));
+		goto out;
+	}
+	write_opts_init(fs, t, &wo);
+	tfs_diag_init(&wd);
+	e = tfs_array_delete(t->path, cond, &wo, name, sizeof(name), &wd);
+	if (e) {
+		/* The message without the array's path in SOURCE. */
+		const char *msg = tfs_diag_msg(&wd);
+		size_t n = strlen(t->path);
+
+		if (strncmp(msg, "array '", 7) == 0 &&
+		    strncmp(msg + 7, t->path, n) == 0 &&
+		    strncmp(msg + 7 + n, "': ", 3) == 0)
+			msg += 7 + n + 3;
+		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
+		goto out;
+	}
+	res->wrote = true;
+	snprintf(res->what, sizeof(res->what), "delete commit %s", name);
+out:
+	tfs_where_free(cond);
+	tfsd_arr_put(fs->arrays, arr);
+	tfs_buf_release(&doc);
+	return e;
+}
+
 static const struct tfs_meta_kv *meta_find(const struct tfs_array *a,
 					   const char *key, size_t key_len)
 {
@@ -577,6 +847,7 @@ static enum tfs_err commit_meta(struct tfsd *fs, const struct tfsd_wtarget *t,
 	struct tfs_write_opts wo;
 	struct tfsd_arr *arr = NULL;
 	struct tfs_buf doc;
+	struct tfs_diag vd;
 	enum tfs_err e;
 
 	memset(&kv, 0, sizeof(kv));
@@ -587,11 +858,11 @@ static enum tfs_err commit_meta(struct tfsd *fs, const struct tfsd_wtarget *t,
 	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
 	if (e)
 		goto out;
+	tfs_diag_init(&vd);
 	e = tfsd_meta_value_parse(meta_find(arr->a, t->key, t->key_len),
-				  (const char *)doc.data, doc.len, &kv);
+				  (const char *)doc.data, doc.len, &kv, &vd);
 	if (e) {
-		e = tfs_fail(d, e, "metadata '%s': %s", t->name,
-			     tfs_strerror(e));
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(&vd));
 		goto out;
 	}
 	kv.key = t->key;
@@ -657,17 +928,16 @@ static bool npy_dict_value(const char *dict, const char *key, char *out,
 /* Checks a .npy file's header against the cells expected: the dtype of
  * the attribute, C order, as many values as the selection's cells.
  * *data_off receives where the values start. */
-static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
-			      uint64_t cells, const char *name,
-			      uint64_t *data_off, struct tfs_diag *d)
+/* Reads the header of the .npy file open at fd: its dtype (descr),
+ * shape text and where the values start; a C-order file only. */
+static enum tfs_err npy_head(int fd, const char *name, char descr[128],
+			     char shape[512], uint64_t *data_off,
+			     struct tfs_diag *d)
 {
 	uint8_t head[12];
-	char dict[4096], descr[128], shape[512], fortran[16];
-	struct tfs_buf want;
-	uint64_t hlen, elems = 1, per_cell;
+	char dict[4096], fortran[16];
+	uint64_t hlen;
 	size_t pre;
-	const char *p;
-	enum tfs_err e = TFS_E_OK;
 
 	if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
 	    memcmp(head, "\x93NUMPY", 6) != 0)
@@ -687,8 +957,8 @@ static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 	    pread(fd, dict, (size_t)hlen, (off_t)pre) != (ssize_t)hlen)
 		return tfs_fail(d, TFS_E_INVALID, "'%s': bad .npy header", name);
 	dict[hlen] = '\0';
-	if (!npy_dict_value(dict, "'descr'", descr, sizeof(descr)) ||
-	    !npy_dict_value(dict, "'shape'", shape, sizeof(shape)) ||
+	if (!npy_dict_value(dict, "'descr'", descr, 128) ||
+	    !npy_dict_value(dict, "'shape'", shape, 512) ||
 	    !npy_dict_value(dict, "'fortran_order'", fortran, sizeof(fortran)))
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': .npy header without descr, shape or "
@@ -698,6 +968,22 @@ static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': Fortran-order .npy: write a C-order array",
 				name);
+	*data_off = pre + hlen;
+	return TFS_E_OK;
+}
+
+static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
+			      uint64_t cells, const char *name,
+			      uint64_t *data_off, struct tfs_diag *d)
+{
+	char descr[128], shape[512];
+	struct tfs_buf want;
+	uint64_t elems = 1, per_cell;
+	const char *p;
+	enum tfs_err e = TFS_E_OK;
+
+	if ((e = npy_head(fd, name, descr, shape, data_off, d)))
+		return e;
 	for (p = shape; *p;) {
 		char *end;
 		unsigned long long v;
@@ -753,7 +1039,6 @@ static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 				"'%s': .npy shape (%s) holds %" PRIu64
 				" values, the selection has %" PRIu64 " cells",
 				name, shape, elems, cells);
-	*data_off = pre + hlen;
 	return TFS_E_OK;
 }
 
@@ -1023,6 +1308,215 @@ out:
 	return e;
 }
 
+/* ---- Arrays from .npy files ---------------------------------------------------- */
+
+/* Removes what a refused .npy made: the folder at path and all below. */
+static void remove_tree(struct tfs_vfs *v, const char *path)
+{
+	struct tfs_dirlist l = {0};
+	struct tfs_stat st;
+
+	if (tfs_vfs_lstat(v, path, &st, NULL) || !st.exists)
+		return;
+	if (st.is_dir && !tfs_vfs_list(v, path, &l, NULL)) {
+		for (size_t i = 0; i < l.count; i++) {
+			char *child = tfs_path_join(path, l.names[i]);
+
+			if (child)
+				remove_tree(v, child);
+			tfs_free(child);
+		}
+		tfs_dirlist_release(&l);
+	}
+	(void)tfs_vfs_remove(v, path, NULL);
+}
+
+/* The datatype (and its size) of a .npy dtype, byte-order mark aside. */
+static const char *npy_type_name(const char *descr, uint64_t *size)
+{
+	static const struct {
+		const char *descr, *type;
+		uint64_t size;
+	} types[] = {
+		{"i1", "INT8", 1},    {"i2", "INT16", 2},  {"i4", "INT32", 4},
+		{"i8", "INT64", 8},   {"u1", "UINT8", 1},  {"u2", "UINT16", 2},
+		{"u4", "UINT32", 4},  {"u8", "UINT64", 8}, {"f4", "FLOAT32", 4},
+		{"f8", "FLOAT64", 8}, {"b1", "BOOL", 1},
+	};
+	const char *g = descr;
+
+	if (*g == '\'')
+		g++;
+	if (*g == '<' || *g == '|' || *g == '=')
+		g++;
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (strncmp(g, types[i].descr, 2) == 0 &&
+		    (g[2] == '\0' || g[2] == '\'')) {
+			*size = types[i].size;
+			return types[i].type;
+		}
+	}
+	return NULL;
+}
+
+#define NPY_MAX_DIMS 32
+
+/* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
+ * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
+ * values written as the slice of the whole array; undone when refused. */
+static enum tfs_err commit_npy_new(struct tfsd *fs,
+				   const struct tfsd_wtarget *t,
+				   const char *staged, struct tfsd_wresult *res,
+				   struct tfs_diag *d)
+{
+	struct tfs_vfs *v = tfsd_arrays_vfs(fs->arrays);
+	char descr[128], shape_text[512];
+	uint64_t shape[NPY_MAX_DIMS], extent[NPY_MAX_DIMS];
+	uint64_t data_off, elems = 1, cells_per_tile = 1, type_size, bytes;
+	struct tfsd_wtarget slice;
+	struct tfs_buf json, sel;
+	struct tfs_write_opts wo;
+	struct tfs_schema *schema = NULL;
+	const char *type, *p;
+	struct tfs_stat st;
+	struct stat fst;
+	size_t dims = 0;
+	enum tfs_err e;
+	int fd;
+
+	memset(&slice, 0, sizeof(slice));
+	tfs_buf_init(&json, DOC_MAX);
+	tfs_buf_init(&sel, DOC_MAX);
+	if (!tfs_vfs_lstat(v, t->path, &st, NULL) && st.exists)
+		return tfs_fail(d, TFS_E_EXISTS,
+				"'%s': '%.*s' exists (a .npy file here makes a "
+				"new array of its name)",
+				t->name, (int)(strlen(t->name) - 4), t->name);
+	fd = open(staged, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &fst) != 0) {
+		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	e = npy_head(fd, t->name, descr, shape_text, &data_off, d);
+	close(fd);
+	if (e)
+		return e;
+	type = npy_type_name(descr, &type_size);
+	if (!type)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy dtype %s: a new array takes "
+				"little-endian integers, floats or bools",
+				t->name, descr);
+	for (p = shape_text; *p;) {
+		char *end;
+		unsigned long long n;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		errno = 0;
+		n = strtoull(p, &end, 10);
+		if (end == p || errno || n == 0 || dims == NPY_MAX_DIMS ||
+		    __builtin_mul_overflow(elems, (uint64_t)n, &elems))
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': .npy shape (%s): a new array "
+					"needs 1 to %d dimensions, none empty",
+					t->name, shape_text, NPY_MAX_DIMS);
+		shape[dims] = extent[dims] = n;
+		dims++;
+		p = end;
+	}
+	if (dims == 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': a .npy scalar makes no array", t->name);
+	if (__builtin_mul_overflow(elems, type_size, &bytes) ||
+	    (uint64_t)fst.st_size < data_off ||
+	    (uint64_t)fst.st_size - data_off != bytes)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy of shape (%s) %s needs %" PRIu64
+				" bytes of values",
+				t->name, shape_text, descr,
+				elems <= UINT64_MAX / type_size
+					? elems * type_size
+					: UINT64_MAX);
+	/* Tiles of at most 2^20 cells: the largest extent halves. */
+	for (;;) {
+		size_t big = 0;
+
+		cells_per_tile = 1;
+		for (size_t k = 0; k < dims; k++) {
+			if (extent[k] > extent[big])
+				big = k;
+			if (__builtin_mul_overflow(cells_per_tile, extent[k],
+						   &cells_per_tile))
+				cells_per_tile = UINT64_MAX;
+		}
+		if (cells_per_tile <= (UINT64_C(1) << 20))
+			break;
+		extent[big] = (extent[big] + 1) / 2;
+	}
+	e = tfs_buf_printf(&json, "{\"array_type\":\"dense\",\"cell_order\":"
+				  "\"row-major\",\"tile_order\":\"row-major\","
+				  "\"dims\":[");
+	for (size_t k = 0; !e && k < dims; k++) {
+		e = tfs_buf_printf(&json,
+				   "%s{\"name\":\"d%zu\",\"type\":\"UINT64\","
+				   "\"domain\":[0,%" PRIu64
+				   "],\"tile\":%" PRIu64
+				   ",\"filters\":[\"ZSTD(level=-1)\"]}",
+				   k ? "," : "", k, shape[k] - 1, extent[k]);
+		if (!e)
+			e = tfs_buf_printf(&sel, "%s0:%" PRIu64, k ? "," : "",
+					   shape[k]);
+	}
+	if (!e)
+		e = tfs_buf_printf(&json,
+				   "],\"attrs\":[{\"name\":\"v\",\"type\":"
+				   "\"%s\",\"filters\":[\"ZSTD(level=-1)\"]}]}",
+				   type);
+	if (e) {
+		e = tfs_fail(d, e, "out of memory");
+		goto out;
+	}
+	e = tfs_schema_from_json_new((const char *)json.data, json.len, &schema,
+				     d);
+	if (e) {
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+		goto out;
+	}
+	write_opts_init(fs, t, &wo);
+	e = tfs_array_create(t->path, schema, &wo, d);
+	if (e)
+		goto out_undo;
+	tfsd_arrays_invalidate(fs->arrays, t->rel);
+	slice.kind = TFSD_W_SLICE;
+	slice.rel = t->rel;
+	slice.path = t->path;
+	slice.name = t->name;
+	slice.log_dir = t->log_dir;
+	slice.field = (char *)"v";
+	slice.sel = (char *)sel.data;
+	slice.sel_len = sel.len;
+	slice.npy = true;
+	e = commit_slice(fs, &slice, staged, res, d);
+	if (!e) {
+		snprintf(res->what, sizeof(res->what),
+			 "new array, %s, %" PRIu64 " cells", type, elems);
+		goto out;
+	}
+out_undo:
+	remove_tree(v, t->path);
+	tfsd_arrays_invalidate(fs->arrays, t->rel);
+out:
+	tfs_schema_free(schema);
+	tfs_buf_release(&json);
+	tfs_buf_release(&sel);
+	return e;
+}
+
 enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 			       const char *staged_path,
 			       struct tfsd_wresult *res, struct tfs_diag *d)
@@ -1042,6 +1536,15 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	case TFSD_W_SCHEMA: e = commit_schema(fs, t, staged_path, res, d); break;
 	case TFSD_W_SLICE: e = commit_slice(fs, t, staged_path, res, d); break;
 	case TFSD_W_META: e = commit_meta(fs, t, staged_path, res, d); break;
+	case TFSD_W_NPY_NEW:
+		e = commit_npy_new(fs, t, staged_path, res, d);
+		break;
+	case TFSD_W_EVOLVE:
+		e = commit_evolve(fs, t, staged_path, res, d);
+		break;
+	case TFSD_W_DELETE:
+		e = commit_delete(fs, t, staged_path, res, d);
+		break;
 	default: return TFS_E_OK;
 	}
 	if (!e)

@@ -15,7 +15,7 @@ pkgs=(
   libjson-c-dev                                          # schema JSON
   libfuse3-dev fuse3                                     # the daemon
   python3 python3-numpy python3-pandas                   # corpus check, examples
-  rsync                                                  # tests of writing
+  rsync vim                                              # tests of writing
   libglib2.0-bin file                                    # gio copy, file: tests of copies
   hyperfine clang                                        # benchmarks, fuzzing
   libcurl4-openssl-dev libexpat1-dev                     # the S3 backend

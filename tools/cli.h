@@ -69,6 +69,7 @@ int cmd_export(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_ingest(int argc, char **argv);
+int cmd_delete(int argc, char **argv);
 int cmd_consolidate(int argc, char **argv);
 int cmd_vacuum(int argc, char **argv);
 

@@ -1,5 +1,6 @@
-/* `tfs create` and `tfs ingest`: new arrays from a schema JSON file, and
- * CSV files into arrays (SPEC §6), through the core's writer. Ingest shows
+/* `tfs create`, `tfs ingest` and `tfs delete`: new arrays from a schema
+ * JSON file, CSV files into arrays (SPEC §6) through the core's writer,
+ * and cells deleted by condition. Ingest shows
  * a progress bar with rate and ETA when stderr is a terminal and says
  * nothing otherwise; a refused file leaves the array as it was and exits
  * non-zero with the file, line, column and reason. */
@@ -13,6 +14,7 @@
 
 #include "cli.h"
 #include "tfs_alloc.h"
+#include "where.h"
 
 static const char create_usage[] =
 	"usage: tfs create PATH SCHEMA.json [--key HEX]\n"
@@ -325,5 +327,100 @@ int cmd_ingest(int argc, char **argv)
 		else
 			fprintf(stderr, "no rows: nothing written\n");
 	}
+	return CLI_OK;
+}
+
+/* ---- delete ------------------------------------------------------------- */
+
+static const char delete_usage[] =
+	"usage: tfs delete PATH --where COND [--key HEX]\n"
+	"\n"
+	"Deletes the cells of the sparse array at PATH that COND matches, as\n"
+	"TileDB's delete queries do: one delete commit, which readers apply to\n"
+	"everything written before it (time travel to an earlier time still\n"
+	"shows the cells) and consolidation applies for good. COND is the\n"
+	"filter of where[COND] (README, \"Value filters\"): comparisons of a\n"
+	"dimension or attribute with values (= != < <= > >=), in (...), is\n"
+	"null, startswith(FIELD, \"text\"), and, or, not, parentheses.\n"
+	"\n"
+	"  --where COND  which cells to delete (required)\n"
+	"  --key HEX     AES-256 key (64 hex digits) of an encrypted array\n"
+	"\n"
+	"exit status: 0 ok, 2 usage, 3 PATH not found, 4 COND refused,\n"
+	"5 I/O, 6 key, 7 a dense array or a format before 16\n";
+
+int cmd_delete(int argc, char **argv)
+{
+	enum { OPT_KEY = 256, OPT_WHERE };
+	static const struct option longopts[] = {
+		{"key", required_argument, NULL, OPT_KEY},
+		{"where", required_argument, NULL, OPT_WHERE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct cli_common c = {0};
+	struct tfs_write_opts wo = {0};
+	struct tfs_open_opts oo = {0};
+	struct tfs_where *cond = NULL;
+	struct tfs_array *a = NULL;
+	const char *where = NULL;
+	struct tfs_diag d;
+	char *path = NULL;
+	enum tfs_err e;
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_KEY:
+			if (!cli_parse_key("delete", &c, optarg))
+				return CLI_USAGE;
+			break;
+		case OPT_WHERE:
+			where = optarg;
+			break;
+		case 'h':
+			fputs(delete_usage, stdout);
+			return CLI_OK;
+		default:
+			cli_common_release(&c);
+			return cli_usage("delete", "unknown option");
+		}
+	}
+	if (optind + 1 != argc || !where) {
+		cli_common_release(&c);
+		return cli_usage("delete",
+				 "delete takes PATH and --where COND");
+	}
+	tfs_diag_init(&d);
+	if (!cli_rooted(argv[optind], false, &wo.vfs, &path)) {
+		cli_common_release(&c);
+		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+		return cli_fail("delete", &d, e);
+	}
+	wo.key = c.has_key ? c.key : NULL;
+	oo.vfs = wo.vfs;
+	oo.key = wo.key;
+	oo.threads = 1;
+	e = tfs_array_open(path, &oo, &a, &d);
+	if (!e) {
+		struct tfs_diag wd;
+
+		tfs_diag_init(&wd);
+		e = tfsr_where_parse(tfs_array_schema(a), a, where,
+				     strlen(where), &cond, NULL, &wd);
+		if (e)
+			e = tfs_fail(&d, e, "--where '%s': %s", where,
+				     tfs_diag_msg(&wd));
+	}
+	tfs_array_close(a);
+	if (!e)
+		e = tfs_array_delete(path, cond, &wo, NULL, 0, &d);
+	tfs_where_free(cond);
+	tfs_vfs_free(wo.vfs);
+	tfs_free(path);
+	cli_common_release(&c);
+	if (e)
+		return cli_fail("delete", &d, e);
 	return CLI_OK;
 }

@@ -22,6 +22,7 @@ static const char usage_text[] =
 	"  stats        count, nulls, min, max, sum, mean of attributes\n"
 	"  create       a new array from a schema JSON file\n"
 	"  ingest       a CSV file into an array (--new: into a new array)\n"
+	"  delete       delete the cells of a sparse array matching --where COND\n"
 	"  consolidate  merge fragments, fragment metadata, commits or metadata\n"
 	"  vacuum       remove what consolidation made obsolete\n"
 	"  --version    the version\n"
@@ -158,6 +159,7 @@ int main(int argc, char **argv)
 		{"stats", cmd_stats},
 		{"create", cmd_create},
 		{"ingest", cmd_ingest},
+		{"delete", cmd_delete},
 		{"consolidate", cmd_consolidate},
 		{"vacuum", cmd_vacuum},
 	};

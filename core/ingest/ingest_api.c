@@ -4,10 +4,12 @@
  * made from a CSV with an inferred schema, undone on failure. */
 #include "ingest_internal.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "tfs_alloc.h"
+#include "tfs_buf.h"
 #include "tilefs/tilefs.h"
 
 struct writer_sink {
@@ -75,6 +77,170 @@ static enum tfs_err open_writer(struct writer_sink *ws, const char *array_path,
 	return TFS_E_OK;
 }
 
+/* An appended file's header names every attribute (nullable ones may be
+ * left out) and nothing else, in any order; else one line saying both. */
+static enum tfs_err header_matches(const struct tfs_schema *s,
+				   const struct tfs__csv_lexer *lx,
+				   const char *name, struct tfs_diag *d)
+{
+	struct tfs_buf got, want;
+	bool ok = true;
+	enum tfs_err e = TFS_E_OK;
+
+	for (size_t k = 0; k < lx->field_num; k++) {
+		bool known = false;
+
+		for (uint32_t i = 0; i < s->attr_num; i++)
+			if (lx->fields[k].len == strlen(s->attrs[i].name) &&
+			    memcmp(lx->fields[k].p, s->attrs[i].name,
+				   lx->fields[k].len) == 0)
+				known = true;
+		ok = ok && known;
+	}
+	for (uint32_t i = 0; i < s->attr_num; i++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < lx->field_num; k++)
+			if (lx->fields[k].len == strlen(s->attrs[i].name) &&
+			    memcmp(lx->fields[k].p, s->attrs[i].name,
+				   lx->fields[k].len) == 0)
+				seen = true;
+		ok = ok && (seen || s->attrs[i].nullable);
+	}
+	if (ok)
+		return TFS_E_OK;
+	tfs_buf_init(&got, 512);
+	tfs_buf_init(&want, 512);
+	for (size_t k = 0; k < lx->field_num && !e; k++) {
+		char t[64];
+
+		e = tfs_buf_printf(&got, "%s%s", k ? "," : "",
+				   tfs__msg_text(t, sizeof(t), lx->fields[k].p,
+						 lx->fields[k].len));
+	}
+	for (uint32_t i = 0; i < s->attr_num && !e; i++)
+		e = tfs_buf_printf(&want, "%s%s", i ? "," : "",
+				   s->attrs[i].name);
+	if (!e)
+		e = tfs_buf_append_u8(&got, 0);
+	if (!e)
+		e = tfs_buf_append_u8(&want, 0);
+	if (e)
+		e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", name);
+	else
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "%s: line 1: the columns '%s' are not the array's "
+			     "'%s' (in any order; rows without '%s' are "
+			     "appended)",
+			     name, (const char *)got.data,
+			     (const char *)want.data, s->dims[0].name);
+	tfs_buf_release(&got);
+	tfs_buf_release(&want);
+	return e;
+}
+
+/* A CSV without the dimension's column for a dense array of one integer
+ * dimension (an array made from a CSV, or any such array) appends: its
+ * rows take the coordinates after the last written one (the domain's
+ * low end in an empty array). *append says whether the file is one; box
+ * then holds the rows' range (values of the dimension type in lo/hi),
+ * *rows their count (0: a header alone, nothing to write). */
+static enum tfs_err append_box(const char *array_path, const char *csv_path,
+			       const char *name, const struct tfs_schema *s,
+			       const struct tfs_write_opts *wo, bool *append,
+			       uint8_t lo[8], uint8_t hi[8], uint64_t *rows,
+			       struct tfs_diag *d)
+{
+	const struct tfs_dim *dim = &s->dims[0];
+	struct tfs__csv_lexer lx;
+	struct tfs_open_opts oo;
+	struct tfs_array *a = NULL;
+	struct tfs_range ned;
+	struct tfs_diag od;
+	size_t size = tfs_datatype_size(dim->type);
+	bool got, is_signed;
+	enum tfs_err e;
+
+	*append = false;
+	*rows = 0;
+	if (s->array_type != TFS_DENSE || s->dim_num != 1 || dim->var ||
+	    !tfs_datatype_is_integer(dim->type) ||
+	    tfs_datatype_is_datetime(dim->type) || !dim->has_domain)
+		return TFS_E_OK;
+	if ((e = tfs__csv_open(&lx, csv_path, name, 0, d)))
+		return e;
+	if ((e = tfs__csv_next(&lx, &got, d)) || !got)
+		goto out;
+	for (size_t k = 0; k < lx.field_num; k++)
+		if (lx.fields[k].len == strlen(dim->name) &&
+		    memcmp(lx.fields[k].p, dim->name, lx.fields[k].len) == 0)
+			goto out;
+	*append = true;
+	if ((e = header_matches(s, &lx, name, d)))
+		goto out;
+	for (;;) {
+		if ((e = tfs__csv_next(&lx, &got, d)) || !got)
+			break;
+		++*rows;
+	}
+	if (e || *rows == 0)
+		goto out;
+	memset(&oo, 0, sizeof(oo));
+	oo.vfs = wo->vfs;
+	oo.key = wo->key;
+	oo.threads = 1;
+	/* Every fragment, also those of writes just made whose timestamps
+	 * run ahead of the clock. */
+	oo.timestamp = UINT64_MAX - 1;
+	tfs_diag_init(&od);
+	if ((e = tfs_array_open(array_path, &oo, &a, &od))) {
+		e = tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&od));
+		goto out;
+	}
+	is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
+	if (is_signed) {
+		int64_t dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
+		int64_t dhi = tfs_value_as_i64(dim->type, dim->domain[1]);
+		int64_t start = dlo, last;
+
+		if (tfs_array_non_empty_domain(a, &ned)) {
+			last = tfs_value_as_i64(dim->type, ned.hi);
+			if (last == dhi)
+				goto full;
+			start = last + 1;
+		}
+		if ((uint64_t)dhi - (uint64_t)start < *rows - 1)
+			goto full;
+		tfs_put_uint(lo, size, (uint64_t)start);
+		tfs_put_uint(hi, size, (uint64_t)start + (*rows - 1));
+	} else {
+		uint64_t dlo = tfs_value_as_u64(dim->type, dim->domain[0]);
+		uint64_t dhi = tfs_value_as_u64(dim->type, dim->domain[1]);
+		uint64_t start = dlo, last;
+
+		if (tfs_array_non_empty_domain(a, &ned)) {
+			last = tfs_value_as_u64(dim->type, ned.hi);
+			if (last == dhi)
+				goto full;
+			start = last + 1;
+		}
+		if (dhi - start < *rows - 1)
+			goto full;
+		tfs_put_uint(lo, size, start);
+		tfs_put_uint(hi, size, start + (*rows - 1));
+	}
+	goto out;
+full:
+	e = tfs_fail(d, TFS_E_RANGE,
+		     "%s: %" PRIu64 " rows to append after the last one "
+		     "leave the domain of '%s'",
+		     name, *rows, dim->name);
+out:
+	tfs_array_close(a);
+	tfs__csv_close(&lx);
+	return e;
+}
+
 /* inferred: the array was made from this file (tfs_ingest_csv_new): a
  * box of all its rows, no dimension columns. Otherwise a dense array
  * whose file holds exactly one box in row-major order, with row-major
@@ -111,10 +277,33 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 		struct tfs_range box[128];
 		bool is_box = false;
 
+		uint8_t alo[8], ahi[8];
+		uint64_t arows;
+		bool append;
+
 		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_UNORDERED, NULL, d)))
 			return e;
 		s = tfs_writer_schema(ws.w);
-		if (s->array_type == TFS_DENSE && s->tile_order == TFS_ROW_MAJOR) {
+		if ((e = append_box(array_path, csv_path, ws.name, s, &wo,
+				    &append, alo, ahi, &arows, d)))
+			goto out;
+		if (append && arows == 0)
+			goto out;
+		if (append) {
+			size_t size = tfs_datatype_size(s->dims[0].type);
+
+			box[0] = (struct tfs_range){.lo = alo,
+						    .hi = ahi,
+						    .lo_len = size,
+						    .hi_len = size};
+			tfs_writer_free(ws.w);
+			ws.w = NULL;
+			if ((e = open_writer(&ws, array_path, &wo,
+					     TFS_WRITE_DENSE_BOX, box, d)))
+				goto out;
+			run.no_dims = true;
+		} else if (s->array_type == TFS_DENSE &&
+			   s->tile_order == TFS_ROW_MAJOR) {
 			if (!(bytes = tfs_callocn(2, sizeof(*bytes)))) {
 				e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
 				goto out;

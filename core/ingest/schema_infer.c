@@ -3,7 +3,9 @@
  * by one record) decides each column's type, the narrowest of bool,
  * int64, float64, datetime and string that holds every value, and makes it
  * nullable where a field is empty. The array is dense with one uint64
- * dimension `row` over [0, rows - 1] and ZSTD on every attribute. */
+ * dimension `row` from 0 over the whole range of the type (rounded down to
+ * whole tiles of INFER_TILE rows), so that later files append after the
+ * last row, and ZSTD on every attribute. */
 #include "ingest_internal.h"
 
 #include <stdio.h>
@@ -96,8 +98,7 @@ static enum tfs_err zstd_pipeline(struct tfs_pipeline *p)
 }
 
 static enum tfs_err build_schema(struct tfs_schema *s, char **names,
-				 const struct infer_col *cols, size_t n,
-				 uint64_t rows)
+				 const struct infer_col *cols, size_t n)
 {
 	struct tfs_filter rle;
 	enum tfs_err e;
@@ -147,8 +148,10 @@ static enum tfs_err build_schema(struct tfs_schema *s, char **names,
 	dim->filters_inherited = true;
 	dim->stored_max_chunk = 65536;
 	dim->has_domain = true;
-	uint64_t hi = rows ? rows - 1 : 0;
-	uint64_t extent = rows < INFER_TILE ? (rows ? rows : 1) : INFER_TILE;
+	uint64_t extent = INFER_TILE;
+	/* Whole tiles: TileDB refuses a dense domain that expanded to its
+	 * tiles would pass the type's maximum. */
+	uint64_t hi = UINT64_MAX / extent * extent - 1;
 
 	memcpy(dim->domain[0], &(uint64_t){0}, 8);
 	memcpy(dim->domain[1], &hi, 8);
@@ -273,7 +276,7 @@ enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
 			report(&lx, *rows, progress, progress_arg);
 	}
 	report(&lx, *rows, progress, progress_arg);
-	if ((e = build_schema(out, names, cols, n, *rows))) {
+	if ((e = build_schema(out, names, cols, n))) {
 		e = tfs_fail(d, e, "%s: out of memory", lx.name);
 		tfs_schema_release(out);
 	}

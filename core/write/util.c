@@ -103,3 +103,11 @@ enum tfs_err tfs__write_file(struct tfs_vfs *vfs, const char *path,
 		return e;
 	return tfs_vfs_fsync(vfs, path, d);
 }
+
+void tfs__wait_until_ms(uint64_t t)
+{
+	struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+
+	for (int i = 0; i < 100 && tfs__now_ms() < t; i++)
+		nanosleep(&ms, NULL);
+}

@@ -212,6 +212,9 @@ enum tfs_err tfs__box_emit(struct tfs__tw *tw, const struct tfs__cells *c,
 /* ---- Helpers shared by the module ------------------------------------------ */
 
 uint64_t tfs__now_ms(void);
+/* Waits (up to 100 ms) until the clock reaches t: a commit timestamped
+ * just ahead of the clock is then seen by an opening "now" right after. */
+void tfs__wait_until_ms(uint64_t t);
 /* Greatest t1/t2 of every timestamped name in the array folder, its
  * __fragments/, __commits/ (and, when meta, __meta/). */
 enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,

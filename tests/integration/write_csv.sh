@@ -222,7 +222,9 @@ assert list(df["price"]) == [2.5, 10.0]
 assert str(df["qty"][1]) == "", df["qty"][1]
 PYEOF
 grep -q 'sales.csv  ok: ' "$m/plain/ingest.log" || fail "plain/ingest.log"
-cp "$WORK/sales.csv" "$m/plain/" 2>/dev/null && fail "a second sales.csv replaced plain/sales"
+# A second file of the name is appended, never a replacement.
+cp "$WORK/sales.csv" "$m/plain/" || fail "a second sales.csv was not appended"
+[ "$(grep -c widget "$m/plain/sales/data.csv")" = 2 ] || fail "plain/sales after the second copy: $(cat "$m/plain/sales/data.csv")"
 cp "$WORK/bad_ragged.csv" "$m/plain/" 2>/dev/null && fail "a ragged CSV made an array"
 [ -e "$SRC/plain/bad_ragged" ] && fail "a refused CSV left plain/bad_ragged"
 echo "CSV into a plain folder: array made, read back"
@@ -265,7 +267,13 @@ mkdir "$m/dense_1d/x" 2>/dev/null && fail "mkdir inside an array"
 echo "schema.json in a new folder: array made, then written"
 
 # ---- writes that mean nothing are refused -------------------------------------------------
-echo x 2>/dev/null >"$m/dense_1d/schema.json" && fail "wrote an array's schema.json"
+# An array's schema.json takes schema documents only (schema evolution):
+# anything else is refused at close and changes nothing.
+before=$(snap "$SRC/dense_1d")
+echo x | dd of="$m/dense_1d/schema.json" status=none 2>/dev/null && fail "wrote x into an array's schema.json"
+[ "$before" = "$(snap "$SRC/dense_1d")" ] || fail "a refused schema.json changed dense_1d"
+grep -q 'schema.json  refused: ' "$m/dense_1d/ingest.log" || fail "no refusal of schema.json: $(cat "$m/dense_1d/ingest.log")"
+echo x 2>/dev/null >"$m/dense_1d/metadata.json" && fail "wrote an array's metadata.json"
 echo x 2>/dev/null >"$m/dense_1d/fragments/new" && fail "wrote into fragments/"
 t=$(ls "$m/dense_1d/versions" | head -1)
 cp "$WORK/in1.csv" "$m/dense_1d/versions/$t/" 2>"$WORK/cp.err" && fail "wrote into a version"

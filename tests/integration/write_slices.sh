@@ -117,20 +117,26 @@ t, v = get("note")
 assert t.startswith("STRING") and v == ["a note"], (t, v)
 PYEOF
 [ "$(cat "$M/metadata/note")" = "a note" ] || fail "note: $(cat "$M/metadata/note")"
-echo "12.5" >"$M/metadata/added_later" || fail "set added_later to text"
-grep -q '"added_later"' "$M/metadata.json" || fail "added_later gone"
+snap_meta=$(cd "$SRC/metadata" && find . -type f | sort | xargs md5sum)
+# (dd, because the shell does not report what close() returns)
+echo "12.5" | dd of="$M/metadata/added_later" status=none 2>/dev/null &&
+  fail "12.5 written into an INT32 key"
+[ "$snap_meta" = "$(cd "$SRC/metadata" && find . -type f | sort | xargs md5sum)" ] ||
+  fail "a refused value changed the array"
+grep -q "metadata/added_later  refused: .*'12.5' is no INT32 value" "$M/ingest.log" ||
+  fail "ingest.log: $(cat "$M/ingest.log")"
 "$PY" -c "
 import json, sys
 v = json.load(open(sys.argv[1]))['added_later']
-assert v['type'].startswith('STRING') and v['values'] == ['12.5'], v" "$M/metadata.json" ||
-  fail "a non-integer did not become a string"
+assert v['type'] == 'INT32' and v['values'] == [123], v" "$M/metadata.json" ||
+  fail "a refused value changed added_later"
 echo "second line" >>"$M/metadata/note" || fail "append to note"
 [ "$(cat "$M/metadata/note")" = "$(printf 'a note\nsecond line')" ] || fail "note after >>: $(cat "$M/metadata/note")"
 rm "$M/metadata/note" || fail "rm note"
 ls "$M/metadata" | grep -qx note && fail "note still listed after rm"
 grep -q '"note"' "$M/metadata.json" && fail "note still in metadata.json"
 grep -q 'metadata/note  ok: deleted' "$M/ingest.log" || fail "ingest.log: $(cat "$M/ingest.log")"
-echo "metadata: set (typed), string, delete"
+echo "metadata: set (typed), string, refused when the type does not fit, delete"
 
 # ---- a mount key: encrypted arrays are written encrypted, others not ----------
 fusermount3 -u "$m"

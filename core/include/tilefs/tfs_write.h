@@ -142,6 +142,34 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 			      const struct tfs_write_opts *opts,
 			      struct tfs_diag *d) TFS_WUR;
 
+/* Evolves the array at path to the schema next (format/schema.md §9): a
+ * new schema file later than every one there, as TileDB's schema
+ * evolution writes it. next may add and drop attributes and add, extend
+ * (new values after the old ones) or drop enumerations (each with its
+ * values in tfs_enum_ref.def); the array type, orders, capacity and the
+ * dimensions stay, and an attribute in both schemas keeps its type,
+ * values per cell, nullability and enumeration (its filters and fill
+ * stay the array's). Anything else is TFS_E_INVALID with the reason, and
+ * nothing is written. *changed is false when next is the schema in force
+ * already (nothing written). Fragments keep the schema they were written
+ * with. */
+enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
+			      const struct tfs_write_opts *opts, bool *changed,
+			      struct tfs_diag *d) TFS_WUR;
+
+struct tfs_where;
+
+/* Deletes the cells of the sparse array at path that cond matches (a
+ * tree of tilefs/tfs_where.h, values in the fields' types), as TileDB's
+ * delete queries do: one delete commit in `__commits/`, later than every
+ * write there, that readers apply to the fragments written before it and
+ * consolidation applies for good. Dense arrays and formats before 16 are
+ * TFS_E_UNSUPPORTED; a field the schema lacks TFS_E_INVALID. The
+ * commit's name goes to name_out (name_cap bytes, may be 0). */
+enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
+			      const struct tfs_write_opts *opts, char *name_out,
+			      size_t name_cap, struct tfs_diag *d) TFS_WUR;
+
 /* Writes one new array metadata file (metadata.md §3) holding these
  * entries; entries with deleted = true delete their key. */
 enum tfs_err tfs_array_metadata_write(const char *path,

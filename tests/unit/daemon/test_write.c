@@ -25,13 +25,14 @@ static char root[64];
 
 static void setup(void)
 {
-	char cmd[512];
+	char cmd[1024];
 
 	dfx_temp_dir(root, sizeof(root), "tfs-write-test.");
 	snprintf(cmd, sizeof(cmd),
 		 "cp -r %s/dense_1d %s/ && cp -r %s/sparse_2d_int %s/ && "
-		 "chmod -R u+w %s && mkdir -p %s/plain/taken %s/plain/empty",
-		 CORPUS, root, CORPUS, root, root, root, root);
+		 "chmod -R u+w %s && mkdir -p %s/plain/taken %s/plain/empty && "
+		 "cp -r %s/dense_1d %s/plain/arr",
+		 CORPUS, root, CORPUS, root, root, root, root, root, root);
 	dfx_run(cmd);
 	dfx_start(&fs, root, 65536, 8 << 20, 1 << 20);
 	cr_assert_eq(tfsd_ilog_new(&fs.ilog), TFS_E_OK);
@@ -72,7 +73,12 @@ Test(classify, paths, .init = setup, .fini = teardown)
 		 "plain"},
 		{"dense_1d/x.Csv", TFS_E_OK, TFSD_W_CSV_ARRAY, "dense_1d",
 		 "dense_1d"},
-		{"plain/taken.csv", TFS_E_EXISTS, 0, NULL, NULL},
+		/* Refused at the commit (ingest.log), not here. */
+		{"plain/taken.csv", TFS_E_OK, TFSD_W_CSV_NEW, "plain/taken",
+		 "plain"},
+		/* An array of the name: the file is written into it. */
+		{"plain/arr.csv", TFS_E_OK, TFSD_W_CSV_ARRAY, "plain/arr",
+		 "plain"},
 		{"plain/dense.csv", TFS_E_OK, TFSD_W_CSV_NEW, "plain/dense",
 		 "plain"},
 		{"plain/empty/schema.json", TFS_E_OK, TFSD_W_SCHEMA,
@@ -88,6 +94,20 @@ Test(classify, paths, .init = setup, .fini = teardown)
 		{"dense_1d/d/slice[1:5]", TFS_E_PERM, 0, NULL, NULL},
 		{"dense_1d/metadata/unit", TFS_E_OK, TFSD_W_META, "dense_1d",
 		 "dense_1d"},
+		/* Editors' temporary names never become keys. */
+		{"dense_1d/metadata/sedAb12Cd", TFS_E_OK, TFSD_W_TEMP,
+		 "dense_1d", "dense_1d"},
+		{"dense_1d/metadata/unit~", TFS_E_OK, TFSD_W_TEMP, "dense_1d",
+		 "dense_1d"},
+		{"dense_1d/metadata/.unit.swp", TFS_E_OK, TFSD_W_TEMP,
+		 "dense_1d", "dense_1d"},
+		{"dense_1d/metadata/sedAb12", TFS_E_OK, TFSD_W_META,
+		 "dense_1d", "dense_1d"},
+		{"dense_1d/metadata/4913", TFS_E_PERM, 0, NULL, NULL},
+		{"dense_1d/metadata/5036", TFS_E_PERM, 0, NULL, NULL},
+		{"dense_1d/metadata/4914", TFS_E_OK, TFSD_W_META, "dense_1d",
+		 "dense_1d"},
+		{"dense_1d/4913", TFS_E_PERM, 0, NULL, NULL},
 		{"dense_1d/fragments/x", TFS_E_PERM, 0, NULL, NULL},
 		{"dense_1d/versions/1700000001000/new.csv", TFS_E_READONLY, 0,
 		 NULL, NULL},
@@ -187,40 +207,71 @@ Test(meta, values_keep_their_type)
 				      .value = (uint8_t *)i64};
 	struct tfs_meta_kv old_str = {.type = TFS_STRING_ASCII, .value_num = 1,
 				      .value = (uint8_t *)"x"};
+	uint8_t blob = 1;
+	struct tfs_meta_kv old_blob = {.type = TFS_BLOB, .value_num = 1,
+				       .value = &blob};
+	struct tfs_meta_kv old_gone = {.type = TFS_INT32, .deleted = true};
 	static const struct {
-		int old; /* 0 none, 1 i32, 2 f64, 3 u8, 4 i64, 5 ascii */
+		int old; /* 0 none, 1 i32, 2 f64, 3 u8, 4 i64, 5 ascii,
+			    6 blob, 7 deleted */
 		const char *text;
+		enum tfs_err err;
 		uint8_t type;
 		uint32_t num;
 	} cases[] = {
-		{1, "42\n", TFS_INT32, 1},
-		{1, "-2147483648", TFS_INT32, 1},
-		{1, "2147483648", TFS_STRING_UTF8, 10},
-		{1, "4.5\n", TFS_STRING_UTF8, 3},
-		{1, "hello", TFS_STRING_UTF8, 5},
-		{1, "", TFS_STRING_UTF8, 0},
-		{2, "4.5\n", TFS_FLOAT64, 1},
-		{2, " 1e3 ", TFS_FLOAT64, 1},
-		{2, "nan", TFS_FLOAT64, 1},
-		{3, "255", TFS_UINT8, 1},
-		{3, "256", TFS_STRING_UTF8, 3},
-		{3, "-1", TFS_STRING_UTF8, 2},
-		{4, "1\n2\n3\n", TFS_INT64, 3},
-		{4, "1\n\n3", TFS_STRING_UTF8, 4},
-		{5, "12", TFS_STRING_ASCII, 2},
-		{0, "12\n", TFS_STRING_UTF8, 2},
+		{1, "42\n", TFS_E_OK, TFS_INT32, 1},
+		{1, "-2147483648", TFS_E_OK, TFS_INT32, 1},
+		/* Refused, never turned into a string. */
+		{1, "2147483648", TFS_E_INVALID, 0, 0},
+		{1, "4.5\n", TFS_E_INVALID, 0, 0},
+		{1, "hello", TFS_E_INVALID, 0, 0},
+		{1, "", TFS_E_INVALID, 0, 0},
+		{2, "4.5\n", TFS_E_OK, TFS_FLOAT64, 1},
+		{2, " 1e3 ", TFS_E_OK, TFS_FLOAT64, 1},
+		{2, "nan", TFS_E_OK, TFS_FLOAT64, 1},
+		{2, "x", TFS_E_INVALID, 0, 0},
+		{3, "255", TFS_E_OK, TFS_UINT8, 1},
+		{3, "256", TFS_E_INVALID, 0, 0},
+		{3, "-1", TFS_E_INVALID, 0, 0},
+		{4, "1\n2\n3\n", TFS_E_OK, TFS_INT64, 3},
+		{4, "1\n\n3", TFS_E_INVALID, 0, 0},
+		{5, "12", TFS_E_OK, TFS_STRING_ASCII, 2},
+		{6, "ab", TFS_E_INVALID, 0, 0},
+		/* A new key's type follows its text. */
+		{0, "12\n", TFS_E_OK, TFS_INT64, 1},
+		{0, "-3\n4\n", TFS_E_OK, TFS_INT64, 2},
+		{0, "99999999999999999999", TFS_E_OK, TFS_FLOAT64, 1},
+		{0, "2.5\n", TFS_E_OK, TFS_FLOAT64, 1},
+		{0, "1\n2.5\n", TFS_E_OK, TFS_FLOAT64, 2},
+		{0, "1e3", TFS_E_OK, TFS_FLOAT64, 1},
+		{0, "nan", TFS_E_OK, TFS_STRING_UTF8, 3},
+		{0, "1 2", TFS_E_OK, TFS_STRING_UTF8, 3},
+		{0, "12 apples", TFS_E_OK, TFS_STRING_UTF8, 9},
+		{0, "a\nb\n", TFS_E_OK, TFS_STRING_UTF8, 3},
+		{0, "", TFS_E_OK, TFS_STRING_UTF8, 0},
+		{0, "-", TFS_E_OK, TFS_STRING_UTF8, 1},
+		{7, "7", TFS_E_OK, TFS_INT64, 1},
 	};
 	const struct tfs_meta_kv *olds[] = {NULL,     &old_i32, &old_f64,
-					    &old_u8,  &old_i64, &old_str};
+					    &old_u8,  &old_i64, &old_str,
+					    &old_blob, &old_gone};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct tfs_meta_kv kv;
+		struct tfs_diag d;
+		enum tfs_err e;
 
 		memset(&kv, 0, sizeof(kv));
-		cr_assert_eq(tfsd_meta_value_parse(olds[cases[i].old],
-						   cases[i].text,
-						   strlen(cases[i].text), &kv),
-			     TFS_E_OK);
+		tfs_diag_init(&d);
+		e = tfsd_meta_value_parse(olds[cases[i].old], cases[i].text,
+					  strlen(cases[i].text), &kv, &d);
+		cr_expect_eq(e, cases[i].err, "'%s': %s", cases[i].text,
+			     tfs_strerror(e));
+		if (e) {
+			cr_expect(d.code, "'%s': no reason", cases[i].text);
+			cr_expect_null(kv.value);
+			continue;
+		}
 		cr_expect_eq(kv.type, cases[i].type, "'%s': type %u",
 			     cases[i].text, kv.type);
 		cr_expect_eq(kv.value_num, cases[i].num, "'%s': %u values",
@@ -239,16 +290,16 @@ Test(meta, values_are_the_numbers)
 				      .value = (uint8_t *)&i64};
 	struct tfs_meta_kv kv;
 
-	cr_assert_eq(tfsd_meta_value_parse(&old_i32, "-17\n", 4, &kv), TFS_E_OK);
+	cr_assert_eq(tfsd_meta_value_parse(&old_i32, "-17\n", 4, &kv, NULL), TFS_E_OK);
 	memcpy(&got32, kv.value, 4);
 	cr_expect_eq(got32, -17);
 	tfs_free(kv.value);
-	cr_assert_eq(tfsd_meta_value_parse(&old_i64, "5\n-6\n700", 8, &kv),
+	cr_assert_eq(tfsd_meta_value_parse(&old_i64, "5\n-6\n700", 8, &kv, NULL),
 		     TFS_E_OK);
 	memcpy(got64, kv.value, sizeof(got64));
 	cr_expect(got64[0] == 5 && got64[1] == -6 && got64[2] == 700);
 	tfs_free(kv.value);
-	cr_assert_eq(tfsd_meta_value_parse(NULL, "a b\n", 4, &kv), TFS_E_OK);
+	cr_assert_eq(tfsd_meta_value_parse(NULL, "a b\n", 4, &kv, NULL), TFS_E_OK);
 	cr_expect_eq(memcmp(kv.value, "a b", 3), 0);
 	tfs_free(kv.value);
 }

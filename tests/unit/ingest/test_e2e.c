@@ -393,6 +393,57 @@ Test(e2e, new_array_from_a_plain_csv)
 	free(csv);
 }
 
+/* Files without the dimension's column append after the last row; a
+ * header alone writes nothing; a file whose columns do not match, or
+ * that would leave the domain, is refused and changes nothing. */
+Test(e2e, csv_without_dimension_appends)
+{
+	char *arr = fx_path("grow");
+	char *first = fx_write_str("first.csv", "k,v\n1,a\n2,b\n");
+	char *more = fx_write_str("more.csv", "v,k\nc,3\n");
+	char *none = fx_write_str("none.csv", "k,v\n");
+	char *bad = fx_write_str("bad.csv", "k,w\n4,d\n");
+	char *full_arr = fx_copy_corpus("dense_1d");
+	char *full_csv = fx_write_str("full.csv", "a,b\n1,2.5\n");
+	struct tfs_ingest_result r;
+	struct tfs_diag d;
+	struct tfs_buf all;
+	size_t frags;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_ingest_csv_new(arr, first, NULL, &r, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(ingest(arr, more, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(r.rows, 1);
+	cr_assert(r.write.dense);
+	cr_assert_eq(ingest(arr, more, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(ingest(arr, none, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(r.rows, 0);
+	cr_assert_eq(ingest(arr, bad, &d, &r), TFS_E_INVALID);
+	cr_assert_str_eq(d.msg, "in.csv: line 1: the columns 'k,w' are not the "
+				"array's 'k,v' (in any order; rows without "
+				"'row' are appended)");
+	read_all(arr, &all, &frags);
+	cr_assert_eq(frags, 3);
+	cr_assert_str_eq((const char *)all.data,
+			 "row=0000000000000000 k=0100000000000000 v=61;"
+			 "row=0100000000000000 k=0200000000000000 v=62;"
+			 "row=0200000000000000 k=0300000000000000 v=63;"
+			 "row=0300000000000000 k=0300000000000000 v=63;");
+	tfs_buf_release(&all);
+	/* dense_1d is written up to the end of its domain [1, 100]. */
+	cr_assert_eq(ingest(full_arr, full_csv, &d, &r), TFS_E_RANGE);
+	cr_assert_str_eq(d.msg, "in.csv: 1 rows to append after the last one "
+				"leave the domain of 'd'");
+	free(arr);
+	free(first);
+	free(more);
+	free(none);
+	free(bad);
+	free(full_arr);
+	free(full_csv);
+}
+
 Test(e2e, new_array_removed_when_the_ingest_fails)
 {
 	char *arr = fx_path("t");
@@ -572,5 +623,146 @@ Test(e2e, new_array_in_an_existing_folder)
 	free(dir);
 	free(full);
 	free(keep);
+	free(csv);
+}
+
+/* ---- Schema evolution and deletes ---------------------------------------- */
+
+static enum tfs_err evolve_json(const char *path, const char *json, bool *changed,
+				struct tfs_diag *d)
+{
+	struct tfs_schema s;
+	enum tfs_err e;
+
+	tfs_diag_init(d);
+	cr_assert_eq(tfs_schema_from_json(&s, json, strlen(json), d), TFS_E_OK, "%s",
+		     tfs_diag_msg(d));
+	e = tfs_array_evolve(path, &s, NULL, changed, d);
+	tfs_schema_release(&s);
+	return e;
+}
+
+/* The names of the array's __schema/ files, joined by ' '. */
+static size_t schema_files(const char *arr)
+{
+	char cmd[512];
+	FILE *p;
+	size_t n = 0;
+	char line[256];
+
+	snprintf(cmd, sizeof(cmd), "ls '%s/__schema' | grep -c '^__[0-9]'", arr);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	if (fgets(line, sizeof(line), p))
+		n = (size_t)strtoul(line, NULL, 10);
+	pclose(p);
+	return n;
+}
+
+#define EV_DIMS "\"dims\":[{\"name\":\"d\",\"type\":\"INT64\",\"domain\":[0,100],\"tile\":10}]"
+
+/* Attributes added and dropped: a new schema file; old cells read the
+ * new attribute as its fill; changes that are no evolution are refused
+ * and write nothing. */
+Test(e2e, schema_evolution)
+{
+	char *arr = fx_path("ev");
+	char *csv = fx_write_str("ev.csv", "d,a\n1,10\n");
+	char *csv2 = fx_write_str("ev2.csv", "d,b\n2,2.5\n");
+	struct tfs_ingest_result r;
+	struct tfs_diag d;
+	struct tfs_buf all;
+	bool changed;
+
+	create_from_json(arr, "{\"array_type\":\"sparse\"," EV_DIMS ",\"attrs\":["
+			      "{\"name\":\"a\",\"type\":\"INT32\"}]}");
+	cr_assert_eq(ingest(arr, csv, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(evolve_json(arr, "{\"array_type\":\"sparse\"," EV_DIMS ",\"attrs\":["
+				      "{\"name\":\"a\",\"type\":\"INT32\"},"
+				      "{\"name\":\"b\",\"type\":\"FLOAT64\",\"nullable\":true}]}",
+				 &changed, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert(changed);
+	cr_assert_eq(schema_files(arr), 2);
+	/* The same again: nothing written. */
+	cr_assert_eq(evolve_json(arr, "{\"array_type\":\"sparse\"," EV_DIMS ",\"attrs\":["
+				      "{\"name\":\"a\",\"type\":\"INT32\"},"
+				      "{\"name\":\"b\",\"type\":\"FLOAT64\",\"nullable\":true}]}",
+				 &changed, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert(!changed);
+	cr_assert_eq(schema_files(arr), 2);
+	read_all(arr, &all, NULL);
+	cr_assert_str_eq((const char *)all.data,
+			 "d=0100000000000000 a=0a000000 b=NULL;");
+	tfs_buf_release(&all);
+	/* Refused: a dimension, a kept attribute's type, no attribute. */
+	cr_assert_eq(evolve_json(arr, "{\"array_type\":\"sparse\",\"dims\":[{\"name\":\"d\","
+				      "\"type\":\"INT64\",\"domain\":[0,200],\"tile\":10}],"
+				      "\"attrs\":[{\"name\":\"a\",\"type\":\"INT32\"}]}",
+				 &changed, &d),
+		     TFS_E_INVALID);
+	cr_assert(strstr(d.msg, "dimension 'd' differs"), "%s", d.msg);
+	cr_assert_eq(evolve_json(arr, "{\"array_type\":\"sparse\"," EV_DIMS ",\"attrs\":["
+				      "{\"name\":\"a\",\"type\":\"INT64\"}]}",
+				 &changed, &d),
+		     TFS_E_INVALID);
+	cr_assert(strstr(d.msg, "attribute 'a' changes"), "%s", d.msg);
+	cr_assert_eq(evolve_json(arr, "{\"array_type\":\"dense\"," EV_DIMS ",\"attrs\":["
+				      "{\"name\":\"a\",\"type\":\"INT32\"}]}",
+				 &changed, &d),
+		     TFS_E_INVALID);
+	cr_assert_eq(schema_files(arr), 2);
+	/* a dropped: b alone, written and read. */
+	cr_assert_eq(evolve_json(arr, "{\"array_type\":\"sparse\"," EV_DIMS ",\"attrs\":["
+				      "{\"name\":\"b\",\"type\":\"FLOAT64\",\"nullable\":true}]}",
+				 &changed, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(ingest(arr, csv2, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	read_all(arr, &all, NULL);
+	cr_assert_str_eq((const char *)all.data,
+			 "d=0100000000000000 b=NULL;d=0200000000000000 b=0000000000000440;");
+	tfs_buf_release(&all);
+	free(arr);
+	free(csv);
+	free(csv2);
+}
+
+/* A delete commit: the cells the condition matches are gone, the others
+ * stay; dense arrays are refused. */
+Test(e2e, delete_by_condition)
+{
+	char *arr = fx_path("del");
+	char *dense = fx_path("dense");
+	char *csv = fx_write_str("del.csv", "d,a\n1,10\n2,20\n3,30\n");
+	struct tfs_where cond = {.op = TFS_WHERE_GE, .field = (char *)"a",
+				 .value_num = 1};
+	int32_t twenty = 20;
+	struct tfs_ingest_result r;
+	struct tfs_diag d;
+	struct tfs_buf all;
+	char name[96];
+
+	cond.value = (uint8_t *)&twenty;
+	cond.value_len = 4;
+	create_from_json(arr, "{\"array_type\":\"sparse\"," EV_DIMS ",\"attrs\":["
+			      "{\"name\":\"a\",\"type\":\"INT32\"}]}");
+	create_from_json(dense, "{\"array_type\":\"dense\"," EV_DIMS ",\"attrs\":["
+				"{\"name\":\"a\",\"type\":\"INT32\"}]}");
+	cr_assert_eq(ingest(arr, csv, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_delete(arr, &cond, NULL, name, sizeof(name), &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	cr_assert(strstr(name, ".del"), "%s", name);
+	read_all(arr, &all, NULL);
+	cr_assert_str_eq((const char *)all.data, "d=0100000000000000 a=0a000000;");
+	tfs_buf_release(&all);
+	cond.field = (char *)"nosuch";
+	cr_assert_eq(tfs_array_delete(arr, &cond, NULL, NULL, 0, &d), TFS_E_INVALID);
+	cond.field = (char *)"a";
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_array_delete(dense, &cond, NULL, NULL, 0, &d), TFS_E_UNSUPPORTED);
+	free(arr);
+	free(dense);
 	free(csv);
 }
