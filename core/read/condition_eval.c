@@ -316,7 +316,9 @@ static bool eval_value(const struct tfs_qc_node *n,
 			uint64_t end = k + 1 < n->set_num ? n->set_offsets[k + 1]
 							  : n->value_len;
 
-			sign = compare(f, v->p, v->len, n->value + start,
+			/* A set of empty values may have no bytes at all. */
+			sign = compare(f, v->p, v->len,
+				       n->value ? n->value + start : n->value,
 				       end - start, &unordered);
 			in = !unordered && sign == 0;
 		}

@@ -84,7 +84,8 @@ static inline const uint8_t *tfs_where_value_at(const struct tfs_where *c,
 							  : c->value_len;
 
 	*len = end - start;
-	return c->value + start;
+	/* An empty value ("") may have no bytes at all. */
+	return c->value ? c->value + start : c->value;
 }
 
 /* Frees what c holds (field, value, offsets, children, recursively), not c
