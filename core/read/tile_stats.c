@@ -50,85 +50,40 @@ static bool stat_coord(uint8_t type, const uint8_t *p, int64_t *out)
 	return false;
 }
 
-/* The statistics lists of one slot, as stored. */
-struct slot_stats {
-	uint8_t *mins, *maxes, *sums, *nulls;
-	size_t mins_len, maxes_len, sums_len, nulls_len;
-};
-
-static void slot_stats_release(struct slot_stats *ss)
-{
-	tfs_free(ss->mins);
-	tfs_free(ss->maxes);
-	tfs_free(ss->sums);
-	tfs_free(ss->nulls);
-	memset(ss, 0, sizeof(*ss));
-}
-
-static enum tfs_err slot_stats_load(struct tfs_arraydir *dir,
-				    struct tfs_fragment *f, uint32_t slot,
-				    struct slot_stats *ss, struct tfs_diag *d)
-{
-	const struct tfs_footer *ft = &f->footer;
-	enum tfs_err e;
-
-	memset(ss, 0, sizeof(*ss));
-	if (!ft->tile_mins_off || slot >= ft->slot_num)
-		return TFS_E_OK;
-	e = tfs_fragment_meta_tile(dir, f, ft->tile_mins_off[slot], &ss->mins,
-				   &ss->mins_len, d);
-	if (!e)
-		e = tfs_fragment_meta_tile(dir, f, ft->tile_maxes_off[slot],
-					   &ss->maxes, &ss->maxes_len, d);
-	if (!e)
-		e = tfs_fragment_meta_tile(dir, f, ft->tile_sums_off[slot],
-					   &ss->sums, &ss->sums_len, d);
-	if (!e)
-		e = tfs_fragment_meta_tile(dir, f,
-					   ft->tile_null_counts_off[slot],
-					   &ss->nulls, &ss->nulls_len, d);
-	if (e)
-		slot_stats_release(ss);
-	return e;
-}
-
-/* Fills the statistics of tile t from the lists (those that hold one
- * entry per tile of the fragment; others are left out). */
-static void stat_fill(const struct slot_stats *ss, uint64_t tile_num,
-		      uint8_t type, uint64_t t, struct tfs_tile_stat *out)
+/* Fills the statistics of tile t from the fragment's cached lists
+ * (tfs_fragment_slot_stats: each present list holds one entry per tile). */
+static void stat_fill(const struct tfs_slot_stats *ss, uint8_t type,
+		      uint64_t t, struct tfs_tile_stat *out)
 {
 	size_t w = tfs_datatype_size(type);
 
-	if (ss->mins_len >= 16 && ss->maxes_len >= 16 &&
-	    tfs_get_u64(ss->mins) == tile_num * w &&
-	    tfs_get_u64(ss->maxes) == tile_num * w &&
-	    ss->mins_len >= 16 + tile_num * w &&
-	    ss->maxes_len >= 16 + tile_num * w) {
-		out->min = num_at(type, ss->mins + 16 + t * w);
-		out->max = num_at(type, ss->maxes + 16 + t * w);
+	if (ss->mins && ss->maxes) {
+		out->min = num_at(type, ss->mins + t * w);
+		out->max = num_at(type, ss->maxes + t * w);
 		/* A tile of nulls only keeps the scan's start: min > max. */
 		out->has_minmax = out->min <= out->max;
 	}
-	if (ss->sums_len >= 8 && tfs_get_u64(ss->sums) == tile_num &&
-	    ss->sums_len >= 8 + tile_num * 8) {
-		const uint8_t *p = ss->sums + 8 + t * 8;
+	if (ss->sums) {
+		uint64_t bits;
+		double f;
 
+		memcpy(&bits, ss->sums + t * 8, sizeof(bits));
 		switch (tfs_datatype_class(type)) {
 		case TFS_CLASS_FLOAT:
-			out->sum = tfs_value_as_f64(TFS_FLOAT64, p);
+			memcpy(&f, &bits, sizeof(f));
+			out->sum = f;
 			break;
 		case TFS_CLASS_SIGNED:
-			out->sum = (double)(int64_t)tfs_get_u64(p);
+			out->sum = (double)(int64_t)bits;
 			break;
 		default:
-			out->sum = (double)tfs_get_u64(p);
+			out->sum = (double)bits;
 			break;
 		}
 		out->has_sum = isfinite(out->sum);
 	}
-	if (ss->nulls_len >= 8 && tfs_get_u64(ss->nulls) == tile_num &&
-	    ss->nulls_len >= 8 + tile_num * 8) {
-		out->nulls = tfs_get_u64(ss->nulls + 8 + t * 8);
+	if (ss->null_counts) {
+		out->nulls = ss->null_counts[t];
 		if (out->nulls > out->cells)
 			out->nulls = out->cells;
 	}
@@ -236,7 +191,7 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 	for (size_t i = 0; !e && i < dir->fragment_num; i++) {
 		struct tfs_fragment *f = dir->fragments[i];
 		const struct tfs_rtree *rt = NULL;
-		struct slot_stats ss;
+		const struct tfs_slot_stats *ss = NULL;
 		int fa;
 		uint8_t type;
 
@@ -251,7 +206,7 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 			if (e)
 				break;
 		}
-		e = slot_stats_load(dir, f, (uint32_t)fa, &ss, d);
+		e = tfs_fragment_slot_stats(dir, f, (uint32_t)fa, &ss, d);
 		for (uint64_t t = 0; !e && t < f->tile_num; t++) {
 			struct tfs_tile_stat *ts = &out->tiles[n];
 			int64_t *lo = out->coords + n * 2 * nd, *hi = lo + nd;
@@ -272,10 +227,9 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 			    f->schema->attrs[fa].cell_val_num == 1 &&
 			    tfs_datatype_class(type) <= TFS_CLASS_FLOAT &&
 			    tfs_datatype_size(type) <= 8)
-				stat_fill(&ss, f->tile_num, type, t, ts);
+				stat_fill(ss, type, t, ts);
 			n++;
 		}
-		slot_stats_release(&ss);
 	}
 	if (e) {
 		tfs_tile_stats_release(out);
