@@ -43,7 +43,8 @@ done
 [ -s "$WORK/display" ] || fail "Xvfb did not start within 10 s"
 export DISPLAY=":$(head -n 1 "$WORK/display")"
 
-shots=$(mktemp -d /tmp/tilefs-thumbnails.XXXXXX)
+# Kept past a failure (the work folder is not), for a look at the screens.
+shots=$(mktemp -d --suffix=.tilefs-thumbnails)
 # show FOLDER NAME TRIES: pcmanfm on FOLDER; a screenshot every half
 # second until the preview's colours show (at most TRIES); the last is
 # $shots/NAME.png, check's output the last line of $WORK/NAME.out.

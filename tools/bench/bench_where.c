@@ -286,8 +286,8 @@ int main(int argc, char **argv)
 		usage();
 	g_cells = (size_mb << 20) / 4;
 	tiles = (g_cells + TILE_CELLS - 1) / TILE_CELLS;
-	snprintf(root, sizeof(root), "%s/tfs-bench-where-XXXXXX", dir);
-	if (!mkdtemp(root)) {
+	if (!tfs_temp_template(root, sizeof(root), dir, "tfs-bench-where-") ||
+	    !mkdtemp(root)) {
 		perror(root);
 		return 1;
 	}

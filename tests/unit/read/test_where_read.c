@@ -76,7 +76,8 @@ static void write_dense(const char *path, int64_t lo, int64_t hi, int32_t add)
 
 static void setup(void)
 {
-	snprintf(root, sizeof(root), "/tmp/tfs_where_XXXXXX");
+	cr_assert_not_null(tfs_temp_template(root, sizeof(root), "/tmp",
+					     "tfs_where_"));
 	cr_assert_not_null(mkdtemp(root));
 }
 

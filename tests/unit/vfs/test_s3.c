@@ -13,6 +13,7 @@
 
 #include "s3_internal.h"
 #include "tfs_alloc.h"
+#include "tfs_buf.h"
 #include "tfs_s3.h"
 
 /* ---- a fake environment ------------------------------------------------- */
@@ -35,7 +36,8 @@ static char tmpdir[256];
 
 static void make_tmp(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/tfs-s3cfg-XXXXXX");
+	cr_assert_not_null(tfs_temp_template(tmpdir, sizeof(tmpdir), "/tmp",
+					     "tfs-s3cfg-"));
 	cr_assert_not_null(mkdtemp(tmpdir));
 }
 
@@ -782,11 +784,13 @@ Test(s3_live, clear_errors)
 	struct tfs_s3_opts bad_key = {NULL, NULL, NULL, -1, NULL, NULL};
 	struct tfs_vfs *v;
 	struct tfs_diag d;
-	char *root, cred[] = "/tmp/tfs-badcred-XXXXXX";
+	char *root, cred[64];
 	int fd;
 
 	if (!uri || !*uri)
 		cr_skip_test("TFS_S3_TEST_URI is not set");
+	cr_assert_not_null(tfs_temp_template(cred, sizeof(cred), "/tmp",
+					     "tfs-badcred-"));
 	fd = mkstemp(cred);
 	cr_assert_geq(fd, 0);
 	cr_assert_gt(write(fd, "[default]\naws_access_key_id=nobody\n"
