@@ -752,6 +752,9 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			out->size = buf.len;
 			out->exact = true;
 		}
+	} else if (tfsr_slice_sparse_size(p.sl, &out->size)) {
+		/* Sparse raw of a cell count fragment metadata gives. */
+		out->exact = true;
 	} else if (plan_countable(&p)) {
 		struct mark *marks;
 		size_t mark_num;
@@ -858,11 +861,13 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		/* Direct I/O even once the size is learned: the kernel may
 		 * still hold the size 0 that an earlier stat reported, and
 		 * would read nothing through the page cache. Dense slices of
-		 * a counted size (.offsets) have an exact size from the
-		 * start. */
+		 * a counted size (.offsets) and sparse raw selections whose
+		 * cell count fragment metadata gives have an exact size from
+		 * the start. */
 		f->how = SERVE_STREAM;
-		f->direct = !(f->plan.sl->dense &&
-			      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED);
+		f->direct = f->plan.sl->dense
+				    ? f->plan.sl->r->size_kind != TFSR_SIZE_COUNTED
+				    : !tfsr_slice_sparse_size(f->plan.sl, &size);
 		tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
 	}
 	tfs_buf_release(&buf);

@@ -163,6 +163,8 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 		sl->record = sl->r->record;
 		sl->fixed = true;
 	}
+	if (!sl->dense && sl->fixed && !sl->r->header && !o->where)
+		sl->sparse_record = sl->record;
 	if (sl->dense) {
 		sl->cells = sl->sel->empty ? 0 : 1;
 		for (uint32_t k = 0; k < tfs_schema_dim_count(s) && sl->cells; k++)
@@ -206,6 +208,34 @@ bool tfsr_slice_known_size(const struct tfsr_slice *sl, uint64_t *size)
 	return sl->fixed &&
 	       !__builtin_mul_overflow(sl->cells, sl->record, &body) &&
 	       !__builtin_add_overflow(body, (uint64_t)sl->header.len, size);
+}
+
+static enum tfs_err sparse_open(const struct tfsr_slice *p,
+				struct tfs_array *src,
+				struct tfs_query **q, struct tfs_diag *d);
+
+bool tfsr_slice_sparse_size(const struct tfsr_slice *sl, uint64_t *size)
+{
+	struct tfs_query *q = NULL;
+	struct tfs_diag d;
+	uint64_t cells;
+	bool known;
+
+	if (sl->dense || !sl->sparse_record || sl->has_hi_check)
+		return false;
+	if (sl->sel->empty) {
+		*size = 0;
+		return true;
+	}
+	tfs_diag_init(&d);
+	if (sparse_open(sl, sl->a, &q, &d))
+		return false;
+	known = tfs_query_cells_known(q, &cells) &&
+		(!sl->max_cells || cells <= sl->max_cells) &&
+		!__builtin_mul_overflow(cells, sl->sparse_record, size) &&
+		*size <= (uint64_t)INT64_MAX;
+	tfs_query_close(q);
+	return known;
 }
 
 /* ---- Emitting cells -------------------------------------------------------- */
@@ -459,7 +489,8 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = p->names,
 				    .field_num = p->nnames,
-				    .condition = p->where};
+				    .condition = p->where,
+				    .stored_order = p->sel->stored};
 
 	*q = NULL;
 	if (p->sel->empty)

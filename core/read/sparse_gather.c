@@ -26,10 +26,10 @@ static bool in_piece(const struct sp_reader *r, const struct sp_val *v0)
 	return true;
 }
 
-static enum tfs_err check_tile(const struct tfs_fragment *f, uint32_t slot,
-			       uint64_t tile, const struct tfs_tile *t,
-			       uint64_t cells, uint64_t cell_size, bool var,
-			       struct tfs_diag *d)
+enum tfs_err tfs__sp_check_tile(const struct tfs_fragment *f, uint32_t slot,
+				uint64_t tile, const struct tfs_tile *t,
+				uint64_t cells, uint64_t cell_size, bool var,
+				struct tfs_diag *d)
 {
 	if (t->cell_num != cells ||
 	    (!var && t->fixed_len < cells * cell_size) ||
@@ -71,21 +71,21 @@ static void coord_job_run(void *arg)
 		e = tfs_tile_read_cached(r->q->dir, f, slot, st->tile, &ct[k],
 				  &j->diag);
 		if (!e)
-			e = check_tile(f, slot, st->tile, &ct[k], cells, size,
+			e = tfs__sp_check_tile(f, slot, st->tile, &ct[k], cells, size,
 				       !sf->zipped && r->dims[k].var, &j->diag);
 	}
 	if (!e && sf->read_ts) {
 		e = tfs_tile_read_cached(r->q->dir, f, sf->ts_slot, st->tile, &ts,
 				  &j->diag);
 		if (!e)
-			e = check_tile(f, sf->ts_slot, st->tile, &ts, cells, 8,
+			e = tfs__sp_check_tile(f, sf->ts_slot, st->tile, &ts, cells, 8,
 				       false, &j->diag);
 	}
 	if (!e && sf->has_dt) {
 		e = tfs_tile_read_cached(r->q->dir, f, sf->dt_slot, st->tile, &dt,
 				  &j->diag);
 		if (!e)
-			e = check_tile(f, sf->dt_slot, st->tile, &dt, cells, 8,
+			e = tfs__sp_check_tile(f, sf->dt_slot, st->tile, &dt, cells, 8,
 				       false, &j->diag);
 	}
 	if (e)
@@ -357,7 +357,7 @@ static void attr_job_run(void *arg)
 		e = tfs_tile_read_cached(q->dir, sf->f, sf->load_slot[l], st->tile,
 				  &loaded[l], &j->diag);
 		if (!e)
-			e = check_tile(sf->f, sf->load_slot[l], st->tile,
+			e = tfs__sp_check_tile(sf->f, sf->load_slot[l], st->tile,
 				       &loaded[l], st->cells, desc->cell_size,
 				       desc->var, &j->diag);
 	}
