@@ -599,6 +599,7 @@ enum tfs_err tfs__query_open_hooked(
 	q->batch_cells = opts && opts->batch_cells ? opts->batch_cells
 						   : DEFAULT_BATCH_CELLS;
 	q->stored_order = opts && opts->stored_order;
+	q->decode_only = opts && opts->decode_only;
 	nfields = opts && opts->fields ? opts->field_num
 				       : (size_t)s->dim_num + s->attr_num;
 	q->out_num = nfields;

@@ -241,6 +241,10 @@ struct tfs_query_opts {
 	 * order. The same cells as the sorted read, and the same order for
 	 * any choice of fields. */
 	bool stored_order;
+	/* Dense queries without a condition: decode the tiles into the
+	 * array's tile cache and hand out no cells (read-ahead); the first
+	 * tfs_query_next does the work and ends the query. */
+	bool decode_only;
 };
 
 /* One field of a batch. Fixed-size: data holds cell_num × cell_size bytes.
