@@ -12,8 +12,10 @@
 #                    [--only LIST]
 #
 # DIR (default /var/tmp/tfs-bench) holds the reference arrays (made when
-# missing) and, made once and reused, an array of 1000 fragments, a folder
-# of 10 000 small arrays and the mount points. Every tilefs read is `cat`
+# missing); DIR-run, beside it (never inside: a daemon must not see its
+# own mount in its source), the mount points, the profiles and, made once
+# and reused, an array of 1000 fragments and a folder of 10 000 small
+# arrays. Every tilefs read is `cat`
 # through a fresh mount (no page cache, no tile cache), the array files in
 # the OS cache for both tilefs and TileDB; each figure is the best of N
 # runs (default 3), tilefs and TileDB back to back. --only takes a comma
@@ -22,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+args="$*"
 dir=/var/tmp/tfs-bench
 build=build-release
 repeat=3
@@ -50,8 +53,10 @@ cmake --build "$build" -j "$(nproc)" --target tilefs_daemon tfs-fuse-limit \
 tilefs=$build/fs/tilefs
 limit_bin=$build/tools/tfs-fuse-limit
 cache_mb=256
-mnt=$dir/mnt
-mkdir -p "$dir" "$mnt" "$dir/mnt-limit" "$dir/perf"
+dir=${dir%/}
+run=$dir-run
+mnt=$run/mnt
+mkdir -p "$dir" "$mnt" "$run/mnt-limit" "$run/perf"
 for a in dense_f32 dense_i32 sparse_10m; do
   if [ ! -d "$dir/$a/__schema" ]; then
     echo "== making the reference arrays in $dir (tiledb bench make)"
@@ -63,10 +68,10 @@ done
 
 daemon=
 limit_pid=
-: >"$dir/peaks"
+: >"$run/peaks"
 cleanup() {
   fusermount3 -u "$mnt" 2>/dev/null || true
-  fusermount3 -u "$dir/mnt-limit" 2>/dev/null || true
+  fusermount3 -u "$run/mnt-limit" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -75,16 +80,16 @@ secs() { awk -v ns="$1" 'BEGIN { printf "%.3f", ns / 1e9 }'; }
 best() { sort -g | head -1; }
 warm_files() { find "$@" -type f -exec cat {} + >/dev/null 2>&1 || true; }
 
-# Remembers the daemon's peak RSS (kB) before it goes, in $dir/peaks
+# Remembers the daemon's peak RSS (kB) before it goes, in $run/peaks
 # (reads run in subshells).
 note_peak() {
   [ -n "$daemon" ] || return 0
-  awk '/VmHWM/ { print $2 }' "/proc/$daemon/status" 2>/dev/null >>"$dir/peaks" || true
+  awk '/VmHWM/ { print $2 }' "/proc/$daemon/status" 2>/dev/null >>"$run/peaks" || true
 }
 
 unmount() {
   note_peak
-  if mountpoint -q "$mnt"; then fusermount3 -u "$mnt"; fi
+  if timeout 5 mountpoint -q "$mnt"; then fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"; fi
   if [ -n "$daemon" ]; then wait "$daemon" 2>/dev/null || true; fi
   daemon=
 }
@@ -92,15 +97,15 @@ unmount() {
 # mount_fresh SOURCE: tilefs on $mnt, page cache of the mount empty.
 mount_fresh() {
   unmount
-  "$tilefs" -f -o "cache=${cache_mb}M" "$1" "$mnt" >"$dir/tilefs.log" 2>&1 &
+  "$tilefs" -f -o "cache=${cache_mb}M" "$1" "$mnt" >"$run/tilefs.log" 2>&1 &
   daemon=$!
-  for _ in $(seq 1 500); do mountpoint -q "$mnt" && return 0; sleep 0.01; done
+  for _ in $(seq 1 500); do timeout 5 mountpoint -q "$mnt" && return 0; sleep 0.01; done
   echo "bench.sh: tilefs did not mount $1" >&2
   exit 1
 }
 
 # cat_time PATH: seconds of `cat PATH >/dev/null`; the bytes read go to
-# $dir/last_bytes (the size after the read, counted untimed if unknown).
+# $run/last_bytes (the size after the read, counted untimed if unknown).
 cat_time() {
   local t0 t1 n
   t0=$(now_ns)
@@ -108,12 +113,12 @@ cat_time() {
   t1=$(now_ns)
   n=$(stat -L -c %s "$1")
   [ "$n" -gt 0 ] || n=$(wc -c <"$1")
-  echo "$n" >"$dir/last_bytes"
+  echo "$n" >"$run/last_bytes"
   secs $((t1 - t0))
 }
 
 # tilefs_best FILE (relative to the mount): best of $repeat fresh mounts
-# of $dir; sets $bytes.
+# of $dir.
 tilefs_best() {
   local runs=()
   for _ in $(seq 1 "$repeat"); do
@@ -133,7 +138,7 @@ tiledb_best() {
 # perf_top FILE: records the daemon of a fresh mount while FILE is read
 # and prints its top symbols.
 perf_top() {
-  local data=$dir/perf/$(echo "$1" | tr -c 'A-Za-z0-9_\n' '_').data
+  local data=$run/perf/$(echo "$1" | tr -c 'A-Za-z0-9_\n' '_').data
   [ "$perf_on" = 1 ] || return 0
   mount_fresh "$dir"
   perf record -q -g -p "$daemon" -o "$data" 2>/dev/null &
@@ -162,10 +167,10 @@ row() {
       if (r != "-") {
         ratio = r / t
         printf "%-34s %8.3f s %8.0f MB/s  TileDB %7.3f s  x%-5.2f goal x%-4s  limit %s  %s\n",
-          n, t, mbs, r, ratio, g, vs, ratio >= g ? "ok" : "SHORT"
+          n, t, mbs, r, ratio, g, vs, (ratio >= g ? "ok" : "SHORT")
       } else {
         printf "%-34s %8.3f s %8.0f MB/s  %-16s  %-6s goal %4s MB/s  limit %s  %s\n",
-          n, t, mbs, "", "", g, vs, mbs >= g ? "ok" : "SHORT"
+          n, t, mbs, "", "", g, vs, (mbs >= g ? "ok" : "SHORT")
       }
     }')
   results+=("$line")
@@ -183,22 +188,22 @@ if want limit; then
   size=268435456
   runs=()
   for _ in $(seq 1 "$repeat"); do
-    "$limit_bin" "$size" "$dir/mnt-limit" &
+    "$limit_bin" "$size" "$run/mnt-limit" &
     limit_pid=$!
-    for _ in $(seq 1 500); do mountpoint -q "$dir/mnt-limit" && break; sleep 0.01; done
-    runs+=("$(cat_time "$dir/mnt-limit/data")")
-    fusermount3 -u "$dir/mnt-limit"
+    for _ in $(seq 1 500); do timeout 5 mountpoint -q "$run/mnt-limit" && break; sleep 0.01; done
+    runs+=("$(cat_time "$run/mnt-limit/data")")
+    fusermount3 -u "$run/mnt-limit"
     wait "$limit_pid" || true
   done
   t=$(printf '%s\n' "${runs[@]}" | best)
   limit_mbs=$(awk -v t="$t" -v b="$size" 'BEGIN { printf "%.0f", b / 1e6 / t }')
   runs=()
   for _ in $(seq 1 "$repeat"); do
-    "$limit_bin" --direct "$size" "$dir/mnt-limit" &
+    "$limit_bin" --direct "$size" "$run/mnt-limit" &
     limit_pid=$!
-    for _ in $(seq 1 500); do mountpoint -q "$dir/mnt-limit" && break; sleep 0.01; done
-    runs+=("$(cat_time "$dir/mnt-limit/data")")
-    fusermount3 -u "$dir/mnt-limit"
+    for _ in $(seq 1 500); do timeout 5 mountpoint -q "$run/mnt-limit" && break; sleep 0.01; done
+    runs+=("$(cat_time "$run/mnt-limit/data")")
+    fusermount3 -u "$run/mnt-limit"
     wait "$limit_pid" || true
   done
   td=$(printf '%s\n' "${runs[@]}" | best)
@@ -210,20 +215,20 @@ fi
 
 if want raw; then
   echo "== cold raw reads (dense)"
-  t=$(tilefs_best 'dense_f32/v/slice[:]'); b=$(cat "$dir/last_bytes")
+  t=$(tilefs_best 'dense_f32/v/slice[:]'); b=$(cat "$run/last_bytes")
   r=$(tiledb_best "$dir/dense_f32")
   row "dense_f32 raw v/slice[:]" "$t" "$b" "$r" 1.1 'dense_f32/v/slice[:]'
-  t=$(tilefs_best 'dense_i32/v/slice[:]'); b=$(cat "$dir/last_bytes")
+  t=$(tilefs_best 'dense_i32/v/slice[:]'); b=$(cat "$run/last_bytes")
   r=$(tiledb_best "$dir/dense_i32")
   row "dense_i32 raw v/slice[:]" "$t" "$b" "$r" 1.0 'dense_i32/v/slice[:]'
 fi
 
 if want sparse; then
   echo "== sparse sorted and stored order"
-  t=$(tilefs_best 'sparse_10m/v/slice[:]'); b=$(cat "$dir/last_bytes")
+  t=$(tilefs_best 'sparse_10m/v/slice[:]'); b=$(cat "$run/last_bytes")
   r=$(tiledb_best "$dir/sparse_10m" --layout row)
   row "sparse_10m sorted v/slice[:]" "$t" "$b" "$r" 2.0 'sparse_10m/v/slice[:]'
-  t=$(tilefs_best 'sparse_10m/v/slice[;stored]'); b=$(cat "$dir/last_bytes")
+  t=$(tilefs_best 'sparse_10m/v/slice[;stored]'); b=$(cat "$run/last_bytes")
   r=$(tiledb_best "$dir/sparse_10m" --layout unordered)
   row "sparse_10m stored v/slice[;stored]" "$t" "$b" "$r" 1.0 'sparse_10m/v/slice[;stored]'
 fi
@@ -232,34 +237,34 @@ if want text; then
   echo "== text renderings"
   for f in 'dense_f32/v/slice[0:2048,:].csv' 'dense_f32/v/slice[0:2048,:].txt' \
            'dense_i32/v/slice[0:2048,:].csv' 'dense_i32/v/slice[0:2048,:].txt'; do
-    t=$(tilefs_best "$f"); b=$(cat "$dir/last_bytes")
+    t=$(tilefs_best "$f"); b=$(cat "$run/last_bytes")
     row "$f" "$t" "$b" - 500 "$f"
   done
-  t=$(tilefs_best 'sparse_10m/data.csv'); b=$(cat "$dir/last_bytes")
+  t=$(tilefs_best 'sparse_10m/data.csv'); b=$(cat "$run/last_bytes")
   row "sparse_10m/data.csv" "$t" "$b" - 300 'sparse_10m/data.csv'
 fi
 
 if want ingest; then
   echo "== CSV ingest (tfs-bench-ingest, 512 MB)"
-  out=$("$build/tools/tfs-bench-ingest" --size 512 --dir "$dir" 2>&1 | grep '^ingest:' || true)
+  out=$("$build/tools/tfs-bench-ingest" --size 512 --dir "$run" 2>&1 | grep '^ingest:' || true)
   mbs=$(echo "$out" | sed -n 's/.* \([0-9.]*\) MB\/s of CSV.*/\1/p')
   line=$(awk -v m="${mbs:-0}" 'BEGIN {
     printf "%-34s %8s   %8.0f MB/s  %-16s  %-6s goal  300 MB/s  limit -  %s\n",
-      "CSV ingest (numeric, 512 MB)", "", m, "", "", m >= 300 ? "ok" : "SHORT" }')
+      "CSV ingest (numeric, 512 MB)", "", m, "", "", (m >= 300 ? "ok" : "SHORT") }')
   results+=("$line   ($out)")
   echo "$line   ($out)"
 fi
 
 if want list; then
   echo "== listings"
-  small=$dir/list/small
+  small=$run/list/small
   if [ ! -d "$small/__schema" ]; then
-    mkdir -p "$dir/list"
-    "$build/tools/tfs-bench-read" --dir "$dir/list" --rows 200 --cols 200 \
+    mkdir -p "$run/list"
+    "$build/tools/tfs-bench-read" --dir "$run/list" --rows 200 --cols 200 \
       --tile-rows 200 --generate-only >/dev/null 2>&1
-    mv "$dir/list/dense_f32_200x200_t200" "$small"
+    mv "$run/list/dense_f32_200x200_t200" "$small"
   fi
-  many=$dir/list/many_fragments_1000
+  many=$run/list/many_fragments_1000
   if [ ! -d "$many/__commits" ] || [ "$(ls "$many/__commits" | wc -l)" -ne 1000 ]; then
     rm -rf "$many"
     cp -r "$small" "$many"
@@ -274,7 +279,7 @@ if want list; then
     done
     rm -rf "${many:?}/__fragments/$frag"
   fi
-  folder=$dir/list/arrays_10000
+  folder=$run/list/arrays_10000
   if [ "$(ls "$folder" 2>/dev/null | wc -l)" -ne 10000 ]; then
     rm -rf "$folder"
     mkdir -p "$folder"
@@ -283,7 +288,7 @@ if want list; then
   warm_files "$many" "$folder"
   fresh=() warm=() mount10k=()
   for _ in $(seq 1 "$repeat"); do
-    mount_fresh "$dir/list"
+    mount_fresh "$run/list"
     t0=$(now_ns); ls -l "$mnt/many_fragments_1000" >/dev/null; t1=$(now_ns)
     fresh+=("$(secs $((t1 - t0)))")
     t0=$(now_ns); ls -l "$mnt/many_fragments_1000" >/dev/null; t1=$(now_ns)
@@ -302,22 +307,22 @@ if want list; then
     IFS=: read -r name t goal <<<"$pair"
     line=$(awk -v n="$name" -v t="$t" -v g="$goal" 'BEGIN {
       if (g == "-") printf "%-34s %8.3f s\n", n, t
-      else printf "%-34s %8.3f s   goal <= %s s  %s\n", n, t, g, t <= g ? "ok" : "SHORT" }')
+      else printf "%-34s %8.3f s   goal <= %s s  %s\n", n, t, g, (t <= g ? "ok" : "SHORT") }')
     results+=("$line")
     echo "$line"
   done
 fi
 
 unmount
-peak_kb=$(sort -n "$dir/peaks" | tail -1)
+peak_kb=$(sort -n "$run/peaks" | tail -1)
 peak_kb=${peak_kb:-0}
 echo
 echo "tilefs speed benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), best of $repeat"
-echo "command: scripts/bench.sh $*"
+echo "command: scripts/bench.sh${args:+ $args}"
 printf '%s\n' "${results[@]}"
 if [ "$peak_kb" -gt 0 ]; then
   awk -v kb="$peak_kb" -v c="$cache_mb" 'BEGIN {
     printf "%-34s %8.0f MB   bound cache=%dM + 64 MB = %d MB  %s\n",
       "daemon peak RSS (every read above)", kb / 1024, c, c + 64,
-      kb / 1024 <= c + 64 ? "ok" : "OVER" }'
+      (kb / 1024 <= c + 64 ? "ok" : "OVER") }'
 fi
