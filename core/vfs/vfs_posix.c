@@ -99,36 +99,34 @@ static void fill_stat(struct tfs_stat *st, const struct stat *sb)
 	st->read_only = (sb->st_mode & 0222) == 0;
 }
 
-static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
-			       struct tfs_stat *st, struct tfs_diag *d)
+/* stat or lstat of path: a missing path is a stat with exists false. */
+static enum tfs_err stat_path(const char *path, bool follow,
+			      struct tfs_stat *st, struct tfs_diag *d)
 {
 	struct stat sb;
 
-	(void)vfs;
 	memset(st, 0, sizeof(*st));
-	if (stat(path, &sb) != 0) {
+	if ((follow ? stat(path, &sb) : lstat(path, &sb)) != 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			return TFS_E_OK;
-		return sys_fail(d, errno, "stat", path);
+		return sys_fail(d, errno, follow ? "stat" : "lstat", path);
 	}
 	fill_stat(st, &sb);
 	return TFS_E_OK;
 }
 
+static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
+			       struct tfs_stat *st, struct tfs_diag *d)
+{
+	(void)vfs;
+	return stat_path(path, true, st, d);
+}
+
 static enum tfs_err posix_lstat(struct tfs_vfs *vfs, const char *path,
 				struct tfs_stat *st, struct tfs_diag *d)
 {
-	struct stat sb;
-
 	(void)vfs;
-	memset(st, 0, sizeof(*st));
-	if (lstat(path, &sb) != 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return TFS_E_OK;
-		return sys_fail(d, errno, "lstat", path);
-	}
-	fill_stat(st, &sb);
-	return TFS_E_OK;
+	return stat_path(path, false, st, d);
 }
 
 /* Reads exactly len bytes at off from fd, then closes it. */

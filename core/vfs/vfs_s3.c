@@ -651,6 +651,23 @@ static enum tfs_err perform(struct s3 *s, struct req *r, struct tfs_diag *d)
 	return e == TFS_E_OK ? e : perform_fail(s, r, e, d);
 }
 
+/* CompleteMultipartUpload and CopyObject answer 200 and may still carry
+ * an <Error> in the body: what failed, or TFS_E_OK. */
+static enum tfs_err error_in_ok_body(const struct s3 *s,
+				     const struct tfs_buf *body,
+				     const char *what, const char *key,
+				     struct tfs_diag *d)
+{
+	char code[64], msg[200];
+
+	tfs__s3_parse_error((const char *)body->data, body->len, code,
+			    sizeof(code), msg, sizeof(msg));
+	if (!code[0])
+		return TFS_E_OK;
+	return tfs_fail(d, TFS_E_IO, "s3: %s '%s/%s': %s: %s", what,
+			s->bucket, key, code, msg);
+}
+
 /* ---- Listing ----------------------------------------------------------- */
 
 /* ListObjectsV2 of prefix (delimited by '/' when delim), every page, or
@@ -972,17 +989,9 @@ static enum tfs_err mp_complete(struct s3 *s, struct pending *p,
 	r.body_len = x.len;
 	r.out = &body;
 	e = perform(s, &r, d);
-	if (!e) {
-		/* A 200 may still carry an <Error>. */
-		char code[64], msg[200];
-
-		tfs__s3_parse_error((const char *)body.data, body.len, code,
-				    sizeof(code), msg, sizeof(msg));
-		if (code[0])
-			e = tfs_fail(d, TFS_E_IO,
-				     "s3: completing upload of '%s/%s': %s: %s",
-				     s->bucket, p->key, code, msg);
-	}
+	if (!e)
+		e = error_in_ok_body(s, &body, "completing upload of", p->key,
+				     d);
 	req_release(&r);
 	tfs_buf_release(&x);
 	tfs_buf_release(&body);
@@ -2152,15 +2161,8 @@ static enum tfs_err copy_key(struct s3 *s, const char *from, const char *to,
 	r.hdr[0] = hdr;
 	r.out = &body;
 	e = perform(s, &r, d);
-	if (!e) {
-		char code[64], msg[200];
-
-		tfs__s3_parse_error((const char *)body.data, body.len, code,
-				    sizeof(code), msg, sizeof(msg));
-		if (code[0])
-			e = tfs_fail(d, TFS_E_IO, "s3: copy of '%s/%s': %s: %s",
-				     s->bucket, from, code, msg);
-	}
+	if (!e)
+		e = error_in_ok_body(s, &body, "copy of", from, d);
 	req_release(&r);
 	tfs_buf_release(&body);
 	tfs_free(hdr);
