@@ -283,7 +283,9 @@ if want list; then
   if [ "$(ls "$folder" 2>/dev/null | wc -l)" -ne 10000 ]; then
     rm -rf "$folder"
     mkdir -p "$folder"
-    (cd "$folder" && for i in $(seq -w 1 10000); do cp -r "$small" "a$i"; done)
+    python3 -c 'import shutil, sys
+for i in range(1, 10001):
+    shutil.copytree(sys.argv[1], "%s/a%05d" % (sys.argv[2], i))' "$small" "$folder"
   fi
   warm_files "$many" "$folder"
   fresh=() warm=() mount10k=()
