@@ -70,7 +70,7 @@ static unsigned bits_of(uint64_t x)
 
 /* One stable counting pass of keys (and their cells) on the digit at
  * `shift`, from (k, v) into (k2, v2). */
-static void radix_pass(const uint64_t *k, const uint32_t *v, uint64_t *k2,
+static void radix_pass(const uint32_t *k, const uint32_t *v, uint32_t *k2,
 		       uint32_t *v2, size_t n, unsigned shift, size_t *count)
 {
 	size_t sum = 0;
@@ -92,16 +92,18 @@ static void radix_pass(const uint64_t *k, const uint32_t *v, uint64_t *k2,
 	}
 }
 
-/* Packs the coordinates' keys of order[i] into one integer per cell,
- * dimension 0 highest; false when they need more than 64 bits. */
-static bool pack_keys(const struct sp_reader *r, const uint32_t *order,
-		      uint32_t n, uint64_t *key, unsigned *total)
+/* The bits each dimension's keys span over the cells of order[], dimension
+ * 0 highest: shift[k] and lo[k]; false when they need more than 32 bits
+ * together (the sort then compares, using less memory). */
+static bool key_layout(const struct sp_reader *r, const uint32_t *order,
+		       uint32_t n, uint64_t *lo, unsigned *shift,
+		       unsigned *total)
 {
 	uint32_t dims = r->dim_num;
-	uint64_t lo[TFS_RADIX_MAX_DIMS], hi[TFS_RADIX_MAX_DIMS];
-	unsigned shift[TFS_RADIX_MAX_DIMS], sum = 0;
+	uint64_t hi[TFS_RADIX_MAX_DIMS];
+	unsigned sum = 0;
 
-	if (dims > TFS_RADIX_MAX_DIMS)
+	if (dims > TFS_RADIX_MAX_DIMS || n == 0)
 		return false;
 	for (uint32_t k = 0; k < dims; k++) {
 		if (r->dims[k].var)
@@ -119,18 +121,9 @@ static bool pack_keys(const struct sp_reader *r, const uint32_t *order,
 	}
 	for (uint32_t k = dims; k-- > 0;) {
 		shift[k] = sum;
-		sum += n ? bits_of(hi[k] - lo[k]) : 0;
-		if (sum > 64)
+		sum += bits_of(hi[k] - lo[k]);
+		if (sum > 32)
 			return false;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		const uint64_t *ck = cell_keys(r, order[i]);
-		uint64_t v = 0;
-
-		for (uint32_t k = 0; k < dims; k++)
-			if (hi[k] > lo[k])
-				v |= (ck[k] - lo[k]) << shift[k];
-		key[i] = v;
 	}
 	*total = sum;
 	return true;
@@ -139,23 +132,36 @@ static bool pack_keys(const struct sp_reader *r, const uint32_t *order,
 bool tfs__sp_radix_order(const struct sp_reader *r, uint32_t *order,
 			 uint32_t n)
 {
-	uint64_t *key = tfs_mallocn(n ? n : 1, sizeof(*key));
-	uint64_t *key2 = tfs_mallocn(n ? n : 1, sizeof(*key2));
-	uint32_t *order2 = tfs_mallocn(n ? n : 1, sizeof(*order2));
-	size_t *count = tfs_mallocn(RADIX_SIZE, sizeof(*count));
-	uint64_t *ks = key, *kd = key2;
-	uint32_t *vs = order, *vd = order2;
-	unsigned total = 0;
+	uint64_t lo[TFS_RADIX_MAX_DIMS];
+	unsigned shift[TFS_RADIX_MAX_DIMS], total = 0;
+	uint32_t *key = NULL, *key2 = NULL, *order2 = NULL;
+	uint32_t *ks, *kd, *vs = order, *vd;
+	size_t *count = NULL;
 	bool done = false;
 
-	if (!key || !key2 || !order2 || !count ||
-	    !pack_keys(r, order, n, key, &total))
+	if (!key_layout(r, order, n, lo, shift, &total))
+		return false;
+	key = tfs_mallocn(n, sizeof(*key));
+	key2 = tfs_mallocn(n, sizeof(*key2));
+	order2 = tfs_mallocn(n, sizeof(*order2));
+	count = tfs_mallocn(RADIX_SIZE, sizeof(*count));
+	if (!key || !key2 || !order2 || !count)
 		goto out;
-	for (unsigned shift = 0; shift < total; shift += RADIX_BITS) {
-		uint64_t *kt = ks;
-		uint32_t *vt = vs;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint64_t *ck = cell_keys(r, order[i]);
+		uint32_t v = 0;
 
-		radix_pass(ks, vs, kd, vd, n, shift, count);
+		for (uint32_t k = 0; k < r->dim_num; k++)
+			v |= (uint32_t)(ck[k] - lo[k]) << shift[k];
+		key[i] = v;
+	}
+	ks = key;
+	kd = key2;
+	vd = order2;
+	for (unsigned sh = 0; sh < total; sh += RADIX_BITS) {
+		uint32_t *kt = ks, *vt = vs;
+
+		radix_pass(ks, vs, kd, vd, n, sh, count);
 		ks = kd;
 		vs = vd;
 		kd = kt;

@@ -400,7 +400,7 @@ enum tfs_err tfs__sp_sort_index(uint32_t *v, size_t n, sp_cmp_fn cmp,
 /* Dimensions the radix sort packs at most. */
 #define TFS_RADIX_MAX_DIMS 16
 /* Sorts order[0, n) (cells of the piece) by coordinates, stable, with a
- * radix sort of the fixed-size dimensions' keys packed into 64 bits;
+ * radix sort of the fixed-size dimensions' keys packed into 32 bits;
  * false (order untouched) when they do not fit or memory is short. */
 bool tfs__sp_radix_order(const struct sp_reader *r, uint32_t *order,
 			 uint32_t n);

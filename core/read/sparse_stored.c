@@ -400,8 +400,10 @@ void tfs__sp_stored_free(struct sp_reader *r)
 	for (uint32_t i = 0; i < AHEAD; i++) {
 		struct st_job *j = &s->jobs[i];
 
-		if (j->queued)
-			job_wait(r, j);
+		/* Without a pool a queued job has not run: nothing to wait
+		 * for or to drop but its slot. */
+		if (j->queued && r->q->array->pool)
+			tfs_job_wait(r->q->array->pool, &j->job);
 		if (j->r)
 			job_clear(j, r->dim_num,
 				  r->frags[r->tiles[j->tile].frag].load_num);
