@@ -84,7 +84,8 @@ warm_files() { find "$@" -type f -exec cat {} + >/dev/null 2>&1 || true; }
 # (reads run in subshells).
 note_peak() {
   [ -n "$daemon" ] || return 0
-  awk '/VmHWM/ { print $2 }' "/proc/$daemon/status" 2>/dev/null >>"$run/peaks" || true
+  awk -v what="${reading:-listings}" '/VmHWM/ { print $2, what }' \
+    "/proc/$daemon/status" 2>/dev/null >>"$run/peaks" || true
 }
 
 unmount() {
@@ -121,6 +122,7 @@ cat_time() {
 # of $dir.
 tilefs_best() {
   local runs=()
+  reading=$1
   for _ in $(seq 1 "$repeat"); do
     mount_fresh "$dir"
     runs+=("$(cat_time "$mnt/$1")")
@@ -140,6 +142,7 @@ tiledb_best() {
 perf_top() {
   local data=$run/perf/$(echo "$1" | tr -c 'A-Za-z0-9_\n' '_').data
   [ "$perf_on" = 1 ] || return 0
+  reading=$1
   mount_fresh "$dir"
   perf record -q -g -p "$daemon" -o "$data" 2>/dev/null &
   local rec=$!
@@ -288,6 +291,7 @@ for i in range(1, 10001):
     shutil.copytree(sys.argv[1], "%s/a%05d" % (sys.argv[2], i))' "$small" "$folder"
   fi
   warm_files "$many" "$folder"
+  reading=listings
   fresh=() warm=() mount10k=()
   for _ in $(seq 1 "$repeat"); do
     mount_fresh "$run/list"
@@ -316,15 +320,16 @@ for i in range(1, 10001):
 fi
 
 unmount
-peak_kb=$(sort -n "$run/peaks" | tail -1)
+peak=$(sort -n "$run/peaks" | tail -1)
+peak_kb=${peak%% *}
 peak_kb=${peak_kb:-0}
 echo
 echo "tilefs speed benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), best of $repeat"
 echo "command: scripts/bench.sh${args:+ $args}"
 printf '%s\n' "${results[@]}"
 if [ "$peak_kb" -gt 0 ]; then
-  awk -v kb="$peak_kb" -v c="$cache_mb" 'BEGIN {
-    printf "%-34s %8.0f MB   bound cache=%dM + 64 MB = %d MB  %s\n",
+  awk -v kb="$peak_kb" -v c="$cache_mb" -v what="${peak#* }" 'BEGIN {
+    printf "%-34s %8.0f MB   bound cache=%dM + 64 MB = %d MB  %s (largest: %s)\n",
       "daemon peak RSS (every read above)", kb / 1024, c, c + 64,
-      (kb / 1024 <= c + 64 ? "ok" : "OVER") }'
+      (kb / 1024 <= c + 64 ? "ok" : "OVER"), what }'
 fi
