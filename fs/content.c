@@ -57,19 +57,13 @@
 /* Streams of more cells × fields than this are not counted at stat. */
 #define COUNT_MAX ((uint64_t)1 << 26)
 
-/* Where the bytes of a cell of a dense stream begin. */
-struct mark {
-	uint64_t cell;
-	uint64_t off;
-};
-
 /* The exact size of a streamed file of one array version, and its
  * index (marks by cell, ascending; none when not seekable). */
 struct sized {
 	uint64_t gen;
 	char *vpath;
 	uint64_t size;
-	struct mark *marks;
+	struct tfsr_mark *marks;
 	size_t mark_num;
 	uint64_t used;
 };
@@ -252,7 +246,7 @@ static bool sizes_find(struct tfsd_renders *r, uint64_t gen,
 
 /* The last mark of the file's index at or before offset off. */
 static bool sizes_mark(struct tfsd_renders *r, uint64_t gen,
-		       const char *vpath, uint64_t off, struct mark *out)
+		       const char *vpath, uint64_t off, struct tfsr_mark *out)
 {
 	struct sized *z;
 	bool found = false;
@@ -279,7 +273,7 @@ static bool sizes_mark(struct tfsd_renders *r, uint64_t gen,
 
 /* Remembers a streamed file's size and index (which it takes). */
 static void sizes_put(struct tfsd_renders *r, uint64_t gen, const char *vpath,
-		      uint64_t size, struct mark *marks, size_t mark_num)
+		      uint64_t size, struct tfsr_mark *marks, size_t mark_num)
 {
 	struct sized fresh = {.gen = gen, .size = size, .marks = marks,
 			      .mark_num = mark_num};
@@ -350,7 +344,8 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 		.sel_len = n->sel_len,
 		.ned = n->arr->has_ned ? n->arr->ned : NULL,
 		.max_cells = fs->cfg.max_cells,
-		.prefetch = fs->prefetch ? plan_prefetch : NULL, .prefetch_ctx = p};
+		.prefetch = fs->prefetch ? plan_prefetch : NULL, .prefetch_ctx = p,
+		.pool = fs->pool};
 	enum tfs_err e;
 
 	memset(p, 0, sizeof(*p));
@@ -466,14 +461,14 @@ struct count_part {
 	uint64_t c0, c1;
 	bool first, last;
 	uint64_t bytes;
-	struct mark *marks;
+	struct tfsr_mark *marks;
 	size_t mark_num, mark_cap;
 	enum tfs_err e;
 	struct tfs_diag d;
 };
 
-static enum tfs_err mark_add(struct count_part *cp, uint64_t cell,
-			     uint64_t off)
+static enum tfs_err mark_add(struct count_part *cp,
+			     const struct tfsr_mark *m)
 {
 	if (cp->mark_num == MARKS_MAX) {
 		/* Every other one goes: the index stays evenly spread. */
@@ -484,7 +479,7 @@ static enum tfs_err mark_add(struct count_part *cp, uint64_t cell,
 	if (tfs_grow(&cp->marks, &cp->mark_cap, cp->mark_num + 1,
 		     sizeof(*cp->marks)))
 		return TFS_E_NOMEM;
-	cp->marks[cp->mark_num++] = (struct mark){cell, off};
+	cp->marks[cp->mark_num++] = *m;
 	return TFS_E_OK;
 }
 
@@ -497,13 +492,21 @@ static void *count_part_run(void *arg)
 	enum tfs_err e = TFS_E_OK;
 
 	tfsr_stream_init(&st, p->sl, p->arr->a);
+	st.indexing = seekable && !p->sl->dense;
 	if (!cp->first)
 		e = tfsr_stream_start_at(&st, cp->c0, 0, &cp->d);
 	while (!e && !st.done && (cp->last || st.next_cell < cp->c1)) {
-		if (seekable && st.started)
-			e = mark_add(cp, st.next_cell, st.base + st.out.len);
+		if (seekable && p->sl->dense && st.started) {
+			struct tfsr_mark m = {.cell = st.next_cell,
+					      .off = st.base + st.out.len};
+
+			e = mark_add(cp, &m);
+		}
 		if (!e)
 			e = tfsr_stream_step(&st, &cp->d);
+		for (size_t i = 0; !e && i < st.mark_num; i++)
+			e = mark_add(cp, &st.marks[i]);
+		st.mark_num = 0;
 		if (!e)
 			e = stream_account(p->fs, &st, &cp->d);
 		st.base += st.out.len;
@@ -522,7 +525,7 @@ static void *count_part_run(void *arg)
  * index of where each step's cells begin (*marks, which the caller
  * takes). */
 static enum tfs_err count_plan(struct plan *p, uint64_t *size,
-			       struct mark **marks, size_t *mark_num,
+			       struct tfsr_mark **marks, size_t *mark_num,
 			       struct tfs_diag *d)
 {
 	struct count_part part[2];
@@ -566,9 +569,12 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 	else if (parts == 2 && (e = part[1].e))
 		*d = part[1].d;
 	if (!e && parts == 2) {
-		for (size_t i = 0; !e && i < part[1].mark_num; i++)
-			e = mark_add(&part[0], part[1].marks[i].cell,
-				     part[1].marks[i].off + part[0].bytes);
+		for (size_t i = 0; !e && i < part[1].mark_num; i++) {
+			struct tfsr_mark m = part[1].marks[i];
+
+			m.off += part[0].bytes;
+			e = mark_add(&part[0], &m);
+		}
 		if (e)
 			e = tfs_fail(d, e, "out of memory");
 	}
@@ -753,7 +759,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			out->exact = true;
 		}
 	} else if (plan_countable(&p)) {
-		struct mark *marks;
+		struct tfsr_mark *marks;
 		size_t mark_num;
 
 		e = count_plan(&p, &out->size, &marks, &mark_num, d);
@@ -878,6 +884,17 @@ fail:
 bool tfsd_file_direct(const struct tfsd_file *f)
 {
 	return f->direct;
+}
+
+uint64_t tfsd_file_stream_cells(struct tfsd_file *f)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->how == SERVE_STREAM)
+		n = f->st.em.count - f->st.first_cell;
+	pthread_mutex_unlock(&f->lock);
+	return n;
 }
 
 /* After a read of f on src met a missing file (e, d): *fresh (a
@@ -1162,7 +1179,7 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 	pthread_mutex_lock(&f->lock);
 	if (off < st->base || st->failed ||
 	    off > st->base + st->out.len + SEEK_AHEAD) {
-		struct mark m;
+		struct tfsr_mark m;
 		bool jump = tfsr_slice_seekable(f->plan.sl) &&
 			    sizes_mark(fs->renders, f->plan.arr->gen, f->vpath,
 				       off, &m);
@@ -1178,7 +1195,7 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 			tfsr_stream_init(st, f->plan.sl, f->src->a);
 		}
 		if (jump)
-			e = tfsr_stream_start_at(st, m.cell, m.off, d);
+			e = tfsr_stream_start_mark(st, &m, d);
 	}
 	while (!e && !st->done && st->base + st->out.len < off + len) {
 		size_t good = st->out.len;

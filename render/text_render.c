@@ -2,12 +2,24 @@
 #include "text_render.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
+#include "json_out.h"
 #include "slice.h"
 #include "tfs_alloc.h"
+#include "tfs_fmt_float.h"
 
 #define MAX_NDIM 128
+/* Bytes one number of the fast path takes at most, with its separator. */
+#define FAST_VALUE_MAX (TFS_FMT_FLOAT_MAX + 1)
+/* Cells the fast path writes per reservation of the output. */
+#define FAST_CHUNK 4096
+/* Cells of a batch from which a second thread formats part of it, and
+ * the cells formatted per round (half on each thread): the other
+ * thread's text waits in a buffer of one half round. */
+#define SPLIT_MIN 8192
+#define SPLIT_ROUND 65536
 
 struct tfsr_text_render {
 	enum tfsr_text_style style;
@@ -19,6 +31,10 @@ struct tfsr_text_render {
 	uint64_t blk[MAX_NDIM]; /* cells in a block at each level */
 	uint64_t total;
 	uint64_t r; /* cells rendered */
+	/* Formats part of large batches on another thread (NULL: none);
+	 * spare holds that part's text. */
+	struct tfs_pool *pool;
+	struct tfs_buf spare;
 };
 
 void tfsr_text_render_free(struct tfsr_text_render *r)
@@ -28,7 +44,14 @@ void tfsr_text_render_free(struct tfsr_text_render *r)
 	tfs_free(r->cols);
 	tfs_free(r->key_end);
 	tfs_buf_release(&r->keys);
+	tfs_buf_release(&r->spare);
 	tfs_free(r);
+}
+
+void tfsr_text_render_set_pool(struct tfsr_text_render *r,
+			       struct tfs_pool *pool)
+{
+	r->pool = pool;
 }
 
 enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
@@ -43,6 +66,7 @@ enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
 	if (!r)
 		return TFS_E_NOMEM;
 	tfs_buf_init(&r->keys, TFS_BUF_NO_MAX);
+	tfs_buf_init(&r->spare, TFS_BUF_NO_MAX);
 	r->style = style;
 	r->col_num = col_num;
 	r->cols = tfs_callocn(col_num ? col_num : 1, sizeof(*r->cols));
@@ -165,19 +189,236 @@ static enum tfs_err render_cell(struct tfsr_text_render *r, struct tfs_buf *out,
 	return e;
 }
 
+/* Whether the fast path writes column c: one number per cell (integers,
+ * floats) without nulls or an enumeration, the text put_number gives. */
+static bool fast_column(const struct tfs_column *c,
+			const struct tfsr_text_column *col)
+{
+	if (col->enumeration || c->var || c->cell_val_num != 1 ||
+	    (c->nullable && c->validity))
+		return false;
+	switch (c->type) {
+	case TFS_INT8: case TFS_INT16: case TFS_INT32: case TFS_INT64:
+	case TFS_UINT8: case TFS_UINT16: case TFS_UINT32: case TFS_UINT64:
+	case TFS_FLOAT32: case TFS_FLOAT64:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static char *put_nonfinite(char *p, double v)
+{
+	if (isnan(v)) {
+		memcpy(p, "nan", 3);
+		return p + 3;
+	}
+	if (v < 0) {
+		memcpy(p, "-inf", 4);
+		return p + 4;
+	}
+	memcpy(p, "inf", 3);
+	return p + 3;
+}
+
+/* Value i of column c (a fast column) at p; returns its end. */
+static char *put_fast(char *p, const struct tfs_column *c, uint64_t i)
+{
+	const uint8_t *src = c->data;
+
+	switch (c->type) {
+	case TFS_INT8:
+		return p + tfs_fmt_i64(p, ((const int8_t *)src)[i]);
+	case TFS_UINT8:
+		return p + tfs_fmt_u64(p, src[i]);
+	case TFS_INT16: {
+		int16_t v;
+
+		memcpy(&v, src + 2 * i, 2);
+		return p + tfs_fmt_i64(p, v);
+	}
+	case TFS_UINT16: {
+		uint16_t v;
+
+		memcpy(&v, src + 2 * i, 2);
+		return p + tfs_fmt_u64(p, v);
+	}
+	case TFS_INT32: {
+		int32_t v;
+
+		memcpy(&v, src + 4 * i, 4);
+		return p + tfs_fmt_i64(p, v);
+	}
+	case TFS_UINT32: {
+		uint32_t v;
+
+		memcpy(&v, src + 4 * i, 4);
+		return p + tfs_fmt_u64(p, v);
+	}
+	case TFS_INT64: {
+		int64_t v;
+
+		memcpy(&v, src + 8 * i, 8);
+		return p + tfs_fmt_i64(p, v);
+	}
+	case TFS_UINT64: {
+		uint64_t v;
+
+		memcpy(&v, src + 8 * i, 8);
+		return p + tfs_fmt_u64(p, v);
+	}
+	case TFS_FLOAT32: {
+		float v;
+
+		memcpy(&v, src + 4 * i, 4);
+		if (!isfinite(v))
+			return put_nonfinite(p, (double)v);
+		return p + json_fmt_f32(p, TFS_FMT_FLOAT_MAX, v);
+	}
+	default: {
+		double v;
+
+		memcpy(&v, src + 8 * i, 8);
+		if (!isfinite(v))
+			return put_nonfinite(p, v);
+		return p + json_fmt_f64(p, TFS_FMT_FLOAT_MAX, v);
+	}
+	}
+}
+
+/* Cells first .. first+n-1 as .csv or .txt rows of fast columns only:
+ * room for the longest rows is reserved, then the text written straight
+ * into the buffer. */
+static enum tfs_err render_fast(struct tfsr_text_render *r, struct tfs_buf *out,
+				const struct tfs_batch *b, uint64_t first,
+				uint64_t n)
+{
+	char sep = r->style == TFSR_TEXT_TXT ? '\t' : ',';
+	size_t row_max = r->col_num * FAST_VALUE_MAX;
+
+	while (n) {
+		uint64_t m = n < FAST_CHUNK ? n : FAST_CHUNK;
+		enum tfs_err e = tfs_buf_reserve(out, (size_t)m * row_max);
+		char *p;
+
+		if (e)
+			return e;
+		p = (char *)out->data + out->len;
+		for (uint64_t i = first; i < first + m; i++) {
+			for (size_t c = 0; c < r->col_num; c++) {
+				p = put_fast(p, &b->columns[r->cols[c].batch_index],
+					     i);
+				*p++ = sep;
+			}
+			p[-1] = '\n';
+		}
+		out->len = (size_t)(p - (char *)out->data);
+		r->r += m;
+		first += m;
+		n -= m;
+	}
+	return TFS_E_OK;
+}
+
+static bool batch_fast(const struct tfsr_text_render *r,
+		       const struct tfs_batch *b)
+{
+	if (r->style == TFSR_TEXT_JSON || r->col_num == 0)
+		return false;
+	for (size_t c = 0; c < r->col_num; c++)
+		if (!fast_column(&b->columns[r->cols[c].batch_index],
+				 &r->cols[c]))
+			return false;
+	return true;
+}
+
+/* Cells first .. first+n-1 on this thread; r->r counts them. */
+static enum tfs_err render_range(struct tfsr_text_render *r,
+				 struct tfs_buf *out, const struct tfs_batch *b,
+				 uint64_t first, uint64_t n, bool fast)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	if (fast)
+		return render_fast(r, out, b, first, n);
+	for (uint64_t i = first; !e && i < first + n; i++)
+		e = render_cell(r, out, b, i);
+	return e;
+}
+
+/* The second half of a round, formatted on the pool: a copy of the
+ * rendering's state (a cell's text depends on its index only) writing
+ * into r->spare. */
+struct half_job {
+	struct tfs_job job;
+	struct tfsr_text_render copy;
+	struct tfs_buf *out;
+	const struct tfs_batch *b;
+	uint64_t first, n;
+	bool fast;
+	enum tfs_err e;
+};
+
+static void half_run(void *arg)
+{
+	struct half_job *h = arg;
+
+	h->e = render_range(&h->copy, h->out, h->b, h->first, h->n, h->fast);
+}
+
+/* Rounds of SPLIT_ROUND cells: the second half of each on the pool while
+ * this thread writes the first, then appended in order. */
+static enum tfs_err render_split(struct tfsr_text_render *r,
+				 struct tfs_buf *out, const struct tfs_batch *b,
+				 uint64_t first, uint64_t n, bool fast)
+{
+	struct half_job *h = tfs_malloc(sizeof(*h));
+	enum tfs_err e = TFS_E_OK;
+
+	if (!h)
+		return render_range(r, out, b, first, n, fast);
+	while (!e && n) {
+		uint64_t m = n < SPLIT_ROUND ? n : SPLIT_ROUND, half = m / 2;
+
+		r->spare.len = 0;
+		h->copy = *r;
+		h->copy.r = r->r + half;
+		h->out = &r->spare;
+		h->b = b;
+		h->first = first + half;
+		h->n = m - half;
+		h->fast = fast;
+		h->e = TFS_E_OK;
+		tfs_job_init(&h->job, half_run, h);
+		tfs_pool_submit(r->pool, &h->job);
+		e = render_range(r, out, b, first, half, fast);
+		tfs_job_wait(r->pool, &h->job);
+		if (!e)
+			e = h->e;
+		if (!e)
+			e = tfs_buf_append(out, r->spare.data, r->spare.len);
+		r->r = h->copy.r;
+		first += m;
+		n -= m;
+	}
+	tfs_free(h);
+	return e;
+}
+
 enum tfs_err tfsr_text_render_cells(struct tfsr_text_render *r,
 				    struct tfs_buf *out,
 				    const struct tfs_batch *b, uint64_t first,
 				    uint64_t n)
 {
-	enum tfs_err e = TFS_E_OK;
+	bool fast;
 
 	for (size_t c = 0; c < r->col_num; c++)
 		if (r->cols[c].batch_index >= b->column_num)
 			return TFS_E_INTERNAL;
-	for (uint64_t i = first; !e && i < first + n; i++)
-		e = render_cell(r, out, b, i);
-	return e;
+	fast = batch_fast(r, b);
+	if (r->pool && tfs_pool_threads(r->pool) && n >= SPLIT_MIN)
+		return render_split(r, out, b, first, n, fast);
+	return render_range(r, out, b, first, n, fast);
 }
 
 enum tfs_err tfsr_text_render_end(struct tfsr_text_render *r,
@@ -220,6 +461,7 @@ enum tfs_err tfsr_text_begin(struct tfsr_stream *st, struct tfs_diag *d)
 				 p->dense ? tfs_schema_dim_count(p->s) : 0, &r);
 	if (e)
 		return tfs_fail(d, e, "cannot start rendering");
+	tfsr_text_render_set_pool(r, p->pool);
 	st->em.state = r;
 	return tfsr_text_render_begin(r, &st->out);
 }

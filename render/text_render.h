@@ -29,6 +29,11 @@ enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
 				  size_t ndim,
 				  struct tfsr_text_render **out) TFS_WUR;
 void tfsr_text_render_free(struct tfsr_text_render *r);
+/* Large batches are formatted on two threads, half of each round of
+ * cells on pool (which must outlive r); NULL: on the caller's only. The
+ * bytes are the same either way. */
+void tfsr_text_render_set_pool(struct tfsr_text_render *r,
+			       struct tfs_pool *pool);
 /* The header (.csv) or opening bracket (.json). */
 enum tfs_err tfsr_text_render_begin(struct tfsr_text_render *r,
 				    struct tfs_buf *out) TFS_WUR;

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Text rendering speed through the mount: cat of .csv/.txt selections of
+# the dense reference arrays and of the sparse array's data.csv, each on a
+# fresh mount (no tile cache, no remembered sizes; the array files stay in
+# the OS cache), printed as MB/s with the load average of the run.
+#
+#   tools/bench/bench_text.sh [--dir DIR] [--build BUILD] [--rows N]
+#
+# DIR holds dense_f32, dense_i32 and sparse_10m, as written by
+# `../shared/reference/tiledb bench make DIR` (default /var/tmp/tfs-bench,
+# made when missing). --rows: rows of the dense selections (default 2048
+# of 8192). Prints one line per file: name, bytes, seconds, MB/s; the
+# overall benchmark calls it and reads those lines. Needs root or a user
+# allowed to mount FUSE.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+dir=/var/tmp/tfs-bench
+build=build-release
+rows=2048
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir) dir=$2; shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "bench_text.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+tilefs=$build/fs/tilefs
+[ -x "$tilefs" ] || { echo "bench_text.sh: build $tilefs first" >&2; exit 2; }
+if [ ! -d "$dir/sparse_10m" ]; then
+  ../shared/reference/tiledb bench make "$dir" >/dev/null
+fi
+mnt=$(mktemp -d "${TMPDIR:-/tmp}/tfs-bench-text.XXXXXX")
+daemon=
+cleanup() {
+  fusermount3 -u "$mnt" 2>/dev/null || true
+  [ -n "$daemon" ] && wait "$daemon" 2>/dev/null || true
+  rmdir "$mnt" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+mount_fresh() {
+  if mountpoint -q "$mnt"; then
+    fusermount3 -u "$mnt"
+    wait "$daemon" 2>/dev/null || true
+  fi
+  "$tilefs" -f -o ro "$dir" "$mnt" >"$mnt.log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 1 250); do mountpoint -q "$mnt" && return 0; sleep 0.02; done
+  echo "bench_text.sh: tilefs did not mount (see $mnt.log)" >&2
+  exit 1
+}
+
+# one NAME PATH: cat of PATH on a fresh mount (stat included, as cp does).
+one() {
+  local t0 t1 bytes
+  mount_fresh
+  t0=$(date +%s%N)
+  bytes=$(cat "$mnt/$2" | wc -c)
+  t1=$(date +%s%N)
+  awk -v n="$1" -v b="$bytes" -v ns=$((t1 - t0)) 'BEGIN {
+    s = ns / 1e9; printf "%-12s %11d bytes %7.3f s %8.1f MB/s\n", n, b, s, b / s / 1e6 }'
+}
+
+echo "# bench_text: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+one f32.csv "dense_f32/v/slice[0:$rows,:].csv"
+one i32.csv "dense_i32/v/slice[0:$rows,:].csv"
+one i32.txt "dense_i32/v/slice[0:$rows,:].txt"
+one f32.txt "dense_f32/v/slice[0:$rows,:].txt"
+one sparse.csv "sparse_10m/data.csv"
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
