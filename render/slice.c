@@ -3,6 +3,7 @@
 #include "slice.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -501,11 +502,13 @@ void tfsr_slice_prefetch(const struct tfsr_slice *p,
 
 /* ---- Producing sparse cells ---------------------------------------------- */
 
-/* The query of a sparse slice; from_key: its cells from a first
- * coordinate of *from_key on (the slice's key_size bytes), NULL: all. */
+/* The query of a sparse slice; from_key, to_key: only its cells of a
+ * first coordinate from *from_key on, up to *to_key included (the
+ * slice's key_size bytes), NULL: no bound. */
 static enum tfs_err sparse_open(const struct tfsr_slice *p,
 				struct tfs_array *src, const uint8_t *from_key,
-				struct tfs_query **q, struct tfs_diag *d)
+				const uint8_t *to_key, struct tfs_query **q,
+				struct tfs_diag *d)
 {
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	struct tfs_query_opts qo = {.subarray = sub,
@@ -521,6 +524,10 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 	if (from_key) {
 		sub[0].lo = from_key;
 		sub[0].lo_len = p->key_size;
+	}
+	if (to_key) {
+		sub[0].hi = to_key;
+		sub[0].hi_len = p->key_size;
 	}
 	return tfs_query_open(src, &qo, q, d);
 }
@@ -690,7 +697,7 @@ enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, uint64_t *count,
 	if (p->dense) {
 		e = tfsr_emit_dense_range(&m, 0, p->cells, d);
 	} else {
-		e = sparse_open(p, m.src, NULL, &q, d);
+		e = sparse_open(p, m.src, NULL, NULL, &q, d);
 		while (!e && q) {
 			const struct tfs_batch *b;
 
@@ -748,7 +755,8 @@ static enum tfs_err stream_start(struct tfsr_stream *st, uint64_t cell,
 		memcpy(st->seek_key, key, p->key_size);
 		memcpy(st->last_key, key, p->key_size);
 		st->has_last = true;
-		e = sparse_open(p, st->em.src, st->seek_key, &st->q, d);
+		e = sparse_open(p, st->em.src, st->seek_key,
+				st->bounded ? st->end_key : NULL, &st->q, d);
 	}
 	if (e)
 		return e;
@@ -778,9 +786,130 @@ enum tfs_err tfsr_stream_start_mark(struct tfsr_stream *st,
 	return stream_start(st, m->cell, m->off, m->key, d);
 }
 
+/* The greatest value of the fixed-size type below the one at key (w
+ * bytes), in place; false when there is none. */
+static bool key_before(uint8_t type, uint8_t *key, size_t w)
+{
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED: {
+		int64_t v = tfs_value_as_i64(type, key);
+		int64_t min = w >= 8 ? INT64_MIN
+				     : -((int64_t)1 << (8 * w - 1));
+
+		if (v <= min)
+			return false;
+		tfs_put_uint(key, w, (uint64_t)(v - 1));
+		return true;
+	}
+	case TFS_CLASS_UNSIGNED: {
+		uint64_t v = tfs_value_as_u64(type, key);
+
+		if (v == 0)
+			return false;
+		tfs_put_uint(key, w, v - 1);
+		return true;
+	}
+	case TFS_CLASS_FLOAT:
+		if (w == 4) {
+			float f;
+
+			memcpy(&f, key, 4);
+			f = nextafterf(f, -INFINITY);
+			memcpy(key, &f, 4);
+			return !isinf(f) && !isnan(f);
+		} else {
+			double v;
+
+			memcpy(&v, key, 8);
+			v = nextafter(v, -INFINITY);
+			memcpy(key, &v, 8);
+			return !isinf(v) && !isnan(v);
+		}
+	default:
+		return false;
+	}
+}
+
+enum tfs_err tfsr_stream_start_part(struct tfsr_stream *st,
+				    const struct tfsr_mark *from,
+				    const struct tfsr_mark *to,
+				    struct tfs_diag *d)
+{
+	const struct tfsr_slice *p = st->em.sl;
+
+	if (to) {
+		st->bounded = true;
+		st->end_cell = to->cell;
+		if (p->dense && to->cell > p->cells)
+			return tfs_fail(d, TFS_E_INTERNAL, "part ends past "
+					"the selection");
+		if (!p->dense) {
+			memcpy(st->end_key, to->key, sizeof(st->end_key));
+			if (!tfsr_slice_seekable(p) ||
+			    !key_before(tfs_schema_dim_type(p->s, 0),
+					st->end_key, p->key_size))
+				return tfs_fail(d, TFS_E_INTERNAL,
+						"no part ends at that key");
+		}
+	}
+	return from ? tfsr_stream_start_mark(st, from, d) : TFS_E_OK;
+}
+
+bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid)
+{
+	const struct tfs_range *r = &sl->sel->dims[0].range;
+	uint8_t type = tfs_schema_dim_type(sl->s, 0);
+	size_t w = sl->key_size;
+
+	memset(mid, 0, sizeof(*mid));
+	if (sl->dense || sl->key_col < 0 || sl->sel->empty ||
+	    sl->r->text_style == TFSR_TEXT_JSON || r->lo_len != w ||
+	    r->hi_len != w)
+		return false;
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED: {
+		int64_t lo = tfs_value_as_i64(type, r->lo);
+		int64_t hi = tfs_value_as_i64(type, r->hi);
+
+		if (hi <= lo)
+			return false;
+		tfs_put_uint(mid->key, w,
+			     (uint64_t)lo + ((uint64_t)hi - (uint64_t)lo) / 2 + 1);
+		return true;
+	}
+	case TFS_CLASS_UNSIGNED: {
+		uint64_t lo = tfs_value_as_u64(type, r->lo);
+		uint64_t hi = tfs_value_as_u64(type, r->hi);
+
+		if (hi <= lo)
+			return false;
+		tfs_put_uint(mid->key, w, lo + (hi - lo) / 2 + 1);
+		return true;
+	}
+	case TFS_CLASS_FLOAT: {
+		double lo = tfs_value_as_f64(type, r->lo);
+		double hi = tfs_value_as_f64(type, r->hi);
+		double m = lo / 2 + hi / 2;
+
+		if (w == 4) {
+			float f = (float)m;
+
+			m = (double)f;
+			memcpy(mid->key, &f, 4);
+		} else {
+			memcpy(mid->key, &m, 8);
+		}
+		return isfinite(m) && lo < m && m <= hi;
+	}
+	default:
+		return false;
+	}
+}
+
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
+	uint64_t end = st->bounded ? st->end_cell : p->cells;
 	enum tfs_err e = TFS_E_OK;
 
 	if (!st->started) {
@@ -788,14 +917,16 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		if (p->r->begin)
 			e = p->r->begin(st, d);
 		if (!e && !p->dense)
-			e = sparse_open(p, st->em.src, NULL, &st->q, d);
+			e = sparse_open(p, st->em.src, NULL,
+					st->bounded ? st->end_key : NULL,
+					&st->q, d);
 		return e;
 	}
-	if (p->dense && st->next_cell < p->cells) {
+	if (p->dense && st->next_cell < end) {
 		uint64_t c1 = st->next_cell + step_cells(p);
 
-		if (c1 > p->cells || c1 < st->next_cell)
-			c1 = p->cells;
+		if (c1 > end || c1 < st->next_cell)
+			c1 = end;
 		e = tfsr_emit_dense_range(&st->em, st->next_cell, c1, d);
 		st->next_cell = c1;
 		if (!e && c1 < p->cells)
@@ -816,7 +947,7 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		}
 	}
 	st->done = true;
-	if (p->r->end)
+	if (p->r->end && !st->bounded)
 		e = p->r->end(st);
 	return e;
 }

@@ -146,6 +146,12 @@ struct tfsr_stream {
 	bool has_last;       /* last_key holds the last cell's key */
 	uint8_t last_key[8];
 	uint8_t seek_key[8]; /* the key a started query begins at */
+	/* A part (tfsr_stream_start_part): done at end_cell (dense) or
+	 * after the first coordinate end_key (sparse, included), without
+	 * what end produces. */
+	bool bounded;
+	uint64_t end_cell;
+	uint8_t end_key[8];
 };
 
 /* Cells between the marks of a sparse stream's index, at least. */
@@ -175,6 +181,22 @@ enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
 enum tfs_err tfsr_stream_start_mark(struct tfsr_stream *st,
 				    const struct tfsr_mark *m,
 				    struct tfs_diag *d) TFS_WUR;
+
+/* Starts st (just initialised, of a seekable slice) on the part of its
+ * rendering between two marks of its index: from `from` (NULL: the
+ * beginning, with what begin produces) to `to` (NULL: the end, with what
+ * end produces); the stream is done at `to`. Parts produced on their own
+ * and put one after the other give the bytes of the whole stream. */
+enum tfs_err tfsr_stream_start_part(struct tfsr_stream *st,
+				    const struct tfsr_mark *from,
+				    const struct tfsr_mark *to,
+				    struct tfs_diag *d) TFS_WUR;
+/* A mark (its key only) that cuts a sparse slice with an index into two
+ * parts over halves of the first coordinate's range, for a rendering
+ * whose bytes do not depend on the number of cells before (.csv, .txt);
+ * false when there is none. The second part's cell and offset are the
+ * first part's counts. */
+bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid);
 
 /* The renderers' callbacks of the byte formats (the table's rows). */
 enum tfs_err tfsr_raw_cells(struct tfsr_emit *em, const struct tfs_batch *b,
