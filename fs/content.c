@@ -488,6 +488,7 @@ struct count_part {
 	uint64_t c0, c1;
 	bool first, last;
 	const struct tfsr_mark *from, *to;
+	bool split; /* one of two parts on two threads */
 	uint64_t bytes;
 	uint64_t cells;
 	struct tfsr_mark *marks;
@@ -522,6 +523,8 @@ static void *count_part_run(void *arg)
 
 	tfsr_stream_init(&st, p->sl, p->arr->a);
 	st.indexing = seekable && !p->sl->dense;
+	if (cp->split)
+		st.pool = NULL; /* the two parts take both cores */
 	if (cp->from || cp->to)
 		e = tfsr_stream_start_part(&st, cp->from, cp->to, &cp->d);
 	else if (!cp->first)
@@ -636,6 +639,7 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 	part[0].last = true;
 	if (count_split(p, part, &mid)) {
 		parts = 2;
+		part[0].split = part[1].split = true;
 		threaded = pthread_create(&worker, NULL, count_part_run,
 					  &part[1]) == 0;
 	}
@@ -954,6 +958,7 @@ static void part_run(void *arg)
 		return;
 	}
 	tfsr_stream_init(&st, f->plan.sl, pt->src->a);
+	st.pool = NULL; /* parts run side by side */
 	e = tfsr_stream_start_part(&st, i ? &f->marks[i - 1] : NULL,
 				   i < f->mark_num ? &f->marks[i] : NULL,
 				   &pt->d);

@@ -664,6 +664,7 @@ void tfsr_stream_init(struct tfsr_stream *st, struct tfsr_slice *sl,
 	st->em.src = src;
 	st->em.out = &st->out;
 	st->em.widths = sl->widths;
+	st->pool = sl->pool;
 }
 
 void tfsr_stream_release(struct tfsr_stream *st)

@@ -135,6 +135,10 @@ struct tfsr_stream {
 	struct tfs_query *q; /* sparse */
 	uint64_t charged;    /* for the owner's memory accounting */
 	uint64_t first_cell; /* the cell the stream started at */
+	/* Formats large text batches partly on this pool: the slice's,
+	 * unless the owner clears it before the first step (a stream that
+	 * runs beside others on every core already). */
+	struct tfs_pool *pool;
 	/* Sparse streams of a slice with an index: when the owner sets
 	 * indexing, each step adds the marks of the cells it produced to
 	 * marks (the owner takes them and empties the list), about one per

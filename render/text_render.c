@@ -286,6 +286,35 @@ static char *put_fast(char *p, const struct tfs_column *c, uint64_t i)
 	}
 }
 
+/* The text of a column's last value, written again by a copy when the
+ * next cell holds the same bits (coordinates repeat along rows). */
+struct last_text {
+	uint64_t bits;
+	size_t len; /* 0: none yet */
+	char text[FAST_VALUE_MAX];
+};
+
+/* Value i of fast column c at p, through its last text; returns its
+ * end. The copy writes FAST_VALUE_MAX bytes, within the room reserved
+ * for the row. */
+static char *put_fast_cached(char *p, const struct tfs_column *c, uint64_t i,
+			     size_t w, struct last_text *lt)
+{
+	uint64_t bits = 0;
+	char *end;
+
+	memcpy(&bits, c->data + i * w, w);
+	if (lt->len && lt->bits == bits) {
+		memcpy(p, lt->text, FAST_VALUE_MAX);
+		return p + lt->len;
+	}
+	end = put_fast(p, c, i);
+	lt->bits = bits;
+	lt->len = (size_t)(end - p);
+	memcpy(lt->text, p, lt->len);
+	return end;
+}
+
 /* Cells first .. first+n-1 as .csv or .txt rows of fast columns only:
  * room for the longest rows is reserved, then the text written straight
  * into the buffer. */
@@ -294,20 +323,30 @@ static enum tfs_err render_fast(struct tfsr_text_render *r, struct tfs_buf *out,
 				uint64_t n)
 {
 	char sep = r->style == TFSR_TEXT_TXT ? '\t' : ',';
-	size_t row_max = r->col_num * FAST_VALUE_MAX;
+	size_t row_max = r->col_num * FAST_VALUE_MAX + FAST_VALUE_MAX;
+	struct last_text *last = tfs_callocn(r->col_num, sizeof(*last));
+	const struct tfs_column **cols = tfs_callocn(r->col_num, sizeof(*cols));
+	size_t *widths = tfs_callocn(r->col_num, sizeof(*widths));
+	enum tfs_err e = TFS_E_OK;
 
-	while (n) {
+	if (!last || !cols || !widths)
+		e = TFS_E_NOMEM;
+	for (size_t c = 0; !e && c < r->col_num; c++) {
+		cols[c] = &b->columns[r->cols[c].batch_index];
+		widths[c] = tfs_datatype_size(cols[c]->type);
+	}
+	while (!e && n) {
 		uint64_t m = n < FAST_CHUNK ? n : FAST_CHUNK;
-		enum tfs_err e = tfs_buf_reserve(out, (size_t)m * row_max);
 		char *p;
 
+		e = tfs_buf_reserve(out, (size_t)m * row_max);
 		if (e)
-			return e;
+			break;
 		p = (char *)out->data + out->len;
 		for (uint64_t i = first; i < first + m; i++) {
 			for (size_t c = 0; c < r->col_num; c++) {
-				p = put_fast(p, &b->columns[r->cols[c].batch_index],
-					     i);
+				p = put_fast_cached(p, cols[c], i, widths[c],
+						    &last[c]);
 				*p++ = sep;
 			}
 			p[-1] = '\n';
@@ -317,7 +356,10 @@ static enum tfs_err render_fast(struct tfsr_text_render *r, struct tfs_buf *out,
 		first += m;
 		n -= m;
 	}
-	return TFS_E_OK;
+	tfs_free(last);
+	tfs_free(cols);
+	tfs_free(widths);
+	return e;
 }
 
 static bool batch_fast(const struct tfsr_text_render *r,
@@ -461,7 +503,7 @@ enum tfs_err tfsr_text_begin(struct tfsr_stream *st, struct tfs_diag *d)
 				 p->dense ? tfs_schema_dim_count(p->s) : 0, &r);
 	if (e)
 		return tfs_fail(d, e, "cannot start rendering");
-	tfsr_text_render_set_pool(r, p->pool);
+	tfsr_text_render_set_pool(r, st->pool);
 	st->em.state = r;
 	return tfsr_text_render_begin(r, &st->out);
 }
