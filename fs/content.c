@@ -522,6 +522,8 @@ static void *count_part_run(void *arg)
 	enum tfs_err e = TFS_E_OK;
 
 	tfsr_stream_init(&st, p->sl, p->arr->a);
+	/* Text of numeric columns is counted, not written. */
+	st.em.counted = &st.base;
 	st.indexing = seekable && !p->sl->dense;
 	if (cp->split)
 		st.pool = NULL; /* the two parts take both cores */

@@ -101,6 +101,9 @@ struct tfsr_emit {
 	uint64_t var_offset; /* .offsets: bytes so far */
 	uint64_t *widths;    /* .npy: per field, var-size widths */
 	bool measure;        /* count and widths only */
+	/* Text renderers: the bytes of fast columns are added here instead
+	 * of written to out (a counting pass); NULL: written. */
+	uint64_t *counted;
 	uint64_t count;      /* cells emitted */
 };
 

@@ -362,6 +362,50 @@ static enum tfs_err render_fast(struct tfsr_text_render *r, struct tfs_buf *out,
 	return e;
 }
 
+/* The bytes render_fast would write for cells first .. first+n-1, added
+ * to *bytes: integers by their digit count, floats formatted on the
+ * stack (through the last value's text). */
+static void count_fast(const struct tfsr_text_render *r,
+		       const struct tfs_batch *b, uint64_t first, uint64_t n,
+		       uint64_t *bytes)
+{
+	uint64_t total = n * r->col_num; /* separators and newlines */
+
+	for (size_t c = 0; c < r->col_num; c++) {
+		const struct tfs_column *col = &b->columns[r->cols[c].batch_index];
+		size_t w = tfs_datatype_size(col->type);
+		struct last_text lt = {0};
+		char text[2 * FAST_VALUE_MAX];
+
+		for (uint64_t i = first; i < first + n; i++) {
+			uint64_t u = 0;
+			int64_t v;
+
+			switch (col->type) {
+			case TFS_UINT8: case TFS_UINT16: case TFS_UINT32:
+			case TFS_UINT64:
+				memcpy(&u, col->data + i * w, w);
+				total += tfs_fmt_u64_len(u);
+				break;
+			case TFS_INT8:
+			case TFS_INT16:
+			case TFS_INT32:
+			case TFS_INT64:
+				v = tfs_value_as_i64(col->type, col->data + i * w);
+				total += v < 0 ? 1 + tfs_fmt_u64_len(0 - (uint64_t)v)
+					       : tfs_fmt_u64_len((uint64_t)v);
+				break;
+			default:
+				total += (uint64_t)(put_fast_cached(text, col, i,
+								    w, &lt) -
+						    text);
+				break;
+			}
+		}
+	}
+	*bytes += total;
+}
+
 static bool batch_fast(const struct tfsr_text_render *r,
 		       const struct tfs_batch *b)
 {
@@ -447,6 +491,27 @@ static enum tfs_err render_split(struct tfsr_text_render *r,
 	return e;
 }
 
+enum tfs_err tfsr_text_render_count(struct tfsr_text_render *r,
+				    const struct tfs_batch *b, uint64_t first,
+				    uint64_t n, uint64_t *bytes)
+{
+	enum tfs_err e;
+
+	for (size_t c = 0; c < r->col_num; c++)
+		if (r->cols[c].batch_index >= b->column_num)
+			return TFS_E_INTERNAL;
+	if (batch_fast(r, b)) {
+		count_fast(r, b, first, n, bytes);
+		r->r += n;
+		return TFS_E_OK;
+	}
+	r->spare.len = 0;
+	e = render_range(r, &r->spare, b, first, n, false);
+	*bytes += r->spare.len;
+	r->spare.len = 0;
+	return e;
+}
+
 enum tfs_err tfsr_text_render_cells(struct tfsr_text_render *r,
 				    struct tfs_buf *out,
 				    const struct tfs_batch *b, uint64_t first,
@@ -511,9 +576,12 @@ enum tfs_err tfsr_text_begin(struct tfsr_stream *st, struct tfs_diag *d)
 enum tfs_err tfsr_text_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 			     uint64_t first, uint64_t n)
 {
-	return em->measure ? TFS_E_OK
-			   : tfsr_text_render_cells(em->state, em->out, b,
-						    first, n);
+	if (em->measure)
+		return TFS_E_OK;
+	if (em->counted)
+		return tfsr_text_render_count(em->state, b, first, n,
+					      em->counted);
+	return tfsr_text_render_cells(em->state, em->out, b, first, n);
 }
 
 enum tfs_err tfsr_text_end(struct tfsr_stream *st)

@@ -42,6 +42,11 @@ enum tfs_err tfsr_text_render_cells(struct tfsr_text_render *r,
 				    struct tfs_buf *out,
 				    const struct tfs_batch *b, uint64_t first,
 				    uint64_t n) TFS_WUR;
+/* The bytes tfsr_text_render_cells would write for the same cells, added
+ * to *bytes, without writing them where it can (numeric columns). */
+enum tfs_err tfsr_text_render_count(struct tfsr_text_render *r,
+				    const struct tfs_batch *b, uint64_t first,
+				    uint64_t n, uint64_t *bytes) TFS_WUR;
 /* The closing brackets (.json). */
 enum tfs_err tfsr_text_render_end(struct tfsr_text_render *r,
 				  struct tfs_buf *out) TFS_WUR;

@@ -376,6 +376,11 @@ size_t tfs_fmt_u64(char *dst, uint64_t v)
 	return (size_t)len;
 }
 
+size_t tfs_fmt_u64_len(uint64_t v)
+{
+	return v ? (size_t)count_digits(v) : 1;
+}
+
 size_t tfs_fmt_i64(char *dst, int64_t v)
 {
 	if (v >= 0)

@@ -64,5 +64,7 @@ size_t tfs_fmt_f32(char *dst, size_t dst_cap, float v, double plain_below);
  * hold TFS_FMT_INT_MAX bytes. */
 size_t tfs_fmt_u64(char *dst, uint64_t v);
 size_t tfs_fmt_i64(char *dst, int64_t v);
+/* The length tfs_fmt_u64 gives v, without writing it. */
+size_t tfs_fmt_u64_len(uint64_t v);
 
 #endif
