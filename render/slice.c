@@ -24,6 +24,7 @@ void tfsr_slice_free(struct tfsr_slice *sl)
 	tfsr_sel_free(sl->sel);
 	tfs_free(sl->fields);
 	tfs_free(sl->names);
+	tfs_free(sl->computed);
 	tfs_free(sl->hi_check);
 	tfs_free(sl->enums);
 	tfs_free(sl->widths);
@@ -99,6 +100,23 @@ static enum tfs_err slice_check_sel(struct tfsr_slice *sl,
 	return TFS_E_OK;
 }
 
+/* Dense text renderings compute the coordinates of their cells from the
+ * cells' indices (text_render.c) rather than asking the reader for
+ * them, when an attribute is read too (a query names one field or
+ * more). */
+static void slice_computed(struct tfsr_slice *sl)
+{
+	uint32_t nd = tfs_schema_dim_count(sl->s);
+	bool attr = false;
+
+	if (!sl->dense || !(sl->r->flags & TFSR_R_TEXT))
+		return;
+	for (uint32_t i = 0; i < sl->nfields; i++)
+		attr |= (uint32_t)sl->fields[i] >= nd;
+	for (uint32_t i = 0; attr && i < sl->nfields; i++)
+		sl->computed[i] = (uint32_t)sl->fields[i] < nd;
+}
+
 /* The output fields, their names, sizes and enumerations. */
 static enum tfs_err slice_fields_plan(struct tfsr_slice *sl, int field,
 				      struct tfs_diag *d)
@@ -111,16 +129,19 @@ static enum tfs_err slice_fields_plan(struct tfsr_slice *sl, int field,
 	sl->hi_check = tfs_callocn(nd, sizeof(*sl->hi_check));
 	sl->enums = tfs_callocn(all, sizeof(*sl->enums));
 	sl->widths = tfs_callocn(all, sizeof(*sl->widths));
+	sl->computed = tfs_callocn(all, sizeof(*sl->computed));
 	if (!sl->fields || !sl->names || !sl->hi_check || !sl->enums ||
-	    !sl->widths)
+	    !sl->widths || !sl->computed)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	slice_fields(sl, field);
 	sl->fixed = true;
+	slice_computed(sl);
 	for (uint32_t i = 0; i < sl->nfields; i++) {
 		struct tfs_field_info f;
 
 		tfs_schema_field(sl->s, sl->fields[i], &f);
-		sl->names[sl->nnames++] = f.name;
+		if (!sl->computed[i])
+			sl->names[sl->nnames++] = f.name;
 		sl->record += field_cell_size(&f);
 		if (f.var)
 			sl->fixed = false;

@@ -35,8 +35,13 @@ struct tfsr_slice {
 	int field; /* the field asked for: -1 every field */
 	uint32_t nfields;
 	int *fields;        /* schema field indices, output order */
-	const char **names; /* query fields: the output ones, then extras */
+	/* Query fields: the output ones (but computed coordinates), then
+	 * extras. */
+	const char **names;
 	uint32_t nnames;
+	/* Per output field: a coordinate of a dense text rendering that the
+	 * renderer computes from the cell's index, not in names. */
+	bool *computed;
 	int *hi_check; /* per dim: query column to compare with hi, or -1 */
 	bool has_hi_check;
 	/* Sparse text: the query column of the first dimension (the key of

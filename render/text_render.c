@@ -8,6 +8,7 @@
 #include "json_out.h"
 #include "slice.h"
 #include "tfs_alloc.h"
+#include "tfs_bytes.h"
 #include "tfs_fmt_float.h"
 
 #define MAX_NDIM 128
@@ -35,7 +36,18 @@ struct tfsr_text_render {
 	 * spare holds that part's text. */
 	struct tfs_pool *pool;
 	struct tfs_buf spare;
+	/* Coordinates computed from the cell index (struct tfsr_text_column
+	 * coord): coord_num of them, batch columns views of the batch with
+	 * them after its own, coord_data their values for COORD_CHUNK cells. */
+	size_t coord_num;
+	size_t *coord_of; /* per coordinate, its output column */
+	struct tfs_column *view;
+	size_t view_cap;
+	uint8_t *coord_data;
 };
+
+/* Cells rendered per view of a batch with computed coordinates. */
+#define COORD_CHUNK 16384
 
 void tfsr_text_render_free(struct tfsr_text_render *r)
 {
@@ -45,6 +57,9 @@ void tfsr_text_render_free(struct tfsr_text_render *r)
 	tfs_free(r->key_end);
 	tfs_buf_release(&r->keys);
 	tfs_buf_release(&r->spare);
+	tfs_free(r->coord_of);
+	tfs_free(r->view);
+	tfs_free(r->coord_data);
 	tfs_free(r);
 }
 
@@ -81,6 +96,22 @@ enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
 		if (!e)
 			e = tfs_buf_append_u8(&r->keys, ':');
 		r->key_end[i] = r->keys.len;
+	}
+	for (size_t i = 0; i < col_num; i++)
+		r->coord_num += cols[i].coord;
+	if (r->coord_num) {
+		r->coord_of = tfs_callocn(r->coord_num, sizeof(*r->coord_of));
+		r->coord_data = tfs_callocn(r->coord_num * COORD_CHUNK, 8);
+		if (!r->coord_of || !r->coord_data || !shape || !ndim)
+			e = r->coord_of && r->coord_data ? TFS_E_INTERNAL
+							 : TFS_E_NOMEM;
+		for (size_t i = 0, j = 0; !e && i < col_num; i++) {
+			if (!cols[i].coord)
+				continue;
+			if (cols[i].dim >= ndim)
+				e = TFS_E_INTERNAL;
+			r->coord_of[j++] = i;
+		}
 	}
 	if (shape && ndim) {
 		r->ndim = ndim;
@@ -491,15 +522,124 @@ static enum tfs_err render_split(struct tfsr_text_render *r,
 	return e;
 }
 
+/* The coordinates of cells r->r .. r->r+m-1 into r->coord_data (room of
+ * COORD_CHUNK × 8 bytes per coordinate), in the dimension's width: the
+ * indices of the first by division, then counted on. */
+static void coords_fill(struct tfsr_text_render *r, uint64_t m)
+{
+	uint64_t idx[MAX_NDIM];
+
+	for (size_t k = 0; k < r->ndim; k++)
+		idx[k] = r->r % r->blk[k] /
+			 (k + 1 < r->ndim ? r->blk[k + 1] : 1);
+	for (uint64_t i = 0; i < m; i++) {
+		for (size_t j = 0; j < r->coord_num; j++) {
+			const struct tfsr_text_column *col =
+				&r->cols[r->coord_of[j]];
+			size_t w = tfs_datatype_size(col->type);
+
+			tfs_put_uint(r->coord_data + j * COORD_CHUNK * 8 + i * w,
+				     w, col->lo + idx[col->dim] * col->stride);
+		}
+		for (size_t k = r->ndim; k-- > 0;) {
+			uint64_t extent = r->blk[k] /
+					  (k + 1 < r->ndim ? r->blk[k + 1] : 1);
+
+			if (++idx[k] < extent)
+				break;
+			idx[k] = 0;
+		}
+	}
+}
+
+/* The view of cells first .. first+m-1 of b as cells 0 .. m-1, with the
+ * computed coordinates after b's columns (r->view). */
+static enum tfs_err view_of(struct tfsr_text_render *r,
+			    const struct tfs_batch *b, uint64_t first,
+			    uint64_t m, struct tfs_batch *view)
+{
+	size_t cols = b->column_num + r->coord_num;
+
+	if (tfs_grow(&r->view, &r->view_cap, cols, sizeof(*r->view)))
+		return TFS_E_NOMEM;
+	for (size_t c = 0; c < b->column_num; c++) {
+		struct tfs_column *v = &r->view[c];
+
+		*v = b->columns[c];
+		if (v->var)
+			v->offsets += first;
+		else
+			v->data += first * tfs_datatype_size(v->type) *
+				   (uint64_t)v->cell_val_num;
+		if (v->validity)
+			v->validity += first;
+	}
+	for (size_t j = 0; j < r->coord_num; j++) {
+		const struct tfsr_text_column *col = &r->cols[r->coord_of[j]];
+
+		r->view[b->column_num + j] = (struct tfs_column){
+			.name = col->name, .type = col->type,
+			.cell_val_num = 1, .is_dim = true,
+			.data = r->coord_data + j * COORD_CHUNK * 8,
+			.data_len = m * tfs_datatype_size(col->type)};
+	}
+	*view = (struct tfs_batch){.cell_num = m, .column_num = cols,
+				   .columns = r->view};
+	return TFS_E_OK;
+}
+
+/* Renders (out) or counts (bytes) cells first .. first+n-1 of b through
+ * views with the computed coordinates, COORD_CHUNK cells at a time. */
+static enum tfs_err coords_chunks(struct tfsr_text_render *r,
+				  struct tfs_buf *out,
+				  const struct tfs_batch *b, uint64_t first,
+				  uint64_t n, uint64_t *bytes)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	while (!e && n) {
+		uint64_t m = n < COORD_CHUNK ? n : COORD_CHUNK;
+		struct tfs_batch view;
+
+		coords_fill(r, m);
+		e = view_of(r, b, first, m, &view);
+		if (!e)
+			e = out ? tfsr_text_render_cells(r, out, &view, 0, m)
+				: tfsr_text_render_count(r, &view, 0, m, bytes);
+		first += m;
+		n -= m;
+	}
+	return e;
+}
+
+/* Whether b has the columns r reads, coordinates computed by views. */
+static bool columns_ok(const struct tfsr_text_render *r,
+		       const struct tfs_batch *b, bool *need_view)
+{
+	size_t own = b->column_num;
+
+	*need_view = false;
+	for (size_t c = 0; c < r->col_num; c++) {
+		if (r->cols[c].batch_index < own)
+			continue;
+		if (!r->cols[c].coord)
+			return false;
+		*need_view = true;
+	}
+	return true;
+}
+
 enum tfs_err tfsr_text_render_count(struct tfsr_text_render *r,
 				    const struct tfs_batch *b, uint64_t first,
 				    uint64_t n, uint64_t *bytes)
 {
+	bool need_view;
 	enum tfs_err e;
 
-	for (size_t c = 0; c < r->col_num; c++)
-		if (r->cols[c].batch_index >= b->column_num)
-			return TFS_E_INTERNAL;
+	if (!columns_ok(r, b, &need_view))
+		return TFS_E_INTERNAL;
+	if (need_view)
+		return coords_chunks(r, NULL, b, first, n, bytes);
 	if (batch_fast(r, b)) {
 		count_fast(r, b, first, n, bytes);
 		r->r += n;
@@ -517,11 +657,12 @@ enum tfs_err tfsr_text_render_cells(struct tfsr_text_render *r,
 				    const struct tfs_batch *b, uint64_t first,
 				    uint64_t n)
 {
-	bool fast;
+	bool fast, need_view;
 
-	for (size_t c = 0; c < r->col_num; c++)
-		if (r->cols[c].batch_index >= b->column_num)
-			return TFS_E_INTERNAL;
+	if (!columns_ok(r, b, &need_view))
+		return TFS_E_INTERNAL;
+	if (need_view)
+		return coords_chunks(r, out, b, first, n, NULL);
 	fast = batch_fast(r, b);
 	if (r->pool && tfs_pool_threads(r->pool) && n >= SPLIT_MIN)
 		return render_split(r, out, b, first, n, fast);
@@ -553,13 +694,27 @@ enum tfs_err tfsr_text_begin(struct tfsr_stream *st, struct tfs_diag *d)
 	if (p->nfields > sizeof(cols) / sizeof(cols[0]))
 		return tfs_fail(d, TFS_E_TOO_BIG, "%" PRIu32 " fields are "
 				"too many for a text rendering", p->nfields);
-	for (uint32_t i = 0; i < p->nfields; i++) {
+	for (uint32_t i = 0, own = 0, coord = 0; i < p->nfields; i++) {
 		struct tfs_field_info f;
 
 		tfs_schema_field(p->s, p->fields[i], &f);
 		cols[i] = (struct tfsr_text_column){
-			.name = f.name, .batch_index = i,
+			.name = f.name, .batch_index = own,
 			.enumeration = p->enums[i]};
+		if (p->computed && p->computed[i]) {
+			const struct tfsr_dim_sel *ds =
+				&p->sel->dims[p->fields[i]];
+
+			cols[i].coord = true;
+			cols[i].dim = (uint32_t)p->fields[i];
+			cols[i].type = f.type;
+			cols[i].lo = tfs_get_uint(ds->range.lo,
+						  tfs_datatype_size(f.type));
+			cols[i].stride = ds->stride;
+			cols[i].batch_index = p->nnames + coord++;
+		} else {
+			own++;
+		}
 	}
 	for (uint32_t k = 0; p->dense && k < tfs_schema_dim_count(p->s); k++)
 		shape[k] = p->sel->dims[k].count;

@@ -15,8 +15,18 @@
 
 struct tfsr_text_column {
 	const char *name;
-	size_t batch_index; /* the column of a batch that holds it */
+	/* The column of a batch that holds it; for a coordinate (coord),
+	 * the batches' column count plus its rank among the coordinates. */
+	size_t batch_index;
 	const struct tfs_enumeration *enumeration; /* or NULL */
+	/* A coordinate of a dense rendering (shape given), computed from
+	 * the cell's index instead of read from the batches: along
+	 * dimension dim, lo + index * stride in the dimension's type (lo:
+	 * its bits). */
+	bool coord;
+	uint32_t dim;
+	uint8_t type;
+	uint64_t lo, stride;
 };
 
 struct tfsr_text_render;
