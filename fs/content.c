@@ -13,11 +13,17 @@
  *    size;
  *  - stream: everything else is produced front to back (direct I/O).
  *    Its exact size comes from a counting pass at the first stat (the
- *    cells rendered and dropped, on two threads for dense selections),
+ *    cells rendered and dropped, numeric text counted without being
+ *    written, in two parts on two threads: dense selections by halves,
+ *    sparse text by halves of the first coordinate's range),
  *    remembered per array version with an index of where the text of
- *    each step's cells begins, so that a read at any offset of a dense
- *    stream starts at the step that holds it. Selections of more than
- *    COUNT_MAX cells × fields are not counted: size 0 until read. Such
+ *    each step's cells begins (dense) or of marks where the first
+ *    coordinate changes, one per TFSR_MARK_CELLS cells or so (sparse
+ *    text), so that a read at any offset starts at the mark before it.
+ *    A file opened once its index is known is read in parts between
+ *    marks, produced on the pool ahead of the reader (AHEAD_PARTS) while
+ *    it copies the part before. Selections of more than COUNT_MAX
+ *    cells × fields are not counted: size 0 until read. Such
  *    files (neither small nor of a size known without rendering) are
  *    left out of listings (tfsd_slice_listable) but open by name.
  * Dense cells are produced by index (row-major over the selection), so a
