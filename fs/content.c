@@ -1129,6 +1129,20 @@ static enum tfs_err read_parts(struct tfsd *fs, struct tfsd_file *f,
 	return TFS_E_OK;
 }
 
+/* Serves f as a stream, through parts when its index is known. Direct
+ * I/O even once the size is learned: the kernel may still hold the size
+ * 0 that an earlier stat reported, and would read nothing through the
+ * page cache. Dense slices of a counted size (.offsets) have an exact
+ * size from the start. */
+static void file_stream(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
+{
+	f->how = SERVE_STREAM;
+	f->direct = !(f->plan.sl->dense &&
+		      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED);
+	tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
+	parts_plan(fs, f, gen);
+}
+
 enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 			    const char *vpath, struct tfsd_file **out,
 			    struct tfs_diag *d)
@@ -1191,16 +1205,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		if (e)
 			goto fail;
 	} else {
-		/* Direct I/O even once the size is learned: the kernel may
-		 * still hold the size 0 that an earlier stat reported, and
-		 * would read nothing through the page cache. Dense slices of
-		 * a counted size (.offsets) have an exact size from the
-		 * start. */
-		f->how = SERVE_STREAM;
-		f->direct = !(f->plan.sl->dense &&
-			      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED);
-		tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
-		parts_plan(fs, f, n->arr->gen);
+		file_stream(fs, f, n->arr->gen);
 	}
 	tfs_buf_release(&buf);
 	*out = f;
