@@ -673,10 +673,17 @@ static enum tfs_err commit_csv(struct tfsd *fs, const struct tfsd_wtarget *t,
 		e = tfs_ingest_csv(t->path, staged, &io, &r, d);
 	if (e)
 		return e;
-	res->wrote = r.write.cell_num > 0 || r.created;
+	res->wrote = r.write.cell_num > 0 || r.created || r.enum_values_added;
 	snprintf(res->what, sizeof(res->what),
 		 "%s%" PRIu64 " rows, %s fragment %s", r.created ? "new array, " : "",
 		 r.rows, r.write.dense ? "dense" : "sparse", r.write.name);
+	if (r.enum_values_added) {
+		size_t n = strlen(res->what);
+
+		snprintf(res->what + n, sizeof(res->what) - n,
+			 ", %" PRIu64 " values added to enumerations (schema evolved)",
+			 r.enum_values_added);
+	}
 	return TFS_E_OK;
 }
 

@@ -59,6 +59,8 @@ struct col {
 	/* The fill value is no index of en: cells nobody wrote show it as a
 	 * number, and that number stands for itself. */
 	bool fill_free;
+	/* A collecting run: the values en lacks go here. */
+	struct tfs__enum_growth *grow;
 	/* Per batch set (see struct ingest). */
 	struct tfs_buf data[2], offsets[2], validity[2];
 };
@@ -148,6 +150,8 @@ static enum tfs_err enum_setup(struct ingest *in, struct col *c,
 					: tfs_fail(d, TFS_E_CORRUPT,
 						   "%s: enumeration '%s': offsets out of order",
 						   in->lx.name, c->en->name);
+	if (in->run->grow)
+		c->grow = &in->run->grow[c->en - in->run->enums];
 	c->fast = c->is_int = false;
 	c->en_bytes = tfs_datatype_class(c->en->type) == TFS_CLASS_STRING;
 	tfs_buf_init(&c->en_value, TFS_BUF_NO_MAX);
@@ -263,6 +267,8 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 		if (c->attr && c->attr->enumeration && !c->var && c->cell_val_num == 1 &&
 		    tfs_datatype_is_integer(c->type) && (e = enum_setup(in, c, d)))
 			return e;
+		if (in->run->grow && !c->en)
+			c->skip = true;
 		in->has_slow |= !c->fast && !c->skip;
 		for (unsigned k = 0; k < 2; k++) {
 			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
@@ -357,32 +363,40 @@ static enum tfs_err check_domain(struct ingest *in, const struct col *c,
 			     "coordinate outside the domain [%s, %s]", lo, hi);
 }
 
-/* One field of an enumerated column: the value's index, or the fill
+/* The key of one field of an enumerated column: *v the value's index
+ * (in en, then among the values a collecting run found), or the fill
  * value where that is no index (fill_free) and the field is its number;
- * anything else refuses the file naming the enumeration. */
-static enum tfs_err enum_cell(struct ingest *in, struct col *c,
-			      const struct tfs__csv_field *f, unsigned k,
-			      struct tfs_diag *d)
+ * *known false when it is neither. c->en_value then holds the field as
+ * a value of en (types other than strings). */
+static enum tfs_err enum_key(struct ingest *in, struct col *c,
+			     const struct tfs__csv_field *f, uint64_t *v,
+			     bool *known, const char **why, struct tfs_diag *d)
 {
 	const uint8_t *p = f->p;
 	size_t len = f->len;
-	uint64_t idx = UINT64_MAX, v;
-	const char *why;
+	uint64_t idx = UINT64_MAX, k;
+	const char *fill_why;
 	char shown[64];
 	enum tfs_err e = TFS_E_OK;
 
+	*known = true;
+	*why = NULL;
 	if (!c->en_bytes) {
 		c->en_value.len = 0;
 		e = tfs__cell_parse(c->en->type, c->en->cell_val_num, f->p, f->len,
-				    &c->en_value, &why);
+				    &c->en_value, why);
 		if (e == TFS_E_NOMEM)
 			return nomem(in, d);
 		p = c->en_value.data;
 		len = c->en_value.len;
 	}
 	/* A field that is no value of the type is no value of en either. */
-	if (c->en_bytes || !e)
+	if (c->en_bytes || !e) {
 		idx = tfs_enum_index_find(c->enx, p, len);
+		if (idx == UINT64_MAX && c->grow &&
+		    tfs__enum_growth_find(c->grow, p, len, &k))
+			idx = c->en->value_num + k;
+	}
 	if (idx != UINT64_MAX) {
 		if (idx > c->max_mag)
 			return tfs__csv_fail(&in->lx, d, TFS_E_RANGE, f->line, c->csv_col,
@@ -390,18 +404,106 @@ static enum tfs_err enum_cell(struct ingest *in, struct col *c,
 					     "past what %s holds",
 					     tfs__msg_text(shown, sizeof(shown), f->p, f->len),
 					     idx, c->en->name, tfs_datatype_name(c->type));
-		v = idx;
-	} else if (!(c->fill_free && f->len &&
-		     !tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, &v, &why) &&
-		     memcmp(&v, c->attr->fill, c->cell_size) == 0)) {
+		*v = idx;
+		return TFS_E_OK;
+	}
+	*known = c->fill_free && f->len &&
+		 !tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, v, &fill_why) &&
+		 memcmp(v, c->attr->fill, c->cell_size) == 0;
+	if (!e)
+		*why = NULL;
+	return TFS_E_OK;
+}
+
+/* One field of an enumerated column into the batch; a field that is no
+ * value of the enumeration refuses the file naming it. */
+static enum tfs_err enum_cell(struct ingest *in, struct col *c,
+			      const struct tfs__csv_field *f, unsigned k,
+			      struct tfs_diag *d)
+{
+	uint64_t v = 0;
+	bool known;
+	const char *why;
+	char shown[64];
+	enum tfs_err e;
+
+	if ((e = enum_key(in, c, f, &v, &known, &why, d)))
+		return e;
+	if (!known)
 		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
 				     "'%s' is not a value of the enumeration '%s'",
 				     tfs__msg_text(shown, sizeof(shown), f->p, f->len),
 				     c->en->name);
-	}
 	/* Little-endian: the low bytes of the pattern. */
 	if (tfs_buf_append(&c->data[k], &v, c->cell_size))
 		return nomem(in, d);
+	return TFS_E_OK;
+}
+
+/* A collecting run's field: a value the enumeration lacks is added to its
+ * growth, unless the enumeration is ordered (where a new value has no
+ * place) or the attribute's type could not index one more value
+ * (TileDB's rule: fewer values than the type's largest number). */
+static enum tfs_err enum_collect(struct ingest *in, struct col *c,
+				 const struct tfs__csv_field *f,
+				 struct tfs_diag *d)
+{
+	uint64_t v, count;
+	bool known;
+	const char *why;
+	char shown[64];
+	enum tfs_err e;
+
+	if ((e = enum_key(in, c, f, &v, &known, &why, d)) || known)
+		return e;
+	tfs__msg_text(shown, sizeof(shown), f->p, f->len);
+	if (why)
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s' "
+				     "(%s: %s)",
+				     shown, c->en->name,
+				     tfs_datatype_name(c->en->type), why);
+	if (c->en->ordered)
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s', "
+				     "which is ordered: new values are not added to it",
+				     shown, c->en->name);
+	count = c->en->value_num + c->grow->num + 1;
+	if (count >= c->max_mag)
+		return tfs__csv_fail(&in->lx, d, TFS_E_RANGE, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s', "
+				     "which is full: %s indexes fewer than %" PRIu64
+				     " values",
+				     shown, c->en->name, tfs_datatype_name(c->type),
+				     c->max_mag);
+	if (c->en_bytes)
+		e = tfs__enum_growth_add(c->grow, f->p, f->len);
+	else
+		e = tfs__enum_growth_add(c->grow, c->en_value.data, c->en_value.len);
+	return e ? nomem(in, d) : TFS_E_OK;
+}
+
+/* A collecting run's row: its enumerated fields only. */
+static enum tfs_err collect_row(struct ingest *in, struct tfs_diag *d)
+{
+	struct tfs__csv_lexer *lx = &in->lx;
+	enum tfs_err e;
+
+	if (lx->field_num != in->header_num)
+		return tfs__csv_fail(lx, d, TFS_E_INVALID, lx->record_line,
+				     lx->field_num < in->header_num ? lx->field_num + 1
+								    : in->header_num + 1,
+				     "row has %zu fields, the header %zu",
+				     lx->field_num, in->header_num);
+	for (size_t i = 0; i < in->col_num; i++) {
+		struct col *c = &in->cols[i];
+		const struct tfs__csv_field *f = &lx->fields[c->csv_col - 1];
+
+		if (c->skip || (c->nullable && !f->quoted && f->len == 0))
+			continue;
+		if ((e = enum_collect(in, c, f, d)))
+			return e;
+	}
 	return TFS_E_OK;
 }
 
@@ -676,6 +778,12 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 		return e;
 	if ((e = read_header(&in, &empty, d)) || empty)
 		goto out;
+	if (run->grow) {
+		while (!(e = tfs__csv_next(&in.lx, &got, d)) && got &&
+		       !(e = collect_row(&in, d)))
+			;
+		goto out;
+	}
 	if ((e = handoff_start(&in, sink))) {
 		e = nomem(&in, d);
 		goto out;
