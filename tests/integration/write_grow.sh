@@ -216,3 +216,29 @@ set -e
 [ "$st" = 4 ] || fail "tfs delete of a bad condition: exit $st"
 grep -q "no field 'nosuch'" "$WORK/del.err" || fail "tfs delete: $(cat "$WORK/del.err")"
 echo "deletes: echo COND > A/delete, tfs delete --where, refusals"
+
+# ---- consolidation drops deleted cells ----------------------------------------------------
+# The corpus array with a delete commit between its fragments (the last
+# one, written after the delete, holds cells the condition would match)
+# and one more delete through tfs, consolidated: the new fragment lacks
+# the deleted cells (it reads the same with the delete commits removed),
+# the late cells are kept, and TileDB reads the same.
+cp -r "$CORPUS/delete_condition" "$WORK/sc" && chmod -R u+w "$WORK/sc"
+"$TFS" delete "$WORK/sc" --where 'a = 57' || fail "tfs delete on delete_condition"
+"$TFS" export "$WORK/sc" >"$WORK/sc_before.csv"
+grep -q ',late$' "$WORK/sc_before.csv" || fail "the cells written after the delete are not read"
+"$TFS" consolidate "$WORK/sc" || fail "tfs consolidate"
+"$TFS" vacuum "$WORK/sc" || fail "tfs vacuum"
+"$TFS" export "$WORK/sc" | cmp -s - "$WORK/sc_before.csv" || fail "consolidation changed the cells"
+same_in_tiledb "$WORK/sc"
+"$TFS" dump "$WORK/sc" | "$PY" -c '
+import json, sys
+doc = json.load(sys.stdin)
+frags = doc["fragments"]
+assert len(frags) == 1, frags
+cells = doc["reads"][0]["cell_count"]
+assert frags[0]["cell_num"] == cells, (frags[0]["cell_num"], cells)
+' || fail "the consolidated fragment holds deleted cells"
+rm "$WORK/sc/__commits/"*.del
+"$TFS" export "$WORK/sc" | cmp -s - "$WORK/sc_before.csv" || fail "deleted cells came back without the delete commit"
+echo "consolidation: deleted cells dropped, the delete still in force for later cells, TileDB reads the same"
