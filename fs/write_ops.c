@@ -195,6 +195,10 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv"))
 		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
 				   dir_vpath, d);
+	if (name[0] != '.' && strlen(name) > 4 &&
+	    tfs_str_ends_with_nocase(name, ".npy"))
+		return target_init(fs, t, TFSD_W_NPY_ARRAY, dir->rel, name,
+				   dir_vpath, d);
 	if (strcmp(name, "schema.json") == 0)
 		return target_init(fs, t, TFSD_W_EVOLVE, dir->rel, name,
 				   dir_vpath, d);
@@ -1368,6 +1372,239 @@ static const char *npy_type_name(const char *descr, uint64_t *size)
 
 #define NPY_MAX_DIMS 32
 
+/* The numbers of a .npy shape text ("3, 4" or "5,"): *dims of them into
+ * shape, their product in *elems. False when one is no positive number,
+ * there are more than NPY_MAX_DIMS, or the product overflows. */
+static bool npy_shape_parse(const char *text, uint64_t shape[NPY_MAX_DIMS],
+			    size_t *dims, uint64_t *elems)
+{
+	const char *p = text;
+
+	*dims = 0;
+	*elems = 1;
+	while (*p) {
+		char *end;
+		unsigned long long n;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (!*p)
+			break;
+		errno = 0;
+		n = strtoull(p, &end, 10);
+		if (end == p || errno || n == 0 || *dims == NPY_MAX_DIMS ||
+		    __builtin_mul_overflow(*elems, (uint64_t)n, elems))
+			return false;
+		shape[(*dims)++] = n;
+		p = end;
+	}
+	return true;
+}
+
+/* The header of the staged .npy file: its dtype and shape text. */
+static enum tfs_err npy_staged_head(const char *staged, const char *name,
+				    char descr[128], char shape_text[512],
+				    uint64_t *data_off, uint64_t *size,
+				    struct tfs_diag *d)
+{
+	struct stat fst;
+	enum tfs_err e;
+	int fd = open(staged, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &fst) != 0) {
+		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	*size = (uint64_t)fst.st_size;
+	e = npy_head(fd, name, descr, shape_text, data_off, d);
+	close(fd);
+	return e;
+}
+
+/* The attribute a .npy copied into array A writes: the one its name
+ * stem names, or the array's only one. */
+static enum tfs_err npy_attr(const struct tfs_schema *s, const char *name,
+			     struct tfs_field_info *at, struct tfs_diag *d)
+{
+	size_t stem = strlen(name) - 4;
+
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
+		tfs_schema_attr(s, i, at);
+		if (strlen(at->name) == stem && strncmp(at->name, name, stem) == 0)
+			return TFS_E_OK;
+	}
+	if (tfs_schema_attr_count(s) == 1) {
+		tfs_schema_attr(s, 0, at);
+		return TFS_E_OK;
+	}
+	return tfs_fail(d, TFS_E_INVALID,
+			"'%s': the array has %" PRIu32 " attributes: name the "
+			".npy file after one (ATTR.npy)",
+			name, tfs_schema_attr_count(s));
+}
+
+/* One dimension's part of the selection a .npy appends to: the first
+ * from start for n indices, the others their whole domain, which the
+ * file's shape must match. */
+static enum tfs_err npy_sel_dim(struct tfs_buf *sel, const struct tfs_field_info *dim,
+				uint32_t k, uint64_t n, const uint8_t *start,
+				const char *name, struct tfs_diag *d)
+{
+	bool is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
+	const uint8_t *lo = k == 0 ? start : dim->domain_lo;
+	int64_t slo = tfs_value_as_i64(dim->type, lo);
+	int64_t shi = tfs_value_as_i64(dim->type, dim->domain_hi);
+	uint64_t ulo = tfs_value_as_u64(dim->type, lo);
+	uint64_t uhi = tfs_value_as_u64(dim->type, dim->domain_hi);
+	uint64_t room = is_signed ? (uint64_t)shi - (uint64_t)slo : uhi - ulo;
+
+	if (k > 0 && room != n - 1)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': dimension '%s' holds %" PRIu64 " indices, "
+				"the .npy %" PRIu64 " (only the first dimension "
+				"grows)",
+				name, dim->name, room + 1, n);
+	if (room < n - 1)
+		return tfs_fail(d, TFS_E_RANGE,
+				"'%s': %" PRIu64 " indices to append after the "
+				"last one leave the domain of '%s'",
+				name, n, dim->name);
+	if (is_signed)
+		return tfs_buf_printf(sel, "%s%" PRId64 ":%" PRId64, k ? "," : "",
+				      slo, slo + (int64_t)(n - 1) + 1)
+			       ? tfs_fail(d, TFS_E_NOMEM, "out of memory")
+			       : TFS_E_OK;
+	return tfs_buf_printf(sel, "%s%" PRIu64 ":%" PRIu64, k ? "," : "", ulo,
+			      ulo + n)
+		       ? tfs_fail(d, TFS_E_NOMEM, "out of memory")
+		       : TFS_E_OK;
+}
+
+/* Where a .npy copied into the dense array at t goes: the attribute and
+ * the selection (after the last written index of the first dimension,
+ * the whole domain of the others), from the array as it is now (every
+ * fragment, also those whose timestamps run ahead of the clock). */
+static enum tfs_err npy_append_target(struct tfsd *fs, const struct tfsd_wtarget *t,
+				      const char *staged, char field[256],
+				      struct tfs_buf *sel, struct tfs_diag *d)
+{
+	struct tfs_open_opts oo = {.vfs = fs->cfg.vfs, .key = write_key(fs, t),
+				   .timestamp = UINT64_MAX - 1, .threads = 1};
+	char descr[128], shape_text[512];
+	uint64_t shape[NPY_MAX_DIMS], data_off, size, elems;
+	struct tfs_field_info at, dim;
+	struct tfs_array *a = NULL;
+	const struct tfs_schema *s;
+	struct tfs_range ned[128];
+	uint8_t start[8];
+	size_t dims;
+	uint32_t D;
+	enum tfs_err e;
+
+	if ((e = npy_staged_head(staged, t->name, descr, shape_text, &data_off,
+				 &size, d)))
+		return e;
+	if ((e = tfs_array_open(t->path, &oo, &a, d)))
+		return e;
+	s = tfs_array_schema(a);
+	D = tfs_schema_dim_count(s);
+	if (!tfs_schema_is_dense(s) || D > 128) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': a .npy is appended to dense arrays only "
+			     "(write cells of a sparse array as CSV)",
+			     t->name);
+		goto out;
+	}
+	if ((e = npy_attr(s, t->name, &at, d)))
+		goto out;
+	if (!npy_shape_parse(shape_text, shape, &dims, &elems) || dims < D) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': .npy shape (%s): the array has %" PRIu32
+			     " dimensions",
+			     t->name, shape_text, D);
+		goto out;
+	}
+	tfs_schema_dim(s, 0, &dim);
+	if (!dim.has_domain || !tfs_datatype_is_integer(dim.type) ||
+	    tfs_datatype_is_datetime(dim.type)) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': a .npy is appended along an integer first "
+			     "dimension ('%s' is not one)",
+			     t->name, dim.name);
+		goto out;
+	}
+	memcpy(start, dim.domain_lo, tfs_datatype_size(dim.type));
+	if (tfs_array_non_empty_domain(a, ned)) {
+		uint64_t last = tfs_value_as_u64(dim.type, ned[0].hi);
+
+		if (memcmp(ned[0].hi, dim.domain_hi, tfs_datatype_size(dim.type)) == 0) {
+			e = tfs_fail(d, TFS_E_RANGE,
+				     "'%s': the array is full along '%s'",
+				     t->name, dim.name);
+			goto out;
+		}
+		tfs_put_uint(start, tfs_datatype_size(dim.type), last + 1);
+	}
+	for (uint32_t k = 0; k < D && !e; k++) {
+		tfs_schema_dim(s, k, &dim);
+		if (!dim.has_domain || !tfs_datatype_is_integer(dim.type))
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "'%s': dimension '%s' is no integer one",
+				     t->name, dim.name);
+		else
+			e = npy_sel_dim(sel, &dim, k, shape[k], start, t->name, d);
+	}
+	if (!e)
+		snprintf(field, 256, "%s", at.name);
+out:
+	tfs_array_close(a);
+	return e;
+}
+
+/* A/NAME.npy: appended to the dense array A as a CSV without the
+ * dimension's column is (SPEC §6): a slice of the attribute NAME (or of
+ * the only attribute) after the last written index of the first
+ * dimension, as wide as the domain in the others, written with the
+ * array locked so that appends at once take places of their own.
+ * Anything else is refused with the reason. */
+static enum tfs_err commit_npy_array(struct tfsd *fs,
+				     const struct tfsd_wtarget *t,
+				     const char *staged, struct tfsd_wresult *res,
+				     struct tfs_diag *d)
+{
+	struct tfsd_wtarget slice = *t;
+	struct tfs_buf sel;
+	char field[256];
+	int lock = tfs_array_lock(t->path, fs->cfg.vfs);
+	enum tfs_err e;
+
+	tfs_buf_init(&sel, DOC_MAX);
+	e = npy_append_target(fs, t, staged, field, &sel, d);
+	if (!e) {
+		slice.kind = TFSD_W_SLICE;
+		slice.field = field;
+		slice.sel = (char *)sel.data;
+		slice.sel_len = sel.len;
+		slice.npy = true;
+		/* The cache may hold the array as it was before the last
+		 * append. */
+		tfsd_arrays_invalidate(fs->arrays, t->rel);
+		e = commit_slice(fs, &slice, staged, res, d);
+	}
+	if (!e) {
+		size_t n = strlen(res->what);
+
+		snprintf(res->what + n, sizeof(res->what) - n,
+			 ", appended as '%s' slice[%.*s]", field, (int)sel.len,
+			 (const char *)sel.data);
+	}
+	tfs_array_unlock(lock);
+	tfs_buf_release(&sel);
+	return e;
+}
+
 /* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
  * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
  * values written as the slice of the whole array; undone when refused. */
@@ -1380,16 +1617,15 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 	char descr[128], shape_text[512];
 	uint64_t shape[NPY_MAX_DIMS], extent[NPY_MAX_DIMS];
 	uint64_t data_off, elems = 1, cells_per_tile = 1, type_size, bytes;
+	uint64_t file_size_;
 	struct tfsd_wtarget slice;
 	struct tfs_buf json, sel;
 	struct tfs_write_opts wo;
 	struct tfs_schema *schema = NULL;
-	const char *type, *p;
+	const char *type;
 	struct tfs_stat st;
-	struct stat fst;
 	size_t dims = 0;
 	enum tfs_err e;
-	int fd;
 
 	memset(&slice, 0, sizeof(slice));
 	tfs_buf_init(&json, DOC_MAX);
@@ -1399,16 +1635,8 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 				"'%s': '%.*s' exists (a .npy file here makes a "
 				"new array of its name)",
 				t->name, (int)(strlen(t->name) - 4), t->name);
-	fd = open(staged, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &fst) != 0) {
-		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
-	e = npy_head(fd, t->name, descr, shape_text, &data_off, d);
-	close(fd);
-	if (e)
+	if ((e = npy_staged_head(staged, t->name, descr, shape_text, &data_off,
+				 &file_size_, d)))
 		return e;
 	type = npy_type_name(descr, &type_size);
 	if (!type)
@@ -1416,32 +1644,17 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 				"'%s': .npy dtype %s: a new array takes "
 				"little-endian integers, floats or bools",
 				t->name, descr);
-	for (p = shape_text; *p;) {
-		char *end;
-		unsigned long long n;
-
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (!*p)
-			break;
-		errno = 0;
-		n = strtoull(p, &end, 10);
-		if (end == p || errno || n == 0 || dims == NPY_MAX_DIMS ||
-		    __builtin_mul_overflow(elems, (uint64_t)n, &elems))
-			return tfs_fail(d, TFS_E_INVALID,
-					"'%s': .npy shape (%s): a new array "
-					"needs 1 to %d dimensions, none empty",
-					t->name, shape_text, NPY_MAX_DIMS);
-		shape[dims] = extent[dims] = n;
-		dims++;
-		p = end;
-	}
+	if (!npy_shape_parse(shape_text, shape, &dims, &elems))
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy shape (%s): a new array "
+				"needs 1 to %d dimensions, none empty",
+				t->name, shape_text, NPY_MAX_DIMS);
+	memcpy(extent, shape, dims * sizeof(*shape));
 	if (dims == 0)
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': a .npy scalar makes no array", t->name);
 	if (__builtin_mul_overflow(elems, type_size, &bytes) ||
-	    (uint64_t)fst.st_size < data_off ||
-	    (uint64_t)fst.st_size - data_off != bytes)
+	    file_size_ < data_off || file_size_ - data_off != bytes)
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': .npy of shape (%s) %s needs %" PRIu64
 				" bytes of values",
@@ -1545,6 +1758,9 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	case TFSD_W_META: e = commit_meta(fs, t, staged_path, res, d); break;
 	case TFSD_W_NPY_NEW:
 		e = commit_npy_new(fs, t, staged_path, res, d);
+		break;
+	case TFSD_W_NPY_ARRAY:
+		e = commit_npy_array(fs, t, staged_path, res, d);
 		break;
 	case TFSD_W_EVOLVE:
 		e = commit_evolve(fs, t, staged_path, res, d);

@@ -4,13 +4,9 @@
  * made from a CSV with an inferred schema, undone on failure. */
 #include "ingest_internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
@@ -337,45 +333,10 @@ static enum tfs_err open_planned(struct writer_sink *ws, const char *array_path,
 	return TFS_E_OK;
 }
 
-/* Writes into an existing array choose where appended rows go, and which
- * values extend an enumeration, from what the array holds: two at once
- * (two cp through the mount, two tfs ingest) would choose the same. So
- * the array folder is locked (flock, exclusive; the lock goes with the
- * descriptor, so threads of one process exclude each other too) from
- * that choice to the commit. Storage without folders to lock (in
- * memory, S3) goes unlocked. Returns the descriptor or -1. */
-static int write_lock(const char *array_path, const struct tfs_write_opts *wo)
-{
-	struct tfs_vfs *posix = NULL, *v = wo->vfs;
-	struct tfs_diag d;
-	int fd = -1;
-
-	tfs_diag_init(&d);
-	if (!v && tfs_vfs_posix_new(&posix) == TFS_E_OK)
-		v = posix;
-	if (v)
-		fd = tfs_vfs_posix_open(v, array_path, O_RDONLY | O_DIRECTORY, 0, &d);
-	tfs_vfs_free(posix);
-	if (fd < 0)
-		return -1;
-	while (flock(fd, LOCK_EX) != 0) {
-		if (errno != EINTR) {
-			close(fd);
-			return -1;
-		}
-	}
-	return fd;
-}
-
-static void write_unlock(int fd)
-{
-	if (fd >= 0)
-		close(fd); /* releases the lock */
-}
-
 /* inferred: the array was made from this file (tfs_ingest_csv_new): a
- * box of all its rows, no dimension columns. Otherwise the file is
- * planned (plan_write), values its enumerations lack extend them
+ * box of all its rows, no dimension columns. Otherwise, with the array
+ * locked (tfs_array_lock: two appends at once must not choose the same
+ * rows), the file is planned (plan_write), values its enumerations lack extend them
  * (enum_grow.c; undone should the write fail), and the rows are parsed
  * into the writer, which commits after the last one. */
 static enum tfs_err ingest(const char *array_path, const char *csv_path,
@@ -404,7 +365,7 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 		return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
 	write_opts(&wo, opts);
 	if (!inferred)
-		lock = write_lock(array_path, &wo);
+		lock = tfs_array_lock(array_path, wo.vfs);
 	if (inferred) {
 		p->layout = TFS_WRITE_DENSE_BOX;
 		p->box[0] = *inferred_box;
@@ -432,7 +393,7 @@ out:
 		tfs__enum_grow_undo(&eg);
 	tfs__enum_grow_release(&eg);
 	tfs_writer_free(ws.w);
-	write_unlock(lock);
+	tfs_array_unlock(lock);
 	tfs_free(p);
 	return e;
 }

@@ -145,6 +145,60 @@ same_in_tiledb "$SRC/plain/grid"
 same_in_tiledb "$SRC/plain/flags"
 echo "numpy.save into a plain folder: arrays of its shape and dtype"
 
+# ---- .npy into an array's folder appends ---------------------------------------------
+# A dense array with room along its first dimension takes .npy files of
+# its other dimensions' shape and its attribute's dtype after the last
+# row; anything else is refused with a line in ingest.log and changes
+# nothing, never staged and dropped.
+mkdir "$P/rows" || fail "mkdir rows"
+printf '%s' '{"array_type":"dense","dims":[{"name":"r","type":"INT64","domain":[-5,994],"tile":10},{"name":"c","type":"INT64","domain":[0,3],"tile":4}],"attrs":[{"name":"v","type":"INT32"}]}' \
+  >"$P/rows/schema.json" || fail "schema.json of rows"
+"$PY" - "$P" <<'PYEOF' || fail "numpy.save into the array"
+import sys
+import numpy as np
+np.save(sys.argv[1] + "/rows/a.npy", np.arange(12, dtype=np.int32).reshape(3, 4))
+np.save(sys.argv[1] + "/rows/b.npy", np.arange(100, 108, dtype=np.int32).reshape(2, 4))
+back = np.load(sys.argv[1] + "/rows/v/slice[:,:].npy")
+assert back.shape == (5, 4), back.shape
+assert (back[:3] == np.arange(12).reshape(3, 4)).all(), back
+assert (back[3:] == np.arange(100, 108).reshape(2, 4)).all(), back
+PYEOF
+grep -q "b.npy  ok: 8 cells, dense fragment .*appended as 'v' slice\[-2:0,0:4\]" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(cat "$P/rows/ingest.log")"
+same_in_tiledb "$SRC/plain/rows"
+before=$(snap "$SRC/plain/rows")
+"$PY" - "$P" "$WORK" <<'PYEOF' || fail "refused .npy files"
+import sys
+import numpy as np
+P, W = sys.argv[1], sys.argv[2]
+cases = {"wide.npy": np.zeros((2, 5), dtype=np.int32),
+         "float.npy": np.zeros((2, 4), dtype=np.float64),
+         "flat.npy": np.zeros(4, dtype=np.int32)}
+np.save(W + "/row.npy", np.zeros((1, 4), dtype=np.int32))
+for name, arr in cases.items():
+    np.save(W + "/" + name, arr)
+    try:
+        with open(W + "/" + name, "rb") as src, open(P + "/rows/" + name, "wb") as dst:
+            dst.write(src.read())
+        raise SystemExit(name + " was taken")
+    except OSError:
+        pass
+PYEOF
+grep -q "wide.npy  refused: 'wide.npy': dimension 'c' holds 4 indices, the .npy 5" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(grep wide.npy "$P/rows/ingest.log")"
+grep -q "float.npy  refused: 'float.npy': .npy dtype" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(grep float.npy "$P/rows/ingest.log")"
+grep -q "flat.npy  refused: 'flat.npy': .npy shape (4,): the array has 2 dimensions" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(grep flat.npy "$P/rows/ingest.log")"
+cp "$WORK/row.npy" "$P/grid/more.npy" 2>/dev/null && fail "a .npy into a full array was taken"
+grep -q "more.npy  refused: 'more.npy': the array is full along 'd0'" "$P/grid/ingest.log" ||
+  fail "ingest.log: $(grep more.npy "$P/grid/ingest.log")"
+cp "$WORK/flat.npy" "$m/sparse_dtypes/x.npy" 2>/dev/null && fail "a .npy into a sparse array was taken"
+grep -q "x.npy  refused: 'x.npy': a .npy is appended to dense arrays only" "$m/sparse_dtypes/ingest.log" ||
+  fail "ingest.log: $(grep x.npy "$m/sparse_dtypes/ingest.log")"
+[ "$(snap "$SRC/plain/rows")" = "$before" ] || fail "a refused .npy changed the array"
+echo ".npy into an array's folder: appended after the last row, or refused with a reason"
+
 # ---- schema evolution through schema.json -----------------------------------------
 S=$m/sparse_2d_int
 sed -i 's|   {"name":"s","type":"STRING_UTF8"|   {"name":"w","type":"FLOAT64","cell_val_num":1,"nullable":true},\n&|' \
