@@ -218,12 +218,93 @@ static char *parent_of(const char *vpath)
 		     : tfs_strdup("");
 }
 
+/* A/metadata/NAME: sets the key NAME stands for (temporary names of
+ * editors and sed are staged only). */
+static enum tfs_err classify_in_meta(struct tfsd *fs, const struct tfsd_node *dir,
+				     const char *dir_vpath, const char *name,
+				     struct tfsd_wtarget *out, struct tfs_diag *d)
+{
+	struct tfs_buf key;
+	bool temp = temp_name(name);
+	char *array_vpath, *shown;
+	enum tfs_err e;
+
+	if (vim_probe_name(name))
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s': a name vim tries before saving "
+				"(write '%%%02X%s' for that key)",
+				name, (unsigned)name[0], name + 1);
+	array_vpath = parent_of(dir_vpath);
+	shown = join("metadata", name);
+	tfs_buf_init(&key, TFS_BUF_NO_MAX);
+	e = array_vpath && shown
+		    ? target_init(fs, out, temp ? TFSD_W_TEMP : TFSD_W_META,
+				  dir->rel, shown, array_vpath, d)
+		    : TFS_E_NOMEM;
+	if (!e && (tfsd_meta_name_decode(&key, name) ||
+		   tfs_buf_append_u8(&key, 0)))
+		e = TFS_E_NOMEM;
+	if (!e) {
+		out->key_len = key.len - 1;
+		out->key = (char *)tfs_buf_detach(&key, NULL);
+	}
+	tfs_buf_release(&key);
+	tfs_free(shown);
+	tfs_free(array_vpath);
+	if (e == TFS_E_NOMEM)
+		e = tfs_fail(d, e, "out of memory");
+	return e;
+}
+
+/* A/<attr>/slice[SEL] or slice[SEL].npy: a dense fragment over SEL. */
+static enum tfs_err classify_in_field(struct tfsd *fs, const struct tfsd_node *dir,
+				      const char *dir_vpath, const char *name,
+				      struct tfsd_wtarget *out, struct tfs_diag *d)
+{
+	struct tfs_field_info f;
+	enum tfsr_format fmt;
+	const char *sel;
+	size_t sel_len;
+	char *array_vpath, *shown;
+	enum tfs_err e;
+
+	tfs_schema_field(dir->arr->schema, dir->field, &f);
+	if (f.is_dim)
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s' is a dimension: write an attribute's "
+				"slice",
+				f.name);
+	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
+	    (fmt != TFSR_FMT_RAW && fmt != TFSR_FMT_NPY))
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s': slices are written raw "
+				"(slice[SEL]) or as .npy",
+				name);
+	shown = join(f.name, name);
+	array_vpath = parent_of(dir_vpath);
+	e = array_vpath && shown
+		    ? target_init(fs, out, TFSD_W_SLICE, dir->rel, shown,
+				  array_vpath, d)
+		    : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	tfs_free(shown);
+	tfs_free(array_vpath);
+	if (e)
+		return e;
+	out->field = tfs_strdup(f.name);
+	out->sel = tfs_strndup(sel, sel_len);
+	out->sel_len = sel_len;
+	out->npy = fmt == TFSR_FMT_NPY;
+	if (!out->field || !out->sel)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
 enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				 struct tfsd_wtarget *out, struct tfs_diag *d)
 {
 	const char *slash = strrchr(vpath, '/');
 	const char *name = slash ? slash + 1 : vpath;
-	char *dir_vpath = NULL, *array_vpath = NULL;
+	char *dir_vpath = NULL;
 	struct tfsd_node dir;
 	struct tfs_space room;
 	enum tfs_err e;
@@ -276,85 +357,12 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	case TFSD_N_ARRAY:
 		e = classify_in_array(fs, &dir, dir_vpath, name, out, d);
 		break;
-	case TFSD_N_META_DIR: {
-		struct tfs_buf key;
-		bool temp = temp_name(name);
-
-		if (vim_probe_name(name)) {
-			e = tfs_fail(d, TFS_E_PERM,
-				     "'%s': a name vim tries before saving "
-				     "(write '%%%02X%s' for that key)",
-				     name, (unsigned)name[0], name + 1);
-			break;
-		}
-		array_vpath = parent_of(dir_vpath);
-		tfs_buf_init(&key, TFS_BUF_NO_MAX);
-		e = array_vpath ? TFS_E_OK : TFS_E_NOMEM;
-		if (!e) {
-			char *shown = join("metadata", name);
-
-			e = shown ? target_init(fs, out,
-						temp ? TFSD_W_TEMP
-						     : TFSD_W_META,
-						dir.rel, shown, array_vpath, d)
-				  : TFS_E_NOMEM;
-			tfs_free(shown);
-		}
-		if (!e && (tfsd_meta_name_decode(&key, name) ||
-			   tfs_buf_append_u8(&key, 0)))
-			e = TFS_E_NOMEM;
-		if (!e) {
-			out->key_len = key.len - 1;
-			out->key = (char *)tfs_buf_detach(&key, NULL);
-		}
-		tfs_buf_release(&key);
-		if (e == TFS_E_NOMEM)
-			e = tfs_fail(d, e, "out of memory");
+	case TFSD_N_META_DIR:
+		e = classify_in_meta(fs, &dir, dir_vpath, name, out, d);
 		break;
-	}
-	case TFSD_N_FIELD: {
-		const struct tfs_schema *s = dir.arr->schema;
-		struct tfs_field_info f;
-		enum tfsr_format fmt;
-		const char *sel;
-		size_t sel_len;
-
-		tfs_schema_field(s, dir.field, &f);
-		if (f.is_dim) {
-			e = tfs_fail(d, TFS_E_PERM,
-				     "'%s' is a dimension: write an attribute's "
-				     "slice",
-				     f.name);
-			break;
-		}
-		if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
-		    (fmt != TFSR_FMT_RAW && fmt != TFSR_FMT_NPY)) {
-			e = tfs_fail(d, TFS_E_PERM,
-				     "'%s': slices are written raw "
-				     "(slice[SEL]) or as .npy",
-				     name);
-			break;
-		}
-		{
-			char *shown = join(f.name, name);
-
-			array_vpath = parent_of(dir_vpath);
-			e = array_vpath && shown
-				    ? target_init(fs, out, TFSD_W_SLICE, dir.rel,
-						  shown, array_vpath, d)
-				    : tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			tfs_free(shown);
-		}
-		if (e)
-			break;
-		out->field = tfs_strdup(f.name);
-		out->sel = tfs_strndup(sel, sel_len);
-		out->sel_len = sel_len;
-		out->npy = fmt == TFSR_FMT_NPY;
-		if (!out->field || !out->sel)
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	case TFSD_N_FIELD:
+		e = classify_in_field(fs, &dir, dir_vpath, name, out, d);
 		break;
-	}
 	default:
 		e = tfs_fail(d, TFS_E_PERM,
 			     "'%s': files here are not written "
@@ -367,7 +375,6 @@ out_node:
 out_free:
 	if (e)
 		tfsd_wtarget_release(out);
-	tfs_free(array_vpath);
 	tfs_free(dir_vpath);
 	return e;
 }
@@ -1144,6 +1151,164 @@ static enum tfs_err slice_append(struct slice_job *j, const struct tfs_batch *b,
 	return tfs_writer_append(j->w, &out, NULL, d);
 }
 
+/* The attribute a slice write fills: of a dense array, fixed-size, and
+ * for an enumerated one its enumeration (keys are checked). */
+static enum tfs_err slice_attr(struct slice_job *j, const struct tfsd_arr *arr,
+			       const struct tfsd_wtarget *t, int *ai,
+			       struct tfs_diag *d)
+{
+	const struct tfs_schema *s = arr->schema;
+
+	*ai = tfs_schema_attr_index(s, t->field);
+	if (!tfs_schema_is_dense(s) || *ai < 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': slices are written to dense arrays only",
+				t->name);
+	tfs_schema_attr(s, (uint32_t)*ai, &j->at_info);
+	j->at = &j->at_info;
+	if (j->at->var)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': '%s' is var-size: write it as CSV",
+				t->name, j->at->name);
+	j->cell_size = tfs_field_cell_size(j->at);
+	if (!j->at->enumeration)
+		return TFS_E_OK;
+	j->en = tfs_array_enumeration_named(arr->a, j->at->enumeration);
+	if (!j->en || j->at->cell_val_num != 1 ||
+	    !tfs_datatype_is_integer(j->at->type))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': the enumeration '%s' of '%s' is "
+				"missing or not over integer keys",
+				t->name, j->at->enumeration, j->at->name);
+	return TFS_E_OK;
+}
+
+/* The box SEL selects (no step, not empty) and its cell count. */
+static enum tfs_err slice_box(const struct tfsd_arr *arr,
+			      const struct tfsd_wtarget *t,
+			      struct tfsr_sel **sel, struct tfs_range **box,
+			      uint64_t *cells, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = arr->schema;
+	enum tfs_err e;
+
+	*cells = 1;
+	e = tfsr_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
+			   sel, d);
+	if (e)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': %s", t->name,
+				tfs_diag_msg(d));
+	if ((*sel)->empty)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': the selection is empty",
+				t->name);
+	*box = tfs_callocn(tfs_schema_dim_count(s), sizeof(**box));
+	if (!*box)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
+		if ((*sel)->dims[k].stride != 1)
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': a slice with a step cannot be "
+					"written",
+					t->name);
+		(*box)[k] = (*sel)->dims[k].range;
+		if (__builtin_mul_overflow(*cells, (*sel)->dims[k].count, cells))
+			return tfs_fail(d, TFS_E_TOO_BIG, "'%s': too many cells",
+					t->name);
+	}
+	return TFS_E_OK;
+}
+
+/* The staged file holds exactly the values of the box's cells (after a
+ * .npy header that matches them): j->off then points at the first. */
+static enum tfs_err slice_bytes(struct slice_job *j, const struct tfsd_wtarget *t,
+				uint64_t cells, uint64_t size,
+				struct tfs_diag *d)
+{
+	uint64_t expect, data_off = 0;
+	enum tfs_err e;
+
+	if (t->npy && (e = npy_check(j->fd, j->at, cells, t->name, &data_off, d)))
+		return e;
+	if (data_off > size ||
+	    __builtin_mul_overflow(cells, j->cell_size, &expect) ||
+	    size - data_off != expect)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': %" PRIu64 " bytes of values, the selection "
+				"needs %" PRIu64 " (%" PRIu64 " cells of %" PRIu64
+				" bytes)",
+				t->name, size - (data_off < size ? data_off : size),
+				cells * j->cell_size, cells, j->cell_size);
+	j->off = j->data_off = data_off;
+	return TFS_E_OK;
+}
+
+/* Writes the box: the staged values of the attribute ai beside the
+ * other attributes' current values (read over the box: fill values where
+ * nothing was written), batch by batch, then commits. */
+static enum tfs_err slice_write(struct tfsd *fs, struct slice_job *j,
+				const struct tfsd_arr *arr, int ai,
+				const struct tfsd_wtarget *t,
+				const struct tfs_range *box, uint64_t cells,
+				uint64_t size, struct tfs_write_result *wr,
+				struct tfs_diag *d)
+{
+	const struct tfs_schema *s = arr->schema;
+	uint32_t attr_num = tfs_schema_attr_count(s);
+	const char **others = tfs_callocn(attr_num, sizeof(*others));
+	struct tfs_query *q = NULL;
+	struct tfs_write_opts wo;
+	size_t other_num = 0;
+	enum tfs_err e;
+
+	j->cols = tfs_callocn(attr_num + 1, sizeof(*j->cols));
+	if (!others || !j->cols) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < attr_num; i++) {
+		struct tfs_field_info other;
+
+		tfs_schema_attr(s, i, &other);
+		if ((int)i != ai)
+			others[other_num++] = other.name;
+	}
+	write_opts_init(fs, t, &wo);
+	if ((e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j->w, d)))
+		goto out;
+	if (other_num) {
+		struct tfs_query_opts qo = {.subarray = box,
+					    .fields = others,
+					    .field_num = other_num};
+		const struct tfs_batch *b;
+
+		e = tfs_query_open(arr->a, &qo, &q, d);
+		while (!e && !(e = tfs_query_next(q, &b, d)) && b)
+			e = slice_append(j, b, b->cell_num, t->name, d);
+	} else {
+		for (uint64_t done = 0; !e && done < cells;) {
+			uint64_t n = cells - done < SLICE_CHUNK_CELLS
+					     ? cells - done
+					     : SLICE_CHUNK_CELLS;
+
+			e = slice_append(j, NULL, n, t->name, d);
+			done += n;
+		}
+	}
+	if (!e && j->off != size)
+		e = tfs_fail(d, TFS_E_INTERNAL,
+			     "'%s': the read gave other cells than the "
+			     "selection",
+			     t->name);
+	if (!e)
+		e = tfs_writer_commit(j->w, wr, d);
+out:
+	tfs_query_close(q);
+	tfs_free(others);
+	return e;
+}
+
+/* A/<attr>/slice[SEL] (raw or .npy): the staged values become a dense
+ * fragment over SEL, the other attributes keeping their values there. */
 static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 				 const char *staged, struct tfsd_wresult *res,
 				 struct tfs_diag *d)
@@ -1152,13 +1317,8 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 	struct tfsd_arr *arr = NULL;
 	struct tfsr_sel *sel = NULL;
 	struct tfs_range *box = NULL;
-	struct tfs_query *q = NULL;
-	const char **others = NULL;
-	size_t other_num = 0;
-	const struct tfs_schema *s;
-	struct tfs_write_opts wo;
 	struct tfs_write_result wr;
-	uint64_t cells = 1, expect, size, data_off = 0;
+	uint64_t cells = 0, size;
 	struct stat st;
 	enum tfs_err e;
 	int ai;
@@ -1172,142 +1332,17 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	}
 	size = (uint64_t)st.st_size;
-	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
-	if (e)
+	if ((e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d)) ||
+	    (e = slice_attr(&j, arr, t, &ai, d)) ||
+	    (e = slice_box(arr, t, &sel, &box, &cells, d)) ||
+	    (e = slice_bytes(&j, t, cells, size, d)) ||
+	    (e = slice_write(fs, &j, arr, ai, t, box, cells, size, &wr, d)))
 		goto out;
-	s = arr->schema;
-	ai = tfs_schema_attr_index(s, t->field);
-	if (!tfs_schema_is_dense(s) || ai < 0) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "'%s': slices are written to dense arrays only",
-			     t->name);
-		goto out;
-	}
-	tfs_schema_attr(s, (uint32_t)ai, &j.at_info);
-	j.at = &j.at_info;
-	if (j.at->var) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "'%s': '%s' is var-size: write it as CSV",
-			     t->name, j.at->name);
-		goto out;
-	}
-	j.cell_size = tfs_field_cell_size(j.at);
-	if (j.at->enumeration) {
-		j.en = tfs_array_enumeration_named(arr->a, j.at->enumeration);
-		if (!j.en || j.at->cell_val_num != 1 ||
-		    !tfs_datatype_is_integer(j.at->type)) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "'%s': the enumeration '%s' of '%s' is "
-				     "missing or not over integer keys",
-				     t->name, j.at->enumeration, j.at->name);
-			goto out;
-		}
-	}
-	e = tfsr_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
-			   &sel, d);
-	if (e) {
-		e = tfs_fail(d, TFS_E_INVALID, "'%s': %s", t->name,
-			     tfs_diag_msg(d));
-		goto out;
-	}
-	if (sel->empty) {
-		e = tfs_fail(d, TFS_E_INVALID, "'%s': the selection is empty",
-			     t->name);
-		goto out;
-	}
-	box = tfs_callocn(tfs_schema_dim_count(s), sizeof(*box));
-	if (!box) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
-		if (sel->dims[k].stride != 1) {
-			e = tfs_fail(d, TFS_E_INVALID,
-				     "'%s': a slice with a step cannot be "
-				     "written",
-				     t->name);
-			goto out;
-		}
-		box[k] = sel->dims[k].range;
-		if (__builtin_mul_overflow(cells, sel->dims[k].count, &cells)) {
-			e = tfs_fail(d, TFS_E_TOO_BIG, "'%s': too many cells",
-				     t->name);
-			goto out;
-		}
-	}
-	if (t->npy) {
-		e = npy_check(j.fd, j.at, cells, t->name, &data_off, d);
-		if (e)
-			goto out;
-	}
-	if (data_off > size || __builtin_mul_overflow(cells, j.cell_size, &expect) ||
-	    size - data_off != expect) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "'%s': %" PRIu64 " bytes of values, the selection "
-			     "needs %" PRIu64 " (%" PRIu64 " cells of %" PRIu64
-			     " bytes)",
-			     t->name, size - (data_off < size ? data_off : size),
-			     cells * j.cell_size,
-			     cells, j.cell_size);
-		goto out;
-	}
-	j.off = j.data_off = data_off;
-	others = tfs_callocn(tfs_schema_attr_count(s), sizeof(*others));
-	j.cols = tfs_callocn(tfs_schema_attr_count(s) + 1, sizeof(*j.cols));
-	if (!others || !j.cols) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
-		struct tfs_field_info other;
-
-		tfs_schema_attr(s, i, &other);
-		if ((int)i != ai)
-			others[other_num++] = other.name;
-	}
-	write_opts_init(fs, t, &wo);
-	e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j.w, d);
-	if (e)
-		goto out;
-	if (other_num) {
-		/* The other attributes keep their current values: read them
-		 * over the box (fill values where nothing was written) and
-		 * write them again, batch by batch beside ours. */
-		struct tfs_query_opts qo = {.subarray = box,
-					    .fields = others,
-					    .field_num = other_num};
-		const struct tfs_batch *b;
-
-		e = tfs_query_open(arr->a, &qo, &q, d);
-		while (!e && !(e = tfs_query_next(q, &b, d)) && b)
-			e = slice_append(&j, b, b->cell_num, t->name, d);
-	} else {
-		for (uint64_t done = 0; !e && done < cells;) {
-			uint64_t n = cells - done < SLICE_CHUNK_CELLS
-					     ? cells - done
-					     : SLICE_CHUNK_CELLS;
-
-			e = slice_append(&j, NULL, n, t->name, d);
-			done += n;
-		}
-	}
-	if (!e && j.off != size)
-		e = tfs_fail(d, TFS_E_INTERNAL,
-			     "'%s': the read gave other cells than the "
-			     "selection",
-			     t->name);
-	if (!e)
-		e = tfs_writer_commit(j.w, &wr, d);
-	if (!e) {
-		res->wrote = true;
-		snprintf(res->what, sizeof(res->what),
-			 "%" PRIu64 " cells, dense fragment %s", wr.cell_num,
-			 wr.name);
-	}
+	res->wrote = true;
+	snprintf(res->what, sizeof(res->what),
+		 "%" PRIu64 " cells, dense fragment %s", wr.cell_num, wr.name);
 out:
-	tfs_query_close(q);
 	tfs_writer_free(j.w);
-	tfs_free(others);
 	tfs_free(j.cols);
 	tfs_free(box);
 	tfsr_sel_free(sel);
@@ -1605,6 +1640,55 @@ static enum tfs_err commit_npy_array(struct tfsd *fs,
 	return e;
 }
 
+/* The schema JSON of a new array of a .npy's shape and type (dimensions
+ * d0, d1, ... UINT64 from 0, tiles of at most 2^20 cells: the largest
+ * extent halves until they fit; attribute v; ZSTD) and the selection of
+ * all of it. */
+static enum tfs_err npy_new_schema_json(const uint64_t *shape, size_t dims,
+					const char *type, struct tfs_buf *json,
+					struct tfs_buf *sel)
+{
+	uint64_t extent[NPY_MAX_DIMS], cells_per_tile;
+	enum tfs_err e;
+
+	memcpy(extent, shape, dims * sizeof(*shape));
+	for (;;) {
+		size_t big = 0;
+
+		cells_per_tile = 1;
+		for (size_t k = 0; k < dims; k++) {
+			if (extent[k] > extent[big])
+				big = k;
+			if (__builtin_mul_overflow(cells_per_tile, extent[k],
+						   &cells_per_tile))
+				cells_per_tile = UINT64_MAX;
+		}
+		if (cells_per_tile <= (UINT64_C(1) << 20))
+			break;
+		extent[big] = (extent[big] + 1) / 2;
+	}
+	e = tfs_buf_printf(json, "{\"array_type\":\"dense\",\"cell_order\":"
+				 "\"row-major\",\"tile_order\":\"row-major\","
+				 "\"dims\":[");
+	for (size_t k = 0; !e && k < dims; k++) {
+		e = tfs_buf_printf(json,
+				   "%s{\"name\":\"d%zu\",\"type\":\"UINT64\","
+				   "\"domain\":[0,%" PRIu64
+				   "],\"tile\":%" PRIu64
+				   ",\"filters\":[\"ZSTD(level=-1)\"]}",
+				   k ? "," : "", k, shape[k] - 1, extent[k]);
+		if (!e)
+			e = tfs_buf_printf(sel, "%s0:%" PRIu64, k ? "," : "",
+					   shape[k]);
+	}
+	if (!e)
+		e = tfs_buf_printf(json,
+				   "],\"attrs\":[{\"name\":\"v\",\"type\":"
+				   "\"%s\",\"filters\":[\"ZSTD(level=-1)\"]}]}",
+				   type);
+	return e;
+}
+
 /* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
  * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
  * values written as the slice of the whole array; undone when refused. */
@@ -1615,8 +1699,8 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 {
 	struct tfs_vfs *v = tfsd_arrays_vfs(fs->arrays);
 	char descr[128], shape_text[512];
-	uint64_t shape[NPY_MAX_DIMS], extent[NPY_MAX_DIMS];
-	uint64_t data_off, elems = 1, cells_per_tile = 1, type_size, bytes;
+	uint64_t shape[NPY_MAX_DIMS];
+	uint64_t data_off, elems = 1, type_size, bytes;
 	uint64_t file_size_;
 	struct tfsd_wtarget slice;
 	struct tfs_buf json, sel;
@@ -1649,7 +1733,6 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 				"'%s': .npy shape (%s): a new array "
 				"needs 1 to %d dimensions, none empty",
 				t->name, shape_text, NPY_MAX_DIMS);
-	memcpy(extent, shape, dims * sizeof(*shape));
 	if (dims == 0)
 		return tfs_fail(d, TFS_E_INVALID,
 				"'%s': a .npy scalar makes no array", t->name);
@@ -1662,42 +1745,7 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 				elems <= UINT64_MAX / type_size
 					? elems * type_size
 					: UINT64_MAX);
-	/* Tiles of at most 2^20 cells: the largest extent halves. */
-	for (;;) {
-		size_t big = 0;
-
-		cells_per_tile = 1;
-		for (size_t k = 0; k < dims; k++) {
-			if (extent[k] > extent[big])
-				big = k;
-			if (__builtin_mul_overflow(cells_per_tile, extent[k],
-						   &cells_per_tile))
-				cells_per_tile = UINT64_MAX;
-		}
-		if (cells_per_tile <= (UINT64_C(1) << 20))
-			break;
-		extent[big] = (extent[big] + 1) / 2;
-	}
-	e = tfs_buf_printf(&json, "{\"array_type\":\"dense\",\"cell_order\":"
-				  "\"row-major\",\"tile_order\":\"row-major\","
-				  "\"dims\":[");
-	for (size_t k = 0; !e && k < dims; k++) {
-		e = tfs_buf_printf(&json,
-				   "%s{\"name\":\"d%zu\",\"type\":\"UINT64\","
-				   "\"domain\":[0,%" PRIu64
-				   "],\"tile\":%" PRIu64
-				   ",\"filters\":[\"ZSTD(level=-1)\"]}",
-				   k ? "," : "", k, shape[k] - 1, extent[k]);
-		if (!e)
-			e = tfs_buf_printf(&sel, "%s0:%" PRIu64, k ? "," : "",
-					   shape[k]);
-	}
-	if (!e)
-		e = tfs_buf_printf(&json,
-				   "],\"attrs\":[{\"name\":\"v\",\"type\":"
-				   "\"%s\",\"filters\":[\"ZSTD(level=-1)\"]}]}",
-				   type);
-	if (e) {
+	if ((e = npy_new_schema_json(shape, dims, type, &json, &sel))) {
 		e = tfs_fail(d, e, "out of memory");
 		goto out;
 	}

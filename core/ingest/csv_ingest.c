@@ -171,20 +171,12 @@ static enum tfs_err enum_setup(struct ingest *in, struct col *c,
 	return TFS_E_OK;
 }
 
-/* Reads the header and matches its names to the schema's fields. */
-static enum tfs_err read_header(struct ingest *in, bool *empty,
-				struct tfs_diag *d)
+/* The header's names, kept (NUL-terminated) for matching and messages. */
+static enum tfs_err header_names(struct ingest *in, struct tfs_diag *d)
 {
-	const struct tfs_schema *s = in->s;
 	struct tfs__csv_lexer *lx = &in->lx;
-	bool got;
-	enum tfs_err e;
+	const struct tfs_schema *s = in->s;
 
-	if ((e = tfs__csv_next(lx, &got, d)))
-		return e;
-	*empty = !got;
-	if (!got)
-		return TFS_E_OK;
 	in->header_num = lx->field_num;
 	in->header = tfs_callocn(in->header_num, sizeof(*in->header));
 	in->cols = tfs_callocn((size_t)s->dim_num + s->attr_num, sizeof(*in->cols));
@@ -199,109 +191,147 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 	}
 	lx->col_names = (const char *const *)in->header;
 	lx->col_num = in->header_num;
-	/* Every schema field, with its column in the file. */
-	for (uint32_t i = 0; i < s->dim_num + s->attr_num; i++) {
-		bool is_dim = i < s->dim_num;
-		struct col *c = &in->cols[in->col_num];
+	return TFS_E_OK;
+}
 
-		memset(c, 0, sizeof(*c));
-		if (is_dim) {
-			const struct tfs_dim *dim = &s->dims[i];
+/* c as schema field i (dimension or attribute); false for a dimension
+ * of a run without dimension columns. */
+static bool col_of_field(struct ingest *in, struct col *c, uint32_t i)
+{
+	const struct tfs_schema *s = in->s;
 
-			if (in->run->no_dims)
-				continue;
-			c->name = dim->name;
-			c->is_dim = true;
-			c->skip = in->run->skip_dims;
-			c->dim = dim;
-			c->type = dim->type;
-			c->cell_val_num = dim->cell_val_num;
-			c->var = dim->var;
-		} else {
-			const struct tfs_attr *at = &s->attrs[i - s->dim_num];
+	memset(c, 0, sizeof(*c));
+	if (i < s->dim_num) {
+		const struct tfs_dim *dim = &s->dims[i];
 
-			c->name = at->name;
-			c->attr = at;
-			c->type = at->type;
-			c->cell_val_num = at->cell_val_num;
-			c->var = at->var;
-			c->nullable = at->nullable;
-		}
-		for (size_t k = 0; k < in->header_num; k++) {
-			if (strcmp(in->header[k], c->name) != 0)
-				continue;
-			if (c->csv_col)
-				return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
-						     "duplicate column");
-			c->csv_col = k + 1;
-		}
-		if (!c->csv_col && !c->nullable)
-			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, 0,
-					     "missing column '%s' (%s)", c->name,
-					     is_dim ? "a dimension"
-						    : "an attribute that is not nullable");
-		if (!c->csv_col)
-			continue; /* a nullable attribute: null in every cell */
-		c->cell_size = c->var ? 0
-				      : tfs_datatype_size(c->type) * (size_t)c->cell_val_num;
-		c->fast = !c->skip && !c->var && c->cell_val_num == 1 &&
-			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
-			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
-		if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
-		    !tfs_datatype_is_datetime(c->type)) {
-			size_t bits = 8 * c->cell_size;
+		if (in->run->no_dims)
+			return false;
+		c->name = dim->name;
+		c->is_dim = true;
+		c->skip = in->run->skip_dims;
+		c->dim = dim;
+		c->type = dim->type;
+		c->cell_val_num = dim->cell_val_num;
+		c->var = dim->var;
+	} else {
+		const struct tfs_attr *at = &s->attrs[i - s->dim_num];
 
-			c->is_int = true;
-			c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
-			c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
-				     : bits == 64 ? UINT64_MAX
-						  : (UINT64_C(1) << bits) - 1;
-			if (c->is_dim && c->dim->has_domain) {
-				c->dom_int = true;
-				c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
-				c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
-				c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
-				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
-			}
-		}
-		if (c->attr && c->attr->enumeration && !c->var && c->cell_val_num == 1 &&
-		    tfs_datatype_is_integer(c->type) && (e = enum_setup(in, c, d)))
-			return e;
-		if (in->run->grow && !c->en)
-			c->skip = true;
-		in->has_slow |= !c->fast && !c->skip;
-		for (unsigned k = 0; k < 2; k++) {
-			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
-			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
-			tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
-		}
-		in->col_num++;
-		if (c->nullable && !c->var) {
-			const struct tfs_attr *at = c->attr;
+		c->name = at->name;
+		c->attr = at;
+		c->type = at->type;
+		c->cell_val_num = at->cell_val_num;
+		c->var = at->var;
+		c->nullable = at->nullable;
+	}
+	return true;
+}
 
-			/* The fill value, or zeros if the schema's is short. */
-			if (!(c->null_fill = tfs_callocn(1, c->cell_size)))
-				return nomem(in, d);
-			if (at->fill && at->fill_size >= c->cell_size)
-				memcpy(c->null_fill, at->fill, c->cell_size);
+/* c's column in the file (csv_col, 0 = none: a nullable attribute). */
+static enum tfs_err col_find(struct ingest *in, struct col *c,
+			     struct tfs_diag *d)
+{
+	for (size_t k = 0; k < in->header_num; k++) {
+		if (strcmp(in->header[k], c->name) != 0)
+			continue;
+		if (c->csv_col)
+			return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1, k + 1,
+					     "duplicate column");
+		c->csv_col = k + 1;
+	}
+	if (!c->csv_col && !c->nullable)
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1, 0,
+				     "missing column '%s' (%s)", c->name,
+				     c->is_dim ? "a dimension"
+					       : "an attribute that is not nullable");
+	return TFS_E_OK;
+}
+
+/* How c's fields are parsed: the fast path of one fixed-size number per
+ * cell (integers with their limits and, for dimensions, domain), the
+ * enumeration's values, or the general path. */
+static enum tfs_err col_kind(struct ingest *in, struct col *c,
+			     struct tfs_diag *d)
+{
+	c->cell_size = c->var ? 0
+			      : tfs_datatype_size(c->type) * (size_t)c->cell_val_num;
+	c->fast = !c->skip && !c->var && c->cell_val_num == 1 &&
+		  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
+		  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
+	if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
+	    !tfs_datatype_is_datetime(c->type)) {
+		size_t bits = 8 * c->cell_size;
+
+		c->is_int = true;
+		c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
+		c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+			     : bits == 64 ? UINT64_MAX
+					  : (UINT64_C(1) << bits) - 1;
+		if (c->is_dim && c->dim->has_domain) {
+			c->dom_int = true;
+			c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
+			c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
+			c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
+			c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
 		}
 	}
-	/* Names that are no field, or a field twice. */
+	if (c->attr && c->attr->enumeration && !c->var && c->cell_val_num == 1 &&
+	    tfs_datatype_is_integer(c->type)) {
+		enum tfs_err e = enum_setup(in, c, d);
+
+		if (e)
+			return e;
+	}
+	if (in->run->grow && !c->en)
+		c->skip = true;
+	return TFS_E_OK;
+}
+
+/* The buffers of c, and the fill value its null cells take. */
+static enum tfs_err col_buffers(struct ingest *in, struct col *c,
+				struct tfs_diag *d)
+{
+	for (unsigned k = 0; k < 2; k++) {
+		tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
+		tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
+		tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
+	}
+	if (c->nullable && !c->var) {
+		const struct tfs_attr *at = c->attr;
+
+		/* The fill value, or zeros if the schema's is short. */
+		if (!(c->null_fill = tfs_callocn(1, c->cell_size)))
+			return nomem(in, d);
+		if (at->fill && at->fill_size >= c->cell_size)
+			memcpy(c->null_fill, at->fill, c->cell_size);
+	}
+	return TFS_E_OK;
+}
+
+/* Names that are no field, or a field twice. */
+static enum tfs_err header_unknown(struct ingest *in, struct tfs_diag *d)
+{
 	for (size_t k = 0; k < in->header_num; k++) {
 		bool known = false;
 
 		for (size_t i = 0; i < in->col_num; i++)
 			if (in->cols[i].csv_col == k + 1)
 				known = true;
-		if (!known) {
-			for (size_t j = 0; j < k; j++)
-				if (strcmp(in->header[j], in->header[k]) == 0)
-					return tfs__csv_fail(lx, d, TFS_E_INVALID, 1,
-							     k + 1, "duplicate column");
-			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
-					     "no dimension or attribute of that name");
-		}
+		if (known)
+			continue;
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(in->header[j], in->header[k]) == 0)
+				return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1,
+						     k + 1, "duplicate column");
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1, k + 1,
+				     "no dimension or attribute of that name");
 	}
+	return TFS_E_OK;
+}
+
+/* The two batch sets: column lists, tags, and the fixed-size buffers
+ * rows are parsed into in place. */
+static enum tfs_err batch_buffers(struct ingest *in, struct tfs_diag *d)
+{
 	for (unsigned k = 0; k < 2; k++) {
 		in->batch_cols[k] = tfs_callocn(in->col_num ? in->col_num : 1,
 						sizeof(*in->batch_cols[k]));
@@ -320,6 +350,43 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 		}
 	}
 	return TFS_E_OK;
+}
+
+/* Reads the header and matches its names to the schema's fields. */
+static enum tfs_err read_header(struct ingest *in, bool *empty,
+				struct tfs_diag *d)
+{
+	const struct tfs_schema *s = in->s;
+	bool got;
+	enum tfs_err e;
+
+	if ((e = tfs__csv_next(&in->lx, &got, d)))
+		return e;
+	*empty = !got;
+	if (!got)
+		return TFS_E_OK;
+	if ((e = header_names(in, d)))
+		return e;
+	/* Every schema field, with its column in the file. */
+	for (uint32_t i = 0; i < s->dim_num + s->attr_num; i++) {
+		struct col *c = &in->cols[in->col_num];
+
+		if (!col_of_field(in, c, i))
+			continue;
+		if ((e = col_find(in, c, d)))
+			return e;
+		if (!c->csv_col)
+			continue; /* a nullable attribute: null in every cell */
+		if ((e = col_kind(in, c, d)))
+			return e;
+		in->has_slow |= !c->fast && !c->skip;
+		in->col_num++;
+		if ((e = col_buffers(in, c, d)))
+			return e;
+	}
+	if ((e = header_unknown(in, d)))
+		return e;
+	return batch_buffers(in, d);
 }
 
 /* A value of a fixed-size dimension as text, for messages. */

@@ -139,6 +139,40 @@ static enum tfs_err header_matches(const struct tfs_schema *s,
 	return e;
 }
 
+/* lo and hi: the range of rows appended after the last one the array
+ * holds along dim (the domain's start when it is empty); false when they
+ * leave the domain. */
+static bool append_range(const struct tfs_dim *dim, const struct tfs_array *a,
+			 uint64_t rows, uint8_t lo[8], uint8_t hi[8])
+{
+	size_t size = tfs_datatype_size(dim->type);
+	bool is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
+	struct tfs_range ned;
+	uint64_t start, top;
+
+	/* Both as offsets from the domain's start, so one unsigned
+	 * comparison serves signed and unsigned types. */
+	uint64_t base = is_signed ? (uint64_t)tfs_value_as_i64(dim->type, dim->domain[0])
+				  : tfs_value_as_u64(dim->type, dim->domain[0]);
+
+	top = (is_signed ? (uint64_t)tfs_value_as_i64(dim->type, dim->domain[1])
+			 : tfs_value_as_u64(dim->type, dim->domain[1])) - base;
+	start = 0;
+	if (tfs_array_non_empty_domain(a, &ned)) {
+		uint64_t last = (is_signed ? (uint64_t)tfs_value_as_i64(dim->type, ned.hi)
+					   : tfs_value_as_u64(dim->type, ned.hi)) - base;
+
+		if (last == top)
+			return false;
+		start = last + 1;
+	}
+	if (top - start < rows - 1)
+		return false;
+	tfs_put_uint(lo, size, base + start);
+	tfs_put_uint(hi, size, base + start + (rows - 1));
+	return true;
+}
+
 /* A CSV without the dimension's column for a dense array of one integer
  * dimension (an array made from a CSV, or any such array) appends: its
  * rows take the coordinates after the last written one (the domain's
@@ -155,10 +189,8 @@ static enum tfs_err append_box(const char *array_path, const char *csv_path,
 	struct tfs__csv_lexer lx;
 	struct tfs_open_opts oo;
 	struct tfs_array *a = NULL;
-	struct tfs_range ned;
 	struct tfs_diag od;
-	size_t size = tfs_datatype_size(dim->type);
-	bool got, is_signed;
+	bool got;
 	enum tfs_err e;
 
 	*append = false;
@@ -197,38 +229,8 @@ static enum tfs_err append_box(const char *array_path, const char *csv_path,
 		e = tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&od));
 		goto out;
 	}
-	is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
-	if (is_signed) {
-		int64_t dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
-		int64_t dhi = tfs_value_as_i64(dim->type, dim->domain[1]);
-		int64_t start = dlo, last;
-
-		if (tfs_array_non_empty_domain(a, &ned)) {
-			last = tfs_value_as_i64(dim->type, ned.hi);
-			if (last == dhi)
-				goto full;
-			start = last + 1;
-		}
-		if ((uint64_t)dhi - (uint64_t)start < *rows - 1)
-			goto full;
-		tfs_put_uint(lo, size, (uint64_t)start);
-		tfs_put_uint(hi, size, (uint64_t)start + (*rows - 1));
-	} else {
-		uint64_t dlo = tfs_value_as_u64(dim->type, dim->domain[0]);
-		uint64_t dhi = tfs_value_as_u64(dim->type, dim->domain[1]);
-		uint64_t start = dlo, last;
-
-		if (tfs_array_non_empty_domain(a, &ned)) {
-			last = tfs_value_as_u64(dim->type, ned.hi);
-			if (last == dhi)
-				goto full;
-			start = last + 1;
-		}
-		if (dhi - start < *rows - 1)
-			goto full;
-		tfs_put_uint(lo, size, start);
-		tfs_put_uint(hi, size, start + (*rows - 1));
-	}
+	if (!append_range(dim, a, *rows, lo, hi))
+		goto full;
 	goto out;
 full:
 	e = tfs_fail(d, TFS_E_RANGE,
