@@ -61,6 +61,12 @@ uint64_t tfs__cells_bytes(const struct tfs__cells *c);
 enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
 			     const struct tfs__field *fields,
 			     const struct tfs__cells *src, uint64_t i) TFS_WUR;
+/* Appends cells i .. i + n - 1 of src (same fields) to dst, each column
+ * at once. */
+enum tfs_err tfs__cells_copy_run(struct tfs__cells *dst,
+				 const struct tfs__field *fields,
+				 const struct tfs__cells *src, uint64_t i,
+				 uint64_t n) TFS_WUR;
 /* Start and length of cell i's value of var column f. */
 static inline const uint8_t *tfs__var_cell(const struct tfs__cells *c,
 					   uint32_t f, uint64_t i,
@@ -185,6 +191,13 @@ void tfs__tw_free(struct tfs__tw *t);
 /* Adds the next cell in global order (sparse) or in dense tile order. */
 enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 			 uint64_t i, struct tfs_diag *d) TFS_WUR;
+/* Dense writes: adds cells i .. i + n - 1 of c, which take consecutive
+ * places of one tile in cell order (a run along the fastest dimension of
+ * the cell order): the first as tfs__tw_add places it, the others copied
+ * after it a column at a time. */
+enum tfs_err tfs__tw_add_run(struct tfs__tw *t, const struct tfs__cells *c,
+			     uint64_t i, uint64_t n,
+			     struct tfs_diag *d) TFS_WUR;
 /* Adds n cells (indexes idx into c) in order; gathers a column at a time
  * into sparse tiles. */
 enum tfs_err tfs__tw_add_many(struct tfs__tw *t, const struct tfs__cells *c,
