@@ -574,6 +574,80 @@ static enum tfs_err collect_row(struct ingest *in, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
+/* An integer field of a fast column, into its place in the batch, with
+ * the domain checked for dimensions. */
+static enum tfs_err int_cell(struct ingest *in, struct col *c,
+			     const struct tfs__csv_field *f, uint8_t *dst,
+			     const char **why, struct tfs_diag *d)
+{
+	uint64_t v;
+	enum tfs_err e;
+
+	if (f->len == 0) {
+		*why = "empty value";
+		return TFS_E_INVALID;
+	}
+	if ((e = tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, &v, why)))
+		return e;
+	/* Little-endian: the low bytes of the pattern. */
+	memcpy(dst, &v, c->cell_size);
+	if (c->dom_int &&
+	    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
+			  : v < c->udom_lo || v > c->udom_hi))
+		return check_domain(in, c, dst, f->line, d);
+	return TFS_E_OK;
+}
+
+/* One field of column c into batch set k at row; a null field takes the
+ * fill value (fixed-size) or no bytes (var-size). *why: the reason of a
+ * bad value, for the caller's message. */
+static enum tfs_err parse_field(struct ingest *in, struct col *c,
+				const struct tfs__csv_field *f, unsigned k,
+				uint64_t row, const char **why,
+				struct tfs_diag *d)
+{
+	bool null = c->nullable && !f->quoted && f->len == 0;
+	enum tfs_err e;
+
+	if (c->nullable)
+		c->validity[k].data[row] = !null;
+	if (c->var) {
+		uint64_t off = c->data[k].len;
+
+		memcpy(c->offsets[k].data + row * sizeof(uint64_t), &off, sizeof(off));
+		if (null)
+			return TFS_E_OK;
+		return tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], why);
+	}
+	if (null) {
+		if (c->fast) {
+			memcpy(c->data[k].data + row * c->cell_size, c->null_fill,
+			       c->cell_size);
+			return TFS_E_OK;
+		}
+		return tfs_buf_append(&c->data[k], c->null_fill, c->cell_size)
+			       ? TFS_E_NOMEM
+			       : TFS_E_OK;
+	}
+	if (c->is_int)
+		return int_cell(in, c, f, c->data[k].data + row * c->cell_size, why, d);
+	if (c->fast) {
+		uint8_t *dst = c->data[k].data + row * c->cell_size;
+
+		if (f->len == 0) {
+			*why = "empty value";
+			return TFS_E_INVALID;
+		}
+		if ((e = tfs__value_parse(c->type, f->p, f->len, dst, why)))
+			return e;
+		return c->is_dim ? check_domain(in, c, dst, f->line, d) : TFS_E_OK;
+	}
+	if (c->en)
+		return enum_cell(in, c, f, k, d);
+	return tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len, &c->data[k],
+			       why);
+}
+
 static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 {
 	struct tfs__csv_lexer *lx = &in->lx;
@@ -593,63 +667,10 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 		struct col *c = &in->cols[i];
 		const struct tfs__csv_field *f = &lx->fields[c->csv_col - 1];
 		const char *why = NULL;
-		bool null = c->nullable && !f->quoted && f->len == 0;
 
 		if (c->skip)
 			continue;
-
-		if (c->nullable)
-			c->validity[k].data[row] = !null;
-		if (c->var) {
-			uint64_t off = c->data[k].len;
-
-			memcpy(c->offsets[k].data + row * sizeof(uint64_t), &off, sizeof(off));
-			if (null)
-				continue;
-			e = tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], &why);
-		} else if (null) {
-			if (c->fast) {
-				memcpy(c->data[k].data + row * c->cell_size, c->null_fill,
-				       c->cell_size);
-				continue;
-			}
-			if (tfs_buf_append(&c->data[k], c->null_fill, c->cell_size))
-				return nomem(in, d);
-			continue;
-		} else if (c->is_int) {
-			uint64_t v;
-			uint8_t *dst = c->data[k].data + row * c->cell_size;
-
-			if (f->len == 0) {
-				why = "empty value";
-				e = TFS_E_INVALID;
-			} else if (!(e = tfs__int_parse(f->p, f->len, c->is_signed,
-							c->max_mag, &v, &why))) {
-				/* Little-endian: the low bytes of the pattern. */
-				memcpy(dst, &v, c->cell_size);
-				if (c->dom_int &&
-				    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
-						  : v < c->udom_lo || v > c->udom_hi))
-					e = check_domain(in, c, dst, f->line, d);
-			}
-		} else if (c->fast) {
-			if (f->len == 0) {
-				why = "empty value";
-				e = TFS_E_INVALID;
-			} else {
-				e = tfs__value_parse(c->type, f->p, f->len,
-						     c->data[k].data + row * c->cell_size, &why);
-			}
-			if (!e && c->is_dim)
-				e = check_domain(in, c, c->data[k].data + row * c->cell_size,
-						 f->line, d);
-		} else if (c->en) {
-			if ((e = enum_cell(in, c, f, k, d)))
-				return e;
-		} else {
-			e = tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len,
-					    &c->data[k], &why);
-		}
+		e = parse_field(in, c, f, k, row, &why, d);
 		if (e == TFS_E_NOMEM)
 			return nomem(in, d);
 		if (e && why)
