@@ -698,24 +698,49 @@ static enum tfs_err commit_csv(struct tfsd *fs, const struct tfsd_wtarget *t,
 	return TFS_E_OK;
 }
 
+/* The core's failure in the array of t, named by the written file and
+ * without the array's path in SOURCE ("array '/src/A': why" -> "'x': why"). */
+static enum tfs_err fail_in_array(const struct tfsd_wtarget *t, enum tfs_err e,
+				  const struct tfs_diag *core, struct tfs_diag *d)
+{
+	const char *msg = tfs_diag_msg(core);
+	size_t n = strlen(t->path);
+
+	if (strncmp(msg, "array '", 7) == 0 &&
+	    strncmp(msg + 7, t->path, n) == 0 &&
+	    strncmp(msg + 7 + n, "': ", 3) == 0)
+		msg += 7 + n + 3;
+	return tfs_fail(d, e, "'%s': %s", t->name, msg);
+}
+
+/* The staged schema.json as a schema (*out, tfs_schema_free). */
+static enum tfs_err read_schema_doc(const char *staged,
+				    const struct tfsd_wtarget *t,
+				    struct tfs_schema **out, struct tfs_diag *d)
+{
+	struct tfs_buf doc;
+	enum tfs_err e;
+
+	*out = NULL;
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (!e &&
+	    (e = tfs_schema_from_json_new((const char *)doc.data, doc.len, out, d)))
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+	tfs_buf_release(&doc);
+	return e;
+}
+
 static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 				  const char *staged, struct tfsd_wresult *res,
 				  struct tfs_diag *d)
 {
 	struct tfs_write_opts wo;
 	struct tfs_schema *s;
-	struct tfs_buf doc;
 	enum tfs_err e;
 
-	tfs_buf_init(&doc, DOC_MAX);
-	e = read_doc(staged, t->name, &doc, d);
-	if (e)
-		goto out_doc;
-	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
-	if (e) {
-		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
-		goto out_doc;
-	}
+	if ((e = read_schema_doc(staged, t, &s, d)))
+		return e;
 	write_opts_init(fs, t, &wo);
 	e = tfs_array_create(t->path, s, &wo, d);
 	tfs_schema_free(s);
@@ -723,8 +748,6 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 		res->wrote = true;
 		snprintf(res->what, sizeof(res->what), "array created");
 	}
-out_doc:
-	tfs_buf_release(&doc);
 	return e;
 }
 
@@ -737,43 +760,24 @@ static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
 {
 	struct tfs_write_opts wo;
 	struct tfs_schema *s;
-	struct tfs_buf doc;
 	struct tfs_diag ed;
 	bool changed;
 	enum tfs_err e;
 
-	tfs_buf_init(&doc, DOC_MAX);
-	e = read_doc(staged, t->name, &doc, d);
-	if (e)
-		goto out_doc;
-	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
-	if (e) {
-		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
-		goto out_doc;
-	}
+	if ((e = read_schema_doc(staged, t, &s, d)))
+		return e;
 	write_opts_init(fs, t, &wo);
 	tfs_diag_init(&ed);
 	e = tfs_array_evolve(t->path, s, &wo, &changed, &ed);
 	tfs_schema_free(s);
-	if (e) {
-		/* The message without the array's path in SOURCE. */
-		const char *msg = tfs_diag_msg(&ed);
-		size_t n = strlen(t->path);
-
-		if (strncmp(msg, "array '", 7) == 0 &&
-		    strncmp(msg + 7, t->path, n) == 0 &&
-		    strncmp(msg + 7 + n, "': ", 3) == 0)
-			msg += 7 + n + 3;
-		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
-	}
+	if (e)
+		e = fail_in_array(t, e, &ed, d);
 	if (!e) {
 		res->wrote = changed;
 		snprintf(res->what, sizeof(res->what), "%s",
 			 changed ? "schema evolved"
 				 : "same schema: nothing written");
 	}
-out_doc:
-	tfs_buf_release(&doc);
 	return e;
 }
 
@@ -825,15 +829,7 @@ static enum tfs_err commit_delete(struct tfsd *fs, const struct tfsd_wtarget *t,
 	tfs_diag_init(&wd);
 	e = tfs_array_delete(t->path, cond, &wo, name, sizeof(name), &wd);
 	if (e) {
-		/* The message without the array's path in SOURCE. */
-		const char *msg = tfs_diag_msg(&wd);
-		size_t n = strlen(t->path);
-
-		if (strncmp(msg, "array '", 7) == 0 &&
-		    strncmp(msg + 7, t->path, n) == 0 &&
-		    strncmp(msg + 7 + n, "': ", 3) == 0)
-			msg += 7 + n + 3;
-		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
+		e = fail_in_array(t, e, &wd, d);
 		goto out;
 	}
 	res->wrote = true;

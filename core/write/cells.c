@@ -67,43 +67,6 @@ uint64_t tfs__cells_bytes(const struct tfs__cells *c)
 	return n;
 }
 
-enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
-			     const struct tfs__field *fields,
-			     const struct tfs__cells *src, uint64_t i)
-{
-	enum tfs_err e;
-
-	for (uint32_t f = 0; f < src->field_num; f++) {
-		const struct tfs__col *sc = &src->cols[f];
-		struct tfs__col *dc = &dst->cols[f];
-
-		if (fields[f].var) {
-			uint64_t len;
-			const uint8_t *p = tfs__var_cell(src, f, i, &len);
-
-			if ((e = tfs_buf_append_u64(&dc->offs, dc->data.len)) ||
-			    (e = tfs_buf_append(&dc->data, p, (size_t)len)))
-				return e;
-		} else {
-			size_t cs = (size_t)fields[f].cell_size;
-
-			if ((e = tfs_buf_append(&dc->data, sc->data.data + i * cs,
-						cs)))
-				return e;
-		}
-		if (fields[f].nullable &&
-		    (e = tfs_buf_append_u8(&dc->valid, sc->valid.data[i])))
-			return e;
-	}
-	if (src->keys.len &&
-	    (e = tfs_buf_append(&dst->keys, src->keys.data + i * 8, 8)))
-		return e;
-	if ((e = tfs_buf_append(&dst->tags, src->tags.data + i * 8, 8)))
-		return e;
-	dst->cell_num++;
-	return TFS_E_OK;
-}
-
 enum tfs_err tfs__cells_copy_run(struct tfs__cells *dst,
 				 const struct tfs__field *fields,
 				 const struct tfs__cells *src, uint64_t i,
@@ -142,6 +105,13 @@ enum tfs_err tfs__cells_copy_run(struct tfs__cells *dst,
 		return e;
 	dst->cell_num += n;
 	return TFS_E_OK;
+}
+
+enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
+			     const struct tfs__field *fields,
+			     const struct tfs__cells *src, uint64_t i)
+{
+	return tfs__cells_copy_run(dst, fields, src, i, 1);
 }
 
 static uint64_t tile_idx(const struct tfs_dim *dm, const uint8_t *v);

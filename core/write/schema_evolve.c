@@ -304,39 +304,6 @@ static enum tfs_err plan_schema(const char *path, const struct tfs_arraydir *ad,
 	return TFS_E_OK;
 }
 
-/* Every attribute of the next schema that names an enumeration can index
- * each of its values (TileDB's rule, as at creation). */
-static enum tfs_err check_fit(const char *path, const struct tfs_schema *next,
-			      const struct evolve *ev, struct tfs_diag *d)
-{
-	for (uint32_t i = 0; i < next->attr_num; i++) {
-		const struct tfs_attr *a = &ev->attrs[i];
-		const struct tfs_enumeration *en = NULL;
-		const char *why;
-
-		if (!a->enumeration)
-			continue;
-		for (uint32_t k = 0; k < next->enum_num && !en; k++)
-			if (strcmp(next->enums[k].name, a->enumeration) == 0)
-				en = next->enums[k].def;
-		if (!en)
-			return tfs_fail(d, TFS_E_INVALID,
-					"array '%s': attribute '%s' names "
-					"enumeration '%s', which the schema "
-					"lacks",
-					path, a->name, a->enumeration);
-		if ((why = tfs_enumeration_attr_problem(a, en)))
-			return tfs_fail(d, TFS_E_INVALID,
-					"array '%s': attribute '%s' (%s), "
-					"enumeration '%s' of %" PRIu64
-					" values: %s",
-					path, a->name,
-					tfs_datatype_name(a->type), en->name,
-					en->value_num, why);
-	}
-	return TFS_E_OK;
-}
-
 /* The schema file, written beside __schema/ and renamed in. */
 static enum tfs_err put_schema(struct tfs_vfs *vfs, const char *path,
 			       const char *sdir, const char *name,
@@ -433,7 +400,7 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 	if ((e = check_layout(path, ad->schema, next, d)) ||
 	    (e = plan_schema(path, ad, next, &ev, changed, d)) ||
 	    (e = plan_enumerations(path, ad, next, key, &ev, d)) ||
-	    (e = check_fit(path, next, &ev, d)))
+	    (e = tfs__check_attr_enums(path, ev.attrs, next->attr_num, next, d)))
 		goto out;
 	if (!*changed)
 		goto out;

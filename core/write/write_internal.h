@@ -253,4 +253,12 @@ static inline uint64_t tfs__dim_off(const struct tfs_dim *dm, const uint8_t *v)
 	       tfs_value_as_u64(dm->type, dm->domain[0]);
 }
 
+/* Every attribute of attrs that names an enumeration names one of s's
+ * (with its values in tfs_enum_ref.def), which the attribute's type can
+ * index (TileDB's rule); else TFS_E_INVALID naming both (array_create.c;
+ * creation and evolution). */
+enum tfs_err tfs__check_attr_enums(const char *path, const struct tfs_attr *attrs,
+				   uint32_t attr_num, const struct tfs_schema *s,
+				   struct tfs_diag *d) TFS_WUR;
+
 #endif

@@ -13,7 +13,6 @@
 # and by real TileDB (../shared/reference/tiledb dump) with the same cells.
 source "$(dirname "$0")/lib/common.sh"
 
-REF=${REF:-$CORPUS/../../reference/tiledb}
 SRC=$WORK/src
 copy_corpus "$SRC" metadata sparse_2d_int enumeration sparse_dtypes
 chmod -R u+w "$SRC"
@@ -24,20 +23,6 @@ P=$m/plain
 
 snap() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum); }
 
-# same_in_tiledb ARRAY: tfs and real TileDB read the same schema, metadata
-# and cells (skipped where the reference is not there).
-same_in_tiledb() {
-  [ -x "$REF" ] || return 0
-  "$REF" dump "$1" >"$WORK/ref.json" 2>"$WORK/ref.err" ||
-    fail "tiledb dump $1: $(head -3 "$WORK/ref.err")"
-  "$TFS" dump "$1" >"$WORK/tfs.json" || fail "tfs dump $1"
-  "$PY" - "$WORK/tfs.json" "$WORK/ref.json" <<'PYEOF' || fail "TileDB reads $1 differently"
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-for k in ("schema", "non_empty_domain", "metadata", "reads"):
-    assert a[k] == b[k], (k, a[k], b[k])
-PYEOF
-}
 
 # ---- CSV files append ---------------------------------------------------------------
 printf 'name,qty,price\nwidget,3,2.5\n"gadget, large",,10\n' >"$WORK/sales.csv"
