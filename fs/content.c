@@ -37,6 +37,7 @@
 #include "tfs_buf.h"
 #include "tfs_bytes.h"
 #include "tfs_log.h"
+#include "tfs_mem.h"
 
 /* Output a random-access file produces at least per miss, kept for the
  * reads that follow (the kernel reads 128 KiB to 1 MiB at a time). */
@@ -380,48 +381,68 @@ fail:
 
 /* ---- Streams ------------------------------------------------------------- */
 
-/* Counts n more bytes in the daemon's renderings in flight; over
- * max_memory the bytes stay counted (the caller gives them back) and the
- * rendering stops with ENOMEM. */
+/* Counts n more bytes of renderings in flight: in the memory accountant
+ * (tfs_mem.h, where a charge that does not fit waits a bounded time for
+ * room) and in the daemon's renderings (fs->render_bytes, within
+ * fs->render_limit when max_memory= sets one). When either has no room
+ * nothing is counted and the rendering stops with ENOMEM. */
 static enum tfs_err charge(struct tfsd *fs, uint64_t n, struct tfs_diag *d)
 {
+	struct tfs_mem *m = tfs_mem_global();
 	uint64_t total;
 
-	if (!fs->render_limit || !n)
+	if (!n)
 		return TFS_E_OK;
 	total = __atomic_add_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
-	if (total > fs->render_limit)
+	if (fs->render_limit && total > fs->render_limit) {
+		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
 		return tfs_fail(d, TFS_E_NOMEM,
 				"rendering needs more memory than max_memory=%" PRIu64
 				" leaves (%" PRIu64 " bytes in flight)",
 				fs->cfg.max_memory, total);
+	}
+	if (tfs_mem_charge(m, n)) {
+		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+		return tfs_fail(d, TFS_E_NOMEM,
+				"rendering needs %" PRIu64 " more bytes, no "
+				"room within the memory budget of %" PRIu64
+				" (%s=%" PRIu64 ")",
+				n, tfs_mem_budget(m),
+				fs->cfg.max_memory ? "max_memory" : "cache",
+				fs->cfg.max_memory ? fs->cfg.max_memory
+						   : fs->cfg.cache_bytes);
+	}
 	return TFS_E_OK;
 }
 
 static void uncharge(struct tfsd *fs, uint64_t n)
 {
-	if (n)
-		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+	if (!n)
+		return;
+	__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+	tfs_mem_uncharge(tfs_mem_global(), n);
 }
 
-/* Counts the stream's buffer in the daemon's renderings in flight; over
- * max_memory the rendering stops with ENOMEM (the buffer grew by at most
- * one step past the limit) rather than growing with the selection. */
+/* Counts the stream's buffer in the renderings in flight; without room
+ * the rendering stops with ENOMEM (the buffer grew by at most one step
+ * past the budget) rather than growing with the selection. */
 static enum tfs_err stream_account(struct tfsd *fs, struct tfsr_stream *st,
 				   struct tfs_diag *d)
 {
-	uint64_t now = st->out.cap, more;
+	uint64_t now = st->out.cap;
+	enum tfs_err e;
 
-	if (!fs->render_limit || now == st->charged)
+	if (now == st->charged)
 		return TFS_E_OK;
 	if (now < st->charged) {
 		uncharge(fs, st->charged - now);
 		st->charged = now;
 		return TFS_E_OK;
 	}
-	more = now - st->charged;
-	st->charged = now;
-	return charge(fs, more, d);
+	e = charge(fs, now - st->charged, d);
+	if (!e)
+		st->charged = now;
+	return e;
 }
 
 static void stream_release(struct tfsd *fs, struct tfsr_stream *st)
@@ -430,18 +451,46 @@ static void stream_release(struct tfsd *fs, struct tfsr_stream *st)
 	tfsr_stream_release(st);
 }
 
+/* The stop of the request this thread serves (tfsd_stop_swap). */
+static _Thread_local const struct tfsd_stop *thread_stop;
+
+const struct tfsd_stop *tfsd_stop_swap(const struct tfsd_stop *stop)
+{
+	const struct tfsd_stop *old = thread_stop;
+
+	thread_stop = stop;
+	return old;
+}
+
+/* TFS_E_INTR when stop (NULL: never) says the work must end: between the
+ * steps of whole renderings and counting passes. */
+static enum tfs_err check_stop(const struct tfsd_stop *stop, const char *what,
+			       const struct plan *p, uint64_t cell,
+			       struct tfs_diag *d)
+{
+	if (!stop || !stop->fn(stop->ctx))
+		return TFS_E_OK;
+	return tfs_fail(d, TFS_E_INTR, "'%s': %s was interrupted at cell %" PRIu64
+			" of %" PRIu64, p->rel, what, cell, p->sl->cells);
+}
+
 /* Renders a whole plan into out (empty), which takes the stream's buffer;
- * *charged: the bytes of it still counted in fs->render_bytes. */
+ * *charged: the bytes of it still counted in fs->render_bytes. The
+ * thread's stop ends it between steps. */
 static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
 				 uint64_t *charged, struct tfs_diag *d)
 {
+	const struct tfsd_stop *stop = thread_stop;
 	struct tfsr_stream st;
 	enum tfs_err e = TFS_E_OK;
 
 	tfsr_stream_init(&st, p->sl, p->arr->a);
 	*charged = 0;
 	while (!e && !st.done) {
-		e = tfsr_stream_step(&st, d);
+		e = check_stop(stop, "the whole rendering", p, st.next_cell,
+			       d);
+		if (!e)
+			e = tfsr_stream_step(&st, d);
 		if (!e)
 			e = stream_account(p->fs, &st, d);
 	}
@@ -463,6 +512,7 @@ static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
  * whole sparse stream. */
 struct count_part {
 	struct plan *p;
+	const struct tfsd_stop *stop; /* NULL: never */
 	uint64_t c0, c1;
 	bool first, last;
 	uint64_t bytes;
@@ -500,7 +550,9 @@ static void *count_part_run(void *arg)
 	if (!cp->first)
 		e = tfsr_stream_start_at(&st, cp->c0, 0, &cp->d);
 	while (!e && !st.done && (cp->last || st.next_cell < cp->c1)) {
-		if (seekable && st.started)
+		e = check_stop(cp->stop, "the counting pass", p, st.next_cell,
+			       &cp->d);
+		if (!e && seekable && st.started)
 			e = mark_add(cp, st.next_cell, st.base + st.out.len);
 		if (!e)
 			e = tfsr_stream_step(&st, &cp->d);
@@ -537,6 +589,7 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 	memset(part, 0, sizeof(part));
 	for (size_t i = 0; i < 2; i++) {
 		part[i].p = p;
+		part[i].stop = thread_stop;
 		tfs_diag_init(&part[i].d);
 	}
 	part[0].first = true;
@@ -608,6 +661,7 @@ struct tfsd_file {
 	 * protected by lock. */
 	struct tfs_buf win;
 	uint64_t win_c0, win_c1;
+	uint64_t win_charged; /* bytes of win in the memory accountant */
 	struct tfsr_stream st; /* SERVE_STREAM, protected by lock */
 	char *vpath;
 	bool size_learned; /* protected by lock */
@@ -779,15 +833,18 @@ static enum tfs_err file_whole(struct tfsd *fs, struct tfsd_file *f,
 	enum tfs_err e;
 
 	f->how = SERVE_WHOLE;
-	f->charged = charged + need;
+	f->charged = charged;
 	e = charge(fs, need, NULL);
 	if (e)
 		return tfs_fail(d, e, "'%s': %zu bytes rendered whole would go "
-				"over max_memory=%" PRIu64 " (%" PRIu64
+				"over %s=%" PRIu64 " (%" PRIu64
 				" bytes in flight)", f->vpath, data->len,
-				fs->cfg.max_memory,
+				fs->cfg.max_memory ? "max_memory" : "cache",
+				fs->cfg.max_memory ? fs->cfg.max_memory
+						   : fs->cfg.cache_bytes,
 				__atomic_load_n(&fs->render_bytes,
 						__ATOMIC_RELAXED));
+	f->charged += need;
 	f->size = data->len;
 	f->data = tfs_buf_detach(data, NULL);
 	return TFS_E_OK;
@@ -1015,7 +1072,10 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
 		       (size_t)(body_end - body_off));
 		*got = (size_t)(end - off);
+		tfs_mem_force_charge(tfs_mem_global(), buf.cap);
 		pthread_mutex_lock(&f->lock);
+		tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
+		f->win_charged = buf.cap;
 		tfs_buf_release(&f->win);
 		f->win = buf;
 		f->win_c0 = c0;
@@ -1262,6 +1322,7 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 		stream_release(fs, &f->st);
 	uncharge(fs, f->charged);
 	tfsd_arr_put(fs->arrays, f->src);
+	tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
 	tfs_buf_release(&f->win);
 	if (f->plan.arr)
 		plan_release(fs, &f->plan);

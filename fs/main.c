@@ -15,6 +15,7 @@
 #include "fuse_ll.h"
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_mem.h"
 #include "tfs_s3.h"
 
 struct cli {
@@ -375,6 +376,8 @@ static enum tfs_err daemon_start(struct tfsd *fs)
 	unsigned threads = fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count();
 
 	fs->render_limit = tfsd_data_limit(&fs->cfg);
+	tfs_mem_configure(tfs_mem_global(), tfsd_mem_budget(&fs->cfg),
+			  TFSD_MEM_WAIT_MS);
 	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new(threads - 1, &fs->pool) ||
 	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
@@ -524,8 +527,13 @@ int main(int argc, char *argv[])
 	int ret = 2;
 
 	/* Memory stays near cache=: few malloc arenas for the many request
-	 * threads (each arena keeps what it freed). */
+	 * threads (each arena keeps what it freed); buffers of tiles and
+	 * renderings (2 MiB and more) mapped on their own and given back
+	 * to the system when freed (a fixed threshold: glibc would raise
+	 * it to the largest buffer freed, and keep those in the heap). */
 	mallopt(M_ARENA_MAX, 2);
+	mallopt(M_MMAP_THRESHOLD, 2 << 20);
+	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		return 2;
 	scrub_keys(argc, argv);

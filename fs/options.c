@@ -255,6 +255,15 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 	return e;
 }
 
+uint64_t tfsd_mem_budget(const struct tfsd_config *c)
+{
+	/* The render cache has cache/8; metadata, stacks and the allocator
+	 * a quarter of the slack (or of max_memory). */
+	if (c->max_memory)
+		return c->max_memory - c->max_memory / 4 - c->cache_bytes / 8;
+	return c->cache_bytes - c->cache_bytes / 8 + TFSD_MEM_SLACK / 4 * 3;
+}
+
 uint64_t tfsd_data_limit(const struct tfsd_config *c)
 {
 	/* The options keep cache= at half of max_memory at most. */

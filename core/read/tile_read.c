@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tfs_alloc.h"
+#include "tfs_mem.h"
 
 /* A tile's persisted bytes never exceed this; larger claims are corrupt. */
 #define MAX_PERSISTED_TILE (UINT64_C(4) << 30)
@@ -76,6 +77,7 @@ uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile)
 void tfs__tile_free_buffers(struct tfs_tile *t)
 {
 	assert(!t->shared);
+	tfs_mem_uncharge(tfs_mem_global(), t->charged);
 	tfs_free(t->fixed);
 	tfs_free(t->offsets);
 	tfs_free(t->var);
@@ -96,6 +98,44 @@ static enum tfs_err check_tile_limit(const struct tfs_arraydir *a,
 				" needs %" PRIu64 " bytes, over the limit of %" PRIu64,
 				f->name, slot, tile, bytes, a->max_tile_bytes);
 	return TFS_E_OK;
+}
+
+/* Counts n bytes of one tile's decoding in the memory accountant: waits
+ * for room (bounded), else TFS_E_NOMEM with the reason. The number of
+ * tiles decoded at once follows the budget this way. */
+static enum tfs_err mem_charge(const struct tfs_fragment *f, uint32_t slot,
+			       uint64_t tile, uint64_t n, struct tfs_diag *d)
+{
+	struct tfs_mem *m = tfs_mem_global();
+
+	if (tfs_mem_charge(m, n))
+		return tfs_fail(d, TFS_E_NOMEM,
+				"fragment '%s': slot %u tile %" PRIu64
+				" needs %" PRIu64 " bytes, no room within the "
+				"memory budget of %" PRIu64,
+				f->name, slot, tile, n, tfs_mem_budget(m));
+	return TFS_E_OK;
+}
+
+/* Frees persisted bytes that read_persisted gave (and their charge). */
+static void persisted_free(uint8_t **src, size_t *len)
+{
+	tfs_free(*src);
+	tfs_mem_uncharge(tfs_mem_global(), *len);
+	*src = NULL;
+	*len = 0;
+}
+
+/* What decoding a tile of `want` bytes through p needs beside its input
+ * and output: the pipeline's two scratch buffers of one chunk when more
+ * than one filter runs. */
+static uint64_t scratch_bytes(const struct tfs_pipeline *p, uint64_t want)
+{
+	uint64_t chunk = p->max_chunk_size ? p->max_chunk_size : want;
+
+	if (p->count < 2)
+		return 0;
+	return 2 * (chunk < want ? chunk : want);
 }
 
 /* Fails unless the file at path holds at least `end` bytes. */
@@ -154,9 +194,14 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 		tfs_free(path);
 		return e;
 	}
+	if ((e = mem_charge(f, slot, tile, end - start, d))) {
+		tfs_free(path);
+		return e;
+	}
 	bytes = tfs_malloc((size_t)(end - start));
 	if (!bytes) {
 		tfs_free(path);
+		tfs_mem_uncharge(tfs_mem_global(), end - start);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
 	e = tfs_vfs_read(a->vfs, path, start, bytes, (size_t)(end - start), d);
@@ -173,6 +218,7 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 	tfs_free(path);
 	if (e) {
 		tfs_free(bytes);
+		tfs_mem_uncharge(tfs_mem_global(), end - start);
 		return e;
 	}
 	*out = bytes;
@@ -283,7 +329,8 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	const struct tfs_schema *s = f->schema;
 	uint64_t cells = out->cell_num, var_len;
 	uint8_t *off_src = NULL, *var_src = NULL;
-	size_t off_len, var_src_len;
+	size_t off_len = 0, var_src_len = 0;
+	uint64_t scratch = 0, out_bytes;
 	struct tfs_tile_ctx ctx;
 	bool embedded;
 	enum tfs_err e;
@@ -321,6 +368,15 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d);
 	if (e)
 		goto out_free_src;
+	scratch = scratch_bytes(&s->offsets_filters, cells * 8);
+	if (scratch < scratch_bytes(desc->filters, var_len))
+		scratch = scratch_bytes(desc->filters, var_len);
+	out_bytes = (cells + 1) * 8 + var_len;
+	if ((e = mem_charge(f, slot, tile, out_bytes + scratch, d))) {
+		scratch = 0;
+		goto out_free_src;
+	}
+	out->charged += out_bytes;
 	out->offsets = tfs_mallocn((size_t)cells + 1, sizeof(uint64_t));
 	out->var = tfs_malloc((size_t)var_len);
 	if (!out->offsets || !out->var) {
@@ -352,8 +408,9 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	if (!e)
 		out->offsets[cells] = var_len;
 out_free_src:
-	tfs_free(off_src);
-	tfs_free(var_src);
+	tfs_mem_uncharge(tfs_mem_global(), scratch);
+	persisted_free(&off_src, &off_len);
+	persisted_free(&var_src, &var_src_len);
 	return e;
 }
 
@@ -365,7 +422,8 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	struct tfs_slot_desc desc;
 	struct tfs_tile_ctx ctx;
 	uint8_t *src = NULL;
-	size_t src_len;
+	size_t src_len = 0;
+	uint64_t scratch;
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
@@ -398,8 +456,17 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 					   d);
 		if (e)
 			goto out_fail;
+		/* A zipped copy of old coordinates needs the size again. */
+		scratch = scratch_bytes(desc.filters, want);
+		if (f->footer.version < 5 && slot == f->schema->attr_num &&
+		    coords_unzipped(f) && scratch < want)
+			scratch = want;
+		if ((e = mem_charge(f, slot, tile, want + scratch, d)))
+			goto out_fail;
+		out->charged += want;
 		out->fixed = tfs_malloc((size_t)want);
 		if (!out->fixed) {
+			tfs_mem_uncharge(tfs_mem_global(), scratch);
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_fail;
 		}
@@ -407,11 +474,11 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		tile_ctx(&ctx, a, f, desc.type, desc.cell_size);
 		e = tfs_tile_decode(desc.filters, &ctx, out->fixed,
 				    (size_t)want, src, src_len, d);
-		tfs_free(src);
-		src = NULL;
+		persisted_free(&src, &src_len);
 		if (!e && f->footer.version < 5 &&
 		    slot == f->schema->attr_num && coords_unzipped(f))
 			e = zip_coords(f, out, d);
+		tfs_mem_uncharge(tfs_mem_global(), scratch);
 	}
 	if (e)
 		goto out_fail;
@@ -425,6 +492,9 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 					   out->cell_num, d);
 		if (e)
 			goto out_fail;
+		if ((e = mem_charge(f, slot, tile, out->cell_num, d)))
+			goto out_fail;
+		out->charged += out->cell_num;
 		out->validity = tfs_malloc((size_t)out->cell_num);
 		if (!out->validity) {
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -437,10 +507,10 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		if (e)
 			goto out_fail;
 	}
-	tfs_free(src);
+	persisted_free(&src, &src_len);
 	return TFS_E_OK;
 out_fail:
-	tfs_free(src);
+	persisted_free(&src, &src_len);
 	tfs__tile_free_buffers(out);
 	if (e == TFS_E_CORRUPT || e == TFS_E_CHECKSUM)
 		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
