@@ -459,6 +459,8 @@ const struct tfsd_stop *tfsd_stop_swap(const struct tfsd_stop *stop)
 	const struct tfsd_stop *old = thread_stop;
 
 	thread_stop = stop;
+	/* Waits for memory end too. */
+	tfs_mem_thread_stop(stop ? stop->fn : NULL, stop ? stop->ctx : NULL);
 	return old;
 }
 

@@ -616,10 +616,13 @@ static int do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void tfsd_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 			 off_t off, struct fuse_file_info *fi)
 {
+	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
+	const struct tfsd_stop *outer = tfsd_stop_swap(&stop);
 	uint8_t *buf = NULL;
 	size_t got;
 	int err = do_read(req, ino, size, off, fi, &buf, &got);
 
+	tfsd_stop_swap(outer);
 	if (err)
 		fuse_reply_err(req, err);
 	else

@@ -3,6 +3,7 @@
  * every request as the session's userdata), mounts, runs the FUSE loop
  * (fuse_ll.c, fuse_ll_write.c) and takes everything down again. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
@@ -457,6 +458,15 @@ static int run(struct tfsd_ll *ll, struct fuse_args *args,
 		tfs_log(TFS_LOG_ERROR, "leftovers of crashed writes will not be "
 				       "cleaned up: cannot start a thread");
 	ret = serve(se, fo);
+	{
+		struct tfs_mem_stats ms;
+
+		tfs_mem_get_stats(tfs_mem_global(), &ms);
+		tfs_log(TFS_LOG_INFO, "memory: at most %" PRIu64 " bytes counted "
+			"of a budget of %" PRIu64 ", %" PRIu64 " waits for room, %"
+			PRIu64 " refused", ms.high, ms.budget, ms.waits,
+			ms.refusals);
+	}
 out_unmount:
 	tfsd_cleaner_stop(cleaner);
 	fuse_session_unmount(se);
@@ -528,11 +538,11 @@ int main(int argc, char *argv[])
 
 	/* Memory stays near cache=: few malloc arenas for the many request
 	 * threads (each arena keeps what it freed); buffers of tiles and
-	 * renderings (2 MiB and more) mapped on their own and given back
+	 * renderings (256 KiB and more) mapped on their own and given back
 	 * to the system when freed (a fixed threshold: glibc would raise
 	 * it to the largest buffer freed, and keep those in the heap). */
 	mallopt(M_ARENA_MAX, 2);
-	mallopt(M_MMAP_THRESHOLD, 2 << 20);
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		return 2;

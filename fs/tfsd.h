@@ -110,7 +110,7 @@ uint64_t tfsd_data_limit(const struct tfsd_config *c);
  * budget cache= holds, metadata, stacks) lives in what is left. */
 #define TFSD_MEM_SLACK ((uint64_t)64 << 20)
 /* How long a charge that does not fit waits for others to give back. */
-#define TFSD_MEM_WAIT_MS 2000
+#define TFSD_MEM_WAIT_MS 10000
 uint64_t tfsd_mem_budget(const struct tfsd_config *c);
 
 /* The daemon's own options, the one source of `tilefs --help` and of the

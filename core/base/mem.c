@@ -26,12 +26,26 @@ struct tfs_mem {
 	_Atomic uint64_t waits;
 	_Atomic uint64_t refusals;
 	_Atomic unsigned waiters;
+	/* The largest charge waiting: new charges leave room for it (those
+	 * waiting already do not, lest one that cannot fit stop them all),
+	 * so that big charges are not starved by a stream of small ones. */
+	_Atomic uint64_t reserve;
 	pthread_mutex_t wait_lock; /* with released: charges that wait */
 	pthread_cond_t released;
 	pthread_mutex_t reclaim_lock; /* the reclaimers, held while they run */
 	struct reclaimer reclaimers[TFS_MEM_RECLAIMERS];
 	unsigned reclaimer_num;
 };
+
+/* The thread's stop (tfs_mem_thread_stop). */
+static _Thread_local bool (*thread_stop_fn)(void *ctx);
+static _Thread_local void *thread_stop_ctx;
+
+void tfs_mem_thread_stop(bool (*fn)(void *ctx), void *ctx)
+{
+	thread_stop_fn = fn;
+	thread_stop_ctx = ctx;
+}
 
 static struct tfs_mem global = {
 	.wait_ms = DEFAULT_WAIT_MS,
@@ -95,13 +109,17 @@ static void note_high(struct tfs_mem *m, uint64_t now)
 		;
 }
 
-/* Adds n to the count if the sum stays within budget (0: always). */
-static bool add_if_fits(struct tfs_mem *m, uint64_t n, uint64_t budget)
+/* Adds n to the count if the sum stays within budget (0: always) with
+ * `keep` bytes left over. */
+static bool add_if_fits(struct tfs_mem *m, uint64_t n, uint64_t budget,
+			uint64_t keep)
 {
 	uint64_t used = atomic_load_explicit(&m->used, memory_order_relaxed);
 
+	if (budget && keep >= budget)
+		keep = 0; /* (a waiter larger than the budget fails anyway) */
 	do {
-		if (budget && (used > budget || n > budget - used))
+		if (budget && (used > budget - keep || n > budget - keep - used))
 			return false;
 	} while (!atomic_compare_exchange_weak(&m->used, &used, used + n));
 	note_high(m, used + n);
@@ -140,6 +158,8 @@ static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 
 		if (used <= budget && n <= budget - used)
 			break;
+		if (used > budget)
+			used = budget;
 		m->reclaimers[i].fn(m->reclaimers[i].ctx,
 				    used + n - budget);
 	}
@@ -157,20 +177,30 @@ static void deadline_after(struct timespec *ts, unsigned ms)
 	}
 }
 
+/* Makes n the reserve unless a larger charge waits. */
+static void raise_reserve(struct tfs_mem *m, uint64_t n)
+{
+	uint64_t r = atomic_load(&m->reserve);
+
+	while (r < n && !atomic_compare_exchange_weak(&m->reserve, &r, n))
+		;
+}
+
 static enum tfs_err charge(struct tfs_mem *m, uint64_t n, bool wait)
 {
-	uint64_t budget = atomic_load(&m->budget);
+	uint64_t budget = atomic_load(&m->budget), mine;
 	unsigned left = wait ? atomic_load(&m->wait_ms) : 0;
+	enum tfs_err e = TFS_E_NOMEM;
 	bool ok;
 
 	if (!n)
 		return TFS_E_OK;
 	if (n > budget && budget)
 		goto refuse;
-	if (add_if_fits(m, n, budget))
+	if (add_if_fits(m, n, budget, atomic_load(&m->reserve)))
 		return TFS_E_OK;
 	reclaim(m, n, budget);
-	if (add_if_fits(m, n, budget))
+	if (add_if_fits(m, n, budget, atomic_load(&m->reserve)))
 		return TFS_E_OK;
 	if (!left)
 		goto refuse;
@@ -180,10 +210,15 @@ static enum tfs_err charge(struct tfs_mem *m, uint64_t n, bool wait)
 		unsigned slice = left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS;
 		struct timespec ts;
 
+		if (thread_stop_fn && thread_stop_fn(thread_stop_ctx)) {
+			e = TFS_E_INTR;
+			break;
+		}
+		raise_reserve(m, n);
 		deadline_after(&ts, slice);
 		left -= slice;
 		pthread_mutex_lock(&m->wait_lock);
-		while (!(ok = add_if_fits(m, n, atomic_load(&m->budget))) &&
+		while (!(ok = add_if_fits(m, n, atomic_load(&m->budget), 0)) &&
 		       pthread_cond_timedwait(&m->released, &m->wait_lock,
 					      &ts) != ETIMEDOUT)
 			;
@@ -191,15 +226,22 @@ static enum tfs_err charge(struct tfs_mem *m, uint64_t n, bool wait)
 		if (!ok) {
 			budget = atomic_load(&m->budget);
 			reclaim(m, n, budget);
-			ok = add_if_fits(m, n, budget);
+			ok = add_if_fits(m, n, budget, 0);
 		}
+	}
+	/* The next largest waiter raises the reserve again. */
+	mine = n;
+	if (atomic_compare_exchange_strong(&m->reserve, &mine, 0)) {
+		pthread_mutex_lock(&m->wait_lock);
+		pthread_cond_broadcast(&m->released);
+		pthread_mutex_unlock(&m->wait_lock);
 	}
 	atomic_fetch_sub(&m->waiters, 1);
 	if (ok)
 		return TFS_E_OK;
 refuse:
 	atomic_fetch_add(&m->refusals, 1);
-	return TFS_E_NOMEM;
+	return e;
 }
 
 enum tfs_err tfs_mem_charge(struct tfs_mem *m, uint64_t n)

@@ -107,14 +107,21 @@ static enum tfs_err mem_charge(const struct tfs_fragment *f, uint32_t slot,
 			       uint64_t tile, uint64_t n, struct tfs_diag *d)
 {
 	struct tfs_mem *m = tfs_mem_global();
+	struct tfs_mem_stats ms;
+	enum tfs_err e = tfs_mem_charge(m, n);
 
-	if (tfs_mem_charge(m, n))
-		return tfs_fail(d, TFS_E_NOMEM,
-				"fragment '%s': slot %u tile %" PRIu64
-				" needs %" PRIu64 " bytes, no room within the "
-				"memory budget of %" PRIu64,
-				f->name, slot, tile, n, tfs_mem_budget(m));
-	return TFS_E_OK;
+	if (!e)
+		return TFS_E_OK;
+	tfs_mem_get_stats(m, &ms);
+	if (e == TFS_E_INTR)
+		return tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
+				": interrupted while waiting for memory",
+				f->name, slot, tile);
+	return tfs_fail(d, TFS_E_NOMEM,
+			"fragment '%s': slot %u tile %" PRIu64
+			" needs %" PRIu64 " bytes, no room within the "
+			"memory budget of %" PRIu64 " (%" PRIu64 " in use)",
+			f->name, slot, tile, n, ms.budget, ms.used);
 }
 
 /* Frees persisted bytes that read_persisted gave (and their charge). */
@@ -158,13 +165,18 @@ static enum tfs_err check_real_size(struct tfs_arraydir *a,
 }
 
 /* Reads the persisted bytes of tile `tile` of one file: from offsets[tile]
- * to the next tile's offset or the file's size. */
+ * to the next tile's offset or the file's size. Before allocating, they
+ * are charged to the memory accountant together with `extra` bytes (what
+ * decoding them takes: output and scratch), in one charge so that a
+ * decode never holds part of its memory while waiting for the rest; on
+ * success the caller owns the charge of `extra` (persisted_free gives
+ * back the persisted bytes'), on failure nothing stays charged. */
 static enum tfs_err read_persisted(struct tfs_arraydir *a,
 				   const struct tfs_fragment *f, uint32_t slot,
 				   enum tfs_file_kind kind,
 				   const uint64_t *offsets, uint64_t file_size,
-				   uint64_t tile, uint8_t **out, size_t *len,
-				   struct tfs_diag *d)
+				   uint64_t tile, uint64_t extra, uint8_t **out,
+				   size_t *len, struct tfs_diag *d)
 {
 	uint64_t start, end;
 	char *path;
@@ -194,14 +206,14 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 		tfs_free(path);
 		return e;
 	}
-	if ((e = mem_charge(f, slot, tile, end - start, d))) {
+	if ((e = mem_charge(f, slot, tile, end - start + extra, d))) {
 		tfs_free(path);
 		return e;
 	}
 	bytes = tfs_malloc((size_t)(end - start));
 	if (!bytes) {
 		tfs_free(path);
-		tfs_mem_uncharge(tfs_mem_global(), end - start);
+		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
 	e = tfs_vfs_read(a->vfs, path, start, bytes, (size_t)(end - start), d);
@@ -218,7 +230,7 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 	tfs_free(path);
 	if (e) {
 		tfs_free(bytes);
-		tfs_mem_uncharge(tfs_mem_global(), end - start);
+		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
 		return e;
 	}
 	*out = bytes;
@@ -345,13 +357,22 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 				"fragment '%s': slot %u tile %" PRIu64
 				" claims %" PRIu64 " value bytes",
 				f->name, slot, tile, var_len);
+	/* The output and scratch are charged with the offsets' tile. */
+	if ((e = check_tile_limit(a, f, slot, tile, var_len, d)) ||
+	    (e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d)))
+		return e;
+	scratch = scratch_bytes(&s->offsets_filters, cells * 8);
+	if (scratch < scratch_bytes(desc->filters, var_len))
+		scratch = scratch_bytes(desc->filters, var_len);
+	out_bytes = (cells + 1) * 8 + var_len;
 	e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
-			   f->footer.file_sizes[slot], tile, &off_src, &off_len,
-			   d);
+			   f->footer.file_sizes[slot], tile, out_bytes + scratch,
+			   &off_src, &off_len, d);
 	if (e)
 		return e;
+	out->charged = out_bytes;
 	e = read_persisted(a, f, slot, TFS_FILE_VAR, st->var_offsets,
-			   f->footer.file_var_sizes[slot], tile, &var_src,
+			   f->footer.file_var_sizes[slot], tile, 0, &var_src,
 			   &var_src_len, d);
 	if (e)
 		goto out_free_src;
@@ -368,15 +389,6 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d);
 	if (e)
 		goto out_free_src;
-	scratch = scratch_bytes(&s->offsets_filters, cells * 8);
-	if (scratch < scratch_bytes(desc->filters, var_len))
-		scratch = scratch_bytes(desc->filters, var_len);
-	out_bytes = (cells + 1) * 8 + var_len;
-	if ((e = mem_charge(f, slot, tile, out_bytes + scratch, d))) {
-		scratch = 0;
-		goto out_free_src;
-	}
-	out->charged += out_bytes;
 	out->offsets = tfs_mallocn((size_t)cells + 1, sizeof(uint64_t));
 	out->var = tfs_malloc((size_t)var_len);
 	if (!out->offsets || !out->var) {
@@ -423,7 +435,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	struct tfs_tile_ctx ctx;
 	uint8_t *src = NULL;
 	size_t src_len = 0;
-	uint64_t scratch;
+	uint64_t scratch = 0;
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
@@ -448,25 +460,24 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	} else {
 		uint64_t want = out->cell_num * desc.cell_size;
 
-		e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
-				   f->footer.file_sizes[slot], tile, &src,
-				   &src_len, d);
-		if (!e)
-			e = expect_decoded(a, f, slot, tile, src, src_len, want,
-					   d);
-		if (e)
-			goto out_fail;
 		/* A zipped copy of old coordinates needs the size again. */
 		scratch = scratch_bytes(desc.filters, want);
 		if (f->footer.version < 5 && slot == f->schema->attr_num &&
 		    coords_unzipped(f) && scratch < want)
 			scratch = want;
-		if ((e = mem_charge(f, slot, tile, want + scratch, d)))
+		e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
+				   f->footer.file_sizes[slot], tile,
+				   want + scratch, &src, &src_len, d);
+		if (e) {
+			scratch = 0;
 			goto out_fail;
-		out->charged += want;
+		}
+		out->charged = want;
+		e = expect_decoded(a, f, slot, tile, src, src_len, want, d);
+		if (e)
+			goto out_fail;
 		out->fixed = tfs_malloc((size_t)want);
 		if (!out->fixed) {
-			tfs_mem_uncharge(tfs_mem_global(), scratch);
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_fail;
 		}
@@ -479,6 +490,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		    slot == f->schema->attr_num && coords_unzipped(f))
 			e = zip_coords(f, out, d);
 		tfs_mem_uncharge(tfs_mem_global(), scratch);
+		scratch = 0;
 	}
 	if (e)
 		goto out_fail;
@@ -486,15 +498,14 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = read_persisted(a, f, slot, TFS_FILE_VALIDITY,
 				   st->validity_offsets,
 				   f->footer.file_validity_sizes[slot], tile,
-				   &src, &src_len, d);
-		if (!e)
-			e = expect_decoded(a, f, slot, tile, src, src_len,
-					   out->cell_num, d);
+				   out->cell_num, &src, &src_len, d);
 		if (e)
 			goto out_fail;
-		if ((e = mem_charge(f, slot, tile, out->cell_num, d)))
-			goto out_fail;
 		out->charged += out->cell_num;
+		e = expect_decoded(a, f, slot, tile, src, src_len,
+				   out->cell_num, d);
+		if (e)
+			goto out_fail;
 		out->validity = tfs_malloc((size_t)out->cell_num);
 		if (!out->validity) {
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -511,6 +522,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	return TFS_E_OK;
 out_fail:
 	persisted_free(&src, &src_len);
+	tfs_mem_uncharge(tfs_mem_global(), scratch);
 	tfs__tile_free_buffers(out);
 	if (e == TFS_E_CORRUPT || e == TFS_E_CHECKSUM)
 		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64

@@ -33,7 +33,9 @@ uint64_t tfs_mem_budget(const struct tfs_mem *m);
 
 /* Counts n bytes if they fit: TFS_E_OK, or TFS_E_NOMEM when n is more
  * than the whole budget, or still does not fit after the reclaimers ran
- * and the wait ended (nothing counted then). */
+ * and the wait ended, or TFS_E_INTR when the thread's stop said so while
+ * it waited (nothing counted then). While charges wait, new ones leave
+ * room for the largest waiting. */
 enum tfs_err tfs_mem_charge(struct tfs_mem *m, uint64_t n) TFS_WUR;
 /* tfs_mem_charge without waiting (read-ahead: skipped when there is no
  * room rather than delaying anyone). */
@@ -41,6 +43,10 @@ enum tfs_err tfs_mem_try_charge(struct tfs_mem *m, uint64_t n) TFS_WUR;
 /* Counts n bytes already held, fitting or not (a buffer that shrinks
  * back is counted by uncharging the difference instead). */
 void tfs_mem_force_charge(struct tfs_mem *m, uint64_t n);
+/* The calling thread's stop (fn NULL: none): its charges that wait ask
+ * fn(ctx) now and then and end with TFS_E_INTR when it is true (the
+ * reader of a request was killed). */
+void tfs_mem_thread_stop(bool (*fn)(void *ctx), void *ctx);
 /* Gives n counted bytes back and wakes the charges that wait. */
 void tfs_mem_uncharge(struct tfs_mem *m, uint64_t n);
 
