@@ -472,8 +472,8 @@ static enum tfs_err check_stop(const struct tfsd_stop *stop, const char *what,
 {
 	if (!stop || !stop->fn(stop->ctx))
 		return TFS_E_OK;
-	return tfs_fail(d, TFS_E_INTR, "'%s': %s was interrupted at cell %" PRIu64
-			" of %" PRIu64, p->rel, what, cell, p->sl->cells);
+	return tfs_fail(d, TFS_E_INTR, "%s was interrupted at cell %" PRIu64
+			" of %" PRIu64, what, cell, p->sl->cells);
 }
 
 /* Renders a whole plan into out (empty), which takes the stream's buffer;
