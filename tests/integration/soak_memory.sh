@@ -9,16 +9,22 @@
 # fail with ENOMEM and a log line (that is the contract); any other
 # failure, or more than one read in 20 refused, fails the test.
 #
-# SOAK_MEMORY_SECONDS (90 by default; 3600 in the long run, docs/TESTING.md)
-# bounds each phase; SOAK_MEMORY_READERS (8) readers run at once.
+# SOAK_MEMORY_SECONDS (60 by default; 1800 in the long run of an hour,
+# docs/ROBUSTNESS.md) is the length of each of the two phases;
+# SOAK_MEMORY_READERS (8) readers run at once.
 source "$(dirname "$0")/lib/common.sh"
 
-SECONDS_EACH=${SOAK_MEMORY_SECONDS:-90}
+SECONDS_EACH=${SOAK_MEMORY_SECONDS:-60}
 READERS=${SOAK_MEMORY_READERS:-8}
 CACHE_MB=64
 MAXMEM_MB=128
 BENCH=$(dirname "$TFS")/tfs-bench-read
 [ -x "$BENCH" ] || { echo "SKIP: no $BENCH"; exit 77; }
+# Sanitizers' shadow memory and quarantine are no measure of the daemon's.
+if ldd "$TILEFS" 2>/dev/null | grep -q -e libasan -e libtsan; then
+  echo "SKIP: the daemon runs under a sanitizer"
+  exit 77
+fi
 
 SRC=$WORK/src
 mkdir -p "$SRC"
