@@ -1029,7 +1029,7 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 				size_t *got, struct tfs_diag *d)
 {
 	const struct tfsr_slice *p = f->plan.sl;
-	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end;
+	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end, wbytes;
 	struct tfsd_arr *src = NULL;
 	struct tfs_buf buf;
 	size_t n = 0;
@@ -1069,12 +1069,25 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 	if (c1 > p->cells)
 		c1 = p->cells;
 	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
+	/* The window's bytes are counted before it is produced (waiting for
+	 * room like a tile), the growth past them after. */
+	wbytes = (c1 - c0) * p->record;
+	if (tfs_mem_charge(tfs_mem_global(), wbytes)) {
+		tfsd_arr_put(fs->arrays, src);
+		return tfs_fail(d, TFS_E_NOMEM, "a window of %" PRIu64
+				" bytes: no room within the memory budget of "
+				"%" PRIu64, wbytes,
+				tfs_mem_budget(tfs_mem_global()));
+	}
 	e = window_produce(fs, f, &src, c0, c1, &buf, d);
 	if (!e) {
 		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
 		       (size_t)(body_end - body_off));
 		*got = (size_t)(end - off);
-		tfs_mem_force_charge(tfs_mem_global(), buf.cap);
+		if (buf.cap > wbytes)
+			tfs_mem_force_charge(tfs_mem_global(), buf.cap - wbytes);
+		else
+			tfs_mem_uncharge(tfs_mem_global(), wbytes - buf.cap);
 		pthread_mutex_lock(&f->lock);
 		tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
 		f->win_charged = buf.cap;
@@ -1084,6 +1097,7 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 		f->win_c1 = c1;
 		pthread_mutex_unlock(&f->lock);
 	} else {
+		tfs_mem_uncharge(tfs_mem_global(), wbytes);
 		tfs_buf_release(&buf);
 	}
 	/* Sequential reader: decode the next window while this one is
