@@ -119,7 +119,8 @@ static bool add_if_fits(struct tfs_mem *m, uint64_t n, uint64_t budget,
 	if (budget && keep >= budget)
 		keep = 0; /* (a waiter larger than the budget fails anyway) */
 	do {
-		if (budget && (used > budget - keep || n > budget - keep - used))
+		if (budget &&
+		    (used > budget - keep || n > budget - keep - used))
 			return false;
 	} while (!atomic_compare_exchange_weak(&m->used, &used, used + n));
 	note_high(m, used + n);
@@ -160,8 +161,7 @@ static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 			break;
 		if (used > budget)
 			used = budget;
-		m->reclaimers[i].fn(m->reclaimers[i].ctx,
-				    used + n - budget);
+		m->reclaimers[i].fn(m->reclaimers[i].ctx, used + n - budget);
 	}
 	pthread_mutex_unlock(&m->reclaim_lock);
 }

@@ -128,7 +128,8 @@ Test(mem, a_wait_is_bounded)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cr_expect_eq(tfs_mem_charge(m, 500), TFS_E_NOMEM);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	     (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	cr_expect_geq(ms, 150, "waited %ld ms", ms);
 	cr_expect_lt(ms, 3000, "waited %ld ms", ms);
 	cr_expect_eq(used_of(m), 900, "nothing counted for the refusal");
@@ -256,7 +257,8 @@ Test(mem, a_stopped_thread_stops_waiting)
 	atomic_store(&s.stop, true);
 	pthread_join(t, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 +
+	     (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	cr_expect_eq(s.e, TFS_E_INTR);
 	cr_expect_lt(ms, 2000, "stopped after %ld ms of a 10 s wait", ms);
 	cr_expect_eq(used_of(m), 900);
