@@ -1038,8 +1038,10 @@ static void part_run(void *arg)
 	if (!e) {
 		pt->out = st.out;
 		tfs_buf_init(&st.out, TFS_BUF_NO_MAX);
-		pt->charged = pt->out.cap;
-		e = charge(pt->fs, pt->charged, &pt->d);
+		/* Counted only when it fits (charge counts nothing else). */
+		e = charge(pt->fs, pt->out.cap, &pt->d);
+		if (!e)
+			pt->charged = pt->out.cap;
 		__atomic_add_fetch(&f->part_cells, st.em.count - st.first_cell,
 				   __ATOMIC_RELAXED);
 	}
