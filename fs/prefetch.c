@@ -59,7 +59,8 @@ static void request_run(struct tfsd_prefetch *p, struct request *r)
 	const struct tfs_schema *s = r->arr->schema;
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = r->names,
-				    .field_num = r->name_num};
+				    .field_num = r->name_num,
+				    .decode_only = true};
 	struct tfs_query *q = NULL;
 	uint64_t budget = tfs_mem_budget(tfs_mem_global());
 	const struct tfs_batch *b;
