@@ -43,6 +43,7 @@
 #include "tfs_buf.h"
 #include "tfs_bytes.h"
 #include "tfs_log.h"
+#include "tfs_mem.h"
 
 /* Output a random-access file produces at least per miss, kept for the
  * reads that follow (the kernel reads 128 KiB to 1 MiB at a time). */
@@ -407,48 +408,68 @@ fail:
 
 /* ---- Streams ------------------------------------------------------------- */
 
-/* Counts n more bytes in the daemon's renderings in flight; over
- * max_memory the bytes stay counted (the caller gives them back) and the
- * rendering stops with ENOMEM. */
+/* Counts n more bytes of renderings in flight: in the memory accountant
+ * (tfs_mem.h, where a charge that does not fit waits a bounded time for
+ * room) and in the daemon's renderings (fs->render_bytes, within
+ * fs->render_limit when max_memory= sets one). When either has no room
+ * nothing is counted and the rendering stops with ENOMEM. */
 static enum tfs_err charge(struct tfsd *fs, uint64_t n, struct tfs_diag *d)
 {
+	struct tfs_mem *m = tfs_mem_global();
 	uint64_t total;
 
-	if (!fs->render_limit || !n)
+	if (!n)
 		return TFS_E_OK;
 	total = __atomic_add_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
-	if (total > fs->render_limit)
+	if (fs->render_limit && total > fs->render_limit) {
+		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
 		return tfs_fail(d, TFS_E_NOMEM,
 				"rendering needs more memory than max_memory=%" PRIu64
 				" leaves (%" PRIu64 " bytes in flight)",
 				fs->cfg.max_memory, total);
+	}
+	if (tfs_mem_charge(m, n)) {
+		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+		return tfs_fail(d, TFS_E_NOMEM,
+				"rendering needs %" PRIu64 " more bytes, no "
+				"room within the memory budget of %" PRIu64
+				" (%s=%" PRIu64 ")",
+				n, tfs_mem_budget(m),
+				fs->cfg.max_memory ? "max_memory" : "cache",
+				fs->cfg.max_memory ? fs->cfg.max_memory
+						   : fs->cfg.cache_bytes);
+	}
 	return TFS_E_OK;
 }
 
 static void uncharge(struct tfsd *fs, uint64_t n)
 {
-	if (n)
-		__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+	if (!n)
+		return;
+	__atomic_sub_fetch(&fs->render_bytes, n, __ATOMIC_RELAXED);
+	tfs_mem_uncharge(tfs_mem_global(), n);
 }
 
-/* Counts the stream's buffer in the daemon's renderings in flight; over
- * max_memory the rendering stops with ENOMEM (the buffer grew by at most
- * one step past the limit) rather than growing with the selection. */
+/* Counts the stream's buffer in the renderings in flight; without room
+ * the rendering stops with ENOMEM (the buffer grew by at most one step
+ * past the budget) rather than growing with the selection. */
 static enum tfs_err stream_account(struct tfsd *fs, struct tfsr_stream *st,
 				   struct tfs_diag *d)
 {
-	uint64_t now = st->out.cap, more;
+	uint64_t now = st->out.cap;
+	enum tfs_err e;
 
-	if (!fs->render_limit || now == st->charged)
+	if (now == st->charged)
 		return TFS_E_OK;
 	if (now < st->charged) {
 		uncharge(fs, st->charged - now);
 		st->charged = now;
 		return TFS_E_OK;
 	}
-	more = now - st->charged;
-	st->charged = now;
-	return charge(fs, more, d);
+	e = charge(fs, now - st->charged, d);
+	if (!e)
+		st->charged = now;
+	return e;
 }
 
 static void stream_release(struct tfsd *fs, struct tfsr_stream *st)
@@ -457,18 +478,48 @@ static void stream_release(struct tfsd *fs, struct tfsr_stream *st)
 	tfsr_stream_release(st);
 }
 
+/* The stop of the request this thread serves (tfsd_stop_swap). */
+static _Thread_local const struct tfsd_stop *thread_stop;
+
+const struct tfsd_stop *tfsd_stop_swap(const struct tfsd_stop *stop)
+{
+	const struct tfsd_stop *old = thread_stop;
+
+	thread_stop = stop;
+	/* Waits for memory end too. */
+	tfs_mem_thread_stop(stop ? stop->fn : NULL, stop ? stop->ctx : NULL);
+	return old;
+}
+
+/* TFS_E_INTR when stop (NULL: never) says the work must end: between the
+ * steps of whole renderings and counting passes. */
+static enum tfs_err check_stop(const struct tfsd_stop *stop, const char *what,
+			       const struct plan *p, uint64_t cell,
+			       struct tfs_diag *d)
+{
+	if (!stop || !stop->fn(stop->ctx))
+		return TFS_E_OK;
+	return tfs_fail(d, TFS_E_INTR, "%s was interrupted at cell %" PRIu64
+			" of %" PRIu64, what, cell, p->sl->cells);
+}
+
 /* Renders a whole plan into out (empty), which takes the stream's buffer;
- * *charged: the bytes of it still counted in fs->render_bytes. */
+ * *charged: the bytes of it still counted in fs->render_bytes. The
+ * thread's stop ends it between steps. */
 static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
 				 uint64_t *charged, struct tfs_diag *d)
 {
+	const struct tfsd_stop *stop = thread_stop;
 	struct tfsr_stream st;
 	enum tfs_err e = TFS_E_OK;
 
 	tfsr_stream_init(&st, p->sl, p->arr->a);
 	*charged = 0;
 	while (!e && !st.done) {
-		e = tfsr_stream_step(&st, d);
+		e = check_stop(stop, "the whole rendering", p, st.next_cell,
+			       d);
+		if (!e)
+			e = tfsr_stream_step(&st, d);
 		if (!e)
 			e = stream_account(p->fs, &st, d);
 	}
@@ -491,6 +542,7 @@ static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
  * to: see tfsr_stream_start_part). */
 struct count_part {
 	struct plan *p;
+	const struct tfsd_stop *stop; /* NULL: never */
 	uint64_t c0, c1;
 	bool first, last;
 	const struct tfsr_mark *from, *to;
@@ -538,7 +590,9 @@ static void *count_part_run(void *arg)
 	else if (!cp->first)
 		e = tfsr_stream_start_at(&st, cp->c0, 0, &cp->d);
 	while (!e && !st.done && (cp->last || st.next_cell < cp->c1)) {
-		if (seekable && p->sl->dense && st.started) {
+		e = check_stop(cp->stop, "the counting pass", p, st.next_cell,
+			       &cp->d);
+		if (!e && seekable && p->sl->dense && st.started) {
 			struct tfsr_mark m = {.cell = st.next_cell,
 					      .off = st.base + st.out.len};
 
@@ -641,6 +695,7 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 	memset(part, 0, sizeof(part));
 	for (size_t i = 0; i < 2; i++) {
 		part[i].p = p;
+		part[i].stop = thread_stop;
 		tfs_diag_init(&part[i].d);
 	}
 	part[0].first = true;
@@ -712,6 +767,7 @@ struct tfsd_file {
 	 * protected by lock. */
 	struct tfs_buf win;
 	uint64_t win_c0, win_c1;
+	uint64_t win_charged; /* bytes of win in the memory accountant */
 	struct tfsr_stream st; /* SERVE_STREAM, protected by lock */
 	char *vpath;
 	bool size_learned; /* protected by lock */
@@ -895,15 +951,18 @@ static enum tfs_err file_whole(struct tfsd *fs, struct tfsd_file *f,
 	enum tfs_err e;
 
 	f->how = SERVE_WHOLE;
-	f->charged = charged + need;
+	f->charged = charged;
 	e = charge(fs, need, NULL);
 	if (e)
 		return tfs_fail(d, e, "'%s': %zu bytes rendered whole would go "
-				"over max_memory=%" PRIu64 " (%" PRIu64
+				"over %s=%" PRIu64 " (%" PRIu64
 				" bytes in flight)", f->vpath, data->len,
-				fs->cfg.max_memory,
+				fs->cfg.max_memory ? "max_memory" : "cache",
+				fs->cfg.max_memory ? fs->cfg.max_memory
+						   : fs->cfg.cache_bytes,
 				__atomic_load_n(&fs->render_bytes,
 						__ATOMIC_RELAXED));
+	f->charged += need;
 	f->size = data->len;
 	f->data = tfs_buf_detach(data, NULL);
 	return TFS_E_OK;
@@ -982,8 +1041,10 @@ static void part_run(void *arg)
 	if (!e) {
 		pt->out = st.out;
 		tfs_buf_init(&st.out, TFS_BUF_NO_MAX);
-		pt->charged = pt->out.cap;
-		e = charge(pt->fs, pt->charged, &pt->d);
+		/* Counted only when it fits (charge counts nothing else). */
+		e = charge(pt->fs, pt->out.cap, &pt->d);
+		if (!e)
+			pt->charged = pt->out.cap;
 		__atomic_add_fetch(&f->part_cells, st.em.count - st.first_cell,
 				   __ATOMIC_RELAXED);
 	}
@@ -1333,7 +1394,7 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 				size_t *got, struct tfs_diag *d)
 {
 	const struct tfsr_slice *p = f->plan.sl;
-	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end;
+	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end, wbytes;
 	struct tfsd_arr *src = NULL;
 	struct tfs_buf buf;
 	size_t n = 0;
@@ -1373,18 +1434,35 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 	if (c1 > p->cells)
 		c1 = p->cells;
 	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
+	/* The window's bytes are counted before it is produced (waiting for
+	 * room like a tile), the growth past them after. */
+	wbytes = (c1 - c0) * p->record;
+	if (tfs_mem_charge(tfs_mem_global(), wbytes)) {
+		tfsd_arr_put(fs->arrays, src);
+		return tfs_fail(d, TFS_E_NOMEM, "a window of %" PRIu64
+				" bytes: no room within the memory budget of "
+				"%" PRIu64, wbytes,
+				tfs_mem_budget(tfs_mem_global()));
+	}
 	e = window_produce(fs, f, &src, c0, c1, &buf, d);
 	if (!e) {
 		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
 		       (size_t)(body_end - body_off));
 		*got = (size_t)(end - off);
+		if (buf.cap > wbytes)
+			tfs_mem_force_charge(tfs_mem_global(), buf.cap - wbytes);
+		else
+			tfs_mem_uncharge(tfs_mem_global(), wbytes - buf.cap);
 		pthread_mutex_lock(&f->lock);
+		tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
+		f->win_charged = buf.cap;
 		tfs_buf_release(&f->win);
 		f->win = buf;
 		f->win_c0 = c0;
 		f->win_c1 = c1;
 		pthread_mutex_unlock(&f->lock);
 	} else {
+		tfs_mem_uncharge(tfs_mem_global(), wbytes);
 		tfs_buf_release(&buf);
 	}
 	/* Sequential reader: decode the next window while this one is
@@ -1635,6 +1713,7 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 	tfs_free(f->marks);
 	uncharge(fs, f->charged);
 	tfsd_arr_put(fs->arrays, f->src);
+	tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
 	tfs_buf_release(&f->win);
 	if (f->plan.arr)
 		plan_release(fs, &f->plan);

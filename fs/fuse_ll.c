@@ -19,6 +19,18 @@
 #include "tfs_log.h"
 #include "tfs_s3.h"
 
+/* Whether the work for req should stop: the kernel interrupted it (its
+ * caller got a signal, SIGKILL included) or the daemon is stopping. Asked
+ * between the steps of reads, counting passes and whole renderings. */
+static bool read_stopped(void *ctx)
+{
+	fuse_req_t req = ctx;
+	struct tfsd_ll *ll = tfsd__ll(req);
+
+	return fuse_req_interrupted(req) ||
+	       (ll->se && fuse_session_exited(ll->se));
+}
+
 static void tfsd_ll_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -116,9 +128,12 @@ static int do_lookup(struct tfsd_ll *ll, fuse_ino_t parent, const char *name,
 
 static void tfsd_ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
+	const struct tfsd_stop *outer = tfsd_stop_swap(&stop);
 	struct fuse_entry_param ep;
 	int err = do_lookup(tfsd__ll(req), parent, name, &ep);
 
+	tfsd_stop_swap(outer);
 	if (err)
 		fuse_reply_err(req, err);
 	else
@@ -192,10 +207,13 @@ int tfsd__getattr(struct tfsd_ll *ll, fuse_ino_t ino,
 static void tfsd_ll_getattr(fuse_req_t req, fuse_ino_t ino,
 			    struct fuse_file_info *fi)
 {
+	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
+	const struct tfsd_stop *outer = tfsd_stop_swap(&stop);
 	struct stat st;
 	double timeout;
 	int err = tfsd__getattr(tfsd__ll(req), ino, fi, &st, &timeout);
 
+	tfsd_stop_swap(outer);
 	if (err)
 		fuse_reply_err(req, err);
 	else
@@ -545,25 +563,17 @@ static int do_open(struct tfsd_ll *ll, fuse_ino_t ino,
 static void tfsd_ll_open(fuse_req_t req, fuse_ino_t ino,
 			 struct fuse_file_info *fi)
 {
+	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
+	const struct tfsd_stop *outer = tfsd_stop_swap(&stop);
 	int err = do_open(tfsd__ll(req), ino, fi);
 
+	tfsd_stop_swap(outer);
 	if (err)
 		fuse_reply_err(req, err);
 	/* libfuse returns -ENOENT when the open was interrupted: the
 	 * kernel will send no release for it. */
 	else if (fuse_reply_open(req, fi) == -ENOENT)
 		tfsd__fh_close(tfsd__ll(req), tfsd__fh(fi));
-}
-
-/* Whether the read of req should stop: the kernel interrupted it (its
- * reader got a signal, SIGKILL included) or the daemon is stopping. */
-static bool read_stopped(void *ctx)
-{
-	fuse_req_t req = ctx;
-	struct tfsd_ll *ll = tfsd__ll(req);
-
-	return fuse_req_interrupted(req) ||
-	       (ll->se && fuse_session_exited(ll->se));
 }
 
 /* Reads up to size bytes at off of the open file of fi into *buf
@@ -606,10 +616,13 @@ static int do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void tfsd_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 			 off_t off, struct fuse_file_info *fi)
 {
+	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
+	const struct tfsd_stop *outer = tfsd_stop_swap(&stop);
 	uint8_t *buf = NULL;
 	size_t got;
 	int err = do_read(req, ino, size, off, fi, &buf, &got);
 
+	tfsd_stop_swap(outer);
 	if (err)
 		fuse_reply_err(req, err);
 	else

@@ -3,6 +3,7 @@
  * every request as the session's userdata), mounts, runs the FUSE loop
  * (fuse_ll.c, fuse_ll_write.c) and takes everything down again. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include "fuse_ll.h"
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_mem.h"
 #include "tfs_s3.h"
 
 struct cli {
@@ -375,6 +377,8 @@ static enum tfs_err daemon_start(struct tfsd *fs)
 	unsigned threads = fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count();
 
 	fs->render_limit = tfsd_data_limit(&fs->cfg);
+	tfs_mem_configure(tfs_mem_global(), tfsd_mem_budget(&fs->cfg),
+			  TFSD_MEM_WAIT_MS);
 	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new(threads - 1, &fs->pool) ||
 	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
@@ -454,6 +458,15 @@ static int run(struct tfsd_ll *ll, struct fuse_args *args,
 		tfs_log(TFS_LOG_ERROR, "leftovers of crashed writes will not be "
 				       "cleaned up: cannot start a thread");
 	ret = serve(se, fo);
+	{
+		struct tfs_mem_stats ms;
+
+		tfs_mem_get_stats(tfs_mem_global(), &ms);
+		tfs_log(TFS_LOG_INFO, "memory: at most %" PRIu64 " bytes counted "
+			"of a budget of %" PRIu64 ", %" PRIu64 " waits for room, %"
+			PRIu64 " refused", ms.high, ms.budget, ms.waits,
+			ms.refusals);
+	}
 out_unmount:
 	tfsd_cleaner_stop(cleaner);
 	fuse_session_unmount(se);
@@ -524,8 +537,13 @@ int main(int argc, char *argv[])
 	int ret = 2;
 
 	/* Memory stays near cache=: few malloc arenas for the many request
-	 * threads (each arena keeps what it freed). */
+	 * threads (each arena keeps what it freed); buffers of tiles and
+	 * renderings (256 KiB and more) mapped on their own and given back
+	 * to the system when freed (a fixed threshold: glibc would raise
+	 * it to the largest buffer freed, and keep those in the heap). */
 	mallopt(M_ARENA_MAX, 2);
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		return 2;
 	scrub_keys(argc, argv);

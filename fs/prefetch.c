@@ -5,10 +5,13 @@
  * a failed one is only logged at debug level. */
 #include "tfsd.h"
 
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_mem.h"
 
 #define QUEUE_MAX 4
 
@@ -26,6 +29,7 @@ struct tfsd_prefetch {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stop;                      /* protected by lock */
+	atomic_bool quit; /* stop, read between the batches of a request */
 	struct request *queue[QUEUE_MAX]; /* protected by lock, oldest first */
 	size_t queued;                  /* protected by lock */
 };
@@ -39,7 +43,17 @@ static void request_free(struct tfsd_prefetch *p, struct request *r)
 	tfs_free(r);
 }
 
-static void request_run(struct request *r)
+/* Whether the daemon is stopping (tfs_mem_thread_stop's question too). */
+static bool quitting(void *ctx)
+{
+	struct tfsd_prefetch *p = ctx;
+
+	return atomic_load(&p->quit);
+}
+
+/* Runs the query of r, batch after batch, until its end or the daemon
+ * stops (a window may be large: unmounting does not wait for it). */
+static void request_run(struct tfsd_prefetch *p, struct request *r)
 {
 	struct tfs_range sub[TFSD_MAX_DIMS];
 	const struct tfs_schema *s = r->arr->schema;
@@ -48,6 +62,7 @@ static void request_run(struct request *r)
 				    .field_num = r->name_num,
 				    .decode_only = true};
 	struct tfs_query *q = NULL;
+	uint64_t budget = tfs_mem_budget(tfs_mem_global());
 	const struct tfs_batch *b;
 	struct tfs_diag d;
 	enum tfs_err e;
@@ -59,8 +74,19 @@ static void request_run(struct request *r)
 	}
 	tfs_diag_init(&d);
 	e = tfs_query_open(r->arr->a, &qo, &q, &d);
-	while (!e && !(e = tfs_query_next(q, &b, &d)) && b)
+	/* A window whose cells (at 8 bytes each) would take more than an
+	 * eighth of the memory budget is not read ahead: a hint does not
+	 * take the room of the reads. */
+	if (!e && budget && tfs_query_cell_count(q) != UINT64_MAX &&
+	    tfs_query_cell_count(q) > budget / 64) {
+		tfs_log(TFS_LOG_DEBUG, "read-ahead: a window of %" PRIu64
+			" cells skipped, over the memory budget",
+			tfs_query_cell_count(q));
+		goto out_close;
+	}
+	while (!e && !quitting(p) && !(e = tfs_query_next(q, &b, &d)) && b)
 		;
+out_close:
 	tfs_query_close(q);
 	if (e)
 		tfs_log(TFS_LOG_DEBUG, "read-ahead: %s", tfs_diag_msg(&d));
@@ -70,6 +96,7 @@ static void *prefetch_main(void *arg)
 {
 	struct tfsd_prefetch *p = arg;
 
+	tfs_mem_thread_stop(quitting, p);
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct request *r;
@@ -81,7 +108,7 @@ static void *prefetch_main(void *arg)
 		r = p->queue[0];
 		memmove(p->queue, p->queue + 1, --p->queued * sizeof(p->queue[0]));
 		pthread_mutex_unlock(&p->lock);
-		request_run(r);
+		request_run(p, r);
 		request_free(p, r);
 		pthread_mutex_lock(&p->lock);
 	}
@@ -114,6 +141,7 @@ void tfsd_prefetch_free(struct tfsd_prefetch *p)
 {
 	if (!p)
 		return;
+	atomic_store(&p->quit, true);
 	pthread_mutex_lock(&p->lock);
 	p->stop = true;
 	pthread_cond_signal(&p->wake);

@@ -103,6 +103,15 @@ bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel);
  * and the largest tile a read may decode (tfs_open_opts.max_tile_bytes);
  * 0 = no limit. */
 uint64_t tfsd_data_limit(const struct tfsd_config *c);
+/* What the daemon's memory accountant (tfs_mem.h) may count: the decoded
+ * tiles (cached or in flight), renderings, windows, staging buffers and
+ * writer tiles, so that the daemon stays within cache= + TFSD_MEM_SLACK,
+ * or within max_memory= when it is set; the rest (the render cache, whose
+ * budget cache= holds, metadata, stacks) lives in what is left. */
+#define TFSD_MEM_SLACK ((uint64_t)64 << 20)
+/* How long a charge that does not fit waits for others to give back. */
+#define TFSD_MEM_WAIT_MS 10000
+uint64_t tfsd_mem_budget(const struct tfsd_config *c);
 
 /* The daemon's own options, the one source of `tilefs --help` and of the
  * OPTIONS section of packaging/man/tilefs.1 (tests/docs checks that they
@@ -329,6 +338,11 @@ struct tfsd_stop {
 	bool (*fn)(void *ctx);
 	void *ctx;
 };
+/* Sets the stop of the request the calling thread serves (NULL: none),
+ * returning the one before: the counting passes and whole renderings that
+ * tfsd_file_size and tfsd_file_open run on this thread ask it between
+ * steps and end with TFS_E_INTR. */
+const struct tfsd_stop *tfsd_stop_swap(const struct tfsd_stop *stop);
 /* tfsd_file_read that stop (NULL: never) may cut short with TFS_E_INTR;
  * what the file produced so far is kept for the next read. */
 enum tfs_err tfsd_file_read_stop(struct tfsd *fs, struct tfsd_file *f,

@@ -614,6 +614,8 @@ static void write_opts_init(struct tfsd *fs, const struct tfsd_wtarget *t,
 	wo->threads = fs->cfg.threads;
 	wo->pool = fs->pool;
 	wo->spill_dir = fs->staging ? tfsd_staging_dir(fs->staging) : NULL;
+	/* Cells sorted in memory: an eighth of the memory budget. */
+	wo->memory = tfsd_mem_budget(&fs->cfg) / 8;
 }
 
 /* Reads a whole small staged file into out. */

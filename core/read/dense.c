@@ -11,6 +11,8 @@
  * and full-range domains alike. */
 #include "dense_reader.h"
 
+#include "tfs_mem.h"
+
 static void batch_free(struct dense_reader *r, struct tfs_query *q,
 		       struct batch *b)
 {
@@ -433,6 +435,7 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	const struct tfs_schema *s = q->schema;
 	struct dense_reader *r;
 	uint64_t row_cells = 1, bytes_per_cell = 0, target, tile_rows_cells;
+	uint64_t budget, batch_bytes = BATCH_BYTES;
 	size_t var_fields = 0;
 	enum tfs_err e;
 
@@ -498,13 +501,17 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	r->refs_cap = var_fields;
 	/* Tile rows per batch: enough cells to keep every thread busy, few
-	 * enough bytes to bound memory; at least one. */
+	 * enough bytes to bound memory (an eighth of the memory budget at
+	 * most: tfs_mem.h); at least one. */
+	budget = tfs_mem_budget(tfs_mem_global());
+	if (budget && budget / 8 < batch_bytes)
+		batch_bytes = budget / 8;
 	tile_rows_cells = row_cells * r->ext[0];
 	target = q->batch_cells;
 	if (target < 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells)
 		target = 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells;
-	if (target > BATCH_BYTES / bytes_per_cell)
-		target = BATCH_BYTES / bytes_per_cell;
+	if (target > batch_bytes / bytes_per_cell)
+		target = batch_bytes / bytes_per_cell;
 	r->rows_per_batch_tiles = tile_rows_cells ? target / tile_rows_cells : 1;
 	if (!r->rows_per_batch_tiles)
 		r->rows_per_batch_tiles = 1;

@@ -46,6 +46,9 @@ struct tfs_tile {
 	 * every reader of the tile), or NULL when the buffers are this
 	 * tile's own. tfs_tile_release handles both. */
 	struct tfs_cached_tile *shared;
+	/* Bytes of the buffers counted in the memory accountant (tfs_mem.h),
+	 * given back when they are freed. */
+	uint64_t charged;
 };
 
 /* What a slot of a fragment holds, in the fragment's own schema. */

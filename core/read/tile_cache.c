@@ -7,12 +7,17 @@
  * reference; an evicted tile is freed when its last reader lets go. A
  * tile that one thread is decoding is waited for by the others instead of
  * being decoded twice, which is what makes read-ahead on another thread
- * pay off. */
+ * pay off.
+ *
+ * The decoded buffers are counted in the memory accountant (tfs_mem.h)
+ * from their decoding to their freeing; the cache is one of its
+ * reclaimers: a charge that does not fit evicts tiles no reader holds. */
 #include "tfs_read.h"
 
 #include <string.h>
 
 #include "tfs_alloc.h"
+#include "tfs_mem.h"
 
 #define BUCKETS 4096
 
@@ -41,6 +46,8 @@ struct tfs_tile_cache {
 	struct tfs_tile_cache_stats stats;
 };
 
+static uint64_t reclaim(void *ctx, uint64_t want);
+
 enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
 {
 	struct tfs_tile_cache *c = tfs_callocn(1, sizeof(*c));
@@ -48,6 +55,10 @@ enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
 	*out = NULL;
 	if (!c)
 		return TFS_E_NOMEM;
+	if (tfs_mem_reclaimer_add(tfs_mem_global(), reclaim, c)) {
+		tfs_free(c);
+		return TFS_E_NOMEM;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->decoded, NULL);
 	c->budget = budget;
@@ -68,6 +79,7 @@ void tfs_tile_cache_free(struct tfs_tile_cache *c)
 {
 	if (!c)
 		return;
+	tfs_mem_reclaimer_remove(tfs_mem_global(), reclaim, c);
 	for (size_t b = 0; b < BUCKETS; b++) {
 		while (c->buckets[b]) {
 			struct tfs_cached_tile *en = c->buckets[b];
@@ -159,6 +171,26 @@ static void evict_to_budget(struct tfs_tile_cache *c)
 {
 	while (c->bytes > c->budget && c->lru.lru_prev != &c->lru)
 		table_remove(c, c->lru.lru_prev);
+}
+
+/* The accountant asks for room: tiles no reader holds go, least recently
+ * used first, until `want` bytes are freed. */
+static uint64_t reclaim(void *ctx, uint64_t want)
+{
+	struct tfs_tile_cache *c = ctx;
+	struct tfs_cached_tile *en, *prev;
+	uint64_t freed = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (en = c->lru.lru_prev; en != &c->lru && freed < want; en = prev) {
+		prev = en->lru_prev;
+		if (en->refs)
+			continue;
+		freed += en->tile.charged;
+		table_remove(c, en);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return freed;
 }
 
 void tfs_tile_release(struct tfs_tile *t)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tfs_alloc.h"
+#include "tfs_mem.h"
 
 /* A tile's persisted bytes never exceed this; larger claims are corrupt. */
 #define MAX_PERSISTED_TILE (UINT64_C(4) << 30)
@@ -76,6 +77,7 @@ uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile)
 void tfs__tile_free_buffers(struct tfs_tile *t)
 {
 	assert(!t->shared);
+	tfs_mem_uncharge(tfs_mem_global(), t->charged);
 	tfs_free(t->fixed);
 	tfs_free(t->offsets);
 	tfs_free(t->var);
@@ -98,6 +100,51 @@ static enum tfs_err check_tile_limit(const struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
+/* Counts n bytes of one tile's decoding in the memory accountant: waits
+ * for room (bounded), else TFS_E_NOMEM with the reason. The number of
+ * tiles decoded at once follows the budget this way. */
+static enum tfs_err mem_charge(const struct tfs_fragment *f, uint32_t slot,
+			       uint64_t tile, uint64_t n, struct tfs_diag *d)
+{
+	struct tfs_mem *m = tfs_mem_global();
+	struct tfs_mem_stats ms;
+	enum tfs_err e = tfs_mem_charge(m, n);
+
+	if (!e)
+		return TFS_E_OK;
+	tfs_mem_get_stats(m, &ms);
+	if (e == TFS_E_INTR)
+		return tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
+				": interrupted while waiting for memory",
+				f->name, slot, tile);
+	return tfs_fail(d, TFS_E_NOMEM,
+			"fragment '%s': slot %u tile %" PRIu64
+			" needs %" PRIu64 " bytes, no room within the "
+			"memory budget of %" PRIu64 " (%" PRIu64 " in use)",
+			f->name, slot, tile, n, ms.budget, ms.used);
+}
+
+/* Frees persisted bytes that read_persisted gave (and their charge). */
+static void persisted_free(uint8_t **src, size_t *len)
+{
+	tfs_free(*src);
+	tfs_mem_uncharge(tfs_mem_global(), *len);
+	*src = NULL;
+	*len = 0;
+}
+
+/* What decoding a tile of `want` bytes through p needs beside its input
+ * and output: the pipeline's two scratch buffers of one chunk when more
+ * than one filter runs. */
+static uint64_t scratch_bytes(const struct tfs_pipeline *p, uint64_t want)
+{
+	uint64_t chunk = p->max_chunk_size ? p->max_chunk_size : want;
+
+	if (p->count < 2)
+		return 0;
+	return 2 * (chunk < want ? chunk : want);
+}
+
 /* Fails unless the file at path holds at least `end` bytes. */
 static enum tfs_err check_real_size(struct tfs_arraydir *a,
 				    const struct tfs_fragment *f,
@@ -118,13 +165,18 @@ static enum tfs_err check_real_size(struct tfs_arraydir *a,
 }
 
 /* Reads the persisted bytes of tile `tile` of one file: from offsets[tile]
- * to the next tile's offset or the file's size. */
+ * to the next tile's offset or the file's size. Before allocating, they
+ * are charged to the memory accountant together with `extra` bytes (what
+ * decoding them takes: output and scratch), in one charge so that a
+ * decode never holds part of its memory while waiting for the rest; on
+ * success the caller owns the charge of `extra` (persisted_free gives
+ * back the persisted bytes'), on failure nothing stays charged. */
 static enum tfs_err read_persisted(struct tfs_arraydir *a,
 				   const struct tfs_fragment *f, uint32_t slot,
 				   enum tfs_file_kind kind,
 				   const uint64_t *offsets, uint64_t file_size,
-				   uint64_t tile, uint8_t **out, size_t *len,
-				   struct tfs_diag *d)
+				   uint64_t tile, uint64_t extra, uint8_t **out,
+				   size_t *len, struct tfs_diag *d)
 {
 	uint64_t start, end;
 	char *path;
@@ -154,9 +206,14 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 		tfs_free(path);
 		return e;
 	}
+	if ((e = mem_charge(f, slot, tile, end - start + extra, d))) {
+		tfs_free(path);
+		return e;
+	}
 	bytes = tfs_malloc((size_t)(end - start));
 	if (!bytes) {
 		tfs_free(path);
+		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
 	e = tfs_vfs_read(a->vfs, path, start, bytes, (size_t)(end - start), d);
@@ -173,6 +230,7 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 	tfs_free(path);
 	if (e) {
 		tfs_free(bytes);
+		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
 		return e;
 	}
 	*out = bytes;
@@ -283,7 +341,8 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	const struct tfs_schema *s = f->schema;
 	uint64_t cells = out->cell_num, var_len;
 	uint8_t *off_src = NULL, *var_src = NULL;
-	size_t off_len, var_src_len;
+	size_t off_len = 0, var_src_len = 0;
+	uint64_t scratch = 0, out_bytes;
 	struct tfs_tile_ctx ctx;
 	bool embedded;
 	enum tfs_err e;
@@ -298,13 +357,22 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 				"fragment '%s': slot %u tile %" PRIu64
 				" claims %" PRIu64 " value bytes",
 				f->name, slot, tile, var_len);
+	/* The output and scratch are charged with the offsets' tile. */
+	if ((e = check_tile_limit(a, f, slot, tile, var_len, d)) ||
+	    (e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d)))
+		return e;
+	scratch = scratch_bytes(&s->offsets_filters, cells * 8);
+	if (scratch < scratch_bytes(desc->filters, var_len))
+		scratch = scratch_bytes(desc->filters, var_len);
+	out_bytes = (cells + 1) * 8 + var_len;
 	e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
-			   f->footer.file_sizes[slot], tile, &off_src, &off_len,
-			   d);
+			   f->footer.file_sizes[slot], tile, out_bytes + scratch,
+			   &off_src, &off_len, d);
 	if (e)
 		return e;
+	out->charged = out_bytes;
 	e = read_persisted(a, f, slot, TFS_FILE_VAR, st->var_offsets,
-			   f->footer.file_var_sizes[slot], tile, &var_src,
+			   f->footer.file_var_sizes[slot], tile, 0, &var_src,
 			   &var_src_len, d);
 	if (e)
 		goto out_free_src;
@@ -352,8 +420,9 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	if (!e)
 		out->offsets[cells] = var_len;
 out_free_src:
-	tfs_free(off_src);
-	tfs_free(var_src);
+	tfs_mem_uncharge(tfs_mem_global(), scratch);
+	persisted_free(&off_src, &off_len);
+	persisted_free(&var_src, &var_src_len);
 	return e;
 }
 
@@ -365,7 +434,8 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	struct tfs_slot_desc desc;
 	struct tfs_tile_ctx ctx;
 	uint8_t *src = NULL;
-	size_t src_len;
+	size_t src_len = 0;
+	uint64_t scratch = 0;
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
@@ -390,12 +460,20 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	} else {
 		uint64_t want = out->cell_num * desc.cell_size;
 
+		/* A zipped copy of old coordinates needs the size again. */
+		scratch = scratch_bytes(desc.filters, want);
+		if (f->footer.version < 5 && slot == f->schema->attr_num &&
+		    coords_unzipped(f) && scratch < want)
+			scratch = want;
 		e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
-				   f->footer.file_sizes[slot], tile, &src,
-				   &src_len, d);
-		if (!e)
-			e = expect_decoded(a, f, slot, tile, src, src_len, want,
-					   d);
+				   f->footer.file_sizes[slot], tile,
+				   want + scratch, &src, &src_len, d);
+		if (e) {
+			scratch = 0;
+			goto out_fail;
+		}
+		out->charged = want;
+		e = expect_decoded(a, f, slot, tile, src, src_len, want, d);
 		if (e)
 			goto out_fail;
 		out->fixed = tfs_malloc((size_t)want);
@@ -407,11 +485,12 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		tile_ctx(&ctx, a, f, desc.type, desc.cell_size);
 		e = tfs_tile_decode(desc.filters, &ctx, out->fixed,
 				    (size_t)want, src, src_len, d);
-		tfs_free(src);
-		src = NULL;
+		persisted_free(&src, &src_len);
 		if (!e && f->footer.version < 5 &&
 		    slot == f->schema->attr_num && coords_unzipped(f))
 			e = zip_coords(f, out, d);
+		tfs_mem_uncharge(tfs_mem_global(), scratch);
+		scratch = 0;
 	}
 	if (e)
 		goto out_fail;
@@ -419,10 +498,12 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = read_persisted(a, f, slot, TFS_FILE_VALIDITY,
 				   st->validity_offsets,
 				   f->footer.file_validity_sizes[slot], tile,
-				   &src, &src_len, d);
-		if (!e)
-			e = expect_decoded(a, f, slot, tile, src, src_len,
-					   out->cell_num, d);
+				   out->cell_num, &src, &src_len, d);
+		if (e)
+			goto out_fail;
+		out->charged += out->cell_num;
+		e = expect_decoded(a, f, slot, tile, src, src_len,
+				   out->cell_num, d);
 		if (e)
 			goto out_fail;
 		out->validity = tfs_malloc((size_t)out->cell_num);
@@ -437,10 +518,11 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		if (e)
 			goto out_fail;
 	}
-	tfs_free(src);
+	persisted_free(&src, &src_len);
 	return TFS_E_OK;
 out_fail:
-	tfs_free(src);
+	persisted_free(&src, &src_len);
+	tfs_mem_uncharge(tfs_mem_global(), scratch);
 	tfs__tile_free_buffers(out);
 	if (e == TFS_E_CORRUPT || e == TFS_E_CHECKSUM)
 		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64

@@ -8,6 +8,8 @@
  * generic tiles in TileDB's order, the footer and its length. */
 #include "tile_writer_internal.h"
 
+#include "tfs_mem.h"
+
 /* ---- Setup --------------------------------------------------------------- */
 
 static void slotacc_init(struct slotacc *a)
@@ -107,6 +109,33 @@ static char *file_path(const struct tfs__tw *tw, const struct tfs__field *fd,
 	return tfs_path_join(tw->o.dir, base);
 }
 
+/* Bytes a job's buffers hold (they keep their memory from tile to tile). */
+static uint64_t job_bytes(const struct tfs__tw *t, const struct job *j)
+{
+	uint64_t n = tfs__cells_bytes(&j->cells) + j->real.cap;
+
+	for (uint32_t f = 0; j->out && f < t->o.field_num; f++) {
+		const struct fout *o = &j->out[f];
+
+		n += o->fixed.cap + o->var.cap + o->valid.cap;
+	}
+	return n;
+}
+
+/* Counts what j's buffers hold now in the memory accountant (they are
+ * allocated already: counted whether they fit or not; the writer keeps
+ * fewer tiles in flight when they do not, tfs__tw_start_tile). */
+static void job_account(const struct tfs__tw *t, struct job *j)
+{
+	uint64_t now = job_bytes(t, j);
+
+	if (now > j->charged)
+		tfs_mem_force_charge(tfs_mem_global(), now - j->charged);
+	else
+		tfs_mem_uncharge(tfs_mem_global(), j->charged - now);
+	j->charged = now;
+}
+
 void tfs__tw_free(struct tfs__tw *t)
 {
 	if (!t)
@@ -123,6 +152,7 @@ void tfs__tw_free(struct tfs__tw *t)
 		for (uint32_t f = 0; j->out && f < t->o.field_num; f++)
 			fout_release(&j->out[f]);
 		tfs_free(j->out);
+		tfs_mem_uncharge(tfs_mem_global(), j->charged);
 	}
 	tfs_free(t->ring);
 	for (uint32_t s = 0; t->slots && s < t->slot_num; s++)
@@ -253,6 +283,7 @@ enum tfs_err tfs__tw_drain_one(struct tfs__tw *t, struct tfs_diag *d)
 	enum tfs_err e;
 
 	tfs_job_wait(t->o.pool, &j->job);
+	job_account(t, j);
 	t->head = (t->head + 1) % t->ring_cap;
 	t->inflight--;
 	if (j->err) {
@@ -339,11 +370,26 @@ enum tfs_err tfs__tw_drain_one(struct tfs__tw *t, struct tfs_diag *d)
 /* The job to fill next, draining the oldest when all are in flight. */
 enum tfs_err tfs__tw_start_tile(struct tfs__tw *t, struct tfs_diag *d)
 {
+	struct job *next;
 	enum tfs_err e;
 
 	if (t->inflight == t->ring_cap && (e = tfs__tw_drain_one(t, d)))
 		return e;
-	t->cur = &t->ring[(t->head + t->inflight) % t->ring_cap];
+	next = &t->ring[(t->head + t->inflight) % t->ring_cap];
+	/* A job that has not held a tile yet: as many tiles in flight as
+	 * the memory budget has room for (one at least), the size of the
+	 * last one finished telling what a tile takes. */
+	while (next->charged == 0 && t->inflight > 0) {
+		uint64_t tile = t->ring[t->head].charged;
+
+		if (!tfs_mem_try_charge(tfs_mem_global(), tile)) {
+			tfs_mem_uncharge(tfs_mem_global(), tile);
+			break;
+		}
+		if ((e = tfs__tw_drain_one(t, d)))
+			return e;
+	}
+	t->cur = next;
 	tfs__cells_clear(&t->cur->cells);
 	t->cur->real.len = 0;
 	tfs_diag_init(&t->cur->d);
@@ -353,6 +399,7 @@ enum tfs_err tfs__tw_start_tile(struct tfs__tw *t, struct tfs_diag *d)
 
 void tfs__tw_submit_tile(struct tfs__tw *t)
 {
+	job_account(t, t->cur);
 	tfs_job_init(&t->cur->job, tfs__tw_job_run, t->cur);
 	tfs_pool_submit(t->o.pool, &t->cur->job);
 	t->inflight++;

@@ -37,6 +37,7 @@ struct job {
 	struct fout *out;    /* field_num */
 	enum tfs_err err;
 	struct tfs_diag d;
+	uint64_t charged; /* bytes of its buffers in the memory accountant */
 };
 
 /* What the fragment metadata keeps of a slot. */

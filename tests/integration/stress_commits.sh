@@ -9,8 +9,10 @@
 # which rows are present). Zero short, empty or mixed reads.
 source "$(dirname "$0")/lib/common.sh"
 
-# STRESS_COMMIT_FILES=400 STRESS_COMMIT_READERS=8 for the long run
-# (docs/TESTING.md); the check wants MIN_READS reads of each file.
+# STRESS_COMMIT_FILES=400 STRESS_COMMIT_READERS=8
+# STRESS_COMMIT_MIN_READS=1000 for the long run (docs/TESTING.md: several
+# thousand reads); the check wants MIN_READS reads of each file, every one
+# byte for byte one version's whole rendering, and prints the count.
 FILES=${STRESS_COMMIT_FILES:-50}
 READERS=${STRESS_COMMIT_READERS:-4}
 MIN_READS=${STRESS_COMMIT_MIN_READS:-50}
@@ -88,37 +90,44 @@ for k in range(1, files + 1):
     body = [r for r in rows if file_of_csv(r) <= k]
     csv_model[b"\n".join([header] + body) + b"\n"] = k
 assert len(rows) == files * 500, f"final data.csv has {len(rows)} rows"
-final_json = json.load(open(f"{work}/final.json"))
+final_json_bytes = open(f"{work}/final.json", "rb").read()
+final_json = json.loads(final_json_bytes)
 assert len(final_json) == len(rows), "final json and csv disagree"
 def file_of_obj(o):
     return int(o["s"][4:])
-json_model = [[o for o in final_json if file_of_obj(o) <= k]
-              for k in range(1, files + 1)]
+# The JSON is "[" + one object per line, joined by ",\n", + "]\n": the
+# bytes of version k are those of the objects of its files, so framed.
+assert final_json_bytes.startswith(b"[{") and final_json_bytes.endswith(b"}]\n")
+objs = final_json_bytes[1:-2].split(b",\n")
+assert len(objs) == len(rows), "final json is not one object per line"
+json_model = {}
+for k in range(1, files + 1):
+    body = [o for o in objs if file_of_obj(json.loads(o)) <= k]
+    json_model[b"[" + b",\n".join(body) + b"]\n"] = k
 contents = {}
 for h in os.listdir(f"{work}/seen"):
     contents[h] = open(f"{work}/seen/{h}", "rb").read()
 reads = {"data.csv": 0, "slice[:].json": 0}
+sizes = []
 versions = set()
 for path in glob.glob(f"{work}/reads.*"):
     for line in open(path):
         name, h = line.split()
         data = contents[h]
         reads[name] += 1
+        sizes.append(len(data))
         if name == "data.csv":
             k = csv_model.get(data)
             assert k, (f"data.csv read of {len(data)} bytes is no version's "
                        f"whole rendering (ends {data[-40:]!r})")
         else:
-            try:
-                got = json.loads(data)
-            except ValueError:
-                raise AssertionError(f"slice[:].json read of {len(data)} "
-                                     f"bytes is not whole JSON")
-            k = len({file_of_obj(o) for o in got})
-            assert 1 <= k <= files and got == json_model[k - 1], \
-                f"slice[:].json read of {len(data)} bytes is no version"
+            k = json_model.get(data)
+            assert k, (f"slice[:].json read of {len(data)} bytes is no "
+                       f"version's whole rendering (ends {data[-40:]!r})")
         versions.add((name, k))
-print(f"reads: {reads}, distinct (file, version) seen: {len(versions)}")
+print(f"reads: {sum(reads.values())} ({reads}), each one version's "
+      f"bytes exactly (none short or empty: {min(sizes)} to {max(sizes)} "
+      f"bytes), distinct (file, version) seen: {len(versions)}")
 assert min(reads.values()) >= MIN_READS, "too few reads"
 PYEOF
 pass
