@@ -17,6 +17,10 @@ static enum tfs_err meta_file_size(const struct tfs_arraydir *a,
 	if (!*path)
 		return tfs_fail(d, TFS_E_NOMEM, "fragment '%s': out of memory",
 				f->name);
+	if (f->meta_size_known) {
+		*size = f->meta_size;
+		return TFS_E_OK;
+	}
 	err = tfs_vfs_stat(a->vfs, *path, &st, d);
 	if (!err && (!st.exists || st.is_dir))
 		err = tfs_fail(d, TFS_E_CORRUPT, "fragment '%s': missing '%s'",
@@ -43,8 +47,8 @@ static enum tfs_err read_meta_tile(const struct tfs_arraydir *a,
 	err = meta_file_size(a, f, &path, &size, d);
 	if (err)
 		return err;
-	err = tfs__read_tile_at(a, path, size, off, TFS__FILE_MAX, payload,
-				plen, d);
+	err = tfs__read_tile_at(a, path, f->meta_bytes, size, off,
+				TFS__FILE_MAX, payload, plen, d);
 	tfs_free(path);
 	return err;
 }
@@ -78,7 +82,7 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 		return tfs_fail(d, TFS_E_TOO_BIG,
 				"fragment '%s': %" PRIu64 " tiles is too many",
 				f->name, f->tile_num);
-	err = tfs__read_tile_at(a, path, size, off,
+	err = tfs__read_tile_at(a, path, f->meta_bytes, size, off,
 				(size_t)(8 + 8 * f->tile_num), &payload, &plen,
 				d);
 	if (err == TFS_E_TOO_BIG && d && d->code == TFS_E_TOO_BIG) {
