@@ -275,10 +275,7 @@ enum tfs_err tfs__footer_from_meta(const struct tfs_arraydir *a,
 
 /* Where the footer of path (size bytes) starts and how long it is: fixed
  * by the schema for old versions (flen != 0), else stored in the last 8
- * bytes. */
-/* Where the footer of a metadata file of size bytes lies: flen bytes at
- * the end when fixed (flen != 0), else as long as its last 8 bytes say,
- * read from whole (the file, when not NULL) or from storage. */
+ * bytes, read from whole (the file, when not NULL) or from storage. */
 static enum tfs_err footer_span(const struct tfs_arraydir *a,
 				const char *path, const uint8_t *whole,
 				uint64_t size, uint32_t nv, uint64_t flen,

@@ -148,10 +148,15 @@ static struct slot_kind slot_kind_of(const struct tfs_fragment *f,
 	return k;
 }
 
+/* A data file that its footer says is at most this large is not checked
+ * when its tile lists load: no tile of it can ask for more, and a read
+ * past the end of a shorter file fails as damage. */
+#define DATA_CHECK_MIN ((uint64_t)4 << 20)
+
 /* Checks the footer's size of one data file of a slot against the file:
  * tile reads allocate up to what the footer says, so a lying footer must
- * not claim more than the file holds. A missing file is left to the
- * reads to report. */
+ * not claim much more than the file holds (DATA_CHECK_MIN). A missing
+ * file is left to the reads to report. */
 static enum tfs_err check_data_file(const struct tfs_arraydir *a,
 				    const struct tfs_fragment *f, uint32_t slot,
 				    enum tfs_file_kind kind, uint64_t claimed,
@@ -161,7 +166,7 @@ static enum tfs_err check_data_file(const struct tfs_arraydir *a,
 	char *path;
 	enum tfs_err err;
 
-	if (claimed == 0)
+	if (claimed <= DATA_CHECK_MIN)
 		return TFS_E_OK;
 	path = tfs_fragment_file_path(f, slot, kind);
 	if (!path)
