@@ -11,15 +11,19 @@
  *  - whole: small files (documents, small selections) are rendered at
  *    the first stat or open and kept in a small cache with their exact
  *    size;
- *  - stream: everything else is produced front to back (direct I/O).
+ *  - stream: everything else is produced front to back.
  *    Its exact size comes from a counting pass at the first stat (the
  *    cells rendered and dropped, on two threads for dense selections),
  *    remembered per array version with an index of where the text of
  *    each step's cells begins, so that a read at any offset of a dense
- *    stream starts at the step that holds it. Selections of more than
- *    COUNT_MAX cells × fields are not counted: size 0 until read. Such
- *    files (neither small nor of a size known without rendering) are
- *    left out of listings (tfsd_slice_listable) but open by name.
+ *    stream starts at the step that holds it. The pass keeps no cells:
+ *    its memory is one step's output and an index of at most MARKS_MAX
+ *    marks, whatever the number of cells, so every stream is counted
+ *    and no file shows a size of 0 that it does not have. Streams are
+ *    left out of listings (tfsd_slice_listable), their size costing a
+ *    pass, but open by name. A stream whose size the kernel was given
+ *    goes through the page cache (mmap works); one whose size was
+ *    forgotten since (SIZE_ENTRIES) is served with direct I/O.
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
  * When a vacuum removes fragments that a file still reads, the file goes
@@ -54,8 +58,6 @@
 #define SIZE_ENTRIES 1024
 /* Marks of one file's index at most: beyond, every other one goes. */
 #define MARKS_MAX 65536
-/* Streams of more cells × fields than this are not counted at stat. */
-#define COUNT_MAX ((uint64_t)1 << 26)
 
 /* Where the bytes of a cell of a dense stream begin. */
 struct mark {
@@ -669,17 +671,6 @@ static bool plan_known_size(const struct plan *p)
 	       (p->sl->fixed || p->sl->r->size_kind == TFSR_SIZE_COUNTED);
 }
 
-/* Whether a counting pass of the plan is cheap enough for a stat. */
-static bool plan_countable(const struct plan *p)
-{
-	uint64_t cells = p->sl->dense ? p->sl->cells : p->arr->sparse_cells;
-	uint64_t weighted;
-
-	return !__builtin_mul_overflow(cells, (uint64_t)p->sl->nfields,
-				       &weighted) &&
-	       weighted <= COUNT_MAX;
-}
-
 bool tfsd_slice_listable(struct tfsd *fs, struct tfsd_arr *arr, int field,
 			 enum tfsr_format fmt, const char *sel, size_t sel_len)
 {
@@ -752,7 +743,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			out->size = buf.len;
 			out->exact = true;
 		}
-	} else if (plan_countable(&p)) {
+	} else {
 		struct mark *marks;
 		size_t mark_num;
 
@@ -855,14 +846,15 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		if (e)
 			goto fail;
 	} else {
-		/* Direct I/O even once the size is learned: the kernel may
-		 * still hold the size 0 that an earlier stat reported, and
-		 * would read nothing through the page cache. Dense slices of
-		 * a counted size (.offsets) have an exact size from the
-		 * start. */
+		/* Through the page cache when the size that the lookup
+		 * gave the kernel is known (counted at that stat, or a dense
+		 * slice of a counted size: .offsets), so that mmap works;
+		 * else (forgotten since) direct I/O, the size not being one
+		 * the page cache may trust. */
 		f->how = SERVE_STREAM;
 		f->direct = !(f->plan.sl->dense &&
-			      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED);
+			      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED) &&
+			    !sizes_find(fs->renders, n->arr->gen, vpath, &size);
 		tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
 	}
 	tfs_buf_release(&buf);
