@@ -746,6 +746,68 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	return true;
 }
 
+/* Threads that learn the times of a folder's arrays at most, and the
+ * subfolders that make it worth one more. */
+#define TIMES_THREADS 4
+#define TIMES_PER_THREAD 32
+
+/* The arrays among a folder's subfolders whose times a listing's stats
+ * will ask for next (ls -l, a file manager): learnt beforehand, several
+ * at a time, into tfsd_arrays_newest's memory. */
+struct times_job {
+	struct tfsd *fs;
+	const struct tfsd_node *dir;
+	char *const *names;
+	size_t n;
+	size_t next; /* atomic */
+};
+
+static void *times_run(void *arg)
+{
+	struct times_job *job = arg;
+	struct tfs_vfs *vfs = tfsd_arrays_vfs(job->fs->arrays);
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+		enum tfs_object kind;
+		struct tfs_diag d;
+		char *src, *rel;
+		uint64_t ms;
+
+		if (i >= job->n)
+			break;
+		src = path_join(job->dir->src, job->names[i]);
+		rel = path_join(job->dir->rel, job->names[i]);
+		tfs_diag_init(&d);
+		/* Failures are the stat's to report, not the listing's. */
+		if (src && rel && !tfs_object_type(vfs, src, &kind, &d) &&
+		    kind == TFS_OBJECT_ARRAY &&
+		    tfsd_arrays_newest(job->fs->arrays, rel, 0, &ms, &d))
+			tfs_diag_init(&d);
+		tfs_free(src);
+		tfs_free(rel);
+	}
+	return NULL;
+}
+
+static void learn_times(struct tfsd *fs, const struct tfsd_node *dir,
+			char *const *names, size_t n)
+{
+	struct times_job job = {.fs = fs, .dir = dir, .names = names, .n = n};
+	pthread_t tid[TIMES_THREADS];
+	size_t threads = n / TIMES_PER_THREAD, started = 0;
+
+	if (threads > TIMES_THREADS)
+		threads = TIMES_THREADS;
+	if (threads < 2)
+		return; /* few: each stat learns its own */
+	for (size_t t = 0; t < threads; t++)
+		if (pthread_create(&tid[started], NULL, times_run, &job) == 0)
+			started++;
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+}
+
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
@@ -788,6 +850,7 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 		/* An empty folder has no list (qsort takes no NULL). */
 		if (nl.n > 1)
 			qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
+		learn_times(fs, dir, nl.names, nl.n);
 		for (size_t i = 0; i < nl.n; i++)
 			if (!fn(ctx, nl.names[i], true))
 				break;
