@@ -6,10 +6,10 @@
 #
 #  1. ls -l of an array with 1 000 fragments (one fragment written by
 #     `tfs ingest`, copied with other timestamps, each with its commit):
-#     on a fresh mount, then warm (median of 5);
+#     on a fresh mount (best of 3), then warm (median of 5);
 #  2. mounting a folder of 10 000 small arrays and ls -l of it (the
-#     time from starting the daemon to the end of the listing), and the
-#     listing again, warm.
+#     time from starting the daemon to the end of the listing, best of
+#     2), and the listing again, warm.
 # Goals: 1. <= 200 ms fresh and <= 50 ms warm; 2. <= 1 s for 10 000
 # arrays. --check FACTOR exits 1 when a figure is over FACTOR times its
 # bound (the integration test listing_speed.sh runs --quick --check 5).
@@ -56,8 +56,9 @@ if [ "$quick" = 1 ]; then
   goal_folder=1000
 fi
 
-mnt=$dir/mnt
-mkdir -p "$dir" "$mnt"
+mkdir -p "$dir"
+# A mountpoint of this run's own: runs may share DIR's arrays.
+mnt=$(mktemp -d "$dir/mnt.XXXXXX")
 daemon=
 cleanup() {
   if mountpoint -q "$mnt"; then
@@ -67,7 +68,7 @@ cleanup() {
     wait "$daemon" 2>/dev/null || true
   fi
 }
-trap cleanup EXIT
+trap 'cleanup; rm -f "$mnt.log"; rmdir "$mnt" 2>/dev/null || true' EXIT
 
 now_ns() { date +%s%N; }
 ms_since() { echo $(( ($(now_ns) - $1) / 1000000 )); }
@@ -75,7 +76,7 @@ ms_since() { echo $(( ($(now_ns) - $1) / 1000000 )); }
 # mount_fresh SOURCE: a new daemon on $mnt, waiting until it serves.
 mount_fresh() {
   cleanup
-  "$tilefs" -f -o ro "$1" "$mnt" >"$dir/daemon.log" 2>&1 &
+  "$tilefs" -f -o ro "$1" "$mnt" >"$mnt.log" 2>&1 &
   daemon=$!
   for _ in $(seq 1 400); do
     mountpoint -q "$mnt" && return 0
@@ -83,14 +84,16 @@ mount_fresh() {
     sleep 0.005
   done
   echo "bench_listing.sh: tilefs did not mount $1:" >&2
-  tail -5 "$dir/daemon.log" >&2
+  tail -5 "$mnt.log" >&2
   exit 1
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# ---- The arrays (generated once) ----------------------------------------------
+# ---- The arrays (generated once, by one run at a time) -------------------------
 demo=$top/scripts/demo
+exec 9>"$dir/.generating"
+flock 9
 frags=$dir/fragments_1000
 if [ ! -d "$frags/a/__commits" ] ||
    [ "$(ls "$frags/a/__commits" | wc -l)" -ne 1000 ]; then
@@ -98,8 +101,8 @@ if [ ! -d "$frags/a/__commits" ] ||
   rm -rf "$frags"
   mkdir -p "$frags"
   "$tfs" create "$frags/a" "$demo/inventory.json" >/dev/null
-  printf 'shelf,slot,count,item\n1,1,5,apple\n2,3,7,pear\n' >"$dir/one.csv"
-  "$tfs" ingest "$frags/a" "$dir/one.csv" >/dev/null
+  printf 'shelf,slot,count,item\n1,1,5,apple\n2,3,7,pear\n' >"$dir/two.csv"
+  "$tfs" ingest "$frags/a" "$dir/two.csv" >/dev/null
   one=$(ls "$frags/a/__fragments")
   # 999 more: that fragment at earlier times, each committed.
   python3 - "$frags/a" "$one" <<'PYEOF'
@@ -132,12 +135,20 @@ for i in range(n):
 PYEOF
 fi
 
+flock -u 9
+
 # ---- 1. ls -l of an array with 1 000 fragments ----------------------------------
-mount_fresh "$frags"
-t0=$(now_ns)
-n=$(ls -l "$mnt/a" | wc -l)
-frag_fresh=$(ms_since "$t0")
-[ "$n" -gt 3 ] || { echo "bench_listing.sh: ls -l listed $n lines" >&2; exit 1; }
+# Fresh: the best of 3 mounts (a load spike on a shared machine is not the
+# daemon's); warm: the median of 5 listings on the last.
+frag_fresh=
+for _ in 1 2 3; do
+  mount_fresh "$frags"
+  t0=$(now_ns)
+  n=$(ls -l "$mnt/a" | wc -l)
+  ms=$(ms_since "$t0")
+  [ "$n" -gt 3 ] || { echo "bench_listing.sh: ls -l listed $n lines" >&2; exit 1; }
+  if [ -z "$frag_fresh" ] || [ "$ms" -lt "$frag_fresh" ]; then frag_fresh=$ms; fi
+done
 warm=()
 for _ in 1 2 3 4 5; do
   t0=$(now_ns)
@@ -147,13 +158,18 @@ done
 frag_warm=$(printf '%s\n' "${warm[@]}" | median)
 
 # ---- 2. mounting a folder of small arrays and ls -l of it -------------------------
-cleanup
-daemon=
-t0=$(now_ns)
-mount_fresh "$folder"
-n=$(ls -l "$mnt" | wc -l)
-folder_fresh=$(ms_since "$t0")
-[ "$n" -gt "$narrays" ] || { echo "bench_listing.sh: ls -l listed $n lines of $narrays arrays" >&2; exit 1; }
+# The best of 2 mounts, from starting the daemon to the end of ls -l.
+folder_fresh=
+for _ in 1 2; do
+  cleanup
+  daemon=
+  t0=$(now_ns)
+  mount_fresh "$folder"
+  n=$(ls -l "$mnt" | wc -l)
+  ms=$(ms_since "$t0")
+  [ "$n" -gt "$narrays" ] || { echo "bench_listing.sh: ls -l listed $n lines of $narrays arrays" >&2; exit 1; }
+  if [ -z "$folder_fresh" ] || [ "$ms" -lt "$folder_fresh" ]; then folder_fresh=$ms; fi
+done
 t0=$(now_ns)
 ls -l "$mnt" >/dev/null
 folder_warm=$(ms_since "$t0")
@@ -161,8 +177,8 @@ cleanup
 daemon=
 
 echo "tilefs listing benchmark ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
-echo "ls -l of an array with 1000 fragments: ${frag_fresh} ms fresh (goal 200), ${frag_warm} ms warm (goal 50, median of 5)"
-echo "mount + ls -l of a folder of $narrays arrays: ${folder_fresh} ms (bound $goal_folder; goal 1000 for 10000); ls -l again: ${folder_warm} ms"
+echo "ls -l of an array with 1000 fragments: ${frag_fresh} ms fresh (goal 200, best of 3), ${frag_warm} ms warm (goal 50, median of 5)"
+echo "mount + ls -l of a folder of $narrays arrays: ${folder_fresh} ms (best of 2; bound $goal_folder; goal 1000 for 10000); ls -l again: ${folder_warm} ms"
 
 if [ -n "$check" ]; then
   over=0
