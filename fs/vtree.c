@@ -277,6 +277,74 @@ static const char *unescape_special(const char *name)
 	return strncmp(name + 2, "slice[", 6) == 0 ? name + 2 : NULL;
 }
 
+/* where[COND] of an array's folder: the array's view filtered by COND. */
+static enum tfs_err child_where(struct tfsd *fs, const struct tfsd_node *dir,
+				struct tfsd_arr *arr, const char *cond,
+				size_t len, const char *name,
+				struct tfsd_node *out, struct tfs_diag *d)
+{
+	enum tfs_err e = where_check(arr, cond, len, name, d);
+
+	if (!e)
+		e = node_inherit(fs, out, dir, arr, TFSD_N_ARRAY, d);
+	if (!e) {
+		out->where = tfs_strndup(cond, len);
+		out->where_len = len;
+		if (!out->where)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	return e;
+}
+
+/* The special entry of an array's folder called special (name as
+ * looked up): a document, a folder of the array's, or a slice file.
+ * TFS_E_NOT_FOUND (no message) when there is none of that name. */
+static enum tfs_err child_special(struct tfsd *fs, const struct tfsd_node *dir,
+				  struct tfsd_arr *arr, const char *special,
+				  const char *name, struct tfsd_node *out,
+				  struct tfs_diag *d)
+{
+	const char *sel;
+	size_t sel_len;
+	enum tfsr_format fmt;
+	enum tfs_err e;
+
+	if (strcmp(special, "stats.json") == 0)
+		return stats_node(fs, dir, arr, -1, "", 0, name, out, d);
+	if (strcmp(special, "schema.json") == 0 ||
+	    strcmp(special, "metadata.json") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		out->file = special[0] == 's' ? TFSD_F_SCHEMA
+					      : TFSD_F_METADATA_JSON;
+		return e;
+	}
+	if (strcmp(special, "data.csv") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		return e ? e : node_set_slice(out, "", 0, TFSR_FMT_CSV, d);
+	}
+	if (strcmp(special, "metadata") == 0)
+		return node_inherit(fs, out, dir, arr, TFSD_N_META_DIR, d);
+	if (strcmp(special, "fragments") == 0)
+		return node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
+	if (strcmp(special, "versions") == 0 && !dir->version_view)
+		return node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
+	if (strcmp(special, "preview.png") == 0 && has_preview(dir, arr, -1)) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		return e ? e : node_set_preview(out);
+	}
+	if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt) &&
+	    !(dir->where && (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))) {
+		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
+		if (!e)
+			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		if (!e)
+			e = node_set_slice(out, sel, sel_len, fmt, d);
+		return e;
+	}
+	tfs_diag_init(d);
+	return TFS_E_NOT_FOUND;
+}
+
 static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 				   const char *name, struct tfsd_node *out,
 				   struct tfs_diag *d)
@@ -285,7 +353,6 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	const char *special = name;
 	const char *sel;
 	size_t sel_len;
-	enum tfsr_format fmt;
 	enum tfs_err e;
 	int field;
 
@@ -308,53 +375,10 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	    strcmp(special, "stats.json") != 0 &&
 	    strncmp(special, "slice[", 6) != 0)
 		goto not_found; /* a filtered view has cells only */
-	if (!dir->where && where_name_parse(special, &sel, &sel_len)) {
-		e = where_check(arr, sel, sel_len, name, d);
-		if (!e)
-			e = node_inherit(fs, out, dir, arr, TFSD_N_ARRAY, d);
-		if (!e) {
-			out->where = tfs_strndup(sel, sel_len);
-			out->where_len = sel_len;
-			if (!out->where)
-				e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		}
-		goto out_put;
-	}
-	if (strcmp(special, "stats.json") == 0) {
-		e = stats_node(fs, dir, arr, -1, "", 0, name, out, d);
-		goto out_put;
-	}
-	if (strcmp(special, "schema.json") == 0 ||
-	    strcmp(special, "metadata.json") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		out->file = special[0] == 's' ? TFSD_F_SCHEMA
-					      : TFSD_F_METADATA_JSON;
-	} else if (strcmp(special, "data.csv") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_slice(out, "", 0, TFSR_FMT_CSV, d);
-	} else if (strcmp(special, "metadata") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_META_DIR, d);
-	} else if (strcmp(special, "fragments") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
-	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
-	} else if (strcmp(special, "preview.png") == 0 &&
-		   has_preview(dir, arr, -1)) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_preview(out);
-	} else if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt) &&
-		   !(dir->where &&
-		     (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))) {
-		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
-		if (!e)
-			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_slice(out, sel, sel_len, fmt, d);
-	} else {
-		goto not_found;
-	}
+	if (!dir->where && where_name_parse(special, &sel, &sel_len))
+		e = child_where(fs, dir, arr, sel, sel_len, name, out, d);
+	else
+		e = child_special(fs, dir, arr, special, name, out, d);
 	goto out_put;
 not_found:
 	e = TFS_E_NOT_FOUND;
