@@ -18,9 +18,11 @@
 
 #define RECHECK_MS 500
 #define MAX_ENTRIES 256
-/* Arrays whose newest fragment's time is remembered (a direct-mapped
- * table: a collision replaces the older entry). */
-#define NEWEST_ENTRIES 16384
+/* Arrays whose newest fragment's time is remembered: a table of
+ * NEWEST_ENTRIES, each view in one of NEWEST_WAYS places after its hash
+ * (when all are taken, the least recently checked one goes). */
+#define NEWEST_ENTRIES 32768
+#define NEWEST_WAYS 4
 /* Folders whose change means new fragments, metadata or schemas. */
 static const char *const watched[] = {"", "/__fragments", "/__commits",
 				      "/__fragment_meta", "/__meta",
@@ -271,12 +273,12 @@ static struct entry *find(struct tfsd_arrays *c, const char *rel,
 	return NULL;
 }
 
-static struct newest *newest_slot(struct tfsd_arrays *c, const char *rel,
+static struct newest *newest_find(struct tfsd_arrays *c, const char *rel,
 				  uint64_t timestamp);
 
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel)
 {
-	struct newest *nw = newest_slot(c, rel, 0);
+	struct newest *nw;
 	struct entry *en;
 
 	pthread_mutex_lock(&c->lock);
@@ -286,7 +288,8 @@ void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel)
 		memset(en->stamp, 0, sizeof(en->stamp));
 		en->checked_ms = 0;
 	}
-	if (nw->rel && nw->timestamp == 0 && !strcmp(nw->rel, rel)) {
+	nw = newest_find(c, rel, 0);
+	if (nw) {
 		memset(nw->stamp, 0, sizeof(nw->stamp));
 		nw->checked_ms = 0;
 	}
@@ -404,8 +407,8 @@ uint64_t tfsd_arr_newest(const struct tfsd_arr *arr)
 	return last;
 }
 
-static struct newest *newest_slot(struct tfsd_arrays *c, const char *rel,
-				  uint64_t timestamp)
+/* The first of the places of a view in the table. */
+static size_t newest_home(const char *rel, uint64_t timestamp)
 {
 	uint64_t h = 1469598103934665603ULL ^ timestamp;
 
@@ -416,13 +419,44 @@ static struct newest *newest_slot(struct tfsd_arrays *c, const char *rel,
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
-	return &c->newest[h % NEWEST_ENTRIES];
+	return (size_t)(h % NEWEST_ENTRIES);
 }
 
-static bool newest_is(const struct newest *nw, const char *rel,
-		      uint64_t timestamp)
+/* The entry of the view, or NULL (the caller holds c->lock). */
+static struct newest *newest_find(struct tfsd_arrays *c, const char *rel,
+				  uint64_t timestamp)
 {
-	return nw->rel && nw->timestamp == timestamp && !strcmp(nw->rel, rel);
+	size_t home = newest_home(rel, timestamp);
+
+	for (size_t w = 0; w < NEWEST_WAYS; w++) {
+		struct newest *nw = &c->newest[(home + w) % NEWEST_ENTRIES];
+
+		if (nw->rel && nw->timestamp == timestamp &&
+		    !strcmp(nw->rel, rel))
+			return nw;
+	}
+	return NULL;
+}
+
+/* Where the view goes: its own entry, else a free place, else the least
+ * recently checked of its places (the caller holds c->lock). */
+static struct newest *newest_place(struct tfsd_arrays *c, const char *rel,
+				   uint64_t timestamp)
+{
+	size_t home = newest_home(rel, timestamp);
+	struct newest *best = NULL;
+
+	for (size_t w = 0; w < NEWEST_WAYS; w++) {
+		struct newest *nw = &c->newest[(home + w) % NEWEST_ENTRIES];
+
+		if (nw->rel && nw->timestamp == timestamp &&
+		    !strcmp(nw->rel, rel))
+			return nw;
+		if (!best || (best->rel && (!nw->rel ||
+					    nw->checked_ms < best->checked_ms)))
+			best = nw;
+	}
+	return best;
 }
 
 enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
@@ -441,9 +475,8 @@ enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
 	if (current && c->cfg->timestamp)
 		current = false;
 	pthread_mutex_lock(&c->lock);
-	nw = newest_slot(c, rel, key);
-	if (newest_is(nw, rel, key) &&
-	    (!current || now - nw->checked_ms < RECHECK_MS)) {
+	nw = newest_find(c, rel, key);
+	if (nw && (!current || now - nw->checked_ms < RECHECK_MS)) {
 		*ms = nw->ms;
 		known = true;
 	}
@@ -453,7 +486,8 @@ enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
 	/* Read before the opening: a change after it is seen next time. */
 	stamp_read(c, rel, stamp);
 	pthread_mutex_lock(&c->lock);
-	if (newest_is(nw, rel, key) && stamp_equal(nw->stamp, stamp)) {
+	nw = newest_find(c, rel, key);
+	if (nw && stamp_equal(nw->stamp, stamp)) {
 		nw->checked_ms = now;
 		*ms = nw->ms;
 		known = true;
@@ -470,6 +504,7 @@ enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
 	if (!rel_copy)
 		return TFS_E_OK; /* known, not remembered */
 	pthread_mutex_lock(&c->lock);
+	nw = newest_place(c, rel, key);
 	tfs_free(nw->rel);
 	nw->rel = rel_copy;
 	nw->timestamp = key;
