@@ -137,6 +137,16 @@ static int create_path(struct tfsd_ll *ll, const char *vpath, mode_t mode,
 	return err;
 }
 
+/* The path of name in parent for a change: EROFS on a read-only mount. */
+static int writable_child(struct tfsd_ll *ll, fuse_ino_t parent,
+			  const char *name, char **vpath)
+{
+	if (ll->fs.cfg.read_only)
+		return tfs_err_errno(TFS_E_READONLY);
+	*vpath = tfsd__child_path(tfsd__inode(ll, parent), name);
+	return *vpath ? 0 : tfs_err_errno(TFS_E_NOMEM);
+}
+
 static int do_create(struct tfsd_ll *ll, fuse_ino_t parent, const char *name,
 		     mode_t mode, struct fuse_file_info *fi,
 		     struct fuse_entry_param *ep)
@@ -144,11 +154,9 @@ static int do_create(struct tfsd_ll *ll, fuse_ino_t parent, const char *name,
 	char *vpath;
 	int err;
 
-	if (ll->fs.cfg.read_only)
-		return tfs_err_errno(TFS_E_READONLY);
-	vpath = tfsd__child_path(tfsd__inode(ll, parent), name);
-	if (!vpath)
-		return tfs_err_errno(TFS_E_NOMEM);
+	err = writable_child(ll, parent, name, &vpath);
+	if (err)
+		return err;
 	err = create_path(ll, vpath, mode, fi, ep);
 	tfs_free(vpath);
 	return err;
@@ -393,11 +401,9 @@ static int do_unlink(struct tfsd_ll *ll, fuse_ino_t parent, const char *name,
 	char *vpath;
 	int err = 0;
 
-	if (ll->fs.cfg.read_only)
-		return tfs_err_errno(TFS_E_READONLY);
-	vpath = tfsd__child_path(tfsd__inode(ll, parent), name);
-	if (!vpath)
-		return tfs_err_errno(TFS_E_NOMEM);
+	err = writable_child(ll, parent, name, &vpath);
+	if (err)
+		return err;
 	sf = tfsd__staged_at(ll, vpath);
 	if (sf) {
 		tfsd_staged_unlist(ll->fs.staging, sf);
@@ -461,11 +467,9 @@ static int do_mkdir(struct tfsd_ll *ll, fuse_ino_t parent, const char *name,
 	enum tfs_err e;
 	int err;
 
-	if (ll->fs.cfg.read_only)
-		return tfs_err_errno(TFS_E_READONLY);
-	vpath = tfsd__child_path(tfsd__inode(ll, parent), name);
-	if (!vpath)
-		return tfs_err_errno(TFS_E_NOMEM);
+	err = writable_child(ll, parent, name, &vpath);
+	if (err)
+		return err;
 	err = mkdir_source(ll, parent, name, vpath, &src);
 	if (!err)
 		err = tfsd_source_mkdir(&ll->fs.cfg, src, mode & 07777);
@@ -504,11 +508,9 @@ static int do_rmdir(struct tfsd_ll *ll, fuse_ino_t parent, const char *name)
 	char *vpath;
 	int err = 0;
 
-	if (ll->fs.cfg.read_only)
-		return tfs_err_errno(TFS_E_READONLY);
-	vpath = tfsd__child_path(tfsd__inode(ll, parent), name);
-	if (!vpath)
-		return tfs_err_errno(TFS_E_NOMEM);
+	err = writable_child(ll, parent, name, &vpath);
+	if (err)
+		return err;
 	tfs_diag_init(&d);
 	if (tfsd_resolve(&ll->fs, vpath, &n, &d) != TFS_E_OK) {
 		tfs_free(vpath);

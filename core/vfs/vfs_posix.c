@@ -1,14 +1,7 @@
-/* The POSIX storage backends: plain system calls on local paths, with
+/* The plain POSIX storage backend: system calls on local paths, with
  * every errno turned into an engine error code and a one-line message
- * naming the path. The plain one is stateless; the rooted one (below)
- * holds a descriptor of its root folder and follows no symbolic link
- * under it. Both are thread-safe.
- *
- * errno mapping: ENOENT/ENOTDIR -> TFS_E_NOT_FOUND, ENOSPC/EDQUOT ->
- * TFS_E_NOSPC, EACCES/EPERM -> TFS_E_PERM, EROFS ->
- * TFS_E_READONLY, EEXIST/ENOTEMPTY -> TFS_E_EXISTS, EFBIG -> TFS_E_TOO_BIG,
- * ENOMEM -> TFS_E_NOMEM, EISDIR/EINVAL/ENAMETOOLONG -> TFS_E_INVALID,
- * anything else -> TFS_E_IO. */
+ * naming the path (posix_io.h). Stateless and thread-safe; the rooted
+ * backend (vfs_rooted.c) is the one that follows no symbolic link. */
 #include "tfs_vfs.h"
 
 #include <dirent.h>
@@ -26,139 +19,38 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "posix_io.h"
 #include "tfs_alloc.h"
 #include "tfs_log.h"
 
-static enum tfs_err errno_code(int e)
+/* stat or lstat of path: a missing path is a stat with exists false. */
+static enum tfs_err stat_path(const char *path, bool follow,
+			      struct tfs_stat *st, struct tfs_diag *d)
 {
-	switch (e) {
-	case ENOENT:
-	case ENOTDIR:
-		return TFS_E_NOT_FOUND;
-	case ENOSPC:
-	case EDQUOT:
-		return TFS_E_NOSPC;
-	case EACCES:
-	case EPERM:
-		return TFS_E_PERM;
-	case EROFS:
-		return TFS_E_READONLY;
-	case EEXIST:
-	case ENOTEMPTY:
-		return TFS_E_EXISTS;
-	case EFBIG:
-		return TFS_E_TOO_BIG;
-	case ENOMEM:
-		return TFS_E_NOMEM;
-	case EISDIR:
-	case EINVAL:
-	case ENAMETOOLONG:
-		return TFS_E_INVALID;
-	default:
-		return TFS_E_IO;
+	struct stat sb;
+
+	memset(st, 0, sizeof(*st));
+	if ((follow ? stat(path, &sb) : lstat(path, &sb)) != 0) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return TFS_E_OK;
+		return tfs__posix_sys_fail(d, errno, follow ? "stat" : "lstat", path);
 	}
-}
-
-/* "'path': cannot <what>: <system message>" */
-static enum tfs_err sys_fail(struct tfs_diag *d, int e, const char *what,
-			     const char *path)
-{
-	char buf[128];
-	const char *msg = strerror_r(e, buf, sizeof(buf));
-	char lower[128];
-	size_t n = strlen(msg);
-
-	if (n >= sizeof(lower))
-		n = sizeof(lower) - 1;
-	memcpy(lower, msg, n);
-	lower[n] = '\0';
-	if (lower[0] >= 'A' && lower[0] <= 'Z')
-		lower[0] = (char)(lower[0] - 'A' + 'a');
-	return tfs_fail(d, errno_code(e), "'%s': cannot %s: %s", path, what,
-			lower);
-}
-
-static int close_keep_errno(int fd)
-{
-	int e = errno;
-	int rc = close(fd);
-
-	errno = e;
-	return rc;
-}
-
-/* What the engine knows of a file from what the system says of it. */
-static void fill_stat(struct tfs_stat *st, const struct stat *sb)
-{
-	st->exists = true;
-	st->is_link = S_ISLNK(sb->st_mode);
-	st->is_dir = S_ISDIR(sb->st_mode);
-	st->size = st->is_dir ? 0 : (uint64_t)sb->st_size;
-	st->mtime_ns = (int64_t)sb->st_mtim.tv_sec * 1000000000 +
-		       (int64_t)sb->st_mtim.tv_nsec;
-	st->read_only = (sb->st_mode & 0222) == 0;
+	tfs__posix_fill_stat(st, &sb);
+	return TFS_E_OK;
 }
 
 static enum tfs_err posix_stat(struct tfs_vfs *vfs, const char *path,
 			       struct tfs_stat *st, struct tfs_diag *d)
 {
-	struct stat sb;
-
 	(void)vfs;
-	memset(st, 0, sizeof(*st));
-	if (stat(path, &sb) != 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return TFS_E_OK;
-		return sys_fail(d, errno, "stat", path);
-	}
-	fill_stat(st, &sb);
-	return TFS_E_OK;
+	return stat_path(path, true, st, d);
 }
 
 static enum tfs_err posix_lstat(struct tfs_vfs *vfs, const char *path,
 				struct tfs_stat *st, struct tfs_diag *d)
 {
-	struct stat sb;
-
 	(void)vfs;
-	memset(st, 0, sizeof(*st));
-	if (lstat(path, &sb) != 0) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return TFS_E_OK;
-		return sys_fail(d, errno, "lstat", path);
-	}
-	fill_stat(st, &sb);
-	return TFS_E_OK;
-}
-
-/* Reads exactly len bytes at off from fd, then closes it. */
-static enum tfs_err read_fd(int fd, const char *path, uint64_t off, void *dst,
-			    size_t len, struct tfs_diag *d)
-{
-	uint8_t *p = dst;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, p + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			close_keep_errno(fd);
-			return sys_fail(d, errno, "read", path);
-		}
-		if (n == 0) {
-			close(fd);
-			return tfs_fail(d, TFS_E_CORRUPT,
-					"'%s': file too short: wanted %zu bytes at offset %" PRIu64
-					", got %zu",
-					path, len, off, done);
-		}
-		done += (size_t)n;
-	}
-	close(fd);
-	return TFS_E_OK;
+	return stat_path(path, false, st, d);
 }
 
 static enum tfs_err posix_read(struct tfs_vfs *vfs, const char *path,
@@ -175,80 +67,8 @@ static enum tfs_err posix_read(struct tfs_vfs *vfs, const char *path,
 				path, len, off);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return sys_fail(d, errno, "open", path);
-	return read_fd(fd, path, off, dst, len, d);
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Lists the folder open as fd (taken over and closed). skip_links leaves
- * symbolic links out, with a log line each. */
-static enum tfs_err list_fd(int fd, const char *dir, bool skip_links,
-			    struct tfs_dirlist *out, struct tfs_diag *d)
-{
-	struct tfs_dirlist l = {NULL, 0};
-	size_t cap = 0;
-	enum tfs_err err = TFS_E_OK;
-	struct dirent *ent;
-	DIR *dp;
-
-	out->names = NULL;
-	out->count = 0;
-	dp = fdopendir(fd);
-	if (!dp) {
-		close_keep_errno(fd);
-		return sys_fail(d, errno, "list", dir);
-	}
-	for (;;) {
-		errno = 0;
-		ent = readdir(dp);
-		if (!ent) {
-			if (errno)
-				err = sys_fail(d, errno, "list", dir);
-			break;
-		}
-		if (!strcmp(ent->d_name, ".") || !strcmp(ent->d_name, ".."))
-			continue;
-		if (skip_links) {
-			struct stat sb;
-			bool link = ent->d_type == DT_LNK;
-
-			if (ent->d_type == DT_UNKNOWN)
-				link = fstatat(dirfd(dp), ent->d_name, &sb,
-					       AT_SYMLINK_NOFOLLOW) != 0 ||
-				       S_ISLNK(sb.st_mode);
-			if (link) {
-				tfs_log(TFS_LOG_WARN,
-					"'%s/%s': symbolic link not followed",
-					dir, ent->d_name);
-				continue;
-			}
-		}
-		if (tfs_grow(&l.names, &cap, l.count + 1, sizeof(*l.names))) {
-			err = tfs_fail(d, TFS_E_NOMEM,
-				       "'%s': out of memory listing", dir);
-			break;
-		}
-		l.names[l.count] = tfs_strdup(ent->d_name);
-		if (!l.names[l.count]) {
-			err = tfs_fail(d, TFS_E_NOMEM,
-				       "'%s': out of memory listing", dir);
-			break;
-		}
-		l.count++;
-	}
-	closedir(dp);
-	if (err) {
-		tfs_dirlist_release(&l);
-		return err;
-	}
-	if (l.count > 1)
-		qsort(l.names, l.count, sizeof(*l.names), name_cmp);
-	*out = l;
-	return TFS_E_OK;
+		return tfs__posix_sys_fail(d, errno, "open", path);
+	return tfs__posix_read_fd(fd, path, off, dst, len, d);
 }
 
 static enum tfs_err posix_list(struct tfs_vfs *vfs, const char *dir,
@@ -261,30 +81,8 @@ static enum tfs_err posix_list(struct tfs_vfs *vfs, const char *dir,
 	out->count = 0;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return sys_fail(d, errno, "list", dir);
-	return list_fd(fd, dir, false, out, d);
-}
-
-static enum tfs_err write_fd(int fd, const char *path, const void *data,
-			     size_t len, struct tfs_diag *d)
-{
-	const uint8_t *p = data;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, p + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return sys_fail(d, errno, "write", path);
-		}
-		if (n == 0)
-			return tfs_fail(d, TFS_E_IO, "'%s': cannot write: no progress",
-					path);
-		done += (size_t)n;
-	}
-	return TFS_E_OK;
+		return tfs__posix_sys_fail(d, errno, "list", dir);
+	return tfs__posix_list_fd(fd, dir, false, out, d);
 }
 
 static enum tfs_err write_flags(const char *path, const void *data, size_t len,
@@ -294,10 +92,10 @@ static enum tfs_err write_flags(const char *path, const void *data, size_t len,
 	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
 
 	if (fd < 0)
-		return sys_fail(d, errno, "open for writing", path);
-	err = write_fd(fd, path, data, len, d);
+		return tfs__posix_sys_fail(d, errno, "open for writing", path);
+	err = tfs__posix_write_fd(fd, path, data, len, d);
 	if (close(fd) != 0 && !err)
-		err = sys_fail(d, errno, "close", path);
+		err = tfs__posix_sys_fail(d, errno, "close", path);
 	return err;
 }
 
@@ -317,24 +115,6 @@ static enum tfs_err posix_append(struct tfs_vfs *vfs, const char *path,
 	return write_flags(path, data, len, O_APPEND, d);
 }
 
-/* fsync of fd (closed here); some file systems cannot sync folders,
- * which is not an error. */
-static enum tfs_err fsync_fd(int fd, const char *path, struct tfs_diag *d)
-{
-	enum tfs_err err = TFS_E_OK;
-
-	while (fsync(fd) != 0) {
-		if (errno == EINTR)
-			continue;
-		if (errno != EINVAL && errno != EBADF)
-			err = sys_fail(d, errno, "fsync", path);
-		break;
-	}
-	if (close(fd) != 0 && !err)
-		err = sys_fail(d, errno, "close", path);
-	return err;
-}
-
 static enum tfs_err posix_fsync(struct tfs_vfs *vfs, const char *path,
 				struct tfs_diag *d)
 {
@@ -345,8 +125,8 @@ static enum tfs_err posix_fsync(struct tfs_vfs *vfs, const char *path,
 	 * entries durable. */
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return sys_fail(d, errno, "open for fsync", path);
-	return fsync_fd(fd, path, d);
+		return tfs__posix_sys_fail(d, errno, "open for fsync", path);
+	return tfs__posix_fsync_fd(fd, path, d);
 }
 
 static enum tfs_err posix_mkdir(struct tfs_vfs *vfs, const char *path,
@@ -358,9 +138,9 @@ static enum tfs_err posix_mkdir(struct tfs_vfs *vfs, const char *path,
 	if (mkdir(path, 0755) == 0)
 		return TFS_E_OK;
 	if (errno != EEXIST)
-		return sys_fail(d, errno, "create folder", path);
+		return tfs__posix_sys_fail(d, errno, "create folder", path);
 	if (stat(path, &sb) != 0)
-		return sys_fail(d, errno, "stat", path);
+		return tfs__posix_sys_fail(d, errno, "stat", path);
 	if (!S_ISDIR(sb.st_mode))
 		return tfs_fail(d, TFS_E_EXISTS,
 				"'%s': cannot create folder: a file has that name",
@@ -377,7 +157,7 @@ static enum tfs_err posix_rename(struct tfs_vfs *vfs, const char *from,
 	if (rename(from, to) == 0)
 		return TFS_E_OK;
 	snprintf(what, sizeof(what), "rename to '%s'", to);
-	return sys_fail(d, errno, what, from);
+	return tfs__posix_sys_fail(d, errno, what, from);
 }
 
 static enum tfs_err posix_remove(struct tfs_vfs *vfs, const char *path,
@@ -392,30 +172,17 @@ static enum tfs_err posix_remove(struct tfs_vfs *vfs, const char *path,
 	e = errno;
 	/* Linux says EISDIR for a folder, POSIX allows EPERM. */
 	if (e != EISDIR && e != EPERM)
-		return sys_fail(d, e, "remove", path);
+		return tfs__posix_sys_fail(d, e, "remove", path);
 	if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return sys_fail(d, e, "remove", path);
+		return tfs__posix_sys_fail(d, e, "remove", path);
 	if (rmdir(path) != 0)
-		return sys_fail(d, errno, "remove", path);
+		return tfs__posix_sys_fail(d, errno, "remove", path);
 	return TFS_E_OK;
 }
 
 static void posix_destroy(struct tfs_vfs *vfs)
 {
 	tfs_free(vfs);
-}
-
-static void fill_space(struct tfs_space *out, const struct statvfs *sv)
-{
-	memset(out, 0, sizeof(*out));
-	out->block_size = sv->f_frsize ? sv->f_frsize : sv->f_bsize;
-	out->blocks = sv->f_blocks;
-	out->blocks_free = sv->f_bfree;
-	out->blocks_avail = sv->f_bavail;
-	out->files = sv->f_files;
-	out->files_free = sv->f_ffree;
-	out->name_max = (uint32_t)sv->f_namemax;
-	out->read_only = (sv->f_flag & ST_RDONLY) != 0;
 }
 
 static enum tfs_err posix_space(struct tfs_vfs *vfs, const char *path,
@@ -425,8 +192,8 @@ static enum tfs_err posix_space(struct tfs_vfs *vfs, const char *path,
 
 	(void)vfs;
 	if (statvfs(path, &sv) != 0)
-		return sys_fail(d, errno, "statvfs", path);
-	fill_space(out, &sv);
+		return tfs__posix_sys_fail(d, errno, "statvfs", path);
+	tfs__posix_fill_space(out, &sv);
 	return TFS_E_OK;
 }
 
@@ -457,603 +224,7 @@ enum tfs_err tfs_vfs_posix_new(struct tfs_vfs **out)
 	return TFS_E_OK;
 }
 
-/* ---- Rooted: nothing below the root is followed --------------------------
- *
- * A rooted backend holds an O_PATH descriptor of its root folder and takes
- * only paths at or below the root (the root's own spelling, then '/'
- * and the rest). The rest is resolved from that descriptor with
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS),
- * or, on a kernel without openat2, one component at a time with
- * openat(O_NOFOLLOW), each checked to be no symbolic link. Folders are
- * changed with the *at() calls relative to a parent resolved the same way,
- * so that a folder swapped for a symbolic link between two calls is met
- * as a link, never followed. A symbolic link met anywhere below the root
- * is as if the path were missing (TFS_E_NOT_FOUND, or exists = false from
- * stat) and logged once per meeting; listings leave links out. */
-
-struct rooted {
-	struct tfs_vfs base;
-	char *root;      /* as given, without trailing '/' (except "/") */
-	size_t root_len;
-	int root_fd;     /* O_PATH | O_DIRECTORY */
-	atomic_bool walk; /* openat2 missing: resolve component by component */
-};
-
-static const struct tfs_vfs_ops rooted_ops;
-
-static struct rooted *as_rooted(struct tfs_vfs *vfs)
+bool tfs__posix_is_plain(const struct tfs_vfs *vfs)
 {
-	return vfs->ops == &rooted_ops ? (struct rooted *)vfs : NULL;
-}
-
-/* The part of path below the root ("" for the root itself), or NULL when
- * path is not at or below it. */
-static const char *below_root(const struct rooted *r, const char *path)
-{
-	const char *rest;
-
-	if (r->root_len == 1 && r->root[0] == '/') {
-		if (path[0] != '/')
-			return NULL;
-		rest = path;
-	} else {
-		if (strncmp(path, r->root, r->root_len) != 0 ||
-		    (path[r->root_len] != '\0' && path[r->root_len] != '/'))
-			return NULL;
-		rest = path + r->root_len;
-	}
-	while (*rest == '/')
-		rest++;
-	return rest;
-}
-
-/* One component at a time from the root; every component is opened with
- * O_NOFOLLOW and checked not to be a link, ".." is refused. */
-static int walk_open(const struct rooted *r, const char *rel, int flags,
-		     mode_t mode)
-{
-	char comp[NAME_MAX + 1];
-	int cur = openat(r->root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	const char *p = rel;
-
-	if (cur < 0)
-		return -1;
-	for (;;) {
-		const char *end;
-		size_t n;
-		bool last;
-		int next;
-		struct stat sb;
-
-		while (*p == '/')
-			p++;
-		end = strchrnul(p, '/');
-		n = (size_t)(end - p);
-		last = true;
-		for (const char *q = end; *q; q++)
-			if (*q != '/') {
-				last = false;
-				break;
-			}
-		if (n == 0) {
-			/* The root itself (rel was empty or only slashes). */
-			next = openat(cur, ".", flags | O_CLOEXEC, mode);
-			close_keep_errno(cur);
-			return next;
-		}
-		if (n > NAME_MAX) {
-			close(cur);
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(comp, p, n);
-		comp[n] = '\0';
-		if (!strcmp(comp, "..")) {
-			close(cur);
-			errno = EXDEV;
-			return -1;
-		}
-		if (last && !(flags & O_PATH)) {
-			next = openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC,
-				      mode);
-			close_keep_errno(cur);
-			return next;
-		}
-		next = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		close_keep_errno(cur);
-		if (next < 0)
-			return -1;
-		if (fstat(next, &sb) != 0) {
-			close_keep_errno(next);
-			return -1;
-		}
-		if (S_ISLNK(sb.st_mode) ||
-		    (!last && !S_ISDIR(sb.st_mode)) ||
-		    (last && (flags & O_DIRECTORY) && !S_ISDIR(sb.st_mode))) {
-			close(next);
-			errno = S_ISLNK(sb.st_mode) ? ELOOP : ENOTDIR;
-			return -1;
-		}
-		if (last)
-			return next;
-		cur = next;
-		p = end;
-	}
-}
-
-static int rooted_open(struct rooted *r, const char *rel, int flags,
-		       mode_t mode)
-{
-	if (!atomic_load_explicit(&r->walk, memory_order_relaxed)) {
-		struct open_how how = {
-			.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
-			.mode = (flags & O_CREAT) ? mode : 0,
-			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-				   RESOLVE_NO_MAGICLINKS,
-		};
-		long fd = syscall(SYS_openat2, r->root_fd, *rel ? rel : ".",
-				  &how, sizeof(how));
-
-		if (fd >= 0)
-			return (int)fd;
-		/* EPERM: a seccomp filter that refuses openat2 (older
-		 * container runtimes); the walk gives the real answer. */
-		if (errno == EPERM)
-			return walk_open(r, rel, flags, mode);
-		if (errno != ENOSYS)
-			return -1;
-		atomic_store(&r->walk, true);
-	}
-	return walk_open(r, rel, flags, mode);
-}
-
-/* A link (ELOOP) or an escape (EXDEV) met while resolving path. */
-static bool refused(int e)
-{
-	return e == ELOOP || e == EXDEV;
-}
-
-static enum tfs_err refuse(struct tfs_diag *d, const char *path)
-{
-	tfs_log(TFS_LOG_WARN, "'%s': symbolic link (or '..') not followed",
-		path);
-	return tfs_fail(d, TFS_E_NOT_FOUND,
-			"'%s': symbolic link (or '..') not followed", path);
-}
-
-/* Opens path (at or below the root); -1 with d filled on failure. */
-static int open_path(struct rooted *r, const char *path, int flags,
-		     mode_t mode, const char *what, struct tfs_diag *d,
-		     enum tfs_err *err)
-{
-	const char *rel = below_root(r, path);
-	int fd, e;
-
-	if (!rel) {
-		tfs_log(TFS_LOG_WARN, "'%s': outside '%s', refused", path,
-			r->root);
-		*err = tfs_fail(d, TFS_E_PERM, "'%s': outside '%s'", path,
-				r->root);
-		errno = EXDEV;
-		return -1;
-	}
-	fd = rooted_open(r, rel, flags, mode);
-	if (fd >= 0)
-		return fd;
-	e = errno;
-	*err = refused(e) ? refuse(d, path) : sys_fail(d, e, what, path);
-	errno = e;
-	return -1;
-}
-
-/* Splits path into its parent (opened O_PATH) and its last name. */
-static int open_parent(struct rooted *r, const char *path, char *name,
-		       size_t name_cap, const char *what, struct tfs_diag *d,
-		       enum tfs_err *err)
-{
-	const char *rel = below_root(r, path);
-	size_t len, start;
-	char *parent;
-	int fd;
-
-	if (!rel) {
-		*err = tfs_fail(d, TFS_E_PERM, "'%s': outside '%s'", path,
-				r->root);
-		return -1;
-	}
-	len = strlen(rel);
-	while (len > 0 && rel[len - 1] == '/')
-		len--;
-	start = len;
-	while (start > 0 && rel[start - 1] != '/')
-		start--;
-	if (len == start || len - start >= name_cap ||
-	    (len - start == 1 && rel[start] == '.') ||
-	    (len - start == 2 && rel[start] == '.' && rel[start + 1] == '.')) {
-		*err = tfs_fail(d, TFS_E_INVALID, "'%s': cannot %s: not a name",
-				path, what);
-		return -1;
-	}
-	memcpy(name, rel + start, len - start);
-	name[len - start] = '\0';
-	parent = tfs_malloc(start + 1);
-	if (!parent) {
-		*err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", path);
-		return -1;
-	}
-	memcpy(parent, rel, start);
-	parent[start] = '\0';
-	fd = rooted_open(r, parent, O_PATH | O_DIRECTORY, 0);
-	tfs_free(parent);
-	if (fd >= 0)
-		return fd;
-	*err = refused(errno) ? refuse(d, path) : sys_fail(d, errno, what, path);
-	return -1;
-}
-
-static enum tfs_err rooted_stat(struct tfs_vfs *vfs, const char *path,
-				struct tfs_stat *st, struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	const char *rel = below_root(r, path);
-	struct stat sb;
-	int fd, e;
-
-	memset(st, 0, sizeof(*st));
-	if (!rel) {
-		tfs_log(TFS_LOG_WARN, "'%s': outside '%s', refused", path,
-			r->root);
-		return TFS_E_OK;
-	}
-	fd = rooted_open(r, rel, O_PATH, 0);
-	if (fd < 0) {
-		e = errno;
-		if (e == ENOENT || e == ENOTDIR)
-			return TFS_E_OK;
-		if (refused(e)) {
-			tfs_log(TFS_LOG_WARN,
-				"'%s': symbolic link (or '..') not followed",
-				path);
-			return TFS_E_OK;
-		}
-		return sys_fail(d, e, "stat", path);
-	}
-	if (fstat(fd, &sb) != 0) {
-		e = errno;
-		close(fd);
-		return sys_fail(d, e, "stat", path);
-	}
-	close(fd);
-	fill_stat(st, &sb);
-	return TFS_E_OK;
-}
-
-/* stat, but a link as the last name is described (is_link), not
- * followed; links before it are still refused (exists = false). */
-static enum tfs_err rooted_lstat(struct tfs_vfs *vfs, const char *path,
-				 struct tfs_stat *st, struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	const char *rel = below_root(r, path);
-	char name[NAME_MAX + 1];
-	size_t len, start;
-	struct stat sb;
-	char *parent;
-	int fd, e;
-
-	memset(st, 0, sizeof(*st));
-	if (!rel)
-		return rooted_stat(vfs, path, st, d);
-	len = strlen(rel);
-	while (len > 0 && rel[len - 1] == '/')
-		len--;
-	start = len;
-	while (start > 0 && rel[start - 1] != '/')
-		start--;
-	/* The root itself, or a path ending in "." or "..": as stat. */
-	if (len == start || (len - start == 1 && rel[start] == '.') ||
-	    (len - start == 2 && rel[start] == '.' && rel[start + 1] == '.') ||
-	    len - start > NAME_MAX)
-		return rooted_stat(vfs, path, st, d);
-	parent = tfs_malloc(len + 1);
-	if (!parent)
-		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", path);
-	memcpy(name, rel + start, len - start);
-	name[len - start] = '\0';
-	memcpy(parent, rel, start);
-	parent[start] = '\0';
-	fd = rooted_open(r, parent, O_PATH | O_DIRECTORY, 0);
-	if (fd < 0) {
-		e = errno;
-		tfs_free(parent);
-		if (e == ENOENT || e == ENOTDIR)
-			return TFS_E_OK;
-		if (refused(e)) {
-			tfs_log(TFS_LOG_WARN,
-				"'%s': symbolic link (or '..') not followed",
-				path);
-			return TFS_E_OK;
-		}
-		return sys_fail(d, e, "lstat", path);
-	}
-	e = fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
-	close(fd);
-	tfs_free(parent);
-	if (e == ENOENT || e == ENOTDIR)
-		return TFS_E_OK;
-	if (e)
-		return sys_fail(d, e, "lstat", path);
-	fill_stat(st, &sb);
-	return TFS_E_OK;
-}
-
-static enum tfs_err rooted_read(struct tfs_vfs *vfs, const char *path,
-				uint64_t off, void *dst, size_t len,
-				struct tfs_diag *d)
-{
-	enum tfs_err err;
-	int fd;
-
-	if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"'%s': read of %zu bytes at offset %" PRIu64
-				" is out of range",
-				path, len, off);
-	fd = open_path(as_rooted(vfs), path, O_RDONLY, 0, "open", d, &err);
-	if (fd < 0)
-		return err;
-	return read_fd(fd, path, off, dst, len, d);
-}
-
-static enum tfs_err rooted_list(struct tfs_vfs *vfs, const char *dir,
-				struct tfs_dirlist *out, struct tfs_diag *d)
-{
-	enum tfs_err err;
-	int fd;
-
-	out->names = NULL;
-	out->count = 0;
-	fd = open_path(as_rooted(vfs), dir, O_RDONLY | O_DIRECTORY, 0, "list",
-		       d, &err);
-	if (fd < 0)
-		return err;
-	return list_fd(fd, dir, true, out, d);
-}
-
-static enum tfs_err rooted_write_flags(struct tfs_vfs *vfs, const char *path,
-				       const void *data, size_t len, int flags,
-				       struct tfs_diag *d)
-{
-	enum tfs_err err;
-	int fd = open_path(as_rooted(vfs), path, O_WRONLY | O_CREAT | flags,
-			   0644, "open for writing", d, &err);
-
-	if (fd < 0)
-		return err;
-	err = write_fd(fd, path, data, len, d);
-	if (close(fd) != 0 && !err)
-		err = sys_fail(d, errno, "close", path);
-	return err;
-}
-
-static enum tfs_err rooted_write(struct tfs_vfs *vfs, const char *path,
-				 const void *data, size_t len,
-				 struct tfs_diag *d)
-{
-	return rooted_write_flags(vfs, path, data, len, O_TRUNC, d);
-}
-
-static enum tfs_err rooted_append(struct tfs_vfs *vfs, const char *path,
-				  const void *data, size_t len,
-				  struct tfs_diag *d)
-{
-	return rooted_write_flags(vfs, path, data, len, O_APPEND, d);
-}
-
-static enum tfs_err rooted_fsync(struct tfs_vfs *vfs, const char *path,
-				 struct tfs_diag *d)
-{
-	enum tfs_err err;
-	int fd = open_path(as_rooted(vfs), path, O_RDONLY, 0, "open for fsync",
-			   d, &err);
-
-	if (fd < 0)
-		return err;
-	return fsync_fd(fd, path, d);
-}
-
-static enum tfs_err rooted_mkdir(struct tfs_vfs *vfs, const char *path,
-				 struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	char name[NAME_MAX + 1];
-	enum tfs_err err = TFS_E_OK;
-	struct stat sb;
-	int pfd;
-
-	{
-		const char *rel = below_root(r, path);
-
-		/* The root itself exists. */
-		if (rel && !rel[strspn(rel, "/.")] && !strstr(rel, ".."))
-			return TFS_E_OK;
-	}
-	pfd = open_parent(r, path, name, sizeof(name), "create folder", d,
-			  &err);
-	if (pfd < 0)
-		return err;
-	if (mkdirat(pfd, name, 0755) == 0)
-		goto out_close;
-	if (errno != EEXIST) {
-		err = sys_fail(d, errno, "create folder", path);
-		goto out_close;
-	}
-	if (fstatat(pfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-		err = sys_fail(d, errno, "stat", path);
-	else if (S_ISLNK(sb.st_mode))
-		err = refuse(d, path);
-	else if (!S_ISDIR(sb.st_mode))
-		err = tfs_fail(d, TFS_E_EXISTS,
-			       "'%s': cannot create folder: a file has that name",
-			       path);
-out_close:
-	close(pfd);
-	return err;
-}
-
-static enum tfs_err rooted_rename(struct tfs_vfs *vfs, const char *from,
-				  const char *to, struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	char fname[NAME_MAX + 1], tname[NAME_MAX + 1], what[256];
-	enum tfs_err err = TFS_E_OK;
-	int ffd, tfd;
-
-	snprintf(what, sizeof(what), "rename to '%s'", to);
-	ffd = open_parent(r, from, fname, sizeof(fname), what, d, &err);
-	if (ffd < 0)
-		return err;
-	tfd = open_parent(r, to, tname, sizeof(tname), what, d, &err);
-	if (tfd < 0)
-		goto out_close_from;
-	if (renameat(ffd, fname, tfd, tname) != 0)
-		err = sys_fail(d, errno, what, from);
-	close(tfd);
-out_close_from:
-	close(ffd);
-	return err;
-}
-
-static enum tfs_err rooted_remove(struct tfs_vfs *vfs, const char *path,
-				  struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	char name[NAME_MAX + 1];
-	enum tfs_err err = TFS_E_OK;
-	struct stat sb;
-	int pfd, e;
-
-	pfd = open_parent(r, path, name, sizeof(name), "remove", d, &err);
-	if (pfd < 0)
-		return err;
-	if (unlinkat(pfd, name, 0) == 0)
-		goto out_close;
-	e = errno;
-	if ((e != EISDIR && e != EPERM) ||
-	    fstatat(pfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    !S_ISDIR(sb.st_mode)) {
-		err = sys_fail(d, e, "remove", path);
-		goto out_close;
-	}
-	if (unlinkat(pfd, name, AT_REMOVEDIR) != 0)
-		err = sys_fail(d, errno, "remove", path);
-out_close:
-	close(pfd);
-	return err;
-}
-
-static void rooted_destroy(struct tfs_vfs *vfs)
-{
-	struct rooted *r = as_rooted(vfs);
-
-	close(r->root_fd);
-	tfs_free(r->root);
-	tfs_free(r);
-}
-
-/* The file system of the root (a path below it on another file system
- * would need a walk that stats nothing new: the root's is what writes
- * below SOURCE meet in practice). */
-static enum tfs_err rooted_space(struct tfs_vfs *vfs, const char *path,
-				 struct tfs_space *out, struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	struct statvfs sv;
-
-	if (!below_root(r, path))
-		return tfs_fail(d, TFS_E_PERM, "'%s': outside '%s'", path,
-				r->root);
-	if (fstatvfs(r->root_fd, &sv) != 0)
-		return sys_fail(d, errno, "statvfs", r->root);
-	fill_space(out, &sv);
-	return TFS_E_OK;
-}
-
-static const struct tfs_vfs_ops rooted_ops = {
-	.stat = rooted_stat,
-	.lstat = rooted_lstat,
-	.read = rooted_read,
-	.list = rooted_list,
-	.write = rooted_write,
-	.append = rooted_append,
-	.fsync = rooted_fsync,
-	.mkdir = rooted_mkdir,
-	.rename = rooted_rename,
-	.remove = rooted_remove,
-	.space = rooted_space,
-	.destroy = rooted_destroy,
-};
-
-enum tfs_err tfs_vfs_posix_new_rooted(const char *root, struct tfs_vfs **out,
-				      struct tfs_diag *d)
-{
-	struct rooted *r;
-	size_t len = strlen(root);
-	int fd;
-
-	*out = NULL;
-	while (len > 1 && root[len - 1] == '/')
-		len--;
-	if (len == 0)
-		return tfs_fail(d, TFS_E_INVALID, "empty root folder");
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return sys_fail(d, errno, "open folder", root);
-	r = tfs_callocn(1, sizeof(*r));
-	if (!r || !(r->root = tfs_malloc(len + 1))) {
-		tfs_free(r);
-		close(fd);
-		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", root);
-	}
-	memcpy(r->root, root, len);
-	r->root[len] = '\0';
-	r->root_len = len;
-	r->root_fd = fd;
-	atomic_init(&r->walk, false);
-	r->base.ops = &rooted_ops;
-	*out = &r->base;
-	return TFS_E_OK;
-}
-
-void tfs_vfs_posix_rooted_walk(struct tfs_vfs *vfs)
-{
-	struct rooted *r = as_rooted(vfs);
-
-	if (r)
-		atomic_store(&r->walk, true);
-}
-
-int tfs_vfs_posix_open(struct tfs_vfs *vfs, const char *path, int flags,
-		       unsigned mode, struct tfs_diag *d)
-{
-	struct rooted *r = as_rooted(vfs);
-	enum tfs_err err;
-	int fd, e;
-
-	if (r) {
-		fd = open_path(r, path, flags, (mode_t)mode, "open", d, &err);
-		e = errno;
-	} else if (vfs->ops == &posix_ops) {
-		fd = open(path, flags | O_CLOEXEC, (mode_t)mode);
-		e = errno;
-		if (fd < 0)
-			sys_fail(d, e, "open", path);
-	} else {
-		fd = -1;
-		e = EINVAL;
-		tfs_fail(d, TFS_E_INVALID, "'%s': not a POSIX backend", path);
-	}
-	if (fd < 0)
-		errno = e;
-	return fd;
+	return vfs->ops == &posix_ops;
 }
