@@ -237,24 +237,51 @@ static enum tfs_err load_slot(const struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
+/* Loads what a slot has on demand (its tile lists, its statistics). */
+typedef enum tfs_err (*slot_loader)(const struct tfs_arraydir *a,
+				    struct tfs_fragment *f, uint32_t slot,
+				    struct tfs_diag *d);
+
+static enum tfs_err check_slot(const struct tfs_fragment *f, uint32_t slot,
+			       struct tfs_diag *d)
+{
+	if (slot >= f->footer.slot_num)
+		return tfs_fail(d, TFS_E_INVALID,
+				"fragment '%s': no slot %u (it has %u)", f->name,
+				slot, f->footer.slot_num);
+	return TFS_E_OK;
+}
+
+/* Runs load for slot unless loaded[slot] says it did (set when it
+ * succeeds: a failure is tried again by the next call); the caller holds
+ * f->lock. */
+static enum tfs_err load_once(const struct tfs_arraydir *a,
+			      struct tfs_fragment *f, uint32_t slot,
+			      bool *loaded, slot_loader load,
+			      struct tfs_diag *d)
+{
+	enum tfs_err err;
+
+	if (loaded[slot])
+		return TFS_E_OK;
+	err = load(a, f, slot, d);
+	if (!err)
+		loaded[slot] = true;
+	return err;
+}
+
 enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 				     struct tfs_fragment *f, uint32_t slot,
 				     const struct tfs_slot_tiles **out,
 				     struct tfs_diag *d)
 {
-	enum tfs_err err = TFS_E_OK;
+	enum tfs_err err;
 
 	*out = NULL;
-	if (slot >= f->footer.slot_num)
-		return tfs_fail(d, TFS_E_INVALID,
-				"fragment '%s': no slot %u (it has %u)", f->name,
-				slot, f->footer.slot_num);
+	if ((err = check_slot(f, slot, d)))
+		return err;
 	pthread_mutex_lock(&f->lock);
-	if (!f->slot_loaded[slot]) {
-		err = load_slot(a, f, slot, d);
-		if (!err)
-			f->slot_loaded[slot] = true;
-	}
+	err = load_once(a, f, slot, f->slot_loaded, load_slot, d);
 	pthread_mutex_unlock(&f->lock);
 	if (!err)
 		*out = &f->slots[slot];
@@ -366,13 +393,11 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 				     const struct tfs_slot_stats **out,
 				     struct tfs_diag *d)
 {
-	enum tfs_err err = TFS_E_OK;
+	enum tfs_err err;
 
 	*out = NULL;
-	if (slot >= f->footer.slot_num)
-		return tfs_fail(d, TFS_E_INVALID,
-				"fragment '%s': no slot %u (it has %u)",
-				f->name, slot, f->footer.slot_num);
+	if ((err = check_slot(f, slot, d)))
+		return err;
 	pthread_mutex_lock(&f->lock);
 	if (!f->stats) {
 		f->stats = tfs_callocn(f->footer.slot_num, sizeof(*f->stats));
@@ -386,11 +411,8 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 			err = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		}
 	}
-	if (!err && !f->stats_loaded[slot]) {
-		err = load_stats(a, f, slot, d);
-		if (!err)
-			f->stats_loaded[slot] = true;
-	}
+	if (!err)
+		err = load_once(a, f, slot, f->stats_loaded, load_stats, d);
 	pthread_mutex_unlock(&f->lock);
 	if (!err)
 		*out = &f->stats[slot];
