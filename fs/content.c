@@ -18,12 +18,13 @@
  *    each step's cells begins, so that a read at any offset of a dense
  *    stream starts at the step that holds it. The pass keeps no cells:
  *    its memory is one step's output and an index of at most MARKS_MAX
- *    marks, whatever the number of cells, so every stream is counted
- *    and no file shows a size of 0 that it does not have. Streams are
+ *    marks. Selections of more than COUNT_MAX cells × fields are not
+ *    counted: size 0 until read (a pass that stops when its caller goes
+ *    away is needed before a lookup may take that long). Streams are
  *    left out of listings (tfsd_slice_listable), their size costing a
  *    pass, but open by name. A stream whose size the kernel was given
- *    goes through the page cache (mmap works); one whose size was
- *    forgotten since (SIZE_ENTRIES) is served with direct I/O.
+ *    goes through the page cache (mmap works); one not counted, or whose
+ *    size was forgotten since (SIZE_ENTRIES), with direct I/O.
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
  * When a vacuum removes fragments that a file still reads, the file goes
@@ -58,6 +59,8 @@
 #define SIZE_ENTRIES 1024
 /* Marks of one file's index at most: beyond, every other one goes. */
 #define MARKS_MAX 65536
+/* Streams of more cells × fields than this are not counted at stat. */
+#define COUNT_MAX ((uint64_t)1 << 26)
 
 /* Where the bytes of a cell of a dense stream begin. */
 struct mark {
@@ -657,6 +660,17 @@ static enum tfs_err doc_render_cached(struct tfsd *fs,
 	return e;
 }
 
+/* Whether a counting pass of the plan is cheap enough for a stat. */
+static bool plan_countable(const struct plan *p)
+{
+	uint64_t cells = p->sl->dense ? p->sl->cells : p->arr->sparse_cells;
+	uint64_t weighted;
+
+	return !__builtin_mul_overflow(cells, (uint64_t)p->sl->nfields,
+				       &weighted) &&
+	       weighted <= COUNT_MAX;
+}
+
 /* Pictures are rendered whole at the first stat or open: viewers and
  * thumbnailers need their exact size. */
 static bool plan_whole(const struct tfsd *fs, const struct plan *p)
@@ -743,7 +757,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			out->size = buf.len;
 			out->exact = true;
 		}
-	} else {
+	} else if (plan_countable(&p)) {
 		struct mark *marks;
 		size_t mark_num;
 
