@@ -13,18 +13,25 @@
  *    size;
  *  - stream: everything else is produced front to back.
  *    Its exact size comes from a counting pass at the first stat (the
- *    cells rendered and dropped, on two threads for dense selections),
+ *    cells rendered and dropped, numeric text counted without being
+ *    written, in two parts on two threads: dense selections by halves,
+ *    sparse text by halves of the first coordinate's range),
  *    remembered per array version with an index of where the text of
- *    each step's cells begins, so that a read at any offset of a dense
- *    stream starts at the step that holds it. The pass keeps no cells:
- *    its memory is one step's output and an index of at most MARKS_MAX
- *    marks. Selections of more than COUNT_MAX cells × fields are not
- *    counted: size 0 until read (a pass that stops when its caller goes
- *    away is needed before a lookup may take that long). Streams are
- *    left out of listings (tfsd_slice_listable), their size costing a
- *    pass, but open by name. A stream whose size the kernel was given
- *    goes through the page cache (mmap works); one not counted, or whose
- *    size was forgotten since (SIZE_ENTRIES), with direct I/O.
+ *    each step's cells begins (dense) or of marks where the first
+ *    coordinate changes, one per TFSR_MARK_CELLS cells or so (sparse
+ *    text), so that a read at any offset starts at the mark before it.
+ *    A file opened once its index is known is read in parts between
+ *    marks, produced on the pool ahead of the reader (AHEAD_PARTS) while
+ *    it copies the part before. The pass keeps no cells: its memory is
+ *    one step's output and an index of at most MARKS_MAX marks.
+ *    Selections of more than COUNT_MAX cells × fields are not counted:
+ *    size 0 until read (a pass that stops when its caller goes away is
+ *    needed before a lookup may take that long). Such files (neither
+ *    small nor of a size known without rendering) are left out of
+ *    listings (tfsd_slice_listable) but open by name. A stream whose size
+ *    the kernel was given goes through the page cache (mmap works); one
+ *    not counted, or whose size was forgotten since (SIZE_ENTRIES), with
+ *    direct I/O.
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
  * When a vacuum removes fragments that a file still reads, the file goes
@@ -62,19 +69,13 @@
 /* Streams of more cells × fields than this are not counted at stat. */
 #define COUNT_MAX ((uint64_t)1 << 26)
 
-/* Where the bytes of a cell of a dense stream begin. */
-struct mark {
-	uint64_t cell;
-	uint64_t off;
-};
-
 /* The exact size of a streamed file of one array version, and its
  * index (marks by cell, ascending; none when not seekable). */
 struct sized {
 	uint64_t gen;
 	char *vpath;
 	uint64_t size;
-	struct mark *marks;
+	struct tfsr_mark *marks;
 	size_t mark_num;
 	uint64_t used;
 };
@@ -257,7 +258,7 @@ static bool sizes_find(struct tfsd_renders *r, uint64_t gen,
 
 /* The last mark of the file's index at or before offset off. */
 static bool sizes_mark(struct tfsd_renders *r, uint64_t gen,
-		       const char *vpath, uint64_t off, struct mark *out)
+		       const char *vpath, uint64_t off, struct tfsr_mark *out)
 {
 	struct sized *z;
 	bool found = false;
@@ -282,9 +283,35 @@ static bool sizes_mark(struct tfsd_renders *r, uint64_t gen,
 	return found;
 }
 
+/* A copy of the index of a streamed file (*marks, which the caller
+ * takes) and its size; false when none is remembered. */
+static bool sizes_copy(struct tfsd_renders *r, uint64_t gen, const char *vpath,
+		       struct tfsr_mark **marks, size_t *mark_num,
+		       uint64_t *size)
+{
+	struct sized *z;
+	bool found = false;
+
+	*marks = NULL;
+	*mark_num = 0;
+	pthread_mutex_lock(&r->lock);
+	z = sizes_at(r, gen, vpath);
+	if (z && z->mark_num) {
+		*marks = tfs_callocn(z->mark_num, sizeof(**marks));
+		if (*marks) {
+			memcpy(*marks, z->marks, z->mark_num * sizeof(**marks));
+			*mark_num = z->mark_num;
+			*size = z->size;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return found;
+}
+
 /* Remembers a streamed file's size and index (which it takes). */
 static void sizes_put(struct tfsd_renders *r, uint64_t gen, const char *vpath,
-		      uint64_t size, struct mark *marks, size_t mark_num)
+		      uint64_t size, struct tfsr_mark *marks, size_t mark_num)
 {
 	struct sized fresh = {.gen = gen, .size = size, .marks = marks,
 			      .mark_num = mark_num};
@@ -355,7 +382,8 @@ static enum tfs_err plan_open(struct tfsd *fs, const struct tfsd_node *n,
 		.sel_len = n->sel_len,
 		.ned = n->arr->has_ned ? n->arr->ned : NULL,
 		.max_cells = fs->cfg.max_cells,
-		.prefetch = fs->prefetch ? plan_prefetch : NULL, .prefetch_ctx = p};
+		.prefetch = fs->prefetch ? plan_prefetch : NULL, .prefetch_ctx = p,
+		.pool = fs->pool};
 	enum tfs_err e;
 
 	memset(p, 0, sizeof(*p));
@@ -464,21 +492,25 @@ static enum tfs_err render_whole(struct plan *p, struct tfs_buf *out,
 /* ---- The counting pass ---------------------------------------------------- */
 
 /* One part of a counting pass: cells [c0, c1) of a dense stream (the
- * first part with what begin produces; the last one with end's), or a
- * whole sparse stream. */
+ * first part with what begin produces; the last one with end's), a
+ * whole sparse stream, or the part of one before or from a mark (from,
+ * to: see tfsr_stream_start_part). */
 struct count_part {
 	struct plan *p;
 	uint64_t c0, c1;
 	bool first, last;
+	const struct tfsr_mark *from, *to;
+	bool split; /* one of two parts on two threads */
 	uint64_t bytes;
-	struct mark *marks;
+	uint64_t cells;
+	struct tfsr_mark *marks;
 	size_t mark_num, mark_cap;
 	enum tfs_err e;
 	struct tfs_diag d;
 };
 
-static enum tfs_err mark_add(struct count_part *cp, uint64_t cell,
-			     uint64_t off)
+static enum tfs_err mark_add(struct count_part *cp,
+			     const struct tfsr_mark *m)
 {
 	if (cp->mark_num == MARKS_MAX) {
 		/* Every other one goes: the index stays evenly spread. */
@@ -489,7 +521,7 @@ static enum tfs_err mark_add(struct count_part *cp, uint64_t cell,
 	if (tfs_grow(&cp->marks, &cp->mark_cap, cp->mark_num + 1,
 		     sizeof(*cp->marks)))
 		return TFS_E_NOMEM;
-	cp->marks[cp->mark_num++] = (struct mark){cell, off};
+	cp->marks[cp->mark_num++] = *m;
 	return TFS_E_OK;
 }
 
@@ -502,19 +534,34 @@ static void *count_part_run(void *arg)
 	enum tfs_err e = TFS_E_OK;
 
 	tfsr_stream_init(&st, p->sl, p->arr->a);
-	if (!cp->first)
+	/* Text of numeric columns is counted, not written. */
+	st.em.counted = &st.base;
+	st.indexing = seekable && !p->sl->dense;
+	if (cp->split)
+		st.pool = NULL; /* the two parts take both cores */
+	if (cp->from || cp->to)
+		e = tfsr_stream_start_part(&st, cp->from, cp->to, &cp->d);
+	else if (!cp->first)
 		e = tfsr_stream_start_at(&st, cp->c0, 0, &cp->d);
 	while (!e && !st.done && (cp->last || st.next_cell < cp->c1)) {
-		if (seekable && st.started)
-			e = mark_add(cp, st.next_cell, st.base + st.out.len);
+		if (seekable && p->sl->dense && st.started) {
+			struct tfsr_mark m = {.cell = st.next_cell,
+					      .off = st.base + st.out.len};
+
+			e = mark_add(cp, &m);
+		}
 		if (!e)
 			e = tfsr_stream_step(&st, &cp->d);
+		for (size_t i = 0; !e && i < st.mark_num; i++)
+			e = mark_add(cp, &st.marks[i]);
+		st.mark_num = 0;
 		if (!e)
 			e = stream_account(p->fs, &st, &cp->d);
 		st.base += st.out.len;
 		st.out.len = 0;
 	}
 	cp->bytes = st.base;
+	cp->cells = st.em.count - st.first_cell;
 	stream_release(p->fs, &st);
 	if (e == TFS_E_NOMEM && !cp->d.code)
 		tfs_fail(&cp->d, e, "out of memory");
@@ -522,19 +569,77 @@ static void *count_part_run(void *arg)
 	return NULL;
 }
 
+/* Splits a counting pass in two parts run on two threads: dense
+ * selections at a step in the middle, sparse ones with an index at the
+ * middle of the first coordinate's range (mid). False: one part. */
+static bool count_split(struct plan *p, struct count_part part[2],
+			struct tfsr_mark *mid)
+{
+	uint64_t step = tfsr_slice_step_cells(p->sl), half;
+
+	if (!tfsr_slice_seekable(p->sl))
+		return false;
+	if (!p->sl->dense) {
+		if (!tfsr_slice_mid_key(p->sl, mid))
+			return false;
+		part[0].to = mid;
+		part[1].from = mid;
+		part[1].last = true;
+		return true;
+	}
+	if (p->sl->cells / 2 < step)
+		return false;
+	/* The first half ends on a step of its own stream. */
+	half = p->sl->cells / 2 / step * step;
+	part[0].last = false;
+	part[0].c1 = half;
+	part[1].c0 = half;
+	part[1].c1 = p->sl->cells;
+	part[1].last = true;
+	return true;
+}
+
+/* The second part's marks after the first's: its offsets (and a sparse
+ * part's cells) follow the first part's, and a sparse second part
+ * begins at a mark of its own. */
+static enum tfs_err count_merge(struct plan *p, struct count_part part[2],
+				const struct tfsr_mark *mid)
+{
+	enum tfs_err e = TFS_E_OK;
+	bool sparse = !p->sl->dense;
+
+	if (sparse && part[1].cells) {
+		struct tfsr_mark m = *mid;
+
+		m.cell = part[0].cells;
+		m.off = part[0].bytes;
+		e = mark_add(&part[0], &m);
+	}
+	for (size_t i = 0; !e && i < part[1].mark_num; i++) {
+		struct tfsr_mark m = part[1].marks[i];
+
+		m.off += part[0].bytes;
+		if (sparse)
+			m.cell += part[0].cells;
+		e = mark_add(&part[0], &m);
+	}
+	return e;
+}
+
 /* The exact size of a streamed plan, rendering its cells and dropping
- * the bytes: dense selections in two halves on two threads, with the
- * index of where each step's cells begin (*marks, which the caller
- * takes). */
+ * the bytes, in two parts on two threads where it can be split
+ * (count_split), with the index of where each step's cells begin (dense)
+ * or of the marks of a sparse stream (*marks, which the caller takes). */
 static enum tfs_err count_plan(struct plan *p, uint64_t *size,
-			       struct mark **marks, size_t *mark_num,
+			       struct tfsr_mark **marks, size_t *mark_num,
 			       struct tfs_diag *d)
 {
 	struct count_part part[2];
-	uint64_t step = tfsr_slice_step_cells(p->sl), mid = 0;
+	struct tfsr_mark mid;
 	size_t parts = 1;
 	pthread_t worker;
 	bool threaded = false;
+	uint64_t max = p->sl->max_cells;
 	enum tfs_err e;
 
 	*marks = NULL;
@@ -546,15 +651,9 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 	}
 	part[0].first = true;
 	part[0].last = true;
-	if (tfsr_slice_seekable(p->sl) && p->sl->cells / 2 >= step) {
-		/* The first half ends on a step of its own stream. */
-		mid = p->sl->cells / 2 / step * step;
+	if (count_split(p, part, &mid)) {
 		parts = 2;
-		part[0].last = false;
-		part[0].c1 = mid;
-		part[1].c0 = mid;
-		part[1].c1 = p->sl->cells;
-		part[1].last = true;
+		part[0].split = part[1].split = true;
 		threaded = pthread_create(&worker, NULL, count_part_run,
 					  &part[1]) == 0;
 	}
@@ -570,13 +669,11 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 		*d = part[0].d;
 	else if (parts == 2 && (e = part[1].e))
 		*d = part[1].d;
-	if (!e && parts == 2) {
-		for (size_t i = 0; !e && i < part[1].mark_num; i++)
-			e = mark_add(&part[0], part[1].marks[i].cell,
-				     part[1].marks[i].off + part[0].bytes);
-		if (e)
-			e = tfs_fail(d, e, "out of memory");
-	}
+	if (!e && parts == 2 && max && part[0].cells + part[1].cells > max)
+		e = tfs_fail(d, TFS_E_TOO_BIG, "selection of more than %" PRIu64
+			     " cells is over max_cells=%" PRIu64, max, max);
+	if (!e && parts == 2 && (e = count_merge(p, part, &mid)))
+		e = tfs_fail(d, e, "out of memory");
 	if (!e) {
 		*size = part[0].bytes + (parts == 2 ? part[1].bytes : 0);
 		*marks = part[0].marks;
@@ -589,6 +686,14 @@ static enum tfs_err count_plan(struct plan *p, uint64_t *size,
 }
 
 /* ---- Files ---------------------------------------------------------------- */
+
+/* Parts of an indexed stream produced ahead of the reader at most (on
+ * the pool, while the reader copies the one before), and the size of a
+ * part above which the file is streamed instead. */
+#define AHEAD_PARTS 3
+#define PART_MAX ((uint64_t)8 << 20)
+
+struct part;
 
 enum serve { SERVE_WHOLE, SERVE_RANDOM, SERVE_STREAM };
 
@@ -616,6 +721,15 @@ struct tfsd_file {
 	struct tfsr_stream st; /* SERVE_STREAM, protected by lock */
 	char *vpath;
 	bool size_learned; /* protected by lock */
+	/* SERVE_STREAM of a file whose index was known at open: its marks
+	 * (a copy) and the parts between them in flight, ring[0] the
+	 * first; protected by lock. parts_on: reads go through the parts. */
+	bool parts_on;
+	struct tfsr_mark *marks;
+	size_t mark_num;
+	struct part *ring[AHEAD_PARTS + 1];
+	size_t ring_num;
+	uint64_t part_cells; /* cells the parts produced, atomic */
 };
 
 static bool plan_small(const struct tfsd *fs, const struct plan *p)
@@ -758,7 +872,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			out->exact = true;
 		}
 	} else if (plan_countable(&p)) {
-		struct mark *marks;
+		struct tfsr_mark *marks;
 		size_t mark_num;
 
 		e = count_plan(&p, &out->size, &marks, &mark_num, d);
@@ -796,6 +910,247 @@ static enum tfs_err file_whole(struct tfsd *fs, struct tfsd_file *f,
 	f->size = data->len;
 	f->data = tfs_buf_detach(data, NULL);
 	return TFS_E_OK;
+}
+
+/* ---- Indexed streams read ahead in parts ---------------------------------- */
+
+/* Part `index` of an indexed stream: the bytes from mark index - 1 (or
+ * the start) to mark index (or the end), produced on the pool by a
+ * stream of its own. */
+struct part {
+	struct tfs_job job;
+	struct tfsd *fs;
+	struct tfsd_file *f;
+	struct tfsd_arr *src; /* a reference */
+	size_t index;
+	bool queued; /* submitted, not yet waited for */
+	bool cancel; /* atomic: dropped before it ran, nothing to produce */
+	struct tfs_buf out;
+	uint64_t charged;
+	enum tfs_err e;
+	struct tfs_diag d;
+};
+
+static uint64_t part_start(const struct tfsd_file *f, size_t i)
+{
+	return i ? f->marks[i - 1].off : 0;
+}
+
+static uint64_t part_end(const struct tfsd_file *f, size_t i)
+{
+	return i < f->mark_num ? f->marks[i].off : f->size;
+}
+
+/* The part that holds byte off (< f->size): the number of marks at or
+ * before it. */
+static size_t part_of(const struct tfsd_file *f, uint64_t off)
+{
+	size_t lo = 0, hi = f->mark_num;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->marks[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void part_run(void *arg)
+{
+	struct part *pt = arg;
+	struct tfsd_file *f = pt->f;
+	size_t i = pt->index;
+	uint64_t want = part_end(f, i) - part_start(f, i);
+	struct tfsr_stream st;
+	enum tfs_err e;
+
+	if (__atomic_load_n(&pt->cancel, __ATOMIC_ACQUIRE)) {
+		pt->e = TFS_E_INTR;
+		return;
+	}
+	tfsr_stream_init(&st, f->plan.sl, pt->src->a);
+	st.pool = NULL; /* parts run side by side */
+	e = tfsr_stream_start_part(&st, i ? &f->marks[i - 1] : NULL,
+				   i < f->mark_num ? &f->marks[i] : NULL,
+				   &pt->d);
+	while (!e && !st.done)
+		e = tfsr_stream_step(&st, &pt->d);
+	if (!e && st.out.len != want)
+		e = tfs_fail(&pt->d, TFS_E_INTERNAL,
+			     "'%s': part %zu gave %zu bytes, its index says "
+			     "%" PRIu64, f->vpath, i, st.out.len, want);
+	if (!e) {
+		pt->out = st.out;
+		tfs_buf_init(&st.out, TFS_BUF_NO_MAX);
+		pt->charged = pt->out.cap;
+		e = charge(pt->fs, pt->charged, &pt->d);
+		__atomic_add_fetch(&f->part_cells, st.em.count - st.first_cell,
+				   __ATOMIC_RELAXED);
+	}
+	tfsr_stream_release(&st);
+	if (e == TFS_E_NOMEM && !pt->d.code)
+		tfs_fail(&pt->d, e, "out of memory");
+	pt->e = e;
+}
+
+static void part_free(struct tfsd *fs, struct part *pt)
+{
+	__atomic_store_n(&pt->cancel, true, __ATOMIC_RELEASE);
+	if (pt->queued)
+		tfs_job_wait(fs->pool, &pt->job);
+	uncharge(fs, pt->charged);
+	tfs_buf_release(&pt->out);
+	tfsd_arr_put(fs->arrays, pt->src);
+	tfs_free(pt);
+}
+
+/* Queues part i at the end of the ring (the caller holds f->lock). */
+static enum tfs_err part_submit(struct tfsd *fs, struct tfsd_file *f, size_t i)
+{
+	struct part *pt = tfs_callocn(1, sizeof(*pt));
+
+	if (!pt)
+		return TFS_E_NOMEM;
+	pt->fs = fs;
+	pt->f = f;
+	pt->src = f->src;
+	tfsd_arr_get(fs->arrays, pt->src);
+	pt->index = i;
+	tfs_buf_init(&pt->out, TFS_BUF_NO_MAX);
+	tfs_diag_init(&pt->d);
+	tfs_job_init(&pt->job, part_run, pt);
+	pt->queued = true;
+	tfs_pool_submit(fs->pool, &pt->job);
+	f->ring[f->ring_num++] = pt;
+	return TFS_E_OK;
+}
+
+/* Drops the first k parts of the ring (the caller holds f->lock). */
+static void ring_drop(struct tfsd *fs, struct tfsd_file *f, size_t k)
+{
+	for (size_t j = 0; j < k; j++)
+		part_free(fs, f->ring[j]);
+	memmove(f->ring, f->ring + k, (f->ring_num - k) * sizeof(f->ring[0]));
+	f->ring_num -= k;
+}
+
+/* Reads through parts when the file's index is known now: with a pool
+ * to produce them ahead and no part too large to hold. */
+static void parts_plan(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
+{
+	if (!tfsr_slice_seekable(f->plan.sl) || !fs->pool ||
+	    !tfs_pool_threads(fs->pool) ||
+	    !sizes_copy(fs->renders, gen, f->vpath, &f->marks, &f->mark_num,
+			&f->size))
+		return;
+	for (size_t i = 0; i <= f->mark_num; i++) {
+		if (part_end(f, i) < part_start(f, i) ||
+		    part_end(f, i) - part_start(f, i) > PART_MAX) {
+			tfs_free(f->marks);
+			f->marks = NULL;
+			f->mark_num = 0;
+			return;
+		}
+	}
+	f->parts_on = true;
+}
+
+/* The part that holds off, the one before it kept for slightly reordered
+ * reads, and those after it queued (the caller holds f->lock). */
+static enum tfs_err parts_at(struct tfsd *fs, struct tfsd_file *f,
+			     uint64_t off, struct part **out)
+{
+	size_t i = part_of(f, off), k = 0, next;
+	enum tfs_err e = TFS_E_OK;
+
+	while (k < f->ring_num && f->ring[k]->index + 1 < i)
+		k++;
+	ring_drop(fs, f, k);
+	if (f->ring_num && f->ring[0]->index > i)
+		ring_drop(fs, f, f->ring_num);
+	next = f->ring_num ? f->ring[f->ring_num - 1]->index + 1 : i;
+	while (!e && next <= f->mark_num && f->ring_num < AHEAD_PARTS + 1 &&
+	       next < i + AHEAD_PARTS)
+		e = part_submit(fs, f, next++);
+	for (k = 0; k < f->ring_num; k++) {
+		struct part *pt = f->ring[k];
+
+		if (pt->index != i)
+			continue;
+		if (pt->queued) {
+			tfs_job_wait(fs->pool, &pt->job);
+			pt->queued = false;
+		}
+		*out = pt;
+		return pt->e;
+	}
+	return e ? e : TFS_E_INTERNAL;
+}
+
+/* A read of an indexed stream through its parts. On a failure the file
+ * goes on as a plain stream (*fallback), which starts again at the
+ * index's mark and knows how to go on after a vacuum. */
+static enum tfs_err read_parts(struct tfsd *fs, struct tfsd_file *f,
+			       uint64_t off, uint8_t *dst, size_t len,
+			       size_t *got, bool *fallback)
+{
+	size_t n = 0;
+	enum tfs_err e = TFS_E_OK;
+
+	*got = 0;
+	*fallback = false;
+	pthread_mutex_lock(&f->lock);
+	if (!f->parts_on) {
+		pthread_mutex_unlock(&f->lock);
+		*fallback = true;
+		return TFS_E_OK;
+	}
+	while (n < len && off + n < f->size) {
+		uint64_t at = off + n, start, take;
+		struct part *pt = NULL;
+
+		e = parts_at(fs, f, at, &pt);
+		if (e) {
+			if (pt)
+				tfs_log(TFS_LOG_INFO, "'/%s': %s; streaming "
+					"instead", f->vpath,
+					tfs_diag_msg(&pt->d));
+			f->parts_on = false;
+			ring_drop(fs, f, f->ring_num);
+			*fallback = true;
+			break;
+		}
+		start = part_start(f, pt->index);
+		take = part_end(f, pt->index) - at;
+		if (take > len - n)
+			take = len - n;
+		memcpy(dst + n, pt->out.data + (at - start), (size_t)take);
+		n += (size_t)take;
+	}
+	pthread_mutex_unlock(&f->lock);
+	*got = *fallback ? 0 : n;
+	return TFS_E_OK;
+}
+
+/* Serves f as a stream, through parts when its index is known. Through
+ * the page cache when the size that the lookup gave the kernel is known
+ * (counted at that stat, or a dense slice of a counted size: .offsets),
+ * so that mmap works; else (not counted: the kernel holds size 0, or
+ * forgotten since) direct I/O, the size not being one the page cache may
+ * trust. */
+static void file_stream(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
+{
+	uint64_t size;
+
+	f->how = SERVE_STREAM;
+	f->direct = !(f->plan.sl->dense &&
+		      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED) &&
+		    !sizes_find(fs->renders, gen, f->vpath, &size);
+	tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
+	parts_plan(fs, f, gen);
 }
 
 enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
@@ -860,16 +1215,7 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 		if (e)
 			goto fail;
 	} else {
-		/* Through the page cache when the size that the lookup
-		 * gave the kernel is known (counted at that stat, or a dense
-		 * slice of a counted size: .offsets), so that mmap works;
-		 * else (forgotten since) direct I/O, the size not being one
-		 * the page cache may trust. */
-		f->how = SERVE_STREAM;
-		f->direct = !(f->plan.sl->dense &&
-			      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED) &&
-			    !sizes_find(fs->renders, n->arr->gen, vpath, &size);
-		tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
+		file_stream(fs, f, n->arr->gen);
 	}
 	tfs_buf_release(&buf);
 	*out = f;
@@ -884,6 +1230,18 @@ fail:
 bool tfsd_file_direct(const struct tfsd_file *f)
 {
 	return f->direct;
+}
+
+uint64_t tfsd_file_stream_cells(struct tfsd_file *f)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->how == SERVE_STREAM)
+		n = f->st.em.count - f->st.first_cell +
+		    __atomic_load_n(&f->part_cells, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&f->lock);
+	return n;
 }
 
 /* After a read of f on src met a missing file (e, d): *fresh (a
@@ -1168,7 +1526,7 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 	pthread_mutex_lock(&f->lock);
 	if (off < st->base || st->failed ||
 	    off > st->base + st->out.len + SEEK_AHEAD) {
-		struct mark m;
+		struct tfsr_mark m;
 		bool jump = tfsr_slice_seekable(f->plan.sl) &&
 			    sizes_mark(fs->renders, f->plan.arr->gen, f->vpath,
 				       off, &m);
@@ -1184,7 +1542,7 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 			tfsr_stream_init(st, f->plan.sl, f->src->a);
 		}
 		if (jump)
-			e = tfsr_stream_start_at(st, m.cell, m.off, d);
+			e = tfsr_stream_start_mark(st, &m, d);
 	}
 	while (!e && !st->done && st->base + st->out.len < off + len) {
 		size_t good = st->out.len;
@@ -1254,8 +1612,15 @@ enum tfs_err tfsd_file_read_stop(struct tfsd *fs, struct tfsd_file *f,
 		return TFS_E_OK;
 	case SERVE_RANDOM:
 		return read_random(fs, f, off, dst, len, got, d);
-	case SERVE_STREAM:
+	case SERVE_STREAM: {
+		bool fallback;
+		enum tfs_err e = read_parts(fs, f, off, dst, len, got,
+					    &fallback);
+
+		if (e || !fallback)
+			return e;
 		return read_stream(fs, f, off, dst, len, got, stop, d);
+	}
 	}
 	return TFS_E_INTERNAL;
 }
@@ -1264,8 +1629,11 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 {
 	if (!f)
 		return;
-	if (f->how == SERVE_STREAM)
+	if (f->how == SERVE_STREAM) {
+		ring_drop(fs, f, f->ring_num);
 		stream_release(fs, &f->st);
+	}
+	tfs_free(f->marks);
 	uncharge(fs, f->charged);
 	tfsd_arr_put(fs->arrays, f->src);
 	tfs_buf_release(&f->win);

@@ -325,6 +325,9 @@ enum tfs_err tfsd_file_open(struct tfsd *fs, const struct tfsd_node *n,
 			    struct tfs_diag *d) TFS_WUR;
 /* Whether reads must bypass the page cache (size not exact). */
 bool tfsd_file_direct(const struct tfsd_file *f);
+/* Cells a streamed file's stream produced since it last started (at
+ * the beginning, or at a mark of the file's index); 0 for other files. */
+uint64_t tfsd_file_stream_cells(struct tfsd_file *f);
 /* Reads up to len bytes at off into dst; *got < len only at the end. */
 enum tfs_err tfsd_file_read(struct tfsd *fs, struct tfsd_file *f, uint64_t off,
 			    uint8_t *dst, size_t len, size_t *got,

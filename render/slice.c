@@ -3,6 +3,7 @@
 #include "slice.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ void tfsr_slice_free(struct tfsr_slice *sl)
 	tfsr_sel_free(sl->sel);
 	tfs_free(sl->fields);
 	tfs_free(sl->names);
+	tfs_free(sl->computed);
 	tfs_free(sl->hi_check);
 	tfs_free(sl->enums);
 	tfs_free(sl->widths);
@@ -74,12 +76,145 @@ static void slice_fields(struct tfsr_slice *sl, int field)
 	}
 }
 
+/* What the selection may not combine with: pictures are not filtered
+ * and a step does not combine with a filter. */
+static enum tfs_err slice_check_sel(struct tfsr_slice *sl,
+				    const struct tfsr_slice_opts *o,
+				    struct tfs_diag *d)
+{
+	if (o->where && (sl->r->flags & TFSR_R_IMAGE))
+		return tfs_fail(d, TFS_E_INVALID, "pictures are not filtered");
+	if (sl->r->flags & TFSR_R_IMAGE) {
+		enum tfs_err e = tfsr_png_sel_check(sl->sel, sl->s, NULL, NULL,
+						    d);
+
+		if (e)
+			return e;
+	}
+	for (uint32_t k = 0; o->where && k < sl->sel->dim_num; k++)
+		if (sl->sel->dims[k].stride > 1)
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: a step does not combine "
+					"with a filter",
+					k + 1);
+	return TFS_E_OK;
+}
+
+/* Dense text renderings compute the coordinates of their cells from the
+ * cells' indices (text_render.c) rather than asking the reader for
+ * them, when an attribute is read too (a query names one field or
+ * more). */
+static void slice_computed(struct tfsr_slice *sl)
+{
+	uint32_t nd = tfs_schema_dim_count(sl->s);
+	bool attr = false;
+
+	if (!sl->dense || !(sl->r->flags & TFSR_R_TEXT))
+		return;
+	for (uint32_t i = 0; i < sl->nfields; i++)
+		attr |= (uint32_t)sl->fields[i] >= nd;
+	for (uint32_t i = 0; attr && i < sl->nfields; i++)
+		sl->computed[i] = (uint32_t)sl->fields[i] < nd;
+}
+
+/* The output fields, their names, sizes and enumerations. */
+static enum tfs_err slice_fields_plan(struct tfsr_slice *sl, int field,
+				      struct tfs_diag *d)
+{
+	uint32_t all = tfs_schema_field_count(sl->s);
+	uint32_t nd = tfs_schema_dim_count(sl->s);
+
+	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
+	sl->names = tfs_callocn(all + nd, sizeof(*sl->names));
+	sl->hi_check = tfs_callocn(nd, sizeof(*sl->hi_check));
+	sl->enums = tfs_callocn(all, sizeof(*sl->enums));
+	sl->widths = tfs_callocn(all, sizeof(*sl->widths));
+	sl->computed = tfs_callocn(all, sizeof(*sl->computed));
+	if (!sl->fields || !sl->names || !sl->hi_check || !sl->enums ||
+	    !sl->widths || !sl->computed)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	slice_fields(sl, field);
+	sl->fixed = true;
+	slice_computed(sl);
+	for (uint32_t i = 0; i < sl->nfields; i++) {
+		struct tfs_field_info f;
+
+		tfs_schema_field(sl->s, sl->fields[i], &f);
+		if (!sl->computed[i])
+			sl->names[sl->nnames++] = f.name;
+		sl->record += field_cell_size(&f);
+		if (f.var)
+			sl->fixed = false;
+		if (sl->r->flags & TFSR_R_TEXT)
+			sl->enums[i] = field_enum(sl->a, &f);
+	}
+	return TFS_E_OK;
+}
+
+/* The query column of dimension k: an output one, or an extra. */
+static int slice_dim_column(struct tfsr_slice *sl, uint32_t k)
+{
+	const char *name = tfs_schema_dim_name(sl->s, k);
+
+	for (uint32_t i = 0; i < sl->nnames; i++)
+		if (strcmp(sl->names[i], name) == 0)
+			return (int)i;
+	sl->names[sl->nnames++] = name;
+	return (int)sl->nnames - 1;
+}
+
+/* String bounds are inclusive in queries: cells equal to an exclusive
+ * hi are dropped, comparing the dimension's column. */
+static void slice_hi_checks(struct tfsr_slice *sl)
+{
+	for (uint32_t k = 0; k < tfs_schema_dim_count(sl->s); k++) {
+		sl->hi_check[k] = -1;
+		if (!sl->sel->dims[k].hi_exclusive)
+			continue;
+		sl->hi_check[k] = slice_dim_column(sl, k);
+		sl->has_hi_check = true;
+	}
+}
+
+/* Sparse text renderings are indexed by their first coordinate when it
+ * has a fixed size (struct tfsr_mark). */
+static void slice_index_key(struct tfsr_slice *sl)
+{
+	struct tfs_field_info f;
+
+	sl->key_col = -1;
+	if (sl->dense || !(sl->r->flags & TFSR_R_TEXT))
+		return;
+	tfs_schema_field(sl->s, 0, &f);
+	if (f.var || f.cell_val_num != 1 || tfs_datatype_size(f.type) > 8 ||
+	    tfs_datatype_size(f.type) == 0)
+		return;
+	sl->key_size = tfs_datatype_size(f.type);
+	sl->key_col = slice_dim_column(sl, 0);
+}
+
+/* Dense: the number of cells, and the header of a fixed-size format. */
+static enum tfs_err slice_dense_plan(struct tfsr_slice *sl, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	sl->cells = sl->sel->empty ? 0 : 1;
+	for (uint32_t k = 0; k < tfs_schema_dim_count(sl->s) && sl->cells; k++)
+		if (__builtin_mul_overflow(sl->cells, sl->sel->dims[k].count,
+					   &sl->cells))
+			return tfs_fail(d, TFS_E_TOO_BIG,
+					"selection has more than 2^64 cells");
+	if (sl->max_cells && sl->cells > sl->max_cells)
+		return over_max_cells(sl->max_cells, sl->cells, d);
+	if (sl->fixed && sl->r->header && (e = sl->r->header(sl, NULL, 0)))
+		return tfs_fail(d, e, "cannot build the %s header", sl->r->ext);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfsr_slice_open(struct tfs_array *a,
 			     const struct tfsr_slice_opts *o,
 			     struct tfsr_slice **out, struct tfs_diag *d)
 {
-	const struct tfs_schema *s = tfs_array_schema(a);
-	uint32_t all = tfs_schema_field_count(s);
 	struct tfsr_slice *sl;
 	enum tfs_err e;
 
@@ -89,104 +224,41 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	tfs_buf_init(&sl->header, TFS_BUF_NO_MAX);
 	sl->a = a;
-	sl->s = s;
+	sl->s = tfs_array_schema(a);
 	sl->r = tfsr_renderer_of(o->fmt);
 	sl->where = o->where;
-	sl->dense = tfs_schema_is_dense(s) && !o->where;
+	sl->dense = tfs_schema_is_dense(sl->s) && !o->where;
 	sl->field = o->field;
 	sl->max_cells = o->max_cells;
 	sl->prefetch = o->prefetch;
 	sl->prefetch_ctx = o->prefetch_ctx;
+	sl->pool = o->pool;
+	sl->key_col = -1;
 	if (!sl->r) {
 		e = tfs_fail(d, TFS_E_INVALID, "unknown format");
 		goto fail;
 	}
-	e = tfsr_sel_parse(o->sel, o->sel_len, s, o->ned, &sl->sel, d);
+	e = tfsr_sel_parse(o->sel, o->sel_len, sl->s, o->ned, &sl->sel, d);
+	if (!e)
+		e = slice_check_sel(sl, o, d);
+	if (!e)
+		e = slice_fields_plan(sl, o->field, d);
 	if (e)
 		goto fail;
-	if (o->where && (sl->r->flags & TFSR_R_IMAGE)) {
-		e = tfs_fail(d, TFS_E_INVALID, "pictures are not filtered");
-		goto fail;
-	}
-	if ((sl->r->flags & TFSR_R_IMAGE) &&
-	    (e = tfsr_png_sel_check(sl->sel, s, NULL, NULL, d)))
-		goto fail;
-	for (uint32_t k = 0; o->where && k < sl->sel->dim_num; k++) {
-		if (sl->sel->dims[k].stride > 1) {
-			e = tfs_fail(d, TFS_E_INVALID,
-				     "range %u: a step does not combine with "
-				     "a filter",
-				     k + 1);
-			goto fail;
-		}
-	}
-	sl->fields = tfs_callocn(all, sizeof(*sl->fields));
-	sl->names = tfs_callocn(all + tfs_schema_dim_count(s), sizeof(*sl->names));
-	sl->hi_check = tfs_callocn(tfs_schema_dim_count(s), sizeof(*sl->hi_check));
-	sl->enums = tfs_callocn(all, sizeof(*sl->enums));
-	sl->widths = tfs_callocn(all, sizeof(*sl->widths));
-	if (!sl->fields || !sl->names || !sl->hi_check || !sl->enums ||
-	    !sl->widths) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto fail;
-	}
-	slice_fields(sl, o->field);
-	sl->fixed = true;
-	for (uint32_t i = 0; i < sl->nfields; i++) {
-		struct tfs_field_info f;
-
-		tfs_schema_field(s, sl->fields[i], &f);
-		sl->names[sl->nnames++] = f.name;
-		sl->record += field_cell_size(&f);
-		if (f.var)
-			sl->fixed = false;
-		if (sl->r->flags & TFSR_R_TEXT)
-			sl->enums[i] = field_enum(a, &f);
-	}
-	/* String bounds are inclusive in queries: drop cells equal to hi. */
-	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
-		sl->hi_check[k] = -1;
-		if (!sl->sel->dims[k].hi_exclusive)
-			continue;
-		for (uint32_t i = 0; i < sl->nnames; i++)
-			if (strcmp(sl->names[i], tfs_schema_dim_name(s, k)) == 0)
-				sl->hi_check[k] = (int)i;
-		sl->has_hi_check = true;
-		if (sl->hi_check[k] < 0) {
-			sl->hi_check[k] = (int)sl->nnames;
-			sl->names[sl->nnames++] = tfs_schema_dim_name(s, k);
-		}
-	}
+	slice_hi_checks(sl);
+	slice_index_key(sl);
 	if (sl->r->size_kind != TFSR_SIZE_RECORDS) {
 		sl->fixed = false;
 	} else if (sl->r->record) {
 		sl->record = sl->r->record;
 		sl->fixed = true;
 	}
-	if (sl->dense) {
-		sl->cells = sl->sel->empty ? 0 : 1;
-		for (uint32_t k = 0; k < tfs_schema_dim_count(s) && sl->cells; k++)
-			if (__builtin_mul_overflow(sl->cells,
-						   sl->sel->dims[k].count,
-						   &sl->cells)) {
-				e = tfs_fail(d, TFS_E_TOO_BIG,
-					     "selection has more than 2^64 "
-					     "cells");
-				goto fail;
-			}
-		if (sl->max_cells && sl->cells > sl->max_cells) {
-			e = over_max_cells(sl->max_cells, sl->cells, d);
-			goto fail;
-		}
-		if (sl->fixed && sl->r->header &&
-		    (e = sl->r->header(sl, NULL, 0))) {
-			e = tfs_fail(d, e, "cannot build the %s header",
-				     sl->r->ext);
-			goto fail;
-		}
-	} else {
+	if (sl->dense)
+		e = slice_dense_plan(sl, d);
+	else
 		sl->fixed = false;
-	}
+	if (e)
+		goto fail;
 	*out = sl;
 	return TFS_E_OK;
 fail:
@@ -451,9 +523,13 @@ void tfsr_slice_prefetch(const struct tfsr_slice *p,
 
 /* ---- Producing sparse cells ---------------------------------------------- */
 
+/* The query of a sparse slice; from_key, to_key: only its cells of a
+ * first coordinate from *from_key on, up to *to_key included (the
+ * slice's key_size bytes), NULL: no bound. */
 static enum tfs_err sparse_open(const struct tfsr_slice *p,
-				struct tfs_array *src,
-				struct tfs_query **q, struct tfs_diag *d)
+				struct tfs_array *src, const uint8_t *from_key,
+				const uint8_t *to_key, struct tfs_query **q,
+				struct tfs_diag *d)
 {
 	struct tfs_range sub[TFSR_MAX_DIMS];
 	struct tfs_query_opts qo = {.subarray = sub,
@@ -466,6 +542,14 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 		return TFS_E_OK;
 	for (uint32_t k = 0; k < tfs_schema_dim_count(p->s); k++)
 		sub[k] = p->sel->dims[k].range;
+	if (from_key) {
+		sub[0].lo = from_key;
+		sub[0].lo_len = p->key_size;
+	}
+	if (to_key) {
+		sub[0].hi = to_key;
+		sub[0].hi_len = p->key_size;
+	}
 	return tfs_query_open(src, &qo, q, d);
 }
 
@@ -488,16 +572,19 @@ static bool equals_hi(const struct tfsr_slice *p, const struct tfs_batch *b,
 	return false;
 }
 
-static enum tfs_err emit_sparse_batch(struct tfsr_emit *em,
-				      const struct tfs_batch *b)
+/* Cells [from, to) of a sparse batch, without those equal to an
+ * exclusive hi. */
+static enum tfs_err emit_sparse_range(struct tfsr_emit *em,
+				      const struct tfs_batch *b, uint64_t from,
+				      uint64_t to)
 {
-	uint64_t start = 0;
+	uint64_t start = from;
 	enum tfs_err e = TFS_E_OK;
 
 	if (!em->sl->has_hi_check)
-		return emit_cells(em, b, 0, b->cell_num);
-	for (uint64_t i = 0; !e && i <= b->cell_num; i++) {
-		if (i < b->cell_num && !equals_hi(em->sl, b, i))
+		return to > from ? emit_cells(em, b, from, to - from) : e;
+	for (uint64_t i = from; !e && i <= to; i++) {
+		if (i < to && !equals_hi(em->sl, b, i))
 			continue;
 		if (i > start)
 			e = emit_cells(em, b, start, i - start);
@@ -506,6 +593,86 @@ static enum tfs_err emit_sparse_batch(struct tfsr_emit *em,
 	return e;
 }
 
+static enum tfs_err emit_sparse_batch(struct tfsr_emit *em,
+				      const struct tfs_batch *b)
+{
+	return emit_sparse_range(em, b, 0, b->cell_num);
+}
+
+/* The first cell at or after `from` of batch b whose first coordinate
+ * differs from the cell's before it (the stream's last for cell 0), or
+ * b->cell_num. Compared as values: -0.0 and 0.0 are one key. */
+static uint64_t key_change(const struct tfsr_stream *st,
+			   const struct tfs_batch *b, uint64_t from)
+{
+	const struct tfsr_slice *p = st->em.sl;
+	const struct tfs_column *c = &b->columns[p->key_col];
+	size_t w = p->key_size;
+
+	for (uint64_t i = from; i < b->cell_num; i++) {
+		const uint8_t *prev = i ? c->data + (i - 1) * w : st->last_key;
+
+		if ((i || st->has_last) &&
+		    tfs_value_cmp(c->type, prev, c->data + i * w) != 0)
+			return i;
+	}
+	return b->cell_num;
+}
+
+static enum tfs_err mark_push(struct tfsr_stream *st, const uint8_t *key)
+{
+	struct tfsr_mark *m;
+
+	if (tfs_grow(&st->marks, &st->mark_cap, st->mark_num + 1,
+		     sizeof(*st->marks)))
+		return TFS_E_NOMEM;
+	m = &st->marks[st->mark_num++];
+	m->cell = st->em.count;
+	m->off = st->base + st->out.len;
+	memset(m->key, 0, sizeof(m->key));
+	memcpy(m->key, key, st->em.sl->key_size);
+	st->since_mark = 0;
+	return TFS_E_OK;
+}
+
+/* A sparse batch with the marks of the stream's index in it: after at
+ * least TFSR_MARK_CELLS cells, at the next change of first coordinate. */
+static enum tfs_err emit_sparse_indexed(struct tfsr_stream *st,
+					const struct tfs_batch *b,
+					struct tfs_diag *d)
+{
+	const struct tfsr_slice *p = st->em.sl;
+	const struct tfs_column *kc;
+	uint64_t start = 0;
+	enum tfs_err e = TFS_E_OK;
+
+	if (p->key_col < 0 || (size_t)p->key_col >= b->column_num ||
+	    b->columns[p->key_col].var || !b->cell_num)
+		return emit_sparse_batch(&st->em, b);
+	kc = &b->columns[p->key_col];
+	while (!e) {
+		uint64_t wait = TFSR_MARK_CELLS > st->since_mark
+					? TFSR_MARK_CELLS - st->since_mark
+					: 0;
+		uint64_t at = key_change(st, b, start + wait < b->cell_num
+							? start + wait
+							: b->cell_num);
+
+		if (at == b->cell_num)
+			break;
+		e = emit_sparse_range(&st->em, b, start, at);
+		if (!e)
+			e = mark_push(st, kc->data + at * p->key_size);
+		start = at;
+	}
+	if (!e)
+		e = emit_sparse_range(&st->em, b, start, b->cell_num);
+	st->since_mark += b->cell_num - start;
+	memcpy(st->last_key, kc->data + (b->cell_num - 1) * p->key_size,
+	       p->key_size);
+	st->has_last = true;
+	return e ? tfs_fail(d, e, "out of memory") : e;
+}
 
 /* ---- Streams ------------------------------------------------------------- */
 
@@ -518,6 +685,7 @@ void tfsr_stream_init(struct tfsr_stream *st, struct tfsr_slice *sl,
 	st->em.src = src;
 	st->em.out = &st->out;
 	st->em.widths = sl->widths;
+	st->pool = sl->pool;
 }
 
 void tfsr_stream_release(struct tfsr_stream *st)
@@ -526,6 +694,7 @@ void tfsr_stream_release(struct tfsr_stream *st)
 		st->em.sl->r->release(&st->em);
 	tfs_query_close(st->q);
 	tfs_buf_release(&st->out);
+	tfs_free(st->marks);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -550,7 +719,7 @@ enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, uint64_t *count,
 	if (p->dense) {
 		e = tfsr_emit_dense_range(&m, 0, p->cells, d);
 	} else {
-		e = sparse_open(p, m.src, &q, d);
+		e = sparse_open(p, m.src, NULL, NULL, &q, d);
 		while (!e && q) {
 			const struct tfs_batch *b;
 
@@ -583,22 +752,34 @@ uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl)
 
 bool tfsr_slice_seekable(const struct tfsr_slice *sl)
 {
-	return sl->dense && ((sl->r->flags & TFSR_R_TEXT) ||
-			     sl->r->fmt == TFSR_FMT_RAW);
+	if (!sl->dense)
+		return sl->key_col >= 0;
+	return (sl->r->flags & TFSR_R_TEXT) || sl->r->fmt == TFSR_FMT_RAW;
 }
 
-enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
-				  uint64_t base, struct tfs_diag *d)
+/* Starts st at output cell `cell` of offset base, the query of a sparse
+ * stream at first coordinate key (key_size bytes). */
+static enum tfs_err stream_start(struct tfsr_stream *st, uint64_t cell,
+				 uint64_t base, const uint8_t *key,
+				 struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
 	enum tfs_err e = TFS_E_OK;
 
-	if (!tfsr_slice_seekable(p) || st->started || cell > p->cells)
+	if (!tfsr_slice_seekable(p) || st->started ||
+	    (p->dense && cell > p->cells))
 		return tfs_fail(d, TFS_E_INTERNAL, "stream cannot start at "
 				"cell %" PRIu64, cell);
 	st->started = true;
 	if (p->r->begin)
 		e = p->r->begin(st, d);
+	if (!e && !p->dense) {
+		memcpy(st->seek_key, key, p->key_size);
+		memcpy(st->last_key, key, p->key_size);
+		st->has_last = true;
+		e = sparse_open(p, st->em.src, st->seek_key,
+				st->bounded ? st->end_key : NULL, &st->q, d);
+	}
 	if (e)
 		return e;
 	if (p->r->flags & TFSR_R_TEXT)
@@ -606,13 +787,151 @@ enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
 	st->out.len = 0;
 	st->base = base;
 	st->next_cell = cell;
+	st->first_cell = cell;
 	st->em.count = cell;
 	return TFS_E_OK;
+}
+
+enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
+				  uint64_t base, struct tfs_diag *d)
+{
+	if (!st->em.sl->dense)
+		return tfs_fail(d, TFS_E_INTERNAL, "a sparse stream starts at "
+				"a mark of its index");
+	return stream_start(st, cell, base, NULL, d);
+}
+
+enum tfs_err tfsr_stream_start_mark(struct tfsr_stream *st,
+				    const struct tfsr_mark *m,
+				    struct tfs_diag *d)
+{
+	return stream_start(st, m->cell, m->off, m->key, d);
+}
+
+/* The greatest value of the fixed-size type below the one at key (w
+ * bytes), in place; false when there is none. */
+static bool key_before(uint8_t type, uint8_t *key, size_t w)
+{
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED: {
+		int64_t v = tfs_value_as_i64(type, key);
+		int64_t min = w >= 8 ? INT64_MIN
+				     : -((int64_t)1 << (8 * w - 1));
+
+		if (v <= min)
+			return false;
+		tfs_put_uint(key, w, (uint64_t)(v - 1));
+		return true;
+	}
+	case TFS_CLASS_UNSIGNED: {
+		uint64_t v = tfs_value_as_u64(type, key);
+
+		if (v == 0)
+			return false;
+		tfs_put_uint(key, w, v - 1);
+		return true;
+	}
+	case TFS_CLASS_FLOAT:
+		if (w == 4) {
+			float f;
+
+			memcpy(&f, key, 4);
+			f = nextafterf(f, -INFINITY);
+			memcpy(key, &f, 4);
+			return !isinf(f) && !isnan(f);
+		} else {
+			double v;
+
+			memcpy(&v, key, 8);
+			v = nextafter(v, -INFINITY);
+			memcpy(key, &v, 8);
+			return !isinf(v) && !isnan(v);
+		}
+	default:
+		return false;
+	}
+}
+
+enum tfs_err tfsr_stream_start_part(struct tfsr_stream *st,
+				    const struct tfsr_mark *from,
+				    const struct tfsr_mark *to,
+				    struct tfs_diag *d)
+{
+	const struct tfsr_slice *p = st->em.sl;
+
+	if (to) {
+		st->bounded = true;
+		st->end_cell = to->cell;
+		if (p->dense && to->cell > p->cells)
+			return tfs_fail(d, TFS_E_INTERNAL, "part ends past "
+					"the selection");
+		if (!p->dense) {
+			memcpy(st->end_key, to->key, sizeof(st->end_key));
+			if (!tfsr_slice_seekable(p) ||
+			    !key_before(tfs_schema_dim_type(p->s, 0),
+					st->end_key, p->key_size))
+				return tfs_fail(d, TFS_E_INTERNAL,
+						"no part ends at that key");
+		}
+	}
+	return from ? tfsr_stream_start_mark(st, from, d) : TFS_E_OK;
+}
+
+bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid)
+{
+	const struct tfs_range *r = &sl->sel->dims[0].range;
+	uint8_t type = tfs_schema_dim_type(sl->s, 0);
+	size_t w = sl->key_size;
+
+	memset(mid, 0, sizeof(*mid));
+	if (sl->dense || sl->key_col < 0 || sl->sel->empty ||
+	    sl->r->text_style == TFSR_TEXT_JSON || r->lo_len != w ||
+	    r->hi_len != w)
+		return false;
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_SIGNED: {
+		int64_t lo = tfs_value_as_i64(type, r->lo);
+		int64_t hi = tfs_value_as_i64(type, r->hi);
+
+		if (hi <= lo)
+			return false;
+		tfs_put_uint(mid->key, w,
+			     (uint64_t)lo + ((uint64_t)hi - (uint64_t)lo) / 2 + 1);
+		return true;
+	}
+	case TFS_CLASS_UNSIGNED: {
+		uint64_t lo = tfs_value_as_u64(type, r->lo);
+		uint64_t hi = tfs_value_as_u64(type, r->hi);
+
+		if (hi <= lo)
+			return false;
+		tfs_put_uint(mid->key, w, lo + (hi - lo) / 2 + 1);
+		return true;
+	}
+	case TFS_CLASS_FLOAT: {
+		double lo = tfs_value_as_f64(type, r->lo);
+		double hi = tfs_value_as_f64(type, r->hi);
+		double m = lo / 2 + hi / 2;
+
+		if (w == 4) {
+			float f = (float)m;
+
+			m = (double)f;
+			memcpy(mid->key, &f, 4);
+		} else {
+			memcpy(mid->key, &m, 8);
+		}
+		return isfinite(m) && lo < m && m <= hi;
+	}
+	default:
+		return false;
+	}
 }
 
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
+	uint64_t end = st->bounded ? st->end_cell : p->cells;
 	enum tfs_err e = TFS_E_OK;
 
 	if (!st->started) {
@@ -620,14 +939,16 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		if (p->r->begin)
 			e = p->r->begin(st, d);
 		if (!e && !p->dense)
-			e = sparse_open(p, st->em.src, &st->q, d);
+			e = sparse_open(p, st->em.src, NULL,
+					st->bounded ? st->end_key : NULL,
+					&st->q, d);
 		return e;
 	}
-	if (p->dense && st->next_cell < p->cells) {
+	if (p->dense && st->next_cell < end) {
 		uint64_t c1 = st->next_cell + step_cells(p);
 
-		if (c1 > p->cells || c1 < st->next_cell)
-			c1 = p->cells;
+		if (c1 > end || c1 < st->next_cell)
+			c1 = end;
 		e = tfsr_emit_dense_range(&st->em, st->next_cell, c1, d);
 		st->next_cell = c1;
 		if (!e && c1 < p->cells)
@@ -642,12 +963,13 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		if (e)
 			return e;
 		if (b) {
-			e = emit_sparse_batch(&st->em, b);
+			e = st->indexing ? emit_sparse_indexed(st, b, d)
+					 : emit_sparse_batch(&st->em, b);
 			return e ? e : check_max_cells(&st->em, d);
 		}
 	}
 	st->done = true;
-	if (p->r->end)
+	if (p->r->end && !st->bounded)
 		e = p->r->end(st);
 	return e;
 }

@@ -35,10 +35,20 @@ struct tfsr_slice {
 	int field; /* the field asked for: -1 every field */
 	uint32_t nfields;
 	int *fields;        /* schema field indices, output order */
-	const char **names; /* query fields: the output ones, then extras */
+	/* Query fields: the output ones (but computed coordinates), then
+	 * extras. */
+	const char **names;
 	uint32_t nnames;
+	/* Per output field: a coordinate of a dense text rendering that the
+	 * renderer computes from the cell's index, not in names. */
+	bool *computed;
 	int *hi_check; /* per dim: query column to compare with hi, or -1 */
 	bool has_hi_check;
+	/* Sparse text: the query column of the first dimension (the key of
+	 * the stream's index, see struct tfsr_mark), -1 when the slice has
+	 * no index; key_size its bytes. */
+	int key_col;
+	size_t key_size;
 	uint64_t cells; /* dense: cells of the selection */
 	bool fixed;     /* dense: every record has the same size (random access) */
 	uint64_t record; /* bytes per cell when fixed */
@@ -54,6 +64,8 @@ struct tfsr_slice {
 	const struct tfs_where *where;
 	tfsr_prefetch_fn prefetch; /* NULL: no read-ahead */
 	void *prefetch_ctx;
+	/* Text formatted on two threads (borrowed); NULL: one. */
+	struct tfs_pool *pool;
 };
 
 struct tfsr_slice_opts {
@@ -67,6 +79,9 @@ struct tfsr_slice_opts {
 	const struct tfs_where *where;
 	tfsr_prefetch_fn prefetch;
 	void *prefetch_ctx;
+	/* Formats large text batches partly on this pool (which must
+	 * outlive the slice); NULL: on the caller's thread only. */
+	struct tfs_pool *pool;
 };
 
 /* Plans the slice of array a (which must outlive it). The format must
@@ -91,6 +106,9 @@ struct tfsr_emit {
 	uint64_t var_offset; /* .offsets: bytes so far */
 	uint64_t *widths;    /* .npy: per field, var-size widths */
 	bool measure;        /* count and widths only */
+	/* Text renderers: the bytes of fast columns are added here instead
+	 * of written to out (a counting pass); NULL: written. */
+	uint64_t *counted;
 	uint64_t count;      /* cells emitted */
 };
 
@@ -101,6 +119,17 @@ enum tfs_err tfsr_emit_dense_range(struct tfsr_emit *em, uint64_t c0,
  * prefetch hook when src is the slice's own array. */
 void tfsr_slice_prefetch(const struct tfsr_slice *sl,
 			 struct tfs_array *src, uint64_t c0, uint64_t c1);
+
+/* An entry of a seekable stream's index: the bytes of output cell `cell`
+ * begin at offset `off`. Sparse cells come sorted with the first
+ * dimension slowest, so the cells from a mark on are those whose first
+ * coordinate is `key` or more (its bytes, zero-padded): a query from
+ * there gives them. Dense marks leave key unused. */
+struct tfsr_mark {
+	uint64_t cell;
+	uint64_t off;
+	uint8_t key[8];
+};
 
 /* A rendering front to back, piece by piece into out. */
 struct tfsr_stream {
@@ -113,7 +142,32 @@ struct tfsr_stream {
 	uint64_t next_cell;  /* dense */
 	struct tfs_query *q; /* sparse */
 	uint64_t charged;    /* for the owner's memory accounting */
+	uint64_t first_cell; /* the cell the stream started at */
+	/* Formats large text batches partly on this pool: the slice's,
+	 * unless the owner clears it before the first step (a stream that
+	 * runs beside others on every core already). */
+	struct tfs_pool *pool;
+	/* Sparse streams of a slice with an index: when the owner sets
+	 * indexing, each step adds the marks of the cells it produced to
+	 * marks (the owner takes them and empties the list), about one per
+	 * TFSR_MARK_CELLS cells, where the first coordinate changes. */
+	bool indexing;
+	struct tfsr_mark *marks;
+	size_t mark_num, mark_cap;
+	uint64_t since_mark; /* cells since the last mark */
+	bool has_last;       /* last_key holds the last cell's key */
+	uint8_t last_key[8];
+	uint8_t seek_key[8]; /* the key a started query begins at */
+	/* A part (tfsr_stream_start_part): done at end_cell (dense) or
+	 * after the first coordinate end_key (sparse, included), without
+	 * what end produces. */
+	bool bounded;
+	uint64_t end_cell;
+	uint8_t end_key[8];
 };
+
+/* Cells between the marks of a sparse stream's index, at least. */
+#define TFSR_MARK_CELLS ((uint64_t)1 << 16)
 
 /* A stream of sl reading src (both must outlive it). */
 void tfsr_stream_init(struct tfsr_stream *st, struct tfsr_slice *sl,
@@ -124,7 +178,8 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st,
 void tfsr_stream_release(struct tfsr_stream *st);
 /* Whether a stream of sl can start at any cell (tfsr_stream_start_at):
  * a dense selection in a format whose bytes for a cell depend on the
- * cell and its index only (text, raw). */
+ * cell and its index only (text, raw); or a sparse text rendering whose
+ * first dimension is of a fixed size, at the marks of its index. */
 bool tfsr_slice_seekable(const struct tfsr_slice *sl);
 /* Cells a dense stream produces per step. */
 uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl);
@@ -133,6 +188,27 @@ uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl);
  * dropped, the steps go on from that cell. */
 enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
 				  uint64_t base, struct tfs_diag *d) TFS_WUR;
+/* The same at a mark of the stream's index (dense: any cell; sparse: one
+ * a sparse stream's steps made). */
+enum tfs_err tfsr_stream_start_mark(struct tfsr_stream *st,
+				    const struct tfsr_mark *m,
+				    struct tfs_diag *d) TFS_WUR;
+
+/* Starts st (just initialised, of a seekable slice) on the part of its
+ * rendering between two marks of its index: from `from` (NULL: the
+ * beginning, with what begin produces) to `to` (NULL: the end, with what
+ * end produces); the stream is done at `to`. Parts produced on their own
+ * and put one after the other give the bytes of the whole stream. */
+enum tfs_err tfsr_stream_start_part(struct tfsr_stream *st,
+				    const struct tfsr_mark *from,
+				    const struct tfsr_mark *to,
+				    struct tfs_diag *d) TFS_WUR;
+/* A mark (its key only) that cuts a sparse slice with an index into two
+ * parts over halves of the first coordinate's range, for a rendering
+ * whose bytes do not depend on the number of cells before (.csv, .txt);
+ * false when there is none. The second part's cell and offset are the
+ * first part's counts. */
+bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid);
 
 /* The renderers' callbacks of the byte formats (the table's rows). */
 enum tfs_err tfsr_raw_cells(struct tfsr_emit *em, const struct tfs_batch *b,

@@ -15,8 +15,18 @@
 
 struct tfsr_text_column {
 	const char *name;
-	size_t batch_index; /* the column of a batch that holds it */
+	/* The column of a batch that holds it; for a coordinate (coord),
+	 * the batches' column count plus its rank among the coordinates. */
+	size_t batch_index;
 	const struct tfs_enumeration *enumeration; /* or NULL */
+	/* A coordinate of a dense rendering (shape given), computed from
+	 * the cell's index instead of read from the batches: along
+	 * dimension dim, lo + index * stride in the dimension's type (lo:
+	 * its bits). */
+	bool coord;
+	uint32_t dim;
+	uint8_t type;
+	uint64_t lo, stride;
 };
 
 struct tfsr_text_render;
@@ -29,6 +39,11 @@ enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
 				  size_t ndim,
 				  struct tfsr_text_render **out) TFS_WUR;
 void tfsr_text_render_free(struct tfsr_text_render *r);
+/* Large batches are formatted on two threads, half of each round of
+ * cells on pool (which must outlive r); NULL: on the caller's only. The
+ * bytes are the same either way. */
+void tfsr_text_render_set_pool(struct tfsr_text_render *r,
+			       struct tfs_pool *pool);
 /* The header (.csv) or opening bracket (.json). */
 enum tfs_err tfsr_text_render_begin(struct tfsr_text_render *r,
 				    struct tfs_buf *out) TFS_WUR;
@@ -37,6 +52,11 @@ enum tfs_err tfsr_text_render_cells(struct tfsr_text_render *r,
 				    struct tfs_buf *out,
 				    const struct tfs_batch *b, uint64_t first,
 				    uint64_t n) TFS_WUR;
+/* The bytes tfsr_text_render_cells would write for the same cells, added
+ * to *bytes, without writing them where it can (numeric columns). */
+enum tfs_err tfsr_text_render_count(struct tfsr_text_render *r,
+				    const struct tfs_batch *b, uint64_t first,
+				    uint64_t n, uint64_t *bytes) TFS_WUR;
 /* The closing brackets (.json). */
 enum tfs_err tfsr_text_render_end(struct tfsr_text_render *r,
 				  struct tfs_buf *out) TFS_WUR;

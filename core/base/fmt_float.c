@@ -367,3 +367,24 @@ size_t tfs_fmt_f32(char *dst, size_t dst_cap, float v, double plain_below)
 	tfs_decimal_of_f32(&d, v);
 	return tfs_decimal_format(dst, dst_cap, &d);
 }
+
+size_t tfs_fmt_u64(char *dst, uint64_t v)
+{
+	int len = v ? count_digits(v) : 1;
+
+	put_digits(dst, v, len);
+	return (size_t)len;
+}
+
+size_t tfs_fmt_u64_len(uint64_t v)
+{
+	return v ? (size_t)count_digits(v) : 1;
+}
+
+size_t tfs_fmt_i64(char *dst, int64_t v)
+{
+	if (v >= 0)
+		return tfs_fmt_u64(dst, (uint64_t)v);
+	dst[0] = '-';
+	return 1 + tfs_fmt_u64(dst + 1, 0 - (uint64_t)v);
+}

@@ -1,4 +1,4 @@
-/* Decimal text of binary floating-point values: the fewest significant
+/* Decimal text of numbers. Binary floating-point values: the fewest significant
  * digits that read back (strtod, strtof) as the same value, laid out as
  * printf's %g lays them out, computed with integer arithmetic instead of a
  * search over printf precisions.
@@ -55,5 +55,16 @@ size_t tfs_decimal_format(char *dst, size_t dst_cap,
  * TFS_FMT_FLOAT_MAX. */
 size_t tfs_fmt_f64(char *dst, size_t dst_cap, double v, double plain_below);
 size_t tfs_fmt_f32(char *dst, size_t dst_cap, float v, double plain_below);
+
+/* Room for the decimal text of any 64-bit integer: 20 digits and a sign. */
+#define TFS_FMT_INT_MAX 21
+
+/* v in decimal ("%" PRIu64, "%" PRId64) at dst, two digits at a time from
+ * a table, without locale or printf; no NUL. Returns the length; dst must
+ * hold TFS_FMT_INT_MAX bytes. */
+size_t tfs_fmt_u64(char *dst, uint64_t v);
+size_t tfs_fmt_i64(char *dst, int64_t v);
+/* The length tfs_fmt_u64 gives v, without writing it. */
+size_t tfs_fmt_u64_len(uint64_t v);
 
 #endif

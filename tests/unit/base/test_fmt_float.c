@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -376,5 +377,45 @@ Test(fmt_float, integers_around_the_plain_limits)
 		check_f64((double)n);
 		check_f64((double)n + 0.5);
 		check_f32((float)n);
+	}
+}
+
+/* tfs_fmt_u64/i64 against printf: the edges of every digit count, the
+ * extremes and random values. */
+static void check_int(int64_t v)
+{
+	char got[TFS_FMT_INT_MAX + 1], want[32];
+	size_t n;
+
+	n = tfs_fmt_i64(got, v);
+	got[n] = '\0';
+	snprintf(want, sizeof(want), "%" PRId64, v);
+	cr_assert_str_eq(got, want);
+	n = tfs_fmt_u64(got, (uint64_t)v);
+	got[n] = '\0';
+	snprintf(want, sizeof(want), "%" PRIu64, (uint64_t)v);
+	cr_assert_str_eq(got, want);
+}
+
+Test(fmt_int, digit_edges_and_random)
+{
+	uint64_t seed = 7, p = 1;
+
+	check_int(0);
+	check_int(INT64_MIN);
+	check_int(INT64_MAX);
+	check_int(-1);
+	for (int k = 0; k < 19; k++, p *= 10) {
+		check_int((int64_t)p);
+		check_int((int64_t)p - 1);
+		check_int((int64_t)p + 1);
+		check_int(-(int64_t)p);
+		check_int(1 - (int64_t)p);
+	}
+	for (int i = 0; i < 200000; i++) {
+		uint64_t r = next_random(&seed);
+
+		check_int((int64_t)(r >> (r % 64)));
+		check_int((int64_t)r);
 	}
 }

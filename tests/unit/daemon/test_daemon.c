@@ -1015,3 +1015,146 @@ Test(content, counted_size_and_index)
 	dfx_stop(&fs);
 	dfx_remove(root);
 }
+
+/* A sparse array of 480 000 cells under root/sp: x from 7 (a run of
+ * 4 000 cells) and 17 to 1206 (400 cells each), y, an INT32 and a FLOAT64
+ * attribute. */
+static void make_sparse_big(const char *root)
+{
+	static const char json[] =
+		"{\"array_type\": \"sparse\", \"capacity\": 5000, \"dims\": ["
+		"{\"name\": \"x\", \"type\": \"INT32\", \"domain\": [0, 1999], "
+		"\"tile\": 100}, {\"name\": \"y\", \"type\": \"INT32\", "
+		"\"domain\": [0, 9999], \"tile\": 1000}], \"attrs\": ["
+		"{\"name\": \"i\", \"type\": \"INT32\"}, {\"name\": \"v\", "
+		"\"type\": \"FLOAT64\"}]}";
+	const uint64_t n = 480000;
+	int32_t *x = malloc(n * 4), *y = malloc(n * 4), *iv = malloc(n * 4);
+	double *v = malloc(n * 8);
+	struct tfs_column cols[4] = {
+		{.name = "x", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (uint8_t *)x, .data_len = n * 4},
+		{.name = "y", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (uint8_t *)y, .data_len = n * 4},
+		{.name = "i", .type = TFS_INT32, .cell_val_num = 1,
+		 .data = (uint8_t *)iv, .data_len = n * 4},
+		{.name = "v", .type = TFS_FLOAT64, .cell_val_num = 1,
+		 .data = (uint8_t *)v, .data_len = n * 8}};
+	struct tfs_batch b = {.cell_num = n, .column_num = 4, .columns = cols};
+	struct tfs_write_opts wo = {.threads = 2};
+	struct tfs_write_result res;
+	struct tfs_writer *w;
+	struct tfs_schema *s;
+	struct tfs_diag d;
+	char path[256];
+
+	cr_assert(x && y && iv && v);
+	for (uint64_t k = 0; k < n; k++) {
+		/* 4 000 cells at x = 7, then 400 per x from x = 17 on */
+		x[k] = k < 4000 ? 7 : 17 + (int32_t)((k - 4000) / 400);
+		/* y is unique within each x */
+		y[k] = (int32_t)(k % 4000 * 2 + 1);
+		iv[k] = (int32_t)(k * 2654435761u) - 7;
+		v[k] = (double)((int64_t)k - 240000) / 7.0;
+	}
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json_new(json, sizeof(json) - 1, &s, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	snprintf(path, sizeof(path), "%s/sp", root);
+	cr_assert_eq(tfs_array_create(path, s, &wo, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_schema_free(s);
+	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+	free(x);
+	free(y);
+	free(iv);
+	free(v);
+}
+
+/* Reads 24 pieces of file f of len bytes (the first the last 100 bytes,
+ * then random offsets) and compares them with whole. The first must
+ * produce only the cells after the last mark before it. */
+static void check_seeks(const char *path, struct tfsd_file *f,
+			const uint8_t *whole, uint64_t len, uint64_t seed)
+{
+	static uint8_t buf[8192];
+	struct tfs_diag d;
+
+	tfs_diag_init(&d);
+	for (int k = 0; k < 24; k++) {
+		uint64_t off;
+		size_t got, want;
+
+		seed = seed * 6364136223846793005u + 1442695040888963407u;
+		off = k == 0 ? len - 100 : (seed >> 11) % len;
+		want = (size_t)(len - off < sizeof(buf) ? len - off
+							 : sizeof(buf));
+		cr_assert_eq(tfsd_file_read(&fs, f, off, buf, sizeof(buf),
+					    &got, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		cr_expect(got == want && memcmp(buf, whole + off, got) == 0,
+			  "%s: other bytes at %llu", path,
+			  (unsigned long long)off);
+		if (k == 0)
+			cr_expect_lt(tfsd_file_stream_cells(f),
+				     (uint64_t)3 << 16,
+				     "%s: %llu cells for the last 100 bytes",
+				     path,
+				     (unsigned long long)tfsd_file_stream_cells(f));
+	}
+}
+
+/* Sparse text renderings have an index too (one mark per 65 536 cells
+ * or so, where the first coordinate changes), found by the counting
+ * pass at the first stat: reads at any offset give the bytes of a
+ * front-to-back read, and a read near the end produces the cells after
+ * the last mark before it, not the whole prefix; both in a file opened
+ * before the stat (a stream that starts again at a mark) and in one
+ * opened after (parts between marks produced ahead on the pool). */
+Test(content, sparse_index)
+{
+	static const char *const paths[] = {
+		"sp/data.csv", "sp/v/slice[:,:].txt", "sp/i/slice[7:900,:].csv",
+		"sp/slice[:,:].json", "sp/v/slice[:,:].json",
+	};
+	char root[128];
+
+	dfx_temp_dir(root, sizeof(root), "tfs_sparse_index_");
+	make_sparse_big(root);
+	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct tfsd_size sz;
+		struct tfsd_node n;
+		struct tfsd_file *before, *after;
+		struct tfs_diag d;
+		uint64_t len;
+		uint8_t *whole;
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfsd_resolve(&fs, paths[i], &n, &d), TFS_E_OK);
+		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &before, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		whole = read_all(paths[i], 1 << 20, &len, &sz);
+		cr_expect(sz.exact && sz.size == len, "%s: stat %llu, read %llu",
+			  paths[i], (unsigned long long)sz.size,
+			  (unsigned long long)len);
+		cr_assert_gt(len, (uint64_t)4 << 20, "%s", paths[i]);
+		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &after, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		check_seeks(paths[i], before, whole, len, i + 1);
+		check_seeks(paths[i], after, whole, len, i + 100);
+		tfsd_file_close(&fs, before);
+		tfsd_file_close(&fs, after);
+		tfsd_node_release(&fs, &n);
+		free(whole);
+	}
+	dfx_stop(&fs);
+	dfx_remove(root);
+}
