@@ -871,6 +871,9 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			out->size = buf.len;
 			out->exact = true;
 		}
+	} else if (tfsr_slice_sparse_size(p.sl, &out->size)) {
+		/* Sparse raw of a cell count fragment metadata gives. */
+		out->exact = true;
 	} else if (plan_countable(&p)) {
 		struct tfsr_mark *marks;
 		size_t mark_num;
@@ -1145,9 +1148,14 @@ static void file_stream(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
 {
 	uint64_t size;
 
+	/* Sparse raw selections whose cell count fragment metadata gives
+	 * have an exact size from the start, as dense ones of a counted
+	 * size (.offsets) do; so does a stream counted at its lookup: all
+	 * of them through the page cache. */
 	f->how = SERVE_STREAM;
-	f->direct = !(f->plan.sl->dense &&
-		      f->plan.sl->r->size_kind == TFSR_SIZE_COUNTED) &&
+	f->direct = (f->plan.sl->dense
+			     ? f->plan.sl->r->size_kind != TFSR_SIZE_COUNTED
+			     : !tfsr_slice_sparse_size(f->plan.sl, &size)) &&
 		    !sizes_find(fs->renders, gen, f->vpath, &size);
 	tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
 	parts_plan(fs, f, gen);

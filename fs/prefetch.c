@@ -45,7 +45,8 @@ static void request_run(struct request *r)
 	const struct tfs_schema *s = r->arr->schema;
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = r->names,
-				    .field_num = r->name_num};
+				    .field_num = r->name_num,
+				    .decode_only = true};
 	struct tfs_query *q = NULL;
 	const struct tfs_batch *b;
 	struct tfs_diag d;

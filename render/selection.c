@@ -374,12 +374,24 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 			    const struct tfs_range *ned, struct tfsr_sel **out,
 			    struct tfs_diag *d)
 {
+	static const char order_word[] = ";stored";
+	const size_t word_len = sizeof(order_word) - 1;
 	const char *p = text, *end = text + len;
 	struct tfsr_sel *sel;
 	struct part *pt;
+	bool stored = false;
 	enum tfs_err e = TFS_E_OK;
 
 	*out = NULL;
+	if (len >= word_len &&
+	    memcmp(text + len - word_len, order_word, word_len) == 0) {
+		if (tfs_schema_is_dense(s))
+			return tfs_fail(d, TFS_E_INVALID,
+					"';stored' is for sparse arrays: a "
+					"dense selection has one order");
+		stored = true;
+		end -= word_len;
+	}
 	sel = tfs_callocn(1, sizeof(*sel) + tfs_schema_dim_count(s) * sizeof(sel->dims[0]));
 	pt = tfs_callocn(3, sizeof(*pt));
 	if (!sel || !pt) {
@@ -388,6 +400,7 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
 	sel->dim_num = tfs_schema_dim_count(s);
+	sel->stored = stored;
 	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 		sel->dims[k].stride = 1;
 	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {

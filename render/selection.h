@@ -2,14 +2,18 @@
  * against a schema into one inclusive range per dimension, the form the
  * engine's queries take.
  *
- *   SEL   := RANGE ("," RANGE)*      fewer ranges than dimensions: ':'
+ *   SEL   := [RANGE ("," RANGE)*] [";stored"]
+ *                                    fewer ranges than dimensions: ':'
  *   RANGE := V | [V] ":" [V] [":" STEP]
  *   V     := integer | float | ISO-8601 time (datetime dimensions)
  *          | string (quoted "..." with \" and \\, or bare)
  *
  * Ranges are half-open in the array's coordinates ([lo, hi)); a missing
  * end is the non-empty domain's; a single value selects itself. Strides
- * are for dense arrays (integer coordinates). */
+ * are for dense arrays (integer coordinates). A trailing ";stored" (sparse
+ * arrays) asks for the cells in the order the array stores them rather
+ * than sorted (tfs_query_opts.stored_order); a string value that ends in
+ * ";stored" is quoted. */
 #ifndef TFSR_SELECTION_H
 #define TFSR_SELECTION_H
 
@@ -37,6 +41,7 @@ struct tfsr_dim_sel {
 struct tfsr_sel {
 	uint32_t dim_num;
 	bool empty; /* selects no cell */
+	bool stored; /* ";stored": the array's stored order, not sorted */
 	struct tfsr_dim_sel dims[];
 };
 

@@ -183,7 +183,8 @@ static void slice_index_key(struct tfsr_slice *sl)
 	struct tfs_field_info f;
 
 	sl->key_col = -1;
-	if (sl->dense || !(sl->r->flags & TFSR_R_TEXT))
+	/* Stored order is not ordered by the first coordinate. */
+	if (sl->dense || sl->sel->stored || !(sl->r->flags & TFSR_R_TEXT))
 		return;
 	tfs_schema_field(sl->s, 0, &f);
 	if (f.var || f.cell_val_num != 1 || tfs_datatype_size(f.type) > 8 ||
@@ -253,6 +254,8 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 		sl->record = sl->r->record;
 		sl->fixed = true;
 	}
+	if (!sl->dense && sl->fixed && !sl->r->header && !o->where)
+		sl->sparse_record = sl->record;
 	if (sl->dense)
 		e = slice_dense_plan(sl, d);
 	else
@@ -278,6 +281,35 @@ bool tfsr_slice_known_size(const struct tfsr_slice *sl, uint64_t *size)
 	return sl->fixed &&
 	       !__builtin_mul_overflow(sl->cells, sl->record, &body) &&
 	       !__builtin_add_overflow(body, (uint64_t)sl->header.len, size);
+}
+
+static enum tfs_err sparse_open(const struct tfsr_slice *p,
+				struct tfs_array *src, const uint8_t *from_key,
+				const uint8_t *to_key, struct tfs_query **q,
+				struct tfs_diag *d);
+
+bool tfsr_slice_sparse_size(const struct tfsr_slice *sl, uint64_t *size)
+{
+	struct tfs_query *q = NULL;
+	struct tfs_diag d;
+	uint64_t cells;
+	bool known;
+
+	if (sl->dense || !sl->sparse_record || sl->has_hi_check)
+		return false;
+	if (sl->sel->empty) {
+		*size = 0;
+		return true;
+	}
+	tfs_diag_init(&d);
+	if (sparse_open(sl, sl->a, NULL, NULL, &q, &d))
+		return false;
+	known = tfs_query_cells_known(q, &cells) &&
+		(!sl->max_cells || cells <= sl->max_cells) &&
+		!__builtin_mul_overflow(cells, sl->sparse_record, size) &&
+		*size <= (uint64_t)INT64_MAX;
+	tfs_query_close(q);
+	return known;
 }
 
 /* ---- Emitting cells -------------------------------------------------------- */
@@ -535,7 +567,8 @@ static enum tfs_err sparse_open(const struct tfsr_slice *p,
 	struct tfs_query_opts qo = {.subarray = sub,
 				    .fields = p->names,
 				    .field_num = p->nnames,
-				    .condition = p->where};
+				    .condition = p->where,
+				    .stored_order = p->sel->stored};
 
 	*q = NULL;
 	if (p->sel->empty)

@@ -52,6 +52,9 @@ struct tfsr_slice {
 	uint64_t cells; /* dense: cells of the selection */
 	bool fixed;     /* dense: every record has the same size (random access) */
 	uint64_t record; /* bytes per cell when fixed */
+	/* sparse: bytes per cell of a format of fixed-size records without
+	 * a header (raw, .validity), else 0 */
+	uint64_t sparse_record;
 	struct tfs_buf header; /* .npy header when known up front */
 	/* .npy: per output field, the width of var-size values; measured
 	 * with the header (a stream produced again pads to the same
@@ -95,6 +98,11 @@ void tfsr_slice_free(struct tfsr_slice *sl);
 /* The exact size of a dense slice known without rendering (see enum
  * tfsr_size_kind); false when it is not known or overflows. */
 bool tfsr_slice_known_size(const struct tfsr_slice *sl, uint64_t *size);
+/* The exact size of a sparse slice of fixed-size records (sparse_record)
+ * when the engine knows its cell count from fragment metadata
+ * (tfs_query_cells_known); false otherwise. Opens a query of the slice's
+ * array (R-trees, no tiles). */
+bool tfsr_slice_sparse_size(const struct tfsr_slice *sl, uint64_t *size);
 
 /* Produces cells into out. src is the array the queries read: the
  * slice's, or another opening of the same view. */

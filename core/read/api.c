@@ -598,6 +598,8 @@ enum tfs_err tfs__query_open_hooked(
 	q->total_cells = UINT64_MAX;
 	q->batch_cells = opts && opts->batch_cells ? opts->batch_cells
 						   : DEFAULT_BATCH_CELLS;
+	q->stored_order = opts && opts->stored_order;
+	q->decode_only = opts && opts->decode_only;
 	nfields = opts && opts->fields ? opts->field_num
 				       : (size_t)s->dim_num + s->attr_num;
 	q->out_num = nfields;
@@ -715,6 +717,14 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 uint64_t tfs_query_cell_count(const struct tfs_query *q)
 {
 	return q->total_cells;
+}
+
+bool tfs_query_cells_known(const struct tfs_query *q, uint64_t *cells)
+{
+	if (q->where || (!q->cells_known && q->total_cells == UINT64_MAX))
+		return false;
+	*cells = q->cells_known ? q->known_cells : q->total_cells;
+	return true;
 }
 
 void tfs_query_close(struct tfs_query *q)

@@ -275,6 +275,32 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 	return TFS_E_OK;
 }
 
+/* decode_only: every batch's tiles decoded (into the tile cache), the
+ * next batch's decoding while this one's is awaited; no cells. */
+static enum tfs_err decode_all(struct dense_reader *r, struct tfs_query *q,
+			       struct tfs_diag *d)
+{
+	while (r->cur) {
+		struct batch *b = r->cur;
+		enum tfs_err e = TFS_E_OK;
+
+		if (!r->ahead && tfs__dense_plan_batch(r, q, &r->ahead))
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		for (size_t i = 0; i < b->job_num && !e; i++) {
+			tfs_job_wait(q->array->pool, &b->jobs[i].job);
+			if (b->jobs[i].err)
+				e = tfs_fail(d, b->jobs[i].err, "%s",
+					     tfs_diag_msg(&b->jobs[i].diag));
+		}
+		r->cur = r->ahead;
+		r->ahead = NULL;
+		batch_free(r, q, b);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
 static enum tfs_err dense_next(struct tfs_query *q, struct tfs_diag *d)
 {
 	struct dense_reader *r = q->reader;
@@ -283,6 +309,8 @@ static enum tfs_err dense_next(struct tfs_query *q, struct tfs_diag *d)
 
 	if (!r->cur)
 		return TFS_E_OK; /* end */
+	if (q->decode_only)
+		return decode_all(r, q, d);
 	if (!r->ahead) {
 		e = tfs__dense_plan_batch(r, q, &r->ahead);
 		if (e)

@@ -268,10 +268,21 @@ static enum tfs_err piece_build(struct sp_reader *r, struct tfs_diag *d)
 	r->order = tfs_mallocn(n ? n : 1, sizeof(*r->order));
 	if (!r->order)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	/* Radix: stable, so with deduplication the later of two equal
+	 * cells (which newest_cmp puts first) starts first; only where no
+	 * timestamps or fragments decide between equal cells. */
 	for (uint32_t i = 0; i < n; i++)
-		r->order[i] = i;
-	if (tfs__sp_sort_index(r->order, n, r->dedup ? tfs__sp_newest_cmp : tfs__sp_coords_only_cmp, r))
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		r->order[i] = r->dedup ? n - 1 - i : i;
+	if (!((!r->dedup || r->plain) &&
+	      tfs__sp_radix_order(r, r->order, n))) {
+		for (uint32_t i = 0; i < n; i++)
+			r->order[i] = i;
+		if (tfs__sp_sort_index(r->order, n,
+				       r->dedup ? tfs__sp_newest_cmp
+						: tfs__sp_coords_only_cmp,
+				       r))
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
 	/* Newest wins, then delete metadata removes the winner (read.md §7
 	 * step 4: an older version of a deleted cell does not reappear). */
 	for (uint32_t i = 0; i < n; i++) {
@@ -325,6 +336,8 @@ static enum tfs_err sparse_next(struct tfs_query *q, struct tfs_diag *d)
 	enum tfs_err e;
 
 	q->batch_cell_num = 0;
+	if (r->stored)
+		return tfs__sp_stored_next(r, d);
 	while (q->batch_cell_num < q->batch_cells) {
 		if (r->pos == r->order_num) {
 			if (r->finished)
@@ -348,6 +361,7 @@ static void reader_free(struct sp_reader *r)
 {
 	if (!r)
 		return;
+	tfs__sp_stored_free(r);
 	if (r->q)
 		piece_release(r);
 	for (uint32_t i = 0; r->frags && i < r->frag_num; i++) {
@@ -436,6 +450,7 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 		return e;
 	if (sub_empty(r) || !dir->fragment_num) {
 		r->finished = true;
+		r->count_known = true;
 		return TFS_E_OK;
 	}
 	if (dir->fragment_num >= UINT32_MAX)
@@ -462,9 +477,20 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 		if (e)
 			return e;
 	}
+	r->plain = tfs__sp_plain(r);
 	if (!r->tile_num) {
 		r->finished = true;
+		r->count_known = r->plain;
 		return TFS_E_OK;
+	}
+	if (r->plain) {
+		r->count_known = true;
+		for (uint32_t k = 0; k < r->tile_num && r->count_known; k++) {
+			r->count_known = r->tiles[k].inside;
+			r->count += r->tiles[k].cells;
+		}
+		if (r->q->stored_order)
+			return tfs__sp_stored_open(r, d);
 	}
 	return tfs__sp_sort_tiles(r, d);
 }
@@ -500,6 +526,8 @@ enum tfs_err tfs_sparse_reader_open_capped(struct tfs_query *q,
 		return e;
 	}
 	q->total_cells = UINT64_MAX;
+	q->cells_known = r->count_known;
+	q->known_cells = r->count_known ? r->count : 0;
 	q->reader = r;
 	q->reader_ops = &sparse_ops;
 	return TFS_E_OK;

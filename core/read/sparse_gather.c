@@ -26,10 +26,10 @@ static bool in_piece(const struct sp_reader *r, const struct sp_val *v0)
 	return true;
 }
 
-static enum tfs_err check_tile(const struct tfs_fragment *f, uint32_t slot,
-			       uint64_t tile, const struct tfs_tile *t,
-			       uint64_t cells, uint64_t cell_size, bool var,
-			       struct tfs_diag *d)
+enum tfs_err tfs__sp_check_tile(const struct tfs_fragment *f, uint32_t slot,
+				uint64_t tile, const struct tfs_tile *t,
+				uint64_t cells, uint64_t cell_size, bool var,
+				struct tfs_diag *d)
 {
 	if (t->cell_num != cells ||
 	    (!var && t->fixed_len < cells * cell_size) ||
@@ -41,80 +41,166 @@ static enum tfs_err check_tile(const struct tfs_fragment *f, uint32_t slot,
 	return TFS_E_OK;
 }
 
+/* Decodes the coordinate tiles of the job's tile (ct: one per dimension,
+ * or the zipped one), and its timestamps and delete times when read. */
+static enum tfs_err coord_tiles_read(struct coord_job *j,
+				     const struct sp_tile *st,
+				     const struct sp_frag *sf,
+				     struct tfs_tile *ct, struct tfs_tile *ts,
+				     struct tfs_tile *dt)
+{
+	const struct sp_reader *r = j->r;
+	uint32_t dims = r->dim_num, nt = sf->zipped ? 1 : dims;
+	enum tfs_err e = TFS_E_OK;
+
+	for (uint32_t k = 0; k < nt && !e; k++) {
+		uint32_t slot = sf->zipped ? sf->coords_slot : sf->dim_slot[k];
+		uint64_t size = sf->zipped ? (uint64_t)r->dims[0].size * dims
+					   : r->dims[k].size;
+
+		e = tfs_tile_read_cached(r->q->dir, sf->f, slot, st->tile,
+					 &ct[k], &j->diag);
+		if (!e)
+			e = tfs__sp_check_tile(sf->f, slot, st->tile, &ct[k],
+					       st->cells, size,
+					       !sf->zipped && r->dims[k].var,
+					       &j->diag);
+	}
+	if (!e && sf->read_ts) {
+		e = tfs_tile_read_cached(r->q->dir, sf->f, sf->ts_slot,
+					 st->tile, ts, &j->diag);
+		if (!e)
+			e = tfs__sp_check_tile(sf->f, sf->ts_slot, st->tile, ts,
+					       st->cells, 8, false, &j->diag);
+	}
+	if (!e && sf->has_dt) {
+		e = tfs_tile_read_cached(r->q->dir, sf->f, sf->dt_slot,
+					 st->tile, dt, &j->diag);
+		if (!e)
+			e = tfs__sp_check_tile(sf->f, sf->dt_slot, st->tile, dt,
+					       st->cells, 8, false, &j->diag);
+	}
+	return e;
+}
+
+/* Room for `cells` more cells in out, var-size coordinates aside (they
+ * grow as they come). */
+static enum tfs_err cells_reserve(struct sp_cells *out,
+				  const struct sp_reader *r, uint64_t cells)
+{
+	size_t n = (size_t)cells;
+	enum tfs_err e;
+
+	e = tfs_buf_reserve(&out->keys, n * r->dim_num * sizeof(uint64_t));
+	for (uint32_t k = 0; k < r->dim_num && !e; k++)
+		e = r->dims[k].var
+			    ? tfs_buf_reserve(&out->coff[k], n * 8)
+			    : tfs_buf_reserve(&out->coord[k],
+					      n * r->dims[k].size);
+	if (!e)
+		e = tfs_buf_reserve(&out->tile, n * 4);
+	if (!e)
+		e = tfs_buf_reserve(&out->pos, n * 4);
+	if (!e)
+		e = tfs_buf_reserve(&out->ts, n * 8);
+	if (!e)
+		e = tfs_buf_reserve(&out->dt, n);
+	return e;
+}
+
+/* The coordinates of cell c into v; whether the cell lies in the
+ * subarray and the piece. */
+static bool cell_in(const struct sp_reader *r, const struct sp_frag *sf,
+		    const struct tfs_tile *ct, uint64_t c, struct sp_val *v)
+{
+	uint32_t dims = r->dim_num;
+
+	for (uint32_t k = 0; k < dims; k++) {
+		const struct sp_dim *dm = &r->dims[k];
+
+		if (sf->zipped) {
+			val_set(&v[k], dm,
+				ct[0].fixed + (c * dims + k) * dm->size,
+				dm->size);
+		} else if (dm->var) {
+			uint64_t o = ct[k].offsets[c];
+
+			val_set(&v[k], dm, byte_at(ct[k].var, o),
+				ct[k].offsets[c + 1] - o);
+		} else {
+			val_set(&v[k], dm, ct[k].fixed + c * dm->size,
+				dm->size);
+		}
+		if (val_cmp(dm, &v[k], &dm->sub_lo) < 0 ||
+		    val_cmp(dm, &v[k], &dm->sub_hi) > 0)
+			return false;
+	}
+	return in_piece(r, &v[0]);
+}
+
+/* Appends one kept cell into the room cells_reserve made (var-size
+ * coordinates are appended). */
+static enum tfs_err cell_store(struct sp_cells *out, const struct sp_reader *r,
+			       const struct sp_val *v, uint32_t ptile,
+			       uint32_t pos, uint64_t t, uint8_t gone)
+{
+	enum tfs_err e;
+
+	for (uint32_t k = 0; k < r->dim_num; k++) {
+		const struct sp_dim *dm = &r->dims[k];
+
+		memcpy(out->keys.data + out->keys.len, &v[k].key, 8);
+		out->keys.len += 8;
+		if (!dm->var) {
+			memcpy(out->coord[k].data + out->coord[k].len, v[k].p,
+			       dm->size);
+			out->coord[k].len += dm->size;
+			continue;
+		}
+		tfs_put_u64(out->coff[k].data + out->coff[k].len,
+			    out->coord[k].len);
+		out->coff[k].len += 8;
+		e = tfs_buf_append(&out->coord[k], v[k].p, (size_t)v[k].len);
+		if (e)
+			return e;
+	}
+	tfs_put_u32(out->tile.data + out->tile.len, ptile);
+	out->tile.len += 4;
+	tfs_put_u32(out->pos.data + out->pos.len, pos);
+	out->pos.len += 4;
+	tfs_put_u64(out->ts.data + out->ts.len, t);
+	out->ts.len += 8;
+	out->dt.data[out->dt.len++] = gone;
+	out->n++;
+	return TFS_E_OK;
+}
+
 static void coord_job_run(void *arg)
 {
 	struct coord_job *j = arg;
 	struct sp_reader *r = j->r;
 	const struct sp_tile *st = &r->tiles[r->ptiles[j->ptile]];
 	const struct sp_frag *sf = &r->frags[st->frag];
-	struct tfs_fragment *f = sf->f;
-	uint32_t dims = r->dim_num, nt = sf->zipped ? 1 : dims;
+	uint32_t nt = sf->zipped ? 1 : r->dim_num;
 	struct tfs_tile *ct, ts = {0}, dt = {0};
-	uint64_t cells = st->cells;
-	struct sp_val *v = NULL;
-	uint64_t *keys = NULL;
-	enum tfs_err e = TFS_E_OK;
+	struct sp_val *v;
+	enum tfs_err e;
 
 	tfs_diag_init(&j->diag);
 	ct = tfs_callocn(nt, sizeof(*ct));
-	v = tfs_callocn(dims, sizeof(*v));
-	keys = tfs_callocn(dims, sizeof(*keys));
-	if (!ct || !v || !keys) {
+	v = tfs_callocn(r->dim_num, sizeof(*v));
+	if (!ct || !v) {
 		e = tfs_fail(&j->diag, TFS_E_NOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t k = 0; k < nt && !e; k++) {
-		uint32_t slot = sf->zipped ? sf->coords_slot : sf->dim_slot[k];
-		uint64_t size = sf->zipped ? (uint64_t)r->dims[0].size * dims
-					   : r->dims[k].size;
-
-		e = tfs_tile_read_cached(r->q->dir, f, slot, st->tile, &ct[k],
-				  &j->diag);
-		if (!e)
-			e = check_tile(f, slot, st->tile, &ct[k], cells, size,
-				       !sf->zipped && r->dims[k].var, &j->diag);
-	}
-	if (!e && sf->read_ts) {
-		e = tfs_tile_read_cached(r->q->dir, f, sf->ts_slot, st->tile, &ts,
-				  &j->diag);
-		if (!e)
-			e = check_tile(f, sf->ts_slot, st->tile, &ts, cells, 8,
-				       false, &j->diag);
-	}
-	if (!e && sf->has_dt) {
-		e = tfs_tile_read_cached(r->q->dir, f, sf->dt_slot, st->tile, &dt,
-				  &j->diag);
-		if (!e)
-			e = check_tile(f, sf->dt_slot, st->tile, &dt, cells, 8,
-				       false, &j->diag);
-	}
-	if (e)
-		goto out;
-	for (uint64_t c = 0; c < cells && !e; c++) {
+	e = coord_tiles_read(j, st, sf, ct, &ts, &dt);
+	if (!e && cells_reserve(&j->out, r, st->cells))
+		e = tfs_fail(&j->diag, TFS_E_NOMEM, "out of memory");
+	for (uint64_t c = 0; c < st->cells && !e; c++) {
 		uint64_t t = sf->t1;
-		bool keep = true;
 		uint8_t gone = 0;
 
-		for (uint32_t k = 0; k < dims && keep; k++) {
-			const struct sp_dim *dm = &r->dims[k];
-
-			if (sf->zipped) {
-				val_set(&v[k], dm,
-					ct[0].fixed + (c * dims + k) * dm->size,
-					dm->size);
-			} else if (dm->var) {
-				uint64_t o = ct[k].offsets[c];
-
-				val_set(&v[k], dm, byte_at(ct[k].var, o),
-					ct[k].offsets[c + 1] - o);
-			} else {
-				val_set(&v[k], dm, ct[k].fixed + c * dm->size,
-					dm->size);
-			}
-			keep = val_cmp(dm, &v[k], &dm->sub_lo) >= 0 &&
-			       val_cmp(dm, &v[k], &dm->sub_hi) <= 0;
-		}
-		if (!keep || !in_piece(r, &v[0]))
+		if (!cell_in(r, sf, ct, c, v))
 			continue;
 		if (sf->read_ts) {
 			t = tfs_get_u64(ts.fixed + c * 8);
@@ -127,29 +213,8 @@ static void coord_job_run(void *arg)
 			gone = r->t1 == UINT64_MAX ? when != UINT64_MAX
 						   : when <= r->t1;
 		}
-		for (uint32_t k = 0; k < dims; k++)
-			keys[k] = v[k].key;
-		e = tfs_buf_append(&j->out.keys, keys, dims * sizeof(*keys));
-		for (uint32_t k = 0; k < dims && !e; k++) {
-			if (r->dims[k].var)
-				e = tfs_buf_append_u64(&j->out.coff[k],
-						       j->out.coord[k].len);
-			if (!e)
-				e = tfs_buf_append(&j->out.coord[k], v[k].p,
-						   (size_t)v[k].len);
-		}
-		if (!e)
-			e = tfs_buf_append_u32(&j->out.tile, j->ptile);
-		if (!e)
-			e = tfs_buf_append_u32(&j->out.pos, (uint32_t)c);
-		if (!e)
-			e = tfs_buf_append_u64(&j->out.ts, t);
-		if (!e)
-			e = tfs_buf_append_u8(&j->out.dt, gone);
-		if (e)
-			e = tfs_fail(&j->diag, e, "out of memory");
-		else
-			j->out.n++;
+		if (cell_store(&j->out, r, v, j->ptile, (uint32_t)c, t, gone))
+			e = tfs_fail(&j->diag, TFS_E_NOMEM, "out of memory");
 	}
 out:
 	for (uint32_t k = 0; ct && k < nt; k++)
@@ -158,7 +223,6 @@ out:
 	tfs_tile_release(&dt);
 	tfs_free(ct);
 	tfs_free(v);
-	tfs_free(keys);
 	j->err = e;
 }
 
@@ -357,7 +421,7 @@ static void attr_job_run(void *arg)
 		e = tfs_tile_read_cached(q->dir, sf->f, sf->load_slot[l], st->tile,
 				  &loaded[l], &j->diag);
 		if (!e)
-			e = check_tile(sf->f, sf->load_slot[l], st->tile,
+			e = tfs__sp_check_tile(sf->f, sf->load_slot[l], st->tile,
 				       &loaded[l], st->cells, desc->cell_size,
 				       desc->var, &j->diag);
 	}

@@ -15,6 +15,22 @@ static bool ranges_meet(const struct sp_dim *dm, const struct tfs_range *m)
 	       val_cmp(dm, &dm->sub_lo, &hi) <= 0;
 }
 
+/* Whether box lies wholly inside the subarray. */
+static bool box_inside(const struct sp_reader *r, const struct tfs_range *box)
+{
+	for (uint32_t k = 0; k < r->dim_num; k++) {
+		const struct sp_dim *dm = &r->dims[k];
+		struct sp_val lo, hi;
+
+		val_set(&lo, dm, box[k].lo, box[k].lo_len);
+		val_set(&hi, dm, box[k].hi, box[k].hi_len);
+		if (val_cmp(dm, &lo, &dm->sub_lo) < 0 ||
+		    val_cmp(dm, &hi, &dm->sub_hi) > 0)
+			return false;
+	}
+	return true;
+}
+
 bool tfs__sp_box_meets(const struct sp_reader *r, const struct tfs_range *box)
 {
 	for (uint32_t k = 0; k < r->dim_num; k++)
@@ -304,6 +320,7 @@ enum tfs_err tfs__sp_add_tiles(struct sp_reader *r, uint32_t fi, size_t *cap,
 		st->cells = tfs_fragment_tile_cells(sf->f, t);
 		val_set(&st->lo0, &r->dims[0], mbr[0].lo, mbr[0].lo_len);
 		val_set(&st->hi0, &r->dims[0], mbr[0].hi, mbr[0].hi_len);
+		st->inside = box_inside(r, mbr);
 	}
 	return TFS_E_OK;
 }

@@ -59,6 +59,125 @@ enum tfs_err tfs__sp_sort_index(uint32_t *v, size_t n, sp_cmp_fn cmp,
 	return TFS_E_OK;
 }
 
+/* Bits that hold every value of [0, x]. */
+static unsigned bits_of(uint64_t x)
+{
+	return x ? 64u - (unsigned)__builtin_clzll(x) : 0u;
+}
+
+#define RADIX_BITS 11
+#define RADIX_SIZE ((size_t)1 << RADIX_BITS)
+
+/* One stable counting pass of keys (and their cells) on the digit at
+ * `shift`, from (k, v) into (k2, v2). */
+static void radix_pass(const uint32_t *k, const uint32_t *v, uint32_t *k2,
+		       uint32_t *v2, size_t n, unsigned shift, size_t *count)
+{
+	size_t sum = 0;
+
+	memset(count, 0, RADIX_SIZE * sizeof(*count));
+	for (size_t i = 0; i < n; i++)
+		count[(k[i] >> shift) & (RADIX_SIZE - 1)]++;
+	for (size_t d = 0; d < RADIX_SIZE; d++) {
+		size_t c = count[d];
+
+		count[d] = sum;
+		sum += c;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t at = count[(k[i] >> shift) & (RADIX_SIZE - 1)]++;
+
+		k2[at] = k[i];
+		v2[at] = v[i];
+	}
+}
+
+/* The bits each dimension's keys span over the cells of order[], dimension
+ * 0 highest: shift[k] and lo[k]; false when they need more than 32 bits
+ * together (the sort then compares, using less memory). */
+static bool key_layout(const struct sp_reader *r, const uint32_t *order,
+		       uint32_t n, uint64_t *lo, unsigned *shift,
+		       unsigned *total)
+{
+	uint32_t dims = r->dim_num;
+	uint64_t hi[TFS_RADIX_MAX_DIMS];
+	unsigned sum = 0;
+
+	if (dims > TFS_RADIX_MAX_DIMS || n == 0)
+		return false;
+	for (uint32_t k = 0; k < dims; k++) {
+		if (r->dims[k].var)
+			return false;
+		lo[k] = UINT64_MAX;
+		hi[k] = 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const uint64_t *ck = cell_keys(r, order[i]);
+
+		for (uint32_t k = 0; k < dims; k++) {
+			lo[k] = ck[k] < lo[k] ? ck[k] : lo[k];
+			hi[k] = ck[k] > hi[k] ? ck[k] : hi[k];
+		}
+	}
+	for (uint32_t k = dims; k-- > 0;) {
+		shift[k] = sum;
+		sum += bits_of(hi[k] - lo[k]);
+		if (sum > 32)
+			return false;
+	}
+	*total = sum;
+	return true;
+}
+
+bool tfs__sp_radix_order(const struct sp_reader *r, uint32_t *order,
+			 uint32_t n)
+{
+	uint64_t lo[TFS_RADIX_MAX_DIMS];
+	unsigned shift[TFS_RADIX_MAX_DIMS], total = 0;
+	uint32_t *key = NULL, *key2 = NULL, *order2 = NULL;
+	uint32_t *ks, *kd, *vs = order, *vd;
+	size_t *count = NULL;
+	bool done = false;
+
+	if (!key_layout(r, order, n, lo, shift, &total))
+		return false;
+	key = tfs_mallocn(n, sizeof(*key));
+	key2 = tfs_mallocn(n, sizeof(*key2));
+	order2 = tfs_mallocn(n, sizeof(*order2));
+	count = tfs_mallocn(RADIX_SIZE, sizeof(*count));
+	if (!key || !key2 || !order2 || !count)
+		goto out;
+	for (uint32_t i = 0; i < n; i++) {
+		const uint64_t *ck = cell_keys(r, order[i]);
+		uint32_t v = 0;
+
+		for (uint32_t k = 0; k < r->dim_num; k++)
+			v |= (uint32_t)(ck[k] - lo[k]) << shift[k];
+		key[i] = v;
+	}
+	ks = key;
+	kd = key2;
+	vd = order2;
+	for (unsigned sh = 0; sh < total; sh += RADIX_BITS) {
+		uint32_t *kt = ks, *vt = vs;
+
+		radix_pass(ks, vs, kd, vd, n, sh, count);
+		ks = kd;
+		vs = vd;
+		kd = kt;
+		vd = vt;
+	}
+	if (vs != order)
+		memcpy(order, vs, (size_t)n * sizeof(*order));
+	done = true;
+out:
+	tfs_free(key);
+	tfs_free(key2);
+	tfs_free(order2);
+	tfs_free(count);
+	return done;
+}
+
 int tfs__sp_tile_lo_cmp(const void *ctx, uint32_t a, uint32_t b)
 {
 	const struct sp_reader *r = ctx;

@@ -95,6 +95,7 @@ struct sp_tile {
 	uint64_t tile;
 	uint64_t cells;
 	struct sp_val lo0, hi0; /* MBR along dimension 0 */
+	bool inside;            /* the MBR lies wholly in the subarray */
 };
 
 /* Compact columns of cells. */
@@ -115,6 +116,8 @@ struct sp_col {
 	struct tfs_buf off;   /* var: u64 start per row */
 	struct tfs_buf valid; /* u8 per row */
 };
+
+struct sp_stored;
 
 struct sp_reader {
 	struct tfs_query *q;
@@ -150,6 +153,14 @@ struct sp_reader {
 	uint32_t *order;
 	uint32_t order_num;
 	uint32_t pos;
+
+	/* Nothing to resolve by sorting (tfs__sp_plain). */
+	bool plain;
+	/* Cells known from fragment metadata (tfs_query_cells_known). */
+	bool count_known;
+	uint64_t count;
+	/* Stored order without sorting (sparse_stored.c), or NULL. */
+	struct sp_stored *stored;
 };
 
 /* ---- Small helpers --------------------------------------------------- */
@@ -386,6 +397,13 @@ typedef int (*sp_cmp_fn)(const void *ctx, uint32_t a, uint32_t b);
 /* sparse_order.c */
 enum tfs_err tfs__sp_sort_index(uint32_t *v, size_t n, sp_cmp_fn cmp,
 				const void *ctx);
+/* Dimensions the radix sort packs at most. */
+#define TFS_RADIX_MAX_DIMS 16
+/* Sorts order[0, n) (cells of the piece) by coordinates, stable, with a
+ * radix sort of the fixed-size dimensions' keys packed into 32 bits;
+ * false (order untouched) when they do not fit or memory is short. */
+bool tfs__sp_radix_order(const struct sp_reader *r, uint32_t *order,
+			 uint32_t n);
 int tfs__sp_tile_lo_cmp(const void *ctx, uint32_t a, uint32_t b);
 int tfs__sp_coords_cmp(const struct sp_reader *r, uint32_t a, uint32_t b);
 int tfs__sp_coords_only_cmp(const void *ctx, uint32_t a, uint32_t b);
@@ -408,5 +426,17 @@ enum tfs_err tfs__sp_open_deletes(struct sp_reader *r, struct tfs_diag *d);
 enum tfs_err tfs__sp_gather_coords(struct sp_reader *r, struct tfs_diag *d);
 enum tfs_err tfs__sp_prepare_fills(struct sp_reader *r, struct tfs_diag *d);
 enum tfs_err tfs__sp_gather_attrs(struct sp_reader *r, struct tfs_diag *d);
+enum tfs_err tfs__sp_check_tile(const struct tfs_fragment *f, uint32_t slot,
+				uint64_t tile, const struct tfs_tile *t,
+				uint64_t cells, uint64_t cell_size, bool var,
+				struct tfs_diag *d) TFS_WUR;
+
+/* sparse_stored.c: the cells in stored order, tile by tile, when nothing
+ * needs sorting (tfs__sp_plain: no fragments that may shadow each other,
+ * no deletes, no time-window cut). */
+bool tfs__sp_plain(const struct sp_reader *r);
+enum tfs_err tfs__sp_stored_open(struct sp_reader *r, struct tfs_diag *d) TFS_WUR;
+enum tfs_err tfs__sp_stored_next(struct sp_reader *r, struct tfs_diag *d) TFS_WUR;
+void tfs__sp_stored_free(struct sp_reader *r);
 
 #endif

@@ -134,6 +134,10 @@ struct tfs_query {
 	uint8_t *sub_bytes;
 	uint64_t batch_cells;
 	uint64_t total_cells; /* dense: known; sparse: UINT64_MAX */
+	bool stored_order;    /* tfs_query_opts.stored_order */
+	bool decode_only;     /* tfs_query_opts.decode_only */
+	bool cells_known;     /* tfs_query_cells_known */
+	uint64_t known_cells;
 
 	struct tfs_out_column *cols;
 	uint64_t batch_cell_num;

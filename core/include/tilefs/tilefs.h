@@ -232,6 +232,19 @@ struct tfs_query_opts {
 	 * cell can match are not read, and conditions on dimensions narrow
 	 * the subarray. Copied by tfs_query_open. */
 	const struct tfs_where *condition;
+	/* Sparse arrays without a condition: the cells in the order the
+	 * fragments store them (fragment by fragment, tile by tile, cells
+	 * in tile order) instead of sorted, when nothing has to be resolved
+	 * by sorting: fragments that cannot shadow each other (duplicates
+	 * allowed, one fragment, or non-empty domains apart), no deletes,
+	 * no time window cutting through a fragment. Otherwise the sorted
+	 * order. The same cells as the sorted read, and the same order for
+	 * any choice of fields. */
+	bool stored_order;
+	/* Dense queries without a condition: decode the tiles into the
+	 * array's tile cache and hand out no cells (read-ahead); the first
+	 * tfs_query_next does the work and ends the query. */
+	bool decode_only;
 };
 
 /* One field of a batch. Fixed-size: data holds cell_num × cell_size bytes.
@@ -268,6 +281,11 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 			    struct tfs_diag *d) TFS_WUR;
 /* Total cells of a dense query (known up front); sparse: UINT64_MAX. */
 uint64_t tfs_query_cell_count(const struct tfs_query *q);
+/* Whether the number of cells the query yields is known without reading
+ * them, in *cells: dense queries without a condition; sparse ones when
+ * fragment metadata gives it (every tile the subarray meets lies wholly
+ * inside it, and nothing needs sorting out: see stored_order). */
+bool tfs_query_cells_known(const struct tfs_query *q, uint64_t *cells);
 void tfs_query_close(struct tfs_query *q);
 
 /* ---- Statistics --------------------------------------------------------- */

@@ -429,3 +429,31 @@ Test(npy, header_is_padded_and_describes_the_array)
 		  "%.*s", (int)b.len, (char *)b.data);
 	tfs_buf_release(&b);
 }
+
+Test(selection, stored_order_word, .fini = close_array)
+{
+	struct tfsr_sel *s, *plain;
+	struct tfs_diag d;
+
+	open_array("sparse_2d_int");
+	cr_assert_eq(parse("2:5;stored", &s, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(parse("2:5", &plain, &d), TFS_E_OK);
+	cr_expect(s->stored);
+	cr_expect(!plain->stored);
+	cr_expect_eq(lo_i(s, 0), lo_i(plain, 0));
+	cr_expect_eq(hi_i(s, 0), hi_i(plain, 0));
+	cr_expect_eq(hi_i(s, 1), hi_i(plain, 1));
+	tfsr_sel_free(s);
+	tfsr_sel_free(plain);
+	cr_assert_eq(parse(";stored", &s, &d), TFS_E_OK);
+	cr_expect(s->stored);
+	tfsr_sel_free(s);
+	cr_expect_eq(parse("2:5;sorted", &s, &d), TFS_E_INVALID);
+	cr_expect_eq(parse("2:5;stored;stored", &s, &d), TFS_E_INVALID);
+	close_array();
+	open_array("dense_2d_rowmajor");
+	cr_expect_eq(parse("2:5;stored", &s, &d), TFS_E_INVALID);
+	cr_expect(strstr(tfs_diag_msg(&d), "sparse arrays"), "%s",
+		  tfs_diag_msg(&d));
+}
