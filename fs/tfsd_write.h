@@ -24,6 +24,7 @@ enum tfsd_wkind {
 	TFSD_W_SLICE,     /* A/<attr>/slice[SEL] or .npy: a dense fragment */
 	TFSD_W_META,      /* A/metadata/<key>: sets the key */
 	TFSD_W_NPY_NEW,   /* DIR/NAME.npy: a new dense array DIR/NAME */
+	TFSD_W_NPY_ARRAY, /* A/NAME.npy: appended along A's first dimension */
 	TFSD_W_EVOLVE,    /* A/schema.json: evolves the array's schema */
 	TFSD_W_DELETE, /* A/delete: a condition; deletes the cells it matches */
 	/* Any other new name in an array or plain folder (an rsync or

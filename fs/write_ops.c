@@ -195,6 +195,10 @@ static enum tfs_err classify_in_array(struct tfsd *fs,
 	if (name[0] != '.' && tfs_str_ends_with_nocase(name, ".csv"))
 		return target_init(fs, t, TFSD_W_CSV_ARRAY, dir->rel, name,
 				   dir_vpath, d);
+	if (name[0] != '.' && strlen(name) > 4 &&
+	    tfs_str_ends_with_nocase(name, ".npy"))
+		return target_init(fs, t, TFSD_W_NPY_ARRAY, dir->rel, name,
+				   dir_vpath, d);
 	if (strcmp(name, "schema.json") == 0)
 		return target_init(fs, t, TFSD_W_EVOLVE, dir->rel, name,
 				   dir_vpath, d);
@@ -214,12 +218,93 @@ static char *parent_of(const char *vpath)
 		     : tfs_strdup("");
 }
 
+/* A/metadata/NAME: sets the key NAME stands for (temporary names of
+ * editors and sed are staged only). */
+static enum tfs_err classify_in_meta(struct tfsd *fs, const struct tfsd_node *dir,
+				     const char *dir_vpath, const char *name,
+				     struct tfsd_wtarget *out, struct tfs_diag *d)
+{
+	struct tfs_buf key;
+	bool temp = temp_name(name);
+	char *array_vpath, *shown;
+	enum tfs_err e;
+
+	if (vim_probe_name(name))
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s': a name vim tries before saving "
+				"(write '%%%02X%s' for that key)",
+				name, (unsigned)name[0], name + 1);
+	array_vpath = parent_of(dir_vpath);
+	shown = join("metadata", name);
+	tfs_buf_init(&key, TFS_BUF_NO_MAX);
+	e = array_vpath && shown
+		    ? target_init(fs, out, temp ? TFSD_W_TEMP : TFSD_W_META,
+				  dir->rel, shown, array_vpath, d)
+		    : TFS_E_NOMEM;
+	if (!e && (tfsd_meta_name_decode(&key, name) ||
+		   tfs_buf_append_u8(&key, 0)))
+		e = TFS_E_NOMEM;
+	if (!e) {
+		out->key_len = key.len - 1;
+		out->key = (char *)tfs_buf_detach(&key, NULL);
+	}
+	tfs_buf_release(&key);
+	tfs_free(shown);
+	tfs_free(array_vpath);
+	if (e == TFS_E_NOMEM)
+		e = tfs_fail(d, e, "out of memory");
+	return e;
+}
+
+/* A/<attr>/slice[SEL] or slice[SEL].npy: a dense fragment over SEL. */
+static enum tfs_err classify_in_field(struct tfsd *fs, const struct tfsd_node *dir,
+				      const char *dir_vpath, const char *name,
+				      struct tfsd_wtarget *out, struct tfs_diag *d)
+{
+	struct tfs_field_info f;
+	enum tfsr_format fmt;
+	const char *sel;
+	size_t sel_len;
+	char *array_vpath, *shown;
+	enum tfs_err e;
+
+	tfs_schema_field(dir->arr->schema, dir->field, &f);
+	if (f.is_dim)
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s' is a dimension: write an attribute's "
+				"slice",
+				f.name);
+	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
+	    (fmt != TFSR_FMT_RAW && fmt != TFSR_FMT_NPY))
+		return tfs_fail(d, TFS_E_PERM,
+				"'%s': slices are written raw "
+				"(slice[SEL]) or as .npy",
+				name);
+	shown = join(f.name, name);
+	array_vpath = parent_of(dir_vpath);
+	e = array_vpath && shown
+		    ? target_init(fs, out, TFSD_W_SLICE, dir->rel, shown,
+				  array_vpath, d)
+		    : tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	tfs_free(shown);
+	tfs_free(array_vpath);
+	if (e)
+		return e;
+	out->field = tfs_strdup(f.name);
+	out->sel = tfs_strndup(sel, sel_len);
+	out->sel_len = sel_len;
+	out->npy = fmt == TFSR_FMT_NPY;
+	if (!out->field || !out->sel)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
 enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 				 struct tfsd_wtarget *out, struct tfs_diag *d)
 {
 	const char *slash = strrchr(vpath, '/');
 	const char *name = slash ? slash + 1 : vpath;
-	char *dir_vpath = NULL, *array_vpath = NULL;
+	char *dir_vpath = NULL;
 	struct tfsd_node dir;
 	struct tfs_space room;
 	enum tfs_err e;
@@ -272,85 +357,12 @@ enum tfs_err tfsd_write_classify(struct tfsd *fs, const char *vpath,
 	case TFSD_N_ARRAY:
 		e = classify_in_array(fs, &dir, dir_vpath, name, out, d);
 		break;
-	case TFSD_N_META_DIR: {
-		struct tfs_buf key;
-		bool temp = temp_name(name);
-
-		if (vim_probe_name(name)) {
-			e = tfs_fail(d, TFS_E_PERM,
-				     "'%s': a name vim tries before saving "
-				     "(write '%%%02X%s' for that key)",
-				     name, (unsigned)name[0], name + 1);
-			break;
-		}
-		array_vpath = parent_of(dir_vpath);
-		tfs_buf_init(&key, TFS_BUF_NO_MAX);
-		e = array_vpath ? TFS_E_OK : TFS_E_NOMEM;
-		if (!e) {
-			char *shown = join("metadata", name);
-
-			e = shown ? target_init(fs, out,
-						temp ? TFSD_W_TEMP
-						     : TFSD_W_META,
-						dir.rel, shown, array_vpath, d)
-				  : TFS_E_NOMEM;
-			tfs_free(shown);
-		}
-		if (!e && (tfsd_meta_name_decode(&key, name) ||
-			   tfs_buf_append_u8(&key, 0)))
-			e = TFS_E_NOMEM;
-		if (!e) {
-			out->key_len = key.len - 1;
-			out->key = (char *)tfs_buf_detach(&key, NULL);
-		}
-		tfs_buf_release(&key);
-		if (e == TFS_E_NOMEM)
-			e = tfs_fail(d, e, "out of memory");
+	case TFSD_N_META_DIR:
+		e = classify_in_meta(fs, &dir, dir_vpath, name, out, d);
 		break;
-	}
-	case TFSD_N_FIELD: {
-		const struct tfs_schema *s = dir.arr->schema;
-		struct tfs_field_info f;
-		enum tfsr_format fmt;
-		const char *sel;
-		size_t sel_len;
-
-		tfs_schema_field(s, dir.field, &f);
-		if (f.is_dim) {
-			e = tfs_fail(d, TFS_E_PERM,
-				     "'%s' is a dimension: write an attribute's "
-				     "slice",
-				     f.name);
-			break;
-		}
-		if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
-		    (fmt != TFSR_FMT_RAW && fmt != TFSR_FMT_NPY)) {
-			e = tfs_fail(d, TFS_E_PERM,
-				     "'%s': slices are written raw "
-				     "(slice[SEL]) or as .npy",
-				     name);
-			break;
-		}
-		{
-			char *shown = join(f.name, name);
-
-			array_vpath = parent_of(dir_vpath);
-			e = array_vpath && shown
-				    ? target_init(fs, out, TFSD_W_SLICE, dir.rel,
-						  shown, array_vpath, d)
-				    : tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			tfs_free(shown);
-		}
-		if (e)
-			break;
-		out->field = tfs_strdup(f.name);
-		out->sel = tfs_strndup(sel, sel_len);
-		out->sel_len = sel_len;
-		out->npy = fmt == TFSR_FMT_NPY;
-		if (!out->field || !out->sel)
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	case TFSD_N_FIELD:
+		e = classify_in_field(fs, &dir, dir_vpath, name, out, d);
 		break;
-	}
 	default:
 		e = tfs_fail(d, TFS_E_PERM,
 			     "'%s': files here are not written "
@@ -363,7 +375,6 @@ out_node:
 out_free:
 	if (e)
 		tfsd_wtarget_release(out);
-	tfs_free(array_vpath);
 	tfs_free(dir_vpath);
 	return e;
 }
@@ -673,11 +684,51 @@ static enum tfs_err commit_csv(struct tfsd *fs, const struct tfsd_wtarget *t,
 		e = tfs_ingest_csv(t->path, staged, &io, &r, d);
 	if (e)
 		return e;
-	res->wrote = r.write.cell_num > 0 || r.created;
+	res->wrote = r.write.cell_num > 0 || r.created || r.enum_values_added;
 	snprintf(res->what, sizeof(res->what),
 		 "%s%" PRIu64 " rows, %s fragment %s", r.created ? "new array, " : "",
 		 r.rows, r.write.dense ? "dense" : "sparse", r.write.name);
+	if (r.enum_values_added) {
+		size_t n = strlen(res->what);
+
+		snprintf(res->what + n, sizeof(res->what) - n,
+			 ", %" PRIu64 " values added to enumerations (schema evolved)",
+			 r.enum_values_added);
+	}
 	return TFS_E_OK;
+}
+
+/* The core's failure in the array of t, named by the written file and
+ * without the array's path in SOURCE ("array '/src/A': why" -> "'x': why"). */
+static enum tfs_err fail_in_array(const struct tfsd_wtarget *t, enum tfs_err e,
+				  const struct tfs_diag *core, struct tfs_diag *d)
+{
+	const char *msg = tfs_diag_msg(core);
+	size_t n = strlen(t->path);
+
+	if (strncmp(msg, "array '", 7) == 0 &&
+	    strncmp(msg + 7, t->path, n) == 0 &&
+	    strncmp(msg + 7 + n, "': ", 3) == 0)
+		msg += 7 + n + 3;
+	return tfs_fail(d, e, "'%s': %s", t->name, msg);
+}
+
+/* The staged schema.json as a schema (*out, tfs_schema_free). */
+static enum tfs_err read_schema_doc(const char *staged,
+				    const struct tfsd_wtarget *t,
+				    struct tfs_schema **out, struct tfs_diag *d)
+{
+	struct tfs_buf doc;
+	enum tfs_err e;
+
+	*out = NULL;
+	tfs_buf_init(&doc, DOC_MAX);
+	e = read_doc(staged, t->name, &doc, d);
+	if (!e &&
+	    (e = tfs_schema_from_json_new((const char *)doc.data, doc.len, out, d)))
+		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
+	tfs_buf_release(&doc);
+	return e;
 }
 
 static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
@@ -686,18 +737,10 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 {
 	struct tfs_write_opts wo;
 	struct tfs_schema *s;
-	struct tfs_buf doc;
 	enum tfs_err e;
 
-	tfs_buf_init(&doc, DOC_MAX);
-	e = read_doc(staged, t->name, &doc, d);
-	if (e)
-		goto out_doc;
-	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
-	if (e) {
-		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
-		goto out_doc;
-	}
+	if ((e = read_schema_doc(staged, t, &s, d)))
+		return e;
 	write_opts_init(fs, t, &wo);
 	e = tfs_array_create(t->path, s, &wo, d);
 	tfs_schema_free(s);
@@ -705,8 +748,6 @@ static enum tfs_err commit_schema(struct tfsd *fs, const struct tfsd_wtarget *t,
 		res->wrote = true;
 		snprintf(res->what, sizeof(res->what), "array created");
 	}
-out_doc:
-	tfs_buf_release(&doc);
 	return e;
 }
 
@@ -719,43 +760,24 @@ static enum tfs_err commit_evolve(struct tfsd *fs, const struct tfsd_wtarget *t,
 {
 	struct tfs_write_opts wo;
 	struct tfs_schema *s;
-	struct tfs_buf doc;
 	struct tfs_diag ed;
 	bool changed;
 	enum tfs_err e;
 
-	tfs_buf_init(&doc, DOC_MAX);
-	e = read_doc(staged, t->name, &doc, d);
-	if (e)
-		goto out_doc;
-	e = tfs_schema_from_json_new((const char *)doc.data, doc.len, &s, d);
-	if (e) {
-		e = tfs_fail(d, e, "'%s': %s", t->name, tfs_diag_msg(d));
-		goto out_doc;
-	}
+	if ((e = read_schema_doc(staged, t, &s, d)))
+		return e;
 	write_opts_init(fs, t, &wo);
 	tfs_diag_init(&ed);
 	e = tfs_array_evolve(t->path, s, &wo, &changed, &ed);
 	tfs_schema_free(s);
-	if (e) {
-		/* The message without the array's path in SOURCE. */
-		const char *msg = tfs_diag_msg(&ed);
-		size_t n = strlen(t->path);
-
-		if (strncmp(msg, "array '", 7) == 0 &&
-		    strncmp(msg + 7, t->path, n) == 0 &&
-		    strncmp(msg + 7 + n, "': ", 3) == 0)
-			msg += 7 + n + 3;
-		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
-	}
+	if (e)
+		e = fail_in_array(t, e, &ed, d);
 	if (!e) {
 		res->wrote = changed;
 		snprintf(res->what, sizeof(res->what), "%s",
 			 changed ? "schema evolved"
 				 : "same schema: nothing written");
 	}
-out_doc:
-	tfs_buf_release(&doc);
 	return e;
 }
 
@@ -807,15 +829,7 @@ static enum tfs_err commit_delete(struct tfsd *fs, const struct tfsd_wtarget *t,
 	tfs_diag_init(&wd);
 	e = tfs_array_delete(t->path, cond, &wo, name, sizeof(name), &wd);
 	if (e) {
-		/* The message without the array's path in SOURCE. */
-		const char *msg = tfs_diag_msg(&wd);
-		size_t n = strlen(t->path);
-
-		if (strncmp(msg, "array '", 7) == 0 &&
-		    strncmp(msg + 7, t->path, n) == 0 &&
-		    strncmp(msg + 7 + n, "': ", 3) == 0)
-			msg += 7 + n + 3;
-		e = tfs_fail(d, e, "'%s': %s", t->name, msg);
+		e = fail_in_array(t, e, &wd, d);
 		goto out;
 	}
 	res->wrote = true;
@@ -1133,6 +1147,164 @@ static enum tfs_err slice_append(struct slice_job *j, const struct tfs_batch *b,
 	return tfs_writer_append(j->w, &out, NULL, d);
 }
 
+/* The attribute a slice write fills: of a dense array, fixed-size, and
+ * for an enumerated one its enumeration (keys are checked). */
+static enum tfs_err slice_attr(struct slice_job *j, const struct tfsd_arr *arr,
+			       const struct tfsd_wtarget *t, int *ai,
+			       struct tfs_diag *d)
+{
+	const struct tfs_schema *s = arr->schema;
+
+	*ai = tfs_schema_attr_index(s, t->field);
+	if (!tfs_schema_is_dense(s) || *ai < 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': slices are written to dense arrays only",
+				t->name);
+	tfs_schema_attr(s, (uint32_t)*ai, &j->at_info);
+	j->at = &j->at_info;
+	if (j->at->var)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': '%s' is var-size: write it as CSV",
+				t->name, j->at->name);
+	j->cell_size = tfs_field_cell_size(j->at);
+	if (!j->at->enumeration)
+		return TFS_E_OK;
+	j->en = tfs_array_enumeration_named(arr->a, j->at->enumeration);
+	if (!j->en || j->at->cell_val_num != 1 ||
+	    !tfs_datatype_is_integer(j->at->type))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': the enumeration '%s' of '%s' is "
+				"missing or not over integer keys",
+				t->name, j->at->enumeration, j->at->name);
+	return TFS_E_OK;
+}
+
+/* The box SEL selects (no step, not empty) and its cell count. */
+static enum tfs_err slice_box(const struct tfsd_arr *arr,
+			      const struct tfsd_wtarget *t,
+			      struct tfsr_sel **sel, struct tfs_range **box,
+			      uint64_t *cells, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = arr->schema;
+	enum tfs_err e;
+
+	*cells = 1;
+	e = tfsr_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
+			   sel, d);
+	if (e)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': %s", t->name,
+				tfs_diag_msg(d));
+	if ((*sel)->empty)
+		return tfs_fail(d, TFS_E_INVALID, "'%s': the selection is empty",
+				t->name);
+	*box = tfs_callocn(tfs_schema_dim_count(s), sizeof(**box));
+	if (!*box)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
+		if ((*sel)->dims[k].stride != 1)
+			return tfs_fail(d, TFS_E_INVALID,
+					"'%s': a slice with a step cannot be "
+					"written",
+					t->name);
+		(*box)[k] = (*sel)->dims[k].range;
+		if (__builtin_mul_overflow(*cells, (*sel)->dims[k].count, cells))
+			return tfs_fail(d, TFS_E_TOO_BIG, "'%s': too many cells",
+					t->name);
+	}
+	return TFS_E_OK;
+}
+
+/* The staged file holds exactly the values of the box's cells (after a
+ * .npy header that matches them): j->off then points at the first. */
+static enum tfs_err slice_bytes(struct slice_job *j, const struct tfsd_wtarget *t,
+				uint64_t cells, uint64_t size,
+				struct tfs_diag *d)
+{
+	uint64_t expect, data_off = 0;
+	enum tfs_err e;
+
+	if (t->npy && (e = npy_check(j->fd, j->at, cells, t->name, &data_off, d)))
+		return e;
+	if (data_off > size ||
+	    __builtin_mul_overflow(cells, j->cell_size, &expect) ||
+	    size - data_off != expect)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': %" PRIu64 " bytes of values, the selection "
+				"needs %" PRIu64 " (%" PRIu64 " cells of %" PRIu64
+				" bytes)",
+				t->name, size - (data_off < size ? data_off : size),
+				cells * j->cell_size, cells, j->cell_size);
+	j->off = j->data_off = data_off;
+	return TFS_E_OK;
+}
+
+/* Writes the box: the staged values of the attribute ai beside the
+ * other attributes' current values (read over the box: fill values where
+ * nothing was written), batch by batch, then commits. */
+static enum tfs_err slice_write(struct tfsd *fs, struct slice_job *j,
+				const struct tfsd_arr *arr, int ai,
+				const struct tfsd_wtarget *t,
+				const struct tfs_range *box, uint64_t cells,
+				uint64_t size, struct tfs_write_result *wr,
+				struct tfs_diag *d)
+{
+	const struct tfs_schema *s = arr->schema;
+	uint32_t attr_num = tfs_schema_attr_count(s);
+	const char **others = tfs_callocn(attr_num, sizeof(*others));
+	struct tfs_query *q = NULL;
+	struct tfs_write_opts wo;
+	size_t other_num = 0;
+	enum tfs_err e;
+
+	j->cols = tfs_callocn(attr_num + 1, sizeof(*j->cols));
+	if (!others || !j->cols) {
+		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < attr_num; i++) {
+		struct tfs_field_info other;
+
+		tfs_schema_attr(s, i, &other);
+		if ((int)i != ai)
+			others[other_num++] = other.name;
+	}
+	write_opts_init(fs, t, &wo);
+	if ((e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j->w, d)))
+		goto out;
+	if (other_num) {
+		struct tfs_query_opts qo = {.subarray = box,
+					    .fields = others,
+					    .field_num = other_num};
+		const struct tfs_batch *b;
+
+		e = tfs_query_open(arr->a, &qo, &q, d);
+		while (!e && !(e = tfs_query_next(q, &b, d)) && b)
+			e = slice_append(j, b, b->cell_num, t->name, d);
+	} else {
+		for (uint64_t done = 0; !e && done < cells;) {
+			uint64_t n = cells - done < SLICE_CHUNK_CELLS
+					     ? cells - done
+					     : SLICE_CHUNK_CELLS;
+
+			e = slice_append(j, NULL, n, t->name, d);
+			done += n;
+		}
+	}
+	if (!e && j->off != size)
+		e = tfs_fail(d, TFS_E_INTERNAL,
+			     "'%s': the read gave other cells than the "
+			     "selection",
+			     t->name);
+	if (!e)
+		e = tfs_writer_commit(j->w, wr, d);
+out:
+	tfs_query_close(q);
+	tfs_free(others);
+	return e;
+}
+
+/* A/<attr>/slice[SEL] (raw or .npy): the staged values become a dense
+ * fragment over SEL, the other attributes keeping their values there. */
 static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 				 const char *staged, struct tfsd_wresult *res,
 				 struct tfs_diag *d)
@@ -1141,13 +1313,8 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 	struct tfsd_arr *arr = NULL;
 	struct tfsr_sel *sel = NULL;
 	struct tfs_range *box = NULL;
-	struct tfs_query *q = NULL;
-	const char **others = NULL;
-	size_t other_num = 0;
-	const struct tfs_schema *s;
-	struct tfs_write_opts wo;
 	struct tfs_write_result wr;
-	uint64_t cells = 1, expect, size, data_off = 0;
+	uint64_t cells = 0, size;
 	struct stat st;
 	enum tfs_err e;
 	int ai;
@@ -1161,142 +1328,17 @@ static enum tfs_err commit_slice(struct tfsd *fs, const struct tfsd_wtarget *t,
 		goto out;
 	}
 	size = (uint64_t)st.st_size;
-	e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d);
-	if (e)
+	if ((e = tfsd_arrays_get(fs->arrays, t->rel, 0, &arr, d)) ||
+	    (e = slice_attr(&j, arr, t, &ai, d)) ||
+	    (e = slice_box(arr, t, &sel, &box, &cells, d)) ||
+	    (e = slice_bytes(&j, t, cells, size, d)) ||
+	    (e = slice_write(fs, &j, arr, ai, t, box, cells, size, &wr, d)))
 		goto out;
-	s = arr->schema;
-	ai = tfs_schema_attr_index(s, t->field);
-	if (!tfs_schema_is_dense(s) || ai < 0) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "'%s': slices are written to dense arrays only",
-			     t->name);
-		goto out;
-	}
-	tfs_schema_attr(s, (uint32_t)ai, &j.at_info);
-	j.at = &j.at_info;
-	if (j.at->var) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "'%s': '%s' is var-size: write it as CSV",
-			     t->name, j.at->name);
-		goto out;
-	}
-	j.cell_size = tfs_field_cell_size(j.at);
-	if (j.at->enumeration) {
-		j.en = tfs_array_enumeration_named(arr->a, j.at->enumeration);
-		if (!j.en || j.at->cell_val_num != 1 ||
-		    !tfs_datatype_is_integer(j.at->type)) {
-			e = tfs_fail(d, TFS_E_CORRUPT,
-				     "'%s': the enumeration '%s' of '%s' is "
-				     "missing or not over integer keys",
-				     t->name, j.at->enumeration, j.at->name);
-			goto out;
-		}
-	}
-	e = tfsr_sel_parse(t->sel, t->sel_len, s, arr->has_ned ? arr->ned : NULL,
-			   &sel, d);
-	if (e) {
-		e = tfs_fail(d, TFS_E_INVALID, "'%s': %s", t->name,
-			     tfs_diag_msg(d));
-		goto out;
-	}
-	if (sel->empty) {
-		e = tfs_fail(d, TFS_E_INVALID, "'%s': the selection is empty",
-			     t->name);
-		goto out;
-	}
-	box = tfs_callocn(tfs_schema_dim_count(s), sizeof(*box));
-	if (!box) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
-		if (sel->dims[k].stride != 1) {
-			e = tfs_fail(d, TFS_E_INVALID,
-				     "'%s': a slice with a step cannot be "
-				     "written",
-				     t->name);
-			goto out;
-		}
-		box[k] = sel->dims[k].range;
-		if (__builtin_mul_overflow(cells, sel->dims[k].count, &cells)) {
-			e = tfs_fail(d, TFS_E_TOO_BIG, "'%s': too many cells",
-				     t->name);
-			goto out;
-		}
-	}
-	if (t->npy) {
-		e = npy_check(j.fd, j.at, cells, t->name, &data_off, d);
-		if (e)
-			goto out;
-	}
-	if (data_off > size || __builtin_mul_overflow(cells, j.cell_size, &expect) ||
-	    size - data_off != expect) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "'%s': %" PRIu64 " bytes of values, the selection "
-			     "needs %" PRIu64 " (%" PRIu64 " cells of %" PRIu64
-			     " bytes)",
-			     t->name, size - (data_off < size ? data_off : size),
-			     cells * j.cell_size,
-			     cells, j.cell_size);
-		goto out;
-	}
-	j.off = j.data_off = data_off;
-	others = tfs_callocn(tfs_schema_attr_count(s), sizeof(*others));
-	j.cols = tfs_callocn(tfs_schema_attr_count(s) + 1, sizeof(*j.cols));
-	if (!others || !j.cols) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
-		struct tfs_field_info other;
-
-		tfs_schema_attr(s, i, &other);
-		if ((int)i != ai)
-			others[other_num++] = other.name;
-	}
-	write_opts_init(fs, t, &wo);
-	e = tfs_writer_open(t->path, &wo, TFS_WRITE_DENSE_BOX, box, &j.w, d);
-	if (e)
-		goto out;
-	if (other_num) {
-		/* The other attributes keep their current values: read them
-		 * over the box (fill values where nothing was written) and
-		 * write them again, batch by batch beside ours. */
-		struct tfs_query_opts qo = {.subarray = box,
-					    .fields = others,
-					    .field_num = other_num};
-		const struct tfs_batch *b;
-
-		e = tfs_query_open(arr->a, &qo, &q, d);
-		while (!e && !(e = tfs_query_next(q, &b, d)) && b)
-			e = slice_append(&j, b, b->cell_num, t->name, d);
-	} else {
-		for (uint64_t done = 0; !e && done < cells;) {
-			uint64_t n = cells - done < SLICE_CHUNK_CELLS
-					     ? cells - done
-					     : SLICE_CHUNK_CELLS;
-
-			e = slice_append(&j, NULL, n, t->name, d);
-			done += n;
-		}
-	}
-	if (!e && j.off != size)
-		e = tfs_fail(d, TFS_E_INTERNAL,
-			     "'%s': the read gave other cells than the "
-			     "selection",
-			     t->name);
-	if (!e)
-		e = tfs_writer_commit(j.w, &wr, d);
-	if (!e) {
-		res->wrote = true;
-		snprintf(res->what, sizeof(res->what),
-			 "%" PRIu64 " cells, dense fragment %s", wr.cell_num,
-			 wr.name);
-	}
+	res->wrote = true;
+	snprintf(res->what, sizeof(res->what),
+		 "%" PRIu64 " cells, dense fragment %s", wr.cell_num, wr.name);
 out:
-	tfs_query_close(q);
 	tfs_writer_free(j.w);
-	tfs_free(others);
 	tfs_free(j.cols);
 	tfs_free(box);
 	tfsr_sel_free(sel);
@@ -1361,55 +1403,17 @@ static const char *npy_type_name(const char *descr, uint64_t *size)
 
 #define NPY_MAX_DIMS 32
 
-/* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
- * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
- * values written as the slice of the whole array; undone when refused. */
-static enum tfs_err commit_npy_new(struct tfsd *fs,
-				   const struct tfsd_wtarget *t,
-				   const char *staged, struct tfsd_wresult *res,
-				   struct tfs_diag *d)
+/* The numbers of a .npy shape text ("3, 4" or "5,"): *dims of them into
+ * shape, their product in *elems. False when one is no positive number,
+ * there are more than NPY_MAX_DIMS, or the product overflows. */
+static bool npy_shape_parse(const char *text, uint64_t shape[NPY_MAX_DIMS],
+			    size_t *dims, uint64_t *elems)
 {
-	struct tfs_vfs *v = tfsd_arrays_vfs(fs->arrays);
-	char descr[128], shape_text[512];
-	uint64_t shape[NPY_MAX_DIMS], extent[NPY_MAX_DIMS];
-	uint64_t data_off, elems = 1, cells_per_tile = 1, type_size, bytes;
-	struct tfsd_wtarget slice;
-	struct tfs_buf json, sel;
-	struct tfs_write_opts wo;
-	struct tfs_schema *schema = NULL;
-	const char *type, *p;
-	struct tfs_stat st;
-	struct stat fst;
-	size_t dims = 0;
-	enum tfs_err e;
-	int fd;
+	const char *p = text;
 
-	memset(&slice, 0, sizeof(slice));
-	tfs_buf_init(&json, DOC_MAX);
-	tfs_buf_init(&sel, DOC_MAX);
-	if (!tfs_vfs_lstat(v, t->path, &st, NULL) && st.exists)
-		return tfs_fail(d, TFS_E_EXISTS,
-				"'%s': '%.*s' exists (a .npy file here makes a "
-				"new array of its name)",
-				t->name, (int)(strlen(t->name) - 4), t->name);
-	fd = open(staged, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &fst) != 0) {
-		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return e;
-	}
-	e = npy_head(fd, t->name, descr, shape_text, &data_off, d);
-	close(fd);
-	if (e)
-		return e;
-	type = npy_type_name(descr, &type_size);
-	if (!type)
-		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': .npy dtype %s: a new array takes "
-				"little-endian integers, floats or bools",
-				t->name, descr);
-	for (p = shape_text; *p;) {
+	*dims = 0;
+	*elems = 1;
+	while (*p) {
 		char *end;
 		unsigned long long n;
 
@@ -1419,30 +1423,231 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 			break;
 		errno = 0;
 		n = strtoull(p, &end, 10);
-		if (end == p || errno || n == 0 || dims == NPY_MAX_DIMS ||
-		    __builtin_mul_overflow(elems, (uint64_t)n, &elems))
-			return tfs_fail(d, TFS_E_INVALID,
-					"'%s': .npy shape (%s): a new array "
-					"needs 1 to %d dimensions, none empty",
-					t->name, shape_text, NPY_MAX_DIMS);
-		shape[dims] = extent[dims] = n;
-		dims++;
+		if (end == p || errno || n == 0 || *dims == NPY_MAX_DIMS ||
+		    __builtin_mul_overflow(*elems, (uint64_t)n, elems))
+			return false;
+		shape[(*dims)++] = n;
 		p = end;
 	}
-	if (dims == 0)
+	return true;
+}
+
+/* The header of the staged .npy file: its dtype and shape text. */
+static enum tfs_err npy_staged_head(const char *staged, const char *name,
+				    char descr[128], char shape_text[512],
+				    uint64_t *data_off, uint64_t *size,
+				    struct tfs_diag *d)
+{
+	struct stat fst;
+	enum tfs_err e;
+	int fd = open(staged, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &fst) != 0) {
+		e = tfs_fail(d, TFS_E_IO, "staged file: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
+	*size = (uint64_t)fst.st_size;
+	e = npy_head(fd, name, descr, shape_text, data_off, d);
+	close(fd);
+	return e;
+}
+
+/* The attribute a .npy copied into array A writes: the one its name
+ * stem names, or the array's only one. */
+static enum tfs_err npy_attr(const struct tfs_schema *s, const char *name,
+			     struct tfs_field_info *at, struct tfs_diag *d)
+{
+	size_t stem = strlen(name) - 4;
+
+	for (uint32_t i = 0; i < tfs_schema_attr_count(s); i++) {
+		tfs_schema_attr(s, i, at);
+		if (strlen(at->name) == stem && strncmp(at->name, name, stem) == 0)
+			return TFS_E_OK;
+	}
+	if (tfs_schema_attr_count(s) == 1) {
+		tfs_schema_attr(s, 0, at);
+		return TFS_E_OK;
+	}
+	return tfs_fail(d, TFS_E_INVALID,
+			"'%s': the array has %" PRIu32 " attributes: name the "
+			".npy file after one (ATTR.npy)",
+			name, tfs_schema_attr_count(s));
+}
+
+/* One dimension's part of the selection a .npy appends to: the first
+ * from start for n indices, the others their whole domain, which the
+ * file's shape must match. */
+static enum tfs_err npy_sel_dim(struct tfs_buf *sel, const struct tfs_field_info *dim,
+				uint32_t k, uint64_t n, const uint8_t *start,
+				const char *name, struct tfs_diag *d)
+{
+	bool is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
+	const uint8_t *lo = k == 0 ? start : dim->domain_lo;
+	int64_t slo = tfs_value_as_i64(dim->type, lo);
+	int64_t shi = tfs_value_as_i64(dim->type, dim->domain_hi);
+	uint64_t ulo = tfs_value_as_u64(dim->type, lo);
+	uint64_t uhi = tfs_value_as_u64(dim->type, dim->domain_hi);
+	uint64_t room = is_signed ? (uint64_t)shi - (uint64_t)slo : uhi - ulo;
+
+	if (k > 0 && room != n - 1)
 		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': a .npy scalar makes no array", t->name);
-	if (__builtin_mul_overflow(elems, type_size, &bytes) ||
-	    (uint64_t)fst.st_size < data_off ||
-	    (uint64_t)fst.st_size - data_off != bytes)
-		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': .npy of shape (%s) %s needs %" PRIu64
-				" bytes of values",
-				t->name, shape_text, descr,
-				elems <= UINT64_MAX / type_size
-					? elems * type_size
-					: UINT64_MAX);
-	/* Tiles of at most 2^20 cells: the largest extent halves. */
+				"'%s': dimension '%s' holds %" PRIu64 " indices, "
+				"the .npy %" PRIu64 " (only the first dimension "
+				"grows)",
+				name, dim->name, room + 1, n);
+	if (room < n - 1)
+		return tfs_fail(d, TFS_E_RANGE,
+				"'%s': %" PRIu64 " indices to append after the "
+				"last one leave the domain of '%s'",
+				name, n, dim->name);
+	if (is_signed)
+		return tfs_buf_printf(sel, "%s%" PRId64 ":%" PRId64, k ? "," : "",
+				      slo, slo + (int64_t)(n - 1) + 1)
+			       ? tfs_fail(d, TFS_E_NOMEM, "out of memory")
+			       : TFS_E_OK;
+	return tfs_buf_printf(sel, "%s%" PRIu64 ":%" PRIu64, k ? "," : "", ulo,
+			      ulo + n)
+		       ? tfs_fail(d, TFS_E_NOMEM, "out of memory")
+		       : TFS_E_OK;
+}
+
+/* Where a .npy copied into the dense array at t goes: the attribute and
+ * the selection (after the last written index of the first dimension,
+ * the whole domain of the others), from the array as it is now (every
+ * fragment, also those whose timestamps run ahead of the clock). */
+static enum tfs_err npy_append_target(struct tfsd *fs, const struct tfsd_wtarget *t,
+				      const char *staged, char field[256],
+				      struct tfs_buf *sel, struct tfs_diag *d)
+{
+	struct tfs_open_opts oo = {.vfs = fs->cfg.vfs, .key = write_key(fs, t),
+				   .timestamp = UINT64_MAX - 1, .threads = 1};
+	char descr[128], shape_text[512];
+	uint64_t shape[NPY_MAX_DIMS], data_off, size, elems;
+	struct tfs_field_info at, dim;
+	struct tfs_array *a = NULL;
+	const struct tfs_schema *s;
+	struct tfs_range ned[128];
+	uint8_t start[8];
+	size_t dims;
+	uint32_t D;
+	enum tfs_err e;
+
+	if ((e = npy_staged_head(staged, t->name, descr, shape_text, &data_off,
+				 &size, d)))
+		return e;
+	if ((e = tfs_array_open(t->path, &oo, &a, d)))
+		return e;
+	s = tfs_array_schema(a);
+	D = tfs_schema_dim_count(s);
+	if (!tfs_schema_is_dense(s) || D > 128) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': a .npy is appended to dense arrays only "
+			     "(write cells of a sparse array as CSV)",
+			     t->name);
+		goto out;
+	}
+	if ((e = npy_attr(s, t->name, &at, d)))
+		goto out;
+	if (!npy_shape_parse(shape_text, shape, &dims, &elems) || dims < D) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': .npy shape (%s): the array has %" PRIu32
+			     " dimensions",
+			     t->name, shape_text, D);
+		goto out;
+	}
+	tfs_schema_dim(s, 0, &dim);
+	if (!dim.has_domain || !tfs_datatype_is_integer(dim.type) ||
+	    tfs_datatype_is_datetime(dim.type)) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "'%s': a .npy is appended along an integer first "
+			     "dimension ('%s' is not one)",
+			     t->name, dim.name);
+		goto out;
+	}
+	memcpy(start, dim.domain_lo, tfs_datatype_size(dim.type));
+	if (tfs_array_non_empty_domain(a, ned)) {
+		uint64_t last = tfs_value_as_u64(dim.type, ned[0].hi);
+
+		if (memcmp(ned[0].hi, dim.domain_hi, tfs_datatype_size(dim.type)) == 0) {
+			e = tfs_fail(d, TFS_E_RANGE,
+				     "'%s': the array is full along '%s'",
+				     t->name, dim.name);
+			goto out;
+		}
+		tfs_put_uint(start, tfs_datatype_size(dim.type), last + 1);
+	}
+	for (uint32_t k = 0; k < D && !e; k++) {
+		tfs_schema_dim(s, k, &dim);
+		if (!dim.has_domain || !tfs_datatype_is_integer(dim.type))
+			e = tfs_fail(d, TFS_E_INVALID,
+				     "'%s': dimension '%s' is no integer one",
+				     t->name, dim.name);
+		else
+			e = npy_sel_dim(sel, &dim, k, shape[k], start, t->name, d);
+	}
+	if (!e)
+		snprintf(field, 256, "%s", at.name);
+out:
+	tfs_array_close(a);
+	return e;
+}
+
+/* A/NAME.npy: appended to the dense array A as a CSV without the
+ * dimension's column is (SPEC §6): a slice of the attribute NAME (or of
+ * the only attribute) after the last written index of the first
+ * dimension, as wide as the domain in the others, written with the
+ * array locked so that appends at once take places of their own.
+ * Anything else is refused with the reason. */
+static enum tfs_err commit_npy_array(struct tfsd *fs,
+				     const struct tfsd_wtarget *t,
+				     const char *staged, struct tfsd_wresult *res,
+				     struct tfs_diag *d)
+{
+	struct tfsd_wtarget slice = *t;
+	struct tfs_buf sel;
+	char field[256];
+	int lock = tfs_array_lock(t->path, fs->cfg.vfs);
+	enum tfs_err e;
+
+	tfs_buf_init(&sel, DOC_MAX);
+	e = npy_append_target(fs, t, staged, field, &sel, d);
+	if (!e) {
+		slice.kind = TFSD_W_SLICE;
+		slice.field = field;
+		slice.sel = (char *)sel.data;
+		slice.sel_len = sel.len;
+		slice.npy = true;
+		/* The cache may hold the array as it was before the last
+		 * append. */
+		tfsd_arrays_invalidate(fs->arrays, t->rel);
+		e = commit_slice(fs, &slice, staged, res, d);
+	}
+	if (!e) {
+		size_t n = strlen(res->what);
+
+		snprintf(res->what + n, sizeof(res->what) - n,
+			 ", appended as '%s' slice[%.*s]", field, (int)sel.len,
+			 (const char *)sel.data);
+	}
+	tfs_array_unlock(lock);
+	tfs_buf_release(&sel);
+	return e;
+}
+
+/* The schema JSON of a new array of a .npy's shape and type (dimensions
+ * d0, d1, ... UINT64 from 0, tiles of at most 2^20 cells: the largest
+ * extent halves until they fit; attribute v; ZSTD) and the selection of
+ * all of it. */
+static enum tfs_err npy_new_schema_json(const uint64_t *shape, size_t dims,
+					const char *type, struct tfs_buf *json,
+					struct tfs_buf *sel)
+{
+	uint64_t extent[NPY_MAX_DIMS], cells_per_tile;
+	enum tfs_err e;
+
+	memcpy(extent, shape, dims * sizeof(*shape));
 	for (;;) {
 		size_t big = 0;
 
@@ -1458,26 +1663,85 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 			break;
 		extent[big] = (extent[big] + 1) / 2;
 	}
-	e = tfs_buf_printf(&json, "{\"array_type\":\"dense\",\"cell_order\":"
-				  "\"row-major\",\"tile_order\":\"row-major\","
-				  "\"dims\":[");
+	e = tfs_buf_printf(json, "{\"array_type\":\"dense\",\"cell_order\":"
+				 "\"row-major\",\"tile_order\":\"row-major\","
+				 "\"dims\":[");
 	for (size_t k = 0; !e && k < dims; k++) {
-		e = tfs_buf_printf(&json,
+		e = tfs_buf_printf(json,
 				   "%s{\"name\":\"d%zu\",\"type\":\"UINT64\","
 				   "\"domain\":[0,%" PRIu64
 				   "],\"tile\":%" PRIu64
 				   ",\"filters\":[\"ZSTD(level=-1)\"]}",
 				   k ? "," : "", k, shape[k] - 1, extent[k]);
 		if (!e)
-			e = tfs_buf_printf(&sel, "%s0:%" PRIu64, k ? "," : "",
+			e = tfs_buf_printf(sel, "%s0:%" PRIu64, k ? "," : "",
 					   shape[k]);
 	}
 	if (!e)
-		e = tfs_buf_printf(&json,
+		e = tfs_buf_printf(json,
 				   "],\"attrs\":[{\"name\":\"v\",\"type\":"
 				   "\"%s\",\"filters\":[\"ZSTD(level=-1)\"]}]}",
 				   type);
-	if (e) {
+	return e;
+}
+
+/* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
+ * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
+ * values written as the slice of the whole array; undone when refused. */
+static enum tfs_err commit_npy_new(struct tfsd *fs,
+				   const struct tfsd_wtarget *t,
+				   const char *staged, struct tfsd_wresult *res,
+				   struct tfs_diag *d)
+{
+	struct tfs_vfs *v = tfsd_arrays_vfs(fs->arrays);
+	char descr[128], shape_text[512];
+	uint64_t shape[NPY_MAX_DIMS];
+	uint64_t data_off, elems = 1, type_size, bytes;
+	uint64_t file_size_;
+	struct tfsd_wtarget slice;
+	struct tfs_buf json, sel;
+	struct tfs_write_opts wo;
+	struct tfs_schema *schema = NULL;
+	const char *type;
+	struct tfs_stat st;
+	size_t dims = 0;
+	enum tfs_err e;
+
+	memset(&slice, 0, sizeof(slice));
+	tfs_buf_init(&json, DOC_MAX);
+	tfs_buf_init(&sel, DOC_MAX);
+	if (!tfs_vfs_lstat(v, t->path, &st, NULL) && st.exists)
+		return tfs_fail(d, TFS_E_EXISTS,
+				"'%s': '%.*s' exists (a .npy file here makes a "
+				"new array of its name)",
+				t->name, (int)(strlen(t->name) - 4), t->name);
+	if ((e = npy_staged_head(staged, t->name, descr, shape_text, &data_off,
+				 &file_size_, d)))
+		return e;
+	type = npy_type_name(descr, &type_size);
+	if (!type)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy dtype %s: a new array takes "
+				"little-endian integers, floats or bools",
+				t->name, descr);
+	if (!npy_shape_parse(shape_text, shape, &dims, &elems))
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy shape (%s): a new array "
+				"needs 1 to %d dimensions, none empty",
+				t->name, shape_text, NPY_MAX_DIMS);
+	if (dims == 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': a .npy scalar makes no array", t->name);
+	if (__builtin_mul_overflow(elems, type_size, &bytes) ||
+	    file_size_ < data_off || file_size_ - data_off != bytes)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy of shape (%s) %s needs %" PRIu64
+				" bytes of values",
+				t->name, shape_text, descr,
+				elems <= UINT64_MAX / type_size
+					? elems * type_size
+					: UINT64_MAX);
+	if ((e = npy_new_schema_json(shape, dims, type, &json, &sel))) {
 		e = tfs_fail(d, e, "out of memory");
 		goto out;
 	}
@@ -1538,6 +1802,9 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	case TFSD_W_META: e = commit_meta(fs, t, staged_path, res, d); break;
 	case TFSD_W_NPY_NEW:
 		e = commit_npy_new(fs, t, staged_path, res, d);
+		break;
+	case TFSD_W_NPY_ARRAY:
+		e = commit_npy_array(fs, t, staged_path, res, d);
 		break;
 	case TFSD_W_EVOLVE:
 		e = commit_evolve(fs, t, staged_path, res, d);

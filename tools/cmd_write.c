@@ -222,7 +222,15 @@ static void on_progress(const struct tfs_ingest_progress *p, void *arg)
 	fflush(stderr);
 }
 
-int cmd_ingest(int argc, char **argv)
+struct ingest_args {
+	struct cli_common c;
+	struct tfs_ingest_opts io;
+	bool create, quiet;
+	uint64_t memory_mb;
+};
+
+/* The options of tfs ingest into a; -1 to go on, else the exit status. */
+static int ingest_options(int argc, char **argv, struct ingest_args *a)
 {
 	enum { OPT_KEY = 256, OPT_THREADS, OPT_NEW, OPT_DEDUP, OPT_MEMORY,
 	       OPT_QUIET };
@@ -236,42 +244,34 @@ int cmd_ingest(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct cli_common c = {0};
-	struct tfs_ingest_opts io = {0};
-	struct tfs_ingest_result res = {0};
-	struct progress pr = {0};
-	bool create = false, quiet = false;
-	uint64_t memory_mb = 0;
-	struct tfs_diag d;
-	enum tfs_err e;
 	int opt;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_KEY:
-			if (!cli_parse_key("ingest", &c, optarg))
+			if (!cli_parse_key("ingest", &a->c, optarg))
 				return CLI_USAGE;
 			break;
 		case OPT_THREADS:
-			if (!cli_parse_threads("ingest", &c, optarg))
+			if (!cli_parse_threads("ingest", &a->c, optarg))
 				return CLI_USAGE;
 			break;
 		case OPT_NEW:
-			create = true;
+			a->create = true;
 			break;
 		case OPT_DEDUP:
-			io.write.dedup = true;
+			a->io.write.dedup = true;
 			break;
 		case OPT_MEMORY:
-			if (!cli_parse_u64(optarg, &memory_mb) || !memory_mb ||
-			    memory_mb > ((uint64_t)1 << 30))
+			if (!cli_parse_u64(optarg, &a->memory_mb) || !a->memory_mb ||
+			    a->memory_mb > ((uint64_t)1 << 30))
 				return cli_usage("ingest", "--memory takes "
 							   "megabytes");
 			break;
 		case OPT_QUIET:
 		case 'q':
-			quiet = true;
+			a->quiet = true;
 			break;
 		case 'h':
 			fputs(ingest_usage, stdout);
@@ -281,52 +281,71 @@ int cmd_ingest(int argc, char **argv)
 		}
 	}
 	if (optind + 2 != argc) {
-		cli_common_release(&c);
+		cli_common_release(&a->c);
 		return cli_usage("ingest", "ingest takes PATH and FILE.csv");
 	}
-	io.write.key = c.has_key ? c.key : NULL;
-	io.write.threads = c.threads;
-	io.write.memory = memory_mb << 20;
-	io.write.tag_word = "line";
-	io.display_name = argv[optind + 1];
-	pr.draw = !quiet && isatty(STDERR_FILENO);
-	pr.start = now_s();
-	io.progress = on_progress;
-	io.progress_arg = &pr;
-	tfs_diag_init(&d);
-	{
-		char *path;
+	return -1;
+}
 
-		/* No symbolic link inside the array (below the folder that
-		 * will hold a new one) is followed. */
-		if (!cli_rooted(argv[optind], create, &io.write.vfs, &path)) {
-			e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
-		} else {
-			e = create ? tfs_ingest_csv_new(path, argv[optind + 1],
-							&io, &res, &d)
-				   : tfs_ingest_csv(path, argv[optind + 1], &io,
-						    &res, &d);
-			tfs_vfs_free(io.write.vfs);
-			tfs_free(path);
-		}
+/* What was written, on stderr when progress is drawn. */
+static void ingest_report(const struct tfs_ingest_result *res,
+			  const char *array)
+{
+	if (!res->write.cell_num) {
+		fprintf(stderr, "no rows: nothing written\n");
+		return;
 	}
-	cli_common_release(&c);
+	fprintf(stderr,
+		"%s%" PRIu64 " rows into %s: fragment %s (%" PRIu64 " cells, %s)\n",
+		res->created ? "new array, " : "", res->rows, array,
+		res->write.name, res->write.cell_num,
+		res->write.dense ? "dense" : "sparse");
+	if (res->enum_values_added)
+		fprintf(stderr, "%" PRIu64 " values added to enumerations "
+				"(schema evolved)\n",
+			res->enum_values_added);
+}
+
+int cmd_ingest(int argc, char **argv)
+{
+	struct ingest_args a = {0};
+	struct tfs_ingest_opts *io = &a.io;
+	struct tfs_ingest_result res = {0};
+	struct progress pr = {0};
+	struct tfs_diag d;
+	char *path;
+	enum tfs_err e;
+	int st;
+
+	if ((st = ingest_options(argc, argv, &a)) >= 0)
+		return st;
+	io->write.key = a.c.has_key ? a.c.key : NULL;
+	io->write.threads = a.c.threads;
+	io->write.memory = a.memory_mb << 20;
+	io->write.tag_word = "line";
+	io->display_name = argv[optind + 1];
+	pr.draw = !a.quiet && isatty(STDERR_FILENO);
+	pr.start = now_s();
+	io->progress = on_progress;
+	io->progress_arg = &pr;
+	tfs_diag_init(&d);
+	/* No symbolic link inside the array (below the folder that will
+	 * hold a new one) is followed. */
+	if (!cli_rooted(argv[optind], a.create, &io->write.vfs, &path)) {
+		e = tfs_fail(&d, TFS_E_NOMEM, "out of memory");
+	} else {
+		e = a.create ? tfs_ingest_csv_new(path, argv[optind + 1], io, &res, &d)
+			     : tfs_ingest_csv(path, argv[optind + 1], io, &res, &d);
+		tfs_vfs_free(io->write.vfs);
+		tfs_free(path);
+	}
+	cli_common_release(&a.c);
 	if (pr.drawn)
 		fputs("\r\033[K", stderr);
 	if (e)
 		return cli_fail("ingest", &d, e);
-	if (pr.draw) {
-		if (res.write.cell_num)
-			fprintf(stderr,
-				"%s%" PRIu64 " rows into %s: fragment %s "
-				"(%" PRIu64 " cells, %s)\n",
-				res.created ? "new array, " : "", res.rows,
-				argv[optind], res.write.name,
-				res.write.cell_num,
-				res.write.dense ? "dense" : "sparse");
-		else
-			fprintf(stderr, "no rows: nothing written\n");
-	}
+	if (pr.draw)
+		ingest_report(&res, argv[optind]);
 	return CLI_OK;
 }
 

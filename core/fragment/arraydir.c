@@ -257,6 +257,7 @@ static enum tfs_err open_once(struct tfs_vfs *vfs, const char *path,
 	a->t1 = opts ? opts->t1 : UINT64_MAX;
 	if (a->t1 == UINT64_MAX)
 		a->t1 = now_ms();
+	a->del_t1 = opts && opts->del_t1 > a->t1 ? opts->del_t1 : a->t1;
 	if (a->t0 > a->t1) {
 		err = tfs_fail(d, TFS_E_INVALID,
 			       "array '%s': time window [%" PRIu64 ", %" PRIu64

@@ -106,6 +106,7 @@ struct tfs_arraydir {
 	bool has_key;
 	uint8_t key[32];
 	uint64_t t0, t1; /* read window */
+	uint64_t del_t1; /* delete commits are taken from [t0, del_t1] */
 	struct tfs_tile_cache *cache; /* decoded tiles (borrowed), or NULL */
 	uint64_t max_tile_bytes;      /* 0 = no limit (tfs_open_opts) */
 
@@ -150,6 +151,9 @@ struct tfs_arraydir_opts {
 	const uint8_t *key; /* 32 bytes or NULL */
 	uint64_t t0;        /* 0 */
 	uint64_t t1;        /* UINT64_MAX means "now" (ms, set in a->t1) */
+	/* Delete commits up to this time apply (consolidation purging
+	 * deleted cells); 0 or below t1 = t1. */
+	uint64_t del_t1;
 };
 
 enum tfs_object_kind { TFS_OBJ_NONE, TFS_OBJ_ARRAY, TFS_OBJ_GROUP };

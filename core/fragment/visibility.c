@@ -93,7 +93,8 @@ static enum tfs_err read_one_con(struct scan *s, const char *name,
 		if (!is_del && !tfs_str_ends_with(e->marker, ".upd"))
 			continue;
 		if (tfs_name_parse(e->marker, &ni) != TFS_E_OK ||
-		    !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1))
+		    !tfs__full_overlap(ni.t1, ni.t2, a->t0,
+				       is_del ? a->del_t1 : a->t1))
 			continue;
 		err = tfs__vis_check_version(s, e->marker, &ni, d);
 		if (!err && !is_del)
@@ -291,7 +292,8 @@ static enum tfs_err scan_commits(struct scan *s,
 		if (is_wrt) {
 			err = add_wrt_cand(s, name, strlen(name) - 4, d);
 		} else if (tfs_name_parse(name, &ni) != TFS_E_OK ||
-			   !tfs__full_overlap(ni.t1, ni.t2, a->t0, a->t1)) {
+			   !tfs__full_overlap(ni.t1, ni.t2, a->t0,
+					      is_upd ? a->t1 : a->del_t1)) {
 			err = TFS_E_OK;
 		} else if ((err = tfs__vis_check_version(s, rel, &ni, d))) {
 			/* newer than we know: returned below */

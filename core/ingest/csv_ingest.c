@@ -59,6 +59,8 @@ struct col {
 	/* The fill value is no index of en: cells nobody wrote show it as a
 	 * number, and that number stands for itself. */
 	bool fill_free;
+	/* A collecting run: the values en lacks go here. */
+	struct tfs__enum_growth *grow;
 	/* Per batch set (see struct ingest). */
 	struct tfs_buf data[2], offsets[2], validity[2];
 };
@@ -148,6 +150,8 @@ static enum tfs_err enum_setup(struct ingest *in, struct col *c,
 					: tfs_fail(d, TFS_E_CORRUPT,
 						   "%s: enumeration '%s': offsets out of order",
 						   in->lx.name, c->en->name);
+	if (in->run->grow)
+		c->grow = &in->run->grow[c->en - in->run->enums];
 	c->fast = c->is_int = false;
 	c->en_bytes = tfs_datatype_class(c->en->type) == TFS_CLASS_STRING;
 	tfs_buf_init(&c->en_value, TFS_BUF_NO_MAX);
@@ -167,20 +171,12 @@ static enum tfs_err enum_setup(struct ingest *in, struct col *c,
 	return TFS_E_OK;
 }
 
-/* Reads the header and matches its names to the schema's fields. */
-static enum tfs_err read_header(struct ingest *in, bool *empty,
-				struct tfs_diag *d)
+/* The header's names, kept (NUL-terminated) for matching and messages. */
+static enum tfs_err header_names(struct ingest *in, struct tfs_diag *d)
 {
-	const struct tfs_schema *s = in->s;
 	struct tfs__csv_lexer *lx = &in->lx;
-	bool got;
-	enum tfs_err e;
+	const struct tfs_schema *s = in->s;
 
-	if ((e = tfs__csv_next(lx, &got, d)))
-		return e;
-	*empty = !got;
-	if (!got)
-		return TFS_E_OK;
 	in->header_num = lx->field_num;
 	in->header = tfs_callocn(in->header_num, sizeof(*in->header));
 	in->cols = tfs_callocn((size_t)s->dim_num + s->attr_num, sizeof(*in->cols));
@@ -195,107 +191,147 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 	}
 	lx->col_names = (const char *const *)in->header;
 	lx->col_num = in->header_num;
-	/* Every schema field, with its column in the file. */
-	for (uint32_t i = 0; i < s->dim_num + s->attr_num; i++) {
-		bool is_dim = i < s->dim_num;
-		struct col *c = &in->cols[in->col_num];
+	return TFS_E_OK;
+}
 
-		memset(c, 0, sizeof(*c));
-		if (is_dim) {
-			const struct tfs_dim *dim = &s->dims[i];
+/* c as schema field i (dimension or attribute); false for a dimension
+ * of a run without dimension columns. */
+static bool col_of_field(struct ingest *in, struct col *c, uint32_t i)
+{
+	const struct tfs_schema *s = in->s;
 
-			if (in->run->no_dims)
-				continue;
-			c->name = dim->name;
-			c->is_dim = true;
-			c->skip = in->run->skip_dims;
-			c->dim = dim;
-			c->type = dim->type;
-			c->cell_val_num = dim->cell_val_num;
-			c->var = dim->var;
-		} else {
-			const struct tfs_attr *at = &s->attrs[i - s->dim_num];
+	memset(c, 0, sizeof(*c));
+	if (i < s->dim_num) {
+		const struct tfs_dim *dim = &s->dims[i];
 
-			c->name = at->name;
-			c->attr = at;
-			c->type = at->type;
-			c->cell_val_num = at->cell_val_num;
-			c->var = at->var;
-			c->nullable = at->nullable;
-		}
-		for (size_t k = 0; k < in->header_num; k++) {
-			if (strcmp(in->header[k], c->name) != 0)
-				continue;
-			if (c->csv_col)
-				return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
-						     "duplicate column");
-			c->csv_col = k + 1;
-		}
-		if (!c->csv_col && !c->nullable)
-			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, 0,
-					     "missing column '%s' (%s)", c->name,
-					     is_dim ? "a dimension"
-						    : "an attribute that is not nullable");
-		if (!c->csv_col)
-			continue; /* a nullable attribute: null in every cell */
-		c->cell_size = c->var ? 0
-				      : tfs_datatype_size(c->type) * (size_t)c->cell_val_num;
-		c->fast = !c->skip && !c->var && c->cell_val_num == 1 &&
-			  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
-			  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
-		if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
-		    !tfs_datatype_is_datetime(c->type)) {
-			size_t bits = 8 * c->cell_size;
+		if (in->run->no_dims)
+			return false;
+		c->name = dim->name;
+		c->is_dim = true;
+		c->skip = in->run->skip_dims;
+		c->dim = dim;
+		c->type = dim->type;
+		c->cell_val_num = dim->cell_val_num;
+		c->var = dim->var;
+	} else {
+		const struct tfs_attr *at = &s->attrs[i - s->dim_num];
 
-			c->is_int = true;
-			c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
-			c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
-				     : bits == 64 ? UINT64_MAX
-						  : (UINT64_C(1) << bits) - 1;
-			if (c->is_dim && c->dim->has_domain) {
-				c->dom_int = true;
-				c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
-				c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
-				c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
-				c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
-			}
-		}
-		if (c->attr && c->attr->enumeration && !c->var && c->cell_val_num == 1 &&
-		    tfs_datatype_is_integer(c->type) && (e = enum_setup(in, c, d)))
-			return e;
-		in->has_slow |= !c->fast && !c->skip;
-		for (unsigned k = 0; k < 2; k++) {
-			tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
-			tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
-			tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
-		}
-		in->col_num++;
-		if (c->nullable && !c->var) {
-			const struct tfs_attr *at = c->attr;
+		c->name = at->name;
+		c->attr = at;
+		c->type = at->type;
+		c->cell_val_num = at->cell_val_num;
+		c->var = at->var;
+		c->nullable = at->nullable;
+	}
+	return true;
+}
 
-			/* The fill value, or zeros if the schema's is short. */
-			if (!(c->null_fill = tfs_callocn(1, c->cell_size)))
-				return nomem(in, d);
-			if (at->fill && at->fill_size >= c->cell_size)
-				memcpy(c->null_fill, at->fill, c->cell_size);
+/* c's column in the file (csv_col, 0 = none: a nullable attribute). */
+static enum tfs_err col_find(struct ingest *in, struct col *c,
+			     struct tfs_diag *d)
+{
+	for (size_t k = 0; k < in->header_num; k++) {
+		if (strcmp(in->header[k], c->name) != 0)
+			continue;
+		if (c->csv_col)
+			return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1, k + 1,
+					     "duplicate column");
+		c->csv_col = k + 1;
+	}
+	if (!c->csv_col && !c->nullable)
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1, 0,
+				     "missing column '%s' (%s)", c->name,
+				     c->is_dim ? "a dimension"
+					       : "an attribute that is not nullable");
+	return TFS_E_OK;
+}
+
+/* How c's fields are parsed: the fast path of one fixed-size number per
+ * cell (integers with their limits and, for dimensions, domain), the
+ * enumeration's values, or the general path. */
+static enum tfs_err col_kind(struct ingest *in, struct col *c,
+			     struct tfs_diag *d)
+{
+	c->cell_size = c->var ? 0
+			      : tfs_datatype_size(c->type) * (size_t)c->cell_val_num;
+	c->fast = !c->skip && !c->var && c->cell_val_num == 1 &&
+		  tfs_datatype_class(c->type) != TFS_CLASS_STRING &&
+		  tfs_datatype_class(c->type) != TFS_CLASS_BYTES;
+	if (c->fast && c->type != TFS_BOOL && tfs_datatype_is_integer(c->type) &&
+	    !tfs_datatype_is_datetime(c->type)) {
+		size_t bits = 8 * c->cell_size;
+
+		c->is_int = true;
+		c->is_signed = tfs_datatype_class(c->type) == TFS_CLASS_SIGNED;
+		c->max_mag = c->is_signed ? (UINT64_C(1) << (bits - 1)) - 1
+			     : bits == 64 ? UINT64_MAX
+					  : (UINT64_C(1) << bits) - 1;
+		if (c->is_dim && c->dim->has_domain) {
+			c->dom_int = true;
+			c->dom_lo = tfs_value_as_i64(c->type, c->dim->domain[0]);
+			c->dom_hi = tfs_value_as_i64(c->type, c->dim->domain[1]);
+			c->udom_lo = tfs_value_as_u64(c->type, c->dim->domain[0]);
+			c->udom_hi = tfs_value_as_u64(c->type, c->dim->domain[1]);
 		}
 	}
-	/* Names that are no field, or a field twice. */
+	if (c->attr && c->attr->enumeration && !c->var && c->cell_val_num == 1 &&
+	    tfs_datatype_is_integer(c->type)) {
+		enum tfs_err e = enum_setup(in, c, d);
+
+		if (e)
+			return e;
+	}
+	if (in->run->grow && !c->en)
+		c->skip = true;
+	return TFS_E_OK;
+}
+
+/* The buffers of c, and the fill value its null cells take. */
+static enum tfs_err col_buffers(struct ingest *in, struct col *c,
+				struct tfs_diag *d)
+{
+	for (unsigned k = 0; k < 2; k++) {
+		tfs_buf_init(&c->data[k], TFS_BUF_NO_MAX);
+		tfs_buf_init(&c->offsets[k], TFS_BUF_NO_MAX);
+		tfs_buf_init(&c->validity[k], TFS_BUF_NO_MAX);
+	}
+	if (c->nullable && !c->var) {
+		const struct tfs_attr *at = c->attr;
+
+		/* The fill value, or zeros if the schema's is short. */
+		if (!(c->null_fill = tfs_callocn(1, c->cell_size)))
+			return nomem(in, d);
+		if (at->fill && at->fill_size >= c->cell_size)
+			memcpy(c->null_fill, at->fill, c->cell_size);
+	}
+	return TFS_E_OK;
+}
+
+/* Names that are no field, or a field twice. */
+static enum tfs_err header_unknown(struct ingest *in, struct tfs_diag *d)
+{
 	for (size_t k = 0; k < in->header_num; k++) {
 		bool known = false;
 
 		for (size_t i = 0; i < in->col_num; i++)
 			if (in->cols[i].csv_col == k + 1)
 				known = true;
-		if (!known) {
-			for (size_t j = 0; j < k; j++)
-				if (strcmp(in->header[j], in->header[k]) == 0)
-					return tfs__csv_fail(lx, d, TFS_E_INVALID, 1,
-							     k + 1, "duplicate column");
-			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
-					     "no dimension or attribute of that name");
-		}
+		if (known)
+			continue;
+		for (size_t j = 0; j < k; j++)
+			if (strcmp(in->header[j], in->header[k]) == 0)
+				return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1,
+						     k + 1, "duplicate column");
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, 1, k + 1,
+				     "no dimension or attribute of that name");
 	}
+	return TFS_E_OK;
+}
+
+/* The two batch sets: column lists, tags, and the fixed-size buffers
+ * rows are parsed into in place. */
+static enum tfs_err batch_buffers(struct ingest *in, struct tfs_diag *d)
+{
 	for (unsigned k = 0; k < 2; k++) {
 		in->batch_cols[k] = tfs_callocn(in->col_num ? in->col_num : 1,
 						sizeof(*in->batch_cols[k]));
@@ -314,6 +350,43 @@ static enum tfs_err read_header(struct ingest *in, bool *empty,
 		}
 	}
 	return TFS_E_OK;
+}
+
+/* Reads the header and matches its names to the schema's fields. */
+static enum tfs_err read_header(struct ingest *in, bool *empty,
+				struct tfs_diag *d)
+{
+	const struct tfs_schema *s = in->s;
+	bool got;
+	enum tfs_err e;
+
+	if ((e = tfs__csv_next(&in->lx, &got, d)))
+		return e;
+	*empty = !got;
+	if (!got)
+		return TFS_E_OK;
+	if ((e = header_names(in, d)))
+		return e;
+	/* Every schema field, with its column in the file. */
+	for (uint32_t i = 0; i < s->dim_num + s->attr_num; i++) {
+		struct col *c = &in->cols[in->col_num];
+
+		if (!col_of_field(in, c, i))
+			continue;
+		if ((e = col_find(in, c, d)))
+			return e;
+		if (!c->csv_col)
+			continue; /* a nullable attribute: null in every cell */
+		if ((e = col_kind(in, c, d)))
+			return e;
+		in->has_slow |= !c->fast && !c->skip;
+		in->col_num++;
+		if ((e = col_buffers(in, c, d)))
+			return e;
+	}
+	if ((e = header_unknown(in, d)))
+		return e;
+	return batch_buffers(in, d);
 }
 
 /* A value of a fixed-size dimension as text, for messages. */
@@ -357,32 +430,40 @@ static enum tfs_err check_domain(struct ingest *in, const struct col *c,
 			     "coordinate outside the domain [%s, %s]", lo, hi);
 }
 
-/* One field of an enumerated column: the value's index, or the fill
+/* The key of one field of an enumerated column: *v the value's index
+ * (in en, then among the values a collecting run found), or the fill
  * value where that is no index (fill_free) and the field is its number;
- * anything else refuses the file naming the enumeration. */
-static enum tfs_err enum_cell(struct ingest *in, struct col *c,
-			      const struct tfs__csv_field *f, unsigned k,
-			      struct tfs_diag *d)
+ * *known false when it is neither. c->en_value then holds the field as
+ * a value of en (types other than strings). */
+static enum tfs_err enum_key(struct ingest *in, struct col *c,
+			     const struct tfs__csv_field *f, uint64_t *v,
+			     bool *known, const char **why, struct tfs_diag *d)
 {
 	const uint8_t *p = f->p;
 	size_t len = f->len;
-	uint64_t idx = UINT64_MAX, v;
-	const char *why;
+	uint64_t idx = UINT64_MAX, k;
+	const char *fill_why;
 	char shown[64];
 	enum tfs_err e = TFS_E_OK;
 
+	*known = true;
+	*why = NULL;
 	if (!c->en_bytes) {
 		c->en_value.len = 0;
 		e = tfs__cell_parse(c->en->type, c->en->cell_val_num, f->p, f->len,
-				    &c->en_value, &why);
+				    &c->en_value, why);
 		if (e == TFS_E_NOMEM)
 			return nomem(in, d);
 		p = c->en_value.data;
 		len = c->en_value.len;
 	}
 	/* A field that is no value of the type is no value of en either. */
-	if (c->en_bytes || !e)
+	if (c->en_bytes || !e) {
 		idx = tfs_enum_index_find(c->enx, p, len);
+		if (idx == UINT64_MAX && c->grow &&
+		    tfs__enum_growth_find(c->grow, p, len, &k))
+			idx = c->en->value_num + k;
+	}
 	if (idx != UINT64_MAX) {
 		if (idx > c->max_mag)
 			return tfs__csv_fail(&in->lx, d, TFS_E_RANGE, f->line, c->csv_col,
@@ -390,19 +471,181 @@ static enum tfs_err enum_cell(struct ingest *in, struct col *c,
 					     "past what %s holds",
 					     tfs__msg_text(shown, sizeof(shown), f->p, f->len),
 					     idx, c->en->name, tfs_datatype_name(c->type));
-		v = idx;
-	} else if (!(c->fill_free && f->len &&
-		     !tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, &v, &why) &&
-		     memcmp(&v, c->attr->fill, c->cell_size) == 0)) {
+		*v = idx;
+		return TFS_E_OK;
+	}
+	*known = c->fill_free && f->len &&
+		 !tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, v, &fill_why) &&
+		 memcmp(v, c->attr->fill, c->cell_size) == 0;
+	if (!e)
+		*why = NULL;
+	return TFS_E_OK;
+}
+
+/* One field of an enumerated column into the batch; a field that is no
+ * value of the enumeration refuses the file naming it. */
+static enum tfs_err enum_cell(struct ingest *in, struct col *c,
+			      const struct tfs__csv_field *f, unsigned k,
+			      struct tfs_diag *d)
+{
+	uint64_t v = 0;
+	bool known;
+	const char *why;
+	char shown[64];
+	enum tfs_err e;
+
+	if ((e = enum_key(in, c, f, &v, &known, &why, d)))
+		return e;
+	if (!known)
 		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
 				     "'%s' is not a value of the enumeration '%s'",
 				     tfs__msg_text(shown, sizeof(shown), f->p, f->len),
 				     c->en->name);
-	}
 	/* Little-endian: the low bytes of the pattern. */
 	if (tfs_buf_append(&c->data[k], &v, c->cell_size))
 		return nomem(in, d);
 	return TFS_E_OK;
+}
+
+/* A collecting run's field: a value the enumeration lacks is added to its
+ * growth, unless the enumeration is ordered (where a new value has no
+ * place) or the attribute's type could not index one more value
+ * (TileDB's rule: fewer values than the type's largest number). */
+static enum tfs_err enum_collect(struct ingest *in, struct col *c,
+				 const struct tfs__csv_field *f,
+				 struct tfs_diag *d)
+{
+	uint64_t v, count;
+	bool known;
+	const char *why;
+	char shown[64];
+	enum tfs_err e;
+
+	if ((e = enum_key(in, c, f, &v, &known, &why, d)) || known)
+		return e;
+	tfs__msg_text(shown, sizeof(shown), f->p, f->len);
+	if (why)
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s' "
+				     "(%s: %s)",
+				     shown, c->en->name,
+				     tfs_datatype_name(c->en->type), why);
+	if (c->en->ordered)
+		return tfs__csv_fail(&in->lx, d, TFS_E_INVALID, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s', "
+				     "which is ordered: new values are not added to it",
+				     shown, c->en->name);
+	count = c->en->value_num + c->grow->num + 1;
+	if (count >= c->max_mag)
+		return tfs__csv_fail(&in->lx, d, TFS_E_RANGE, f->line, c->csv_col,
+				     "'%s' is not a value of the enumeration '%s', "
+				     "which is full: %s indexes fewer than %" PRIu64
+				     " values",
+				     shown, c->en->name, tfs_datatype_name(c->type),
+				     c->max_mag);
+	if (c->en_bytes)
+		e = tfs__enum_growth_add(c->grow, f->p, f->len);
+	else
+		e = tfs__enum_growth_add(c->grow, c->en_value.data, c->en_value.len);
+	return e ? nomem(in, d) : TFS_E_OK;
+}
+
+/* A collecting run's row: its enumerated fields only. */
+static enum tfs_err collect_row(struct ingest *in, struct tfs_diag *d)
+{
+	struct tfs__csv_lexer *lx = &in->lx;
+	enum tfs_err e;
+
+	if (lx->field_num != in->header_num)
+		return tfs__csv_fail(lx, d, TFS_E_INVALID, lx->record_line,
+				     lx->field_num < in->header_num ? lx->field_num + 1
+								    : in->header_num + 1,
+				     "row has %zu fields, the header %zu",
+				     lx->field_num, in->header_num);
+	for (size_t i = 0; i < in->col_num; i++) {
+		struct col *c = &in->cols[i];
+		const struct tfs__csv_field *f = &lx->fields[c->csv_col - 1];
+
+		if (c->skip || (c->nullable && !f->quoted && f->len == 0))
+			continue;
+		if ((e = enum_collect(in, c, f, d)))
+			return e;
+	}
+	return TFS_E_OK;
+}
+
+/* An integer field of a fast column, into its place in the batch, with
+ * the domain checked for dimensions. */
+static enum tfs_err int_cell(struct ingest *in, struct col *c,
+			     const struct tfs__csv_field *f, uint8_t *dst,
+			     const char **why, struct tfs_diag *d)
+{
+	uint64_t v;
+	enum tfs_err e;
+
+	if (f->len == 0) {
+		*why = "empty value";
+		return TFS_E_INVALID;
+	}
+	if ((e = tfs__int_parse(f->p, f->len, c->is_signed, c->max_mag, &v, why)))
+		return e;
+	/* Little-endian: the low bytes of the pattern. */
+	memcpy(dst, &v, c->cell_size);
+	if (c->dom_int &&
+	    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
+			  : v < c->udom_lo || v > c->udom_hi))
+		return check_domain(in, c, dst, f->line, d);
+	return TFS_E_OK;
+}
+
+/* One field of column c into batch set k at row; a null field takes the
+ * fill value (fixed-size) or no bytes (var-size). *why: the reason of a
+ * bad value, for the caller's message. */
+static enum tfs_err parse_field(struct ingest *in, struct col *c,
+				const struct tfs__csv_field *f, unsigned k,
+				uint64_t row, const char **why,
+				struct tfs_diag *d)
+{
+	bool null = c->nullable && !f->quoted && f->len == 0;
+	enum tfs_err e;
+
+	if (c->nullable)
+		c->validity[k].data[row] = !null;
+	if (c->var) {
+		uint64_t off = c->data[k].len;
+
+		memcpy(c->offsets[k].data + row * sizeof(uint64_t), &off, sizeof(off));
+		if (null)
+			return TFS_E_OK;
+		return tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], why);
+	}
+	if (null) {
+		if (c->fast) {
+			memcpy(c->data[k].data + row * c->cell_size, c->null_fill,
+			       c->cell_size);
+			return TFS_E_OK;
+		}
+		return tfs_buf_append(&c->data[k], c->null_fill, c->cell_size)
+			       ? TFS_E_NOMEM
+			       : TFS_E_OK;
+	}
+	if (c->is_int)
+		return int_cell(in, c, f, c->data[k].data + row * c->cell_size, why, d);
+	if (c->fast) {
+		uint8_t *dst = c->data[k].data + row * c->cell_size;
+
+		if (f->len == 0) {
+			*why = "empty value";
+			return TFS_E_INVALID;
+		}
+		if ((e = tfs__value_parse(c->type, f->p, f->len, dst, why)))
+			return e;
+		return c->is_dim ? check_domain(in, c, dst, f->line, d) : TFS_E_OK;
+	}
+	if (c->en)
+		return enum_cell(in, c, f, k, d);
+	return tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len, &c->data[k],
+			       why);
 }
 
 static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
@@ -424,63 +667,10 @@ static enum tfs_err parse_row(struct ingest *in, struct tfs_diag *d)
 		struct col *c = &in->cols[i];
 		const struct tfs__csv_field *f = &lx->fields[c->csv_col - 1];
 		const char *why = NULL;
-		bool null = c->nullable && !f->quoted && f->len == 0;
 
 		if (c->skip)
 			continue;
-
-		if (c->nullable)
-			c->validity[k].data[row] = !null;
-		if (c->var) {
-			uint64_t off = c->data[k].len;
-
-			memcpy(c->offsets[k].data + row * sizeof(uint64_t), &off, sizeof(off));
-			if (null)
-				continue;
-			e = tfs__cell_parse(c->type, TFS_VAR_NUM, f->p, f->len, &c->data[k], &why);
-		} else if (null) {
-			if (c->fast) {
-				memcpy(c->data[k].data + row * c->cell_size, c->null_fill,
-				       c->cell_size);
-				continue;
-			}
-			if (tfs_buf_append(&c->data[k], c->null_fill, c->cell_size))
-				return nomem(in, d);
-			continue;
-		} else if (c->is_int) {
-			uint64_t v;
-			uint8_t *dst = c->data[k].data + row * c->cell_size;
-
-			if (f->len == 0) {
-				why = "empty value";
-				e = TFS_E_INVALID;
-			} else if (!(e = tfs__int_parse(f->p, f->len, c->is_signed,
-							c->max_mag, &v, &why))) {
-				/* Little-endian: the low bytes of the pattern. */
-				memcpy(dst, &v, c->cell_size);
-				if (c->dom_int &&
-				    (c->is_signed ? (int64_t)v < c->dom_lo || (int64_t)v > c->dom_hi
-						  : v < c->udom_lo || v > c->udom_hi))
-					e = check_domain(in, c, dst, f->line, d);
-			}
-		} else if (c->fast) {
-			if (f->len == 0) {
-				why = "empty value";
-				e = TFS_E_INVALID;
-			} else {
-				e = tfs__value_parse(c->type, f->p, f->len,
-						     c->data[k].data + row * c->cell_size, &why);
-			}
-			if (!e && c->is_dim)
-				e = check_domain(in, c, c->data[k].data + row * c->cell_size,
-						 f->line, d);
-		} else if (c->en) {
-			if ((e = enum_cell(in, c, f, k, d)))
-				return e;
-		} else {
-			e = tfs__cell_parse(c->type, c->cell_val_num, f->p, f->len,
-					    &c->data[k], &why);
-		}
+		e = parse_field(in, c, f, k, row, &why, d);
 		if (e == TFS_E_NOMEM)
 			return nomem(in, d);
 		if (e && why)
@@ -676,6 +866,12 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 		return e;
 	if ((e = read_header(&in, &empty, d)) || empty)
 		goto out;
+	if (run->grow) {
+		while (!(e = tfs__csv_next(&in.lx, &got, d)) && got &&
+		       !(e = collect_row(&in, d)))
+			;
+		goto out;
+	}
 	if ((e = handoff_start(&in, sink))) {
 		e = nomem(&in, d);
 		goto out;

@@ -139,6 +139,40 @@ static enum tfs_err header_matches(const struct tfs_schema *s,
 	return e;
 }
 
+/* lo and hi: the range of rows appended after the last one the array
+ * holds along dim (the domain's start when it is empty); false when they
+ * leave the domain. */
+static bool append_range(const struct tfs_dim *dim, const struct tfs_array *a,
+			 uint64_t rows, uint8_t lo[8], uint8_t hi[8])
+{
+	size_t size = tfs_datatype_size(dim->type);
+	bool is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
+	struct tfs_range ned;
+	uint64_t start, top;
+
+	/* Both as offsets from the domain's start, so one unsigned
+	 * comparison serves signed and unsigned types. */
+	uint64_t base = is_signed ? (uint64_t)tfs_value_as_i64(dim->type, dim->domain[0])
+				  : tfs_value_as_u64(dim->type, dim->domain[0]);
+
+	top = (is_signed ? (uint64_t)tfs_value_as_i64(dim->type, dim->domain[1])
+			 : tfs_value_as_u64(dim->type, dim->domain[1])) - base;
+	start = 0;
+	if (tfs_array_non_empty_domain(a, &ned)) {
+		uint64_t last = (is_signed ? (uint64_t)tfs_value_as_i64(dim->type, ned.hi)
+					   : tfs_value_as_u64(dim->type, ned.hi)) - base;
+
+		if (last == top)
+			return false;
+		start = last + 1;
+	}
+	if (top - start < rows - 1)
+		return false;
+	tfs_put_uint(lo, size, base + start);
+	tfs_put_uint(hi, size, base + start + (rows - 1));
+	return true;
+}
+
 /* A CSV without the dimension's column for a dense array of one integer
  * dimension (an array made from a CSV, or any such array) appends: its
  * rows take the coordinates after the last written one (the domain's
@@ -155,10 +189,8 @@ static enum tfs_err append_box(const char *array_path, const char *csv_path,
 	struct tfs__csv_lexer lx;
 	struct tfs_open_opts oo;
 	struct tfs_array *a = NULL;
-	struct tfs_range ned;
 	struct tfs_diag od;
-	size_t size = tfs_datatype_size(dim->type);
-	bool got, is_signed;
+	bool got;
 	enum tfs_err e;
 
 	*append = false;
@@ -197,38 +229,8 @@ static enum tfs_err append_box(const char *array_path, const char *csv_path,
 		e = tfs_fail(d, e, "%s: %s", name, tfs_diag_msg(&od));
 		goto out;
 	}
-	is_signed = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED;
-	if (is_signed) {
-		int64_t dlo = tfs_value_as_i64(dim->type, dim->domain[0]);
-		int64_t dhi = tfs_value_as_i64(dim->type, dim->domain[1]);
-		int64_t start = dlo, last;
-
-		if (tfs_array_non_empty_domain(a, &ned)) {
-			last = tfs_value_as_i64(dim->type, ned.hi);
-			if (last == dhi)
-				goto full;
-			start = last + 1;
-		}
-		if ((uint64_t)dhi - (uint64_t)start < *rows - 1)
-			goto full;
-		tfs_put_uint(lo, size, (uint64_t)start);
-		tfs_put_uint(hi, size, (uint64_t)start + (*rows - 1));
-	} else {
-		uint64_t dlo = tfs_value_as_u64(dim->type, dim->domain[0]);
-		uint64_t dhi = tfs_value_as_u64(dim->type, dim->domain[1]);
-		uint64_t start = dlo, last;
-
-		if (tfs_array_non_empty_domain(a, &ned)) {
-			last = tfs_value_as_u64(dim->type, ned.hi);
-			if (last == dhi)
-				goto full;
-			start = last + 1;
-		}
-		if (dhi - start < *rows - 1)
-			goto full;
-		tfs_put_uint(lo, size, start);
-		tfs_put_uint(hi, size, start + (*rows - 1));
-	}
+	if (!append_range(dim, a, *rows, lo, hi))
+		goto full;
 	goto out;
 full:
 	e = tfs_fail(d, TFS_E_RANGE,
@@ -241,11 +243,104 @@ out:
 	return e;
 }
 
+/* How a file is written: the writer's layout and box, and which
+ * columns the rows hold. */
+struct plan {
+	enum tfs_write_layout layout;
+	struct tfs_range box[128];
+	uint8_t bytes[2][128][8];
+	bool no_dims;   /* rows without dimension columns */
+	bool skip_dims; /* dimension columns read by box detection */
+	bool nothing;   /* a header alone appended: nothing to write */
+};
+
+/* A dense array whose file holds exactly one box in row-major order, with
+ * row-major tiles, is written as that box (streamed by the writer). */
+/* Not inlined: GCC then misjudges the size of p->bytes. */
+__attribute__((noinline)) static enum tfs_err
+plan_box(const struct tfs_schema *s, const char *csv_path,
+			     const char *name, struct plan *p,
+			     struct tfs_diag *d)
+{
+	bool is_box = false;
+	enum tfs_err e;
+
+	if (s->array_type != TFS_DENSE || s->tile_order != TFS_ROW_MAJOR)
+		return TFS_E_OK;
+	if ((e = tfs__box_detect(s, csv_path, NULL, 0, name, 0, &is_box,
+				 p->bytes, d)) ||
+	    !is_box)
+		return e;
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		p->box[k] = (struct tfs_range){
+			.lo = p->bytes[0][k], .hi = p->bytes[1][k],
+			.lo_len = tfs_datatype_size(s->dims[k].type),
+			.hi_len = tfs_datatype_size(s->dims[k].type)};
+	p->layout = TFS_WRITE_DENSE_BOX;
+	p->skip_dims = true;
+	return TFS_E_OK;
+}
+
+/* The plan of a file written into an existing array: appended rows (no
+ * dimension column), one box, or unordered cells. */
+static enum tfs_err plan_write(const char *array_path, const char *csv_path,
+			       const struct tfs_write_opts *wo, const char *name,
+			       struct plan *p, struct tfs_diag *d)
+{
+	struct writer_sink ws = {.name = name};
+	const struct tfs_schema *s;
+	uint64_t rows;
+	bool append;
+	enum tfs_err e;
+
+	p->layout = TFS_WRITE_UNORDERED;
+	if ((e = open_writer(&ws, array_path, wo, TFS_WRITE_UNORDERED, NULL, d)))
+		return e;
+	s = tfs_writer_schema(ws.w);
+	if ((e = append_box(array_path, csv_path, name, s, wo, &append,
+			    p->bytes[0][0], p->bytes[1][0], &rows, d)))
+		goto out;
+	if (!append) {
+		e = plan_box(s, csv_path, name, p, d);
+		goto out;
+	}
+	p->nothing = rows == 0;
+	p->layout = TFS_WRITE_DENSE_BOX;
+	p->no_dims = true;
+	p->box[0] = (struct tfs_range){.lo = p->bytes[0][0],
+				       .hi = p->bytes[1][0],
+				       .lo_len = tfs_datatype_size(s->dims[0].type),
+				       .hi_len = tfs_datatype_size(s->dims[0].type)};
+out:
+	tfs_writer_free(ws.w);
+	return e;
+}
+
+static enum tfs_err open_planned(struct writer_sink *ws, const char *array_path,
+				 const struct tfs_write_opts *wo,
+				 const struct plan *p, struct tfs__ingest_run *run,
+				 struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	tfs_writer_free(ws->w);
+	ws->w = NULL;
+	if ((e = open_writer(ws, array_path, wo, p->layout,
+			     p->layout == TFS_WRITE_DENSE_BOX ? p->box : NULL, d)))
+		return e;
+	run->schema = tfs_writer_schema(ws->w);
+	run->enums = tfs_writer_enumerations(ws->w, &run->enum_num);
+	run->no_dims = p->no_dims;
+	run->skip_dims = p->skip_dims;
+	return TFS_E_OK;
+}
+
 /* inferred: the array was made from this file (tfs_ingest_csv_new): a
- * box of all its rows, no dimension columns. Otherwise a dense array
- * whose file holds exactly one box in row-major order, with row-major
- * tiles, is written as that box (streamed by the writer); anything else
- * as unordered cells. */
+ * box of all its rows, no dimension columns. Otherwise, with the array
+ * locked (tfs_array_lock: two appends at once must not choose the same
+ * rows), the file is planned (plan_write), values its enumerations lack extend them
+ * (enum_grow.c; undone should the write fail), and the rows are parsed
+ * into the writer, which commits after the last one. */
 static enum tfs_err ingest(const char *array_path, const char *csv_path,
 			   const struct tfs_ingest_opts *opts, bool inferred,
 			   const struct tfs_range *inferred_box,
@@ -257,88 +352,51 @@ static enum tfs_err ingest(const char *array_path, const char *csv_path,
 	struct tfs__ingest_run run = {
 		.csv_path = csv_path,
 		.display_name = ws.name,
-		.no_dims = inferred,
 		.pass = inferred ? 2 : 1,
 		.passes = inferred ? 2 : 1,
 		.progress = opts ? opts->progress : NULL,
 		.progress_arg = opts ? opts->progress_arg : NULL,
 	};
 	struct tfs__ingest_sink sink = {.append = writer_append, .ctx = &ws};
+	struct tfs__enum_grow eg = {0};
+	struct plan *p = tfs_callocn(1, sizeof(*p));
+	int lock = -1;
 	enum tfs_err e;
 
+	if (!p)
+		return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
 	write_opts(&wo, opts);
+	if (!inferred)
+		lock = tfs_array_lock(array_path, wo.vfs);
 	if (inferred) {
-		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX,
-				     inferred_box, d)))
-			return e;
-	} else {
-		const struct tfs_schema *s;
-		uint8_t (*bytes)[128][8] = NULL;
-		struct tfs_range box[128];
-		bool is_box = false;
-
-		uint8_t alo[8], ahi[8];
-		uint64_t arows;
-		bool append;
-
-		if ((e = open_writer(&ws, array_path, &wo, TFS_WRITE_UNORDERED, NULL, d)))
-			return e;
-		s = tfs_writer_schema(ws.w);
-		if ((e = append_box(array_path, csv_path, ws.name, s, &wo,
-				    &append, alo, ahi, &arows, d)))
+		p->layout = TFS_WRITE_DENSE_BOX;
+		p->box[0] = *inferred_box;
+		p->no_dims = true;
+	} else if ((e = plan_write(array_path, csv_path, &wo, ws.name, p, d)) ||
+		   p->nothing) {
+		goto out;
+	}
+	if ((e = open_planned(&ws, array_path, &wo, p, &run, d)))
+		goto out;
+	if (!inferred && run.enum_num) {
+		if ((e = tfs__enum_grow(&eg, array_path, &run, &wo, d)))
 			goto out;
-		if (append && arows == 0)
-			goto out;
-		if (append) {
-			size_t size = tfs_datatype_size(s->dims[0].type);
-
-			box[0] = (struct tfs_range){.lo = alo,
-						    .hi = ahi,
-						    .lo_len = size,
-						    .hi_len = size};
-			tfs_writer_free(ws.w);
-			ws.w = NULL;
-			if ((e = open_writer(&ws, array_path, &wo,
-					     TFS_WRITE_DENSE_BOX, box, d)))
-				goto out;
-			run.no_dims = true;
-		} else if (s->array_type == TFS_DENSE &&
-			   s->tile_order == TFS_ROW_MAJOR) {
-			if (!(bytes = tfs_callocn(2, sizeof(*bytes)))) {
-				e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", ws.name);
-				goto out;
-			}
-			if ((e = tfs__box_detect(s, csv_path, NULL, 0, ws.name, 0, &is_box, bytes, d))) {
-				tfs_free(bytes);
-				goto out;
-			}
-		}
-		if (is_box) {
-			uint32_t dim_num = s->dim_num;
-
-			for (uint32_t k = 0; k < dim_num; k++)
-				box[k] = (struct tfs_range){
-					.lo = bytes[0][k], .hi = bytes[1][k],
-					.lo_len = tfs_datatype_size(s->dims[k].type),
-					.hi_len = tfs_datatype_size(s->dims[k].type)};
-			tfs_writer_free(ws.w);
-			ws.w = NULL;
-			e = open_writer(&ws, array_path, &wo, TFS_WRITE_DENSE_BOX, box, d);
-			run.skip_dims = true;
-		}
-		tfs_free(bytes);
-		if (e)
+		if (eg.evolved &&
+		    (e = open_planned(&ws, array_path, &wo, p, &run, d)))
 			goto out;
 	}
-	run.schema = tfs_writer_schema(ws.w);
-	run.enums = tfs_writer_enumerations(ws.w, &run.enum_num);
-	if ((e = tfs__ingest_run(&run, &sink, d)))
-		goto out;
-	if ((e = writer_commit(&ws, &result->write, d)))
+	if ((e = tfs__ingest_run(&run, &sink, d)) ||
+	    (e = writer_commit(&ws, &result->write, d)))
 		goto out;
 	result->rows = run.rows;
+	result->enum_values_added = eg.values;
 out:
+	if (e)
+		tfs__enum_grow_undo(&eg);
+	tfs__enum_grow_release(&eg);
 	tfs_writer_free(ws.w);
+	tfs_array_unlock(lock);
+	tfs_free(p);
 	return e;
 }
 

@@ -127,6 +127,7 @@ struct tfs__ingest_sink {
 };
 
 struct tfs_ingest_progress;
+struct tfs__enum_growth;
 
 struct tfs__ingest_run {
 	const struct tfs_schema *schema;
@@ -151,6 +152,13 @@ struct tfs__ingest_run {
 	void (*progress)(const struct tfs_ingest_progress *p, void *arg);
 	void *progress_arg;
 	unsigned pass, passes; /* reported as is; 0 = 1 of 1 */
+	/* A collecting run (enum_grow.c): NULL, or enum_num growths, one per
+	 * enumeration of enums. Only enumerated columns are parsed and
+	 * nothing goes to a sink: the values an enumeration lacks are added
+	 * to its growth, refused (the file's first problem) where the
+	 * enumeration is ordered or its attributes' type could not index
+	 * them. */
+	struct tfs__enum_growth *grow;
 	/* Out: data rows parsed. */
 	uint64_t rows;
 };
@@ -161,6 +169,50 @@ struct tfs__ingest_run {
 enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 			     const struct tfs__ingest_sink *sink,
 			     struct tfs_diag *d) TFS_WUR;
+
+/* ---- Enumerations that grow (enum_grow.c) -------------------------------- */
+
+/* The values one enumeration lacks, in the order first seen. */
+struct tfs__enum_growth {
+	const struct tfs_enumeration *en;
+	struct tfs_buf data;    /* the values' bytes, packed */
+	struct tfs_buf offsets; /* uint64 start of each in data */
+	uint64_t num;
+	uint64_t *slots;        /* hash set: 1 + value number, 0 empty */
+	uint64_t slot_cap;
+};
+
+void tfs__enum_growth_init(struct tfs__enum_growth *g,
+			   const struct tfs_enumeration *en);
+void tfs__enum_growth_release(struct tfs__enum_growth *g);
+/* Whether p is a value found already; *k its number among them. */
+bool tfs__enum_growth_find(const struct tfs__enum_growth *g, const uint8_t *p,
+			   size_t len, uint64_t *k);
+enum tfs_err tfs__enum_growth_add(struct tfs__enum_growth *g, const uint8_t *p,
+				  size_t len) TFS_WUR;
+
+struct schema_files;
+struct tfs_write_opts;
+
+struct tfs__enum_grow {
+	bool evolved;     /* the array has a new schema of ours */
+	uint64_t values;  /* values added to enumerations */
+	struct schema_files *files; /* what to remove to undo it */
+};
+
+/* Reads the CSV of tmpl (a run as it will be made, enums those of the
+ * schema in force) once for the values its enumerations lack and, when
+ * there are any, evolves the array at path with them added after each
+ * enumeration's own (tfs_array_evolve). Refusals (an ordered or full
+ * enumeration) name the file, line and column; nothing is written then.
+ * Release eg with tfs__enum_grow_release; tfs__enum_grow_undo first
+ * removes the evolution again (when the write that follows fails). */
+enum tfs_err tfs__enum_grow(struct tfs__enum_grow *eg, const char *path,
+			    const struct tfs__ingest_run *tmpl,
+			    const struct tfs_write_opts *wo,
+			    struct tfs_diag *d) TFS_WUR;
+void tfs__enum_grow_undo(struct tfs__enum_grow *eg);
+void tfs__enum_grow_release(struct tfs__enum_grow *eg);
 
 /* ---- Box detection (box_detect.c) --------------------------------------- */
 

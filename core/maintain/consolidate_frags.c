@@ -281,7 +281,7 @@ static enum tfs_err copy_stamped(const struct mt *m, struct tfs_writer *w,
 	struct tfs_array *a;
 	enum tfs_err e;
 
-	e = tfs__mt_open(m, fk->t1, fk->t2, &a, d);
+	e = tfs__mt_open_purged(m, fk->t1, fk->t2, &a, d);
 	if (e)
 		return e;
 	e = same_schema(m, w, a, d);
@@ -345,7 +345,7 @@ static enum tfs_err write_sparse(const struct mt *m,
 	struct tfs_array *a;
 	enum tfs_err e;
 
-	e = tfs__mt_open(m, fs->t1min, fs->t2max, &a, d);
+	e = tfs__mt_open_purged(m, fs->t1min, fs->t2max, &a, d);
 	if (e)
 		return e;
 	wo.t1 = fs->max_version >= 15 ? fs->t2max : fs->t1min;

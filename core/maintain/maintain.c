@@ -22,8 +22,11 @@
  *   coordinate kept; named [t1min, t2max]. Such a fragment and its .vac
  *   apply to every window that overlaps the range, and the reader keeps
  *   only the cells whose timestamp is inside the window, so time travel
- *   into the range reads what it read before. Delete conditions stay in
- *   force and apply per cell timestamp.
+ *   into the range reads what it read before, except for cells that a
+ *   delete commit removes: consolidation reads every fragment with all
+ *   delete commits up to now applied, so deleted cells are not written
+ *   (TileDB's purge of deleted cells); the delete commits stay in force
+ *   for the fragments outside the range.
  * - other sparse ranges (format < 15, or a fragment of the range that
  *   has timestamps of its own, whose older versions cannot be read back
  *   one by one): the cells of the range's fragments alone (the window

@@ -51,6 +51,12 @@ void tfs__mt_release(struct mt *m);
 char *tfs__mt_path(const struct mt *m, const char *rel);
 enum tfs_err tfs__mt_open(const struct mt *m, uint64_t t0, uint64_t t1,
 			  struct tfs_array **out, struct tfs_diag *d);
+/* The same, with every delete commit up to now applied to the window's
+ * fragments: cells deleted later are not read (consolidation drops
+ * them). */
+enum tfs_err tfs__mt_open_purged(const struct mt *m, uint64_t t0, uint64_t t1,
+				 struct tfs_array **out,
+				 struct tfs_diag *d) TFS_WUR;
 enum tfs_err tfs__mt_list(const struct mt *m, const char *rel,
 			  struct tfs_dirlist *out, struct tfs_diag *d);
 enum tfs_err tfs__mt_read(const struct mt *m, const char *rel,

@@ -69,6 +69,17 @@ enum tfs_err tfs__mt_open(const struct mt *m, uint64_t t0, uint64_t t1,
 	return tfs_array_open(m->path, &oo, out, d);
 }
 
+enum tfs_err tfs__mt_open_purged(const struct mt *m, uint64_t t0, uint64_t t1,
+				 struct tfs_array **out, struct tfs_diag *d)
+{
+	struct tfs_open_opts oo = {.vfs = m->vfs, .key = m->key,
+				   .timestamp = t1, .timestamp_start = t0,
+				   .delete_timestamp = UINT64_MAX - 1,
+				   .threads = 1};
+
+	return tfs_array_open(m->path, &oo, out, d);
+}
+
 /* A folder's entries; a missing folder has none. */
 enum tfs_err tfs__mt_list(const struct mt *m, const char *rel,
 			  struct tfs_dirlist *out, struct tfs_diag *d)

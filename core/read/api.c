@@ -279,6 +279,7 @@ enum tfs_err tfs_array_open(const char *path, const struct tfs_open_opts *opts,
 	dopts.key = opts ? opts->key : NULL;
 	dopts.t0 = opts ? opts->timestamp_start : 0;
 	dopts.t1 = opts && opts->timestamp ? opts->timestamp : UINT64_MAX;
+	dopts.del_t1 = opts ? opts->delete_timestamp : 0;
 	e = tfs_arraydir_open(arr->vfs, path, &dopts, &arr->dir, d);
 	if (e)
 		goto out_fail;

@@ -61,8 +61,15 @@ static enum tfs_err check_enumerations(const char *path,
 					path, r->name ? r->name : "",
 					r->def->name);
 	}
-	for (uint32_t i = 0; i < s->attr_num; i++) {
-		const struct tfs_attr *a = &s->attrs[i];
+	return tfs__check_attr_enums(path, s->attrs, s->attr_num, s, d);
+}
+
+enum tfs_err tfs__check_attr_enums(const char *path, const struct tfs_attr *attrs,
+				   uint32_t attr_num, const struct tfs_schema *s,
+				   struct tfs_diag *d)
+{
+	for (uint32_t i = 0; i < attr_num; i++) {
+		const struct tfs_attr *a = &attrs[i];
 		const struct tfs_enumeration *en = NULL;
 		const char *why;
 

@@ -67,9 +67,10 @@ uint64_t tfs__cells_bytes(const struct tfs__cells *c)
 	return n;
 }
 
-enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
-			     const struct tfs__field *fields,
-			     const struct tfs__cells *src, uint64_t i)
+enum tfs_err tfs__cells_copy_run(struct tfs__cells *dst,
+				 const struct tfs__field *fields,
+				 const struct tfs__cells *src, uint64_t i,
+				 uint64_t n)
 {
 	enum tfs_err e;
 
@@ -78,30 +79,39 @@ enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
 		struct tfs__col *dc = &dst->cols[f];
 
 		if (fields[f].var) {
-			uint64_t len;
-			const uint8_t *p = tfs__var_cell(src, f, i, &len);
+			for (uint64_t k = i; k < i + n; k++) {
+				uint64_t len;
+				const uint8_t *p = tfs__var_cell(src, f, k, &len);
 
-			if ((e = tfs_buf_append_u64(&dc->offs, dc->data.len)) ||
-			    (e = tfs_buf_append(&dc->data, p, (size_t)len)))
-				return e;
+				if ((e = tfs_buf_append_u64(&dc->offs, dc->data.len)) ||
+				    (e = tfs_buf_append(&dc->data, p, (size_t)len)))
+					return e;
+			}
 		} else {
 			size_t cs = (size_t)fields[f].cell_size;
 
 			if ((e = tfs_buf_append(&dc->data, sc->data.data + i * cs,
-						cs)))
+						(size_t)n * cs)))
 				return e;
 		}
 		if (fields[f].nullable &&
-		    (e = tfs_buf_append_u8(&dc->valid, sc->valid.data[i])))
+		    (e = tfs_buf_append(&dc->valid, sc->valid.data + i, (size_t)n)))
 			return e;
 	}
 	if (src->keys.len &&
-	    (e = tfs_buf_append(&dst->keys, src->keys.data + i * 8, 8)))
+	    (e = tfs_buf_append(&dst->keys, src->keys.data + i * 8, (size_t)n * 8)))
 		return e;
-	if ((e = tfs_buf_append(&dst->tags, src->tags.data + i * 8, 8)))
+	if ((e = tfs_buf_append(&dst->tags, src->tags.data + i * 8, (size_t)n * 8)))
 		return e;
-	dst->cell_num++;
+	dst->cell_num += n;
 	return TFS_E_OK;
+}
+
+enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
+			     const struct tfs__field *fields,
+			     const struct tfs__cells *src, uint64_t i)
+{
+	return tfs__cells_copy_run(dst, fields, src, i, 1);
 }
 
 static uint64_t tile_idx(const struct tfs_dim *dm, const uint8_t *v);

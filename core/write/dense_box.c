@@ -74,6 +74,17 @@ static bool odometer_next(uint64_t *v, const uint64_t *lo, const uint64_t *hi,
 	return false;
 }
 
+/* The place of box cell `cell` among the buffered cells. */
+static uint64_t box_idx(const uint64_t *cell, uint64_t row0,
+			const uint64_t *boxlo, const uint64_t *stride, uint32_t D)
+{
+	uint64_t idx = (cell[0] - row0) * stride[0];
+
+	for (uint32_t k = 1; k < D; k++)
+		idx += (cell[k] - boxlo[k]) * stride[k];
+	return idx;
+}
+
 enum tfs_err tfs__box_emit(struct tfs__tw *tw, const struct tfs__cells *c,
 			   const struct tfs_schema *s, const uint64_t *boxlo,
 			   const uint64_t *boxhi, uint64_t row0, uint64_t nrows,
@@ -111,15 +122,22 @@ enum tfs_err tfs__box_emit(struct tfs__tw *tw, const struct tfs__cells *c,
 			chi[k] = b < bhi ? b : bhi;
 		}
 		memcpy(cell, clo, D * sizeof(*cell));
+		if (s->cell_order == TFS_COL_MAJOR) {
+			do {
+				if ((e = tfs__tw_add(tw, c, box_idx(cell, row0, boxlo,
+								   stride, D), d)))
+					return e;
+			} while (odometer_next(cell, clo, chi, D, false));
+			continue;
+		}
+		/* Row-major cells: the last dimension's range of the tile is
+		 * a run of consecutive cells, both here and in the tile. */
 		do {
-			uint64_t idx = (cell[0] - row0) * stride[0];
-
-			for (uint32_t k = 1; k < D; k++)
-				idx += (cell[k] - boxlo[k]) * stride[k];
-			if ((e = tfs__tw_add(tw, c, idx, d)))
+			if ((e = tfs__tw_add_run(tw, c, box_idx(cell, row0, boxlo,
+								stride, D),
+						 chi[D - 1] - clo[D - 1] + 1, d)))
 				return e;
-		} while (odometer_next(cell, clo, chi, D,
-				       s->cell_order != TFS_COL_MAJOR));
+		} while (D > 1 && odometer_next(cell, clo, chi, D - 1, true));
 	} while (odometer_next(t, tlo, thi, D, true));
 	return TFS_E_OK;
 }

@@ -399,7 +399,8 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 	}
 	if ((e = check_layout(path, ad->schema, next, d)) ||
 	    (e = plan_schema(path, ad, next, &ev, changed, d)) ||
-	    (e = plan_enumerations(path, ad, next, key, &ev, d)))
+	    (e = plan_enumerations(path, ad, next, key, &ev, d)) ||
+	    (e = tfs__check_attr_enums(path, ev.attrs, next->attr_num, next, d)))
 		goto out;
 	if (!*changed)
 		goto out;

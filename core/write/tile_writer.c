@@ -472,6 +472,36 @@ enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs__tw_add_run(struct tfs__tw *t, const struct tfs__cells *c,
+			     uint64_t i, uint64_t n, struct tfs_diag *d)
+{
+	struct tfs_buf *real;
+	size_t at;
+	enum tfs_err e;
+
+	if (n == 0)
+		return TFS_E_OK;
+	if ((e = tfs__tw_add(t, c, i, d)) || n == 1)
+		return e;
+	if (!t->o.dense) {
+		for (uint64_t k = i + 1; k < i + n; k++)
+			if ((e = tfs__tw_add(t, c, k, d)))
+				return e;
+		return TFS_E_OK;
+	}
+	if (t->cur->cells.cell_num + (n - 1) > t->cpt)
+		return tfs_fail(d, TFS_E_INTERNAL, "dense run past its tile");
+	real = &t->cur->real;
+	at = real->len;
+	if ((e = tfs__cells_copy_run(&t->cur->cells, t->o.fields, c, i + 1,
+				     n - 1)) ||
+	    (e = tfs_buf_resize(real, at + (size_t)(n - 1))))
+		return tfs_fail(d, e, "out of memory");
+	memset(real->data + at, 1, (size_t)(n - 1));
+	t->cell_num += n - 1;
+	return TFS_E_OK;
+}
+
 /* Gathers cells idx[0..n) of src into the current tile, one column at a
  * time (the indexes are random for unordered input: a tight loop per
  * column keeps many loads in flight). */

@@ -61,6 +61,12 @@ uint64_t tfs__cells_bytes(const struct tfs__cells *c);
 enum tfs_err tfs__cells_copy(struct tfs__cells *dst,
 			     const struct tfs__field *fields,
 			     const struct tfs__cells *src, uint64_t i) TFS_WUR;
+/* Appends cells i .. i + n - 1 of src (same fields) to dst, each column
+ * at once. */
+enum tfs_err tfs__cells_copy_run(struct tfs__cells *dst,
+				 const struct tfs__field *fields,
+				 const struct tfs__cells *src, uint64_t i,
+				 uint64_t n) TFS_WUR;
 /* Start and length of cell i's value of var column f. */
 static inline const uint8_t *tfs__var_cell(const struct tfs__cells *c,
 					   uint32_t f, uint64_t i,
@@ -185,6 +191,13 @@ void tfs__tw_free(struct tfs__tw *t);
 /* Adds the next cell in global order (sparse) or in dense tile order. */
 enum tfs_err tfs__tw_add(struct tfs__tw *t, const struct tfs__cells *c,
 			 uint64_t i, struct tfs_diag *d) TFS_WUR;
+/* Dense writes: adds cells i .. i + n - 1 of c, which take consecutive
+ * places of one tile in cell order (a run along the fastest dimension of
+ * the cell order): the first as tfs__tw_add places it, the others copied
+ * after it a column at a time. */
+enum tfs_err tfs__tw_add_run(struct tfs__tw *t, const struct tfs__cells *c,
+			     uint64_t i, uint64_t n,
+			     struct tfs_diag *d) TFS_WUR;
 /* Adds n cells (indexes idx into c) in order; gathers a column at a time
  * into sparse tiles. */
 enum tfs_err tfs__tw_add_many(struct tfs__tw *t, const struct tfs__cells *c,
@@ -239,5 +252,13 @@ static inline uint64_t tfs__dim_off(const struct tfs_dim *dm, const uint8_t *v)
 	return tfs_value_as_u64(dm->type, v) -
 	       tfs_value_as_u64(dm->type, dm->domain[0]);
 }
+
+/* Every attribute of attrs that names an enumeration names one of s's
+ * (with its values in tfs_enum_ref.def), which the attribute's type can
+ * index (TileDB's rule); else TFS_E_INVALID naming both (array_create.c;
+ * creation and evolution). */
+enum tfs_err tfs__check_attr_enums(const char *path, const struct tfs_attr *attrs,
+				   uint32_t attr_num, const struct tfs_schema *s,
+				   struct tfs_diag *d) TFS_WUR;
 
 #endif

@@ -363,16 +363,41 @@ static enum tfs_err stream_rows(struct tfs_writer *w, struct tfs_diag *d)
 	}
 }
 
-/* Hands the staged cells of a streaming write to the tile writer. */
+/* The staged cells from i on that take consecutive places of one tile:
+ * the rest of their row along the last dimension (which stays inside one
+ * tile in a streamed box), and for one dimension up to its tile's end. */
+static uint64_t stream_run(const struct tfs_writer *w, uint64_t i)
+{
+	uint32_t k = w->D - 1;
+	const struct tfs_dim *dm = &w->s->dims[k];
+	uint64_t off = tfs__dim_off(dm, w->scratch.cols[k].data.data +
+						i * w->fields[k].cell_size);
+	uint64_t end = w->boxhi[k], n;
+
+	if (k == 0) {
+		uint64_t ext = tfs_value_as_u64(dm->type, dm->extent);
+		uint64_t tile_end = ext ? (off / ext + 1) * ext - 1 : off;
+
+		if (tile_end < end)
+			end = tile_end;
+	}
+	n = end >= off ? end - off + 1 : 1;
+	return n < w->scratch.cell_num - i ? n : w->scratch.cell_num - i;
+}
+
+/* Hands the staged cells of a streaming write to the tile writer, a run
+ * of consecutive places at a time. */
 static enum tfs_err stream_cells(struct tfs_writer *w, struct tfs_diag *d)
 {
 	enum tfs_err e;
 
 	if (w->tilerow)
 		return stream_rows(w, d);
-	for (uint64_t i = 0; i < w->scratch.cell_num; i++)
-		if ((e = tfs__tw_add(w->tw, &w->scratch, i, d)))
+	for (uint64_t i = 0, n; i < w->scratch.cell_num; i += n) {
+		n = stream_run(w, i);
+		if ((e = tfs__tw_add_run(w->tw, &w->scratch, i, n, d)))
 			return e;
+	}
 	tfs__cells_clear(&w->scratch);
 	return TFS_E_OK;
 }

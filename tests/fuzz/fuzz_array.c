@@ -90,7 +90,7 @@ static bool load_files(struct tfs_vfs *v, struct tfs_cursor *c)
 static void load_fragments(struct tfs_vfs *v, const uint8_t *key,
 			   uint64_t t1)
 {
-	struct tfs_arraydir_opts opts = {key, 0, t1};
+	struct tfs_arraydir_opts opts = {.key = key, .t0 = 0, .t1 = t1};
 	struct tfs_arraydir *a;
 	struct tfs_diag d;
 

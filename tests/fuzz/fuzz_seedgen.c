@@ -367,7 +367,7 @@ static void put_array(const char *path, const char *rel, bool key,
 
 static void one_array(const char *path, const char *rel)
 {
-	struct tfs_arraydir_opts opts = {NULL, 0, UINT64_MAX};
+	struct tfs_arraydir_opts opts = {.key = NULL, .t0 = 0, .t1 = UINT64_MAX};
 	struct tfs_arraydir *a = NULL;
 	struct tfs_vfs *vfs;
 	struct tfs_diag d;

@@ -2,7 +2,9 @@
 # Concurrent writes through one mount (SPEC §6): two writers copying CSV
 # files into one array at once both land (every fragment, every row), and
 # readers reading while writes land always see one whole version: every
-# read of data.csv shows the values of exactly one write.
+# read of data.csv shows the values of exactly one write; CSV files
+# appended at once to an array made from a CSV (cp through the mount, and
+# two tfs ingest) each get rows of their own.
 source "$(dirname "$0")/lib/common.sh"
 
 SRC=$WORK/src
@@ -100,4 +102,50 @@ for p in "${readers[@]}"; do
 done
 grep -q '^1,12,12.5$' "$m/dense_1d/data.csv" || fail "the last write is not visible"
 echo "3 readers during 11 writes: every read one whole version"
+
+# ---- appends at once -------------------------------------------------------------
+# Each append takes the rows after the last one when it commits: copies
+# running together must not take the same rows.
+mkdir -p "$SRC/plain"
+printf 'name,n\nfirst,0\n' >"$WORK/log.csv"
+cp "$WORK/log.csv" "$m/plain/" || fail "cp log.csv into a plain folder"
+cp -r "$SRC/plain/log" "$WORK/log2"
+rm -f "$WORK/log2/ingest.log"
+"$PY" - "$WORK" <<'PYEOF'
+import sys
+for w in range(4):
+    with open(f"{sys.argv[1]}/app{w}.csv", "w") as out:
+        out.write("name,n\n")
+        for i in range(2000):
+            out.write(f"w{w},{i}\n")
+PYEOF
+pids=()
+for w in 0 1 2 3; do
+  cp "$WORK/app$w.csv" "$m/plain/log/" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent append failed"; done
+check_appends() { # FILE ROWS WRITERS
+  "$PY" - "$@" <<'PYEOF' || fail "concurrent appends: $1"
+import sys, csv
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == int(sys.argv[2]), len(rows)
+assert [int(r["row"]) for r in rows] == list(range(len(rows)))
+for w in range(int(sys.argv[3])):
+    got = [int(r["n"]) for r in rows if r["name"] == f"w{w}"]
+    assert got == list(range(2000)), (w, len(got))
+PYEOF
+}
+check_appends "$m/plain/log/data.csv" 8001 4
+echo "4 appends at once through the mount: every row, rows of their own"
+
+pids=()
+for w in 0 1 2 3; do
+  "$TFS" ingest "$WORK/log2" "$WORK/app$w.csv" >/dev/null &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent tfs ingest failed"; done
+"$TFS" export "$WORK/log2" >"$WORK/log2.csv"
+check_appends "$WORK/log2.csv" 8001 4
+echo "4 tfs ingest at once: every row, rows of their own"
 pass

@@ -21,6 +21,7 @@ a=$m/enumeration
 
 snap() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum); }
 
+
 # ---- values in, values out ------------------------------------------------------
 head -3 "$a/data.csv" | grep -qx '2,alpha,30,1' || fail "data.csv: $(head -3 "$a/data.csv")"
 printf 'd,color,level,plain\n1,green,20,7\n5,"blue",10,-4\n' >"$WORK/in.csv"
@@ -36,27 +37,58 @@ cp "$WORK/all.csv" "$a/again.csv" || fail "cp of data.csv"
 cmp -s "$a/data.csv" "$WORK/all.csv" || fail "data.csv changed when written back"
 echo "data.csv written back: unchanged"
 
-# ---- a value the enumeration lacks ----------------------------------------------
+# ---- values the enumeration lacks -----------------------------------------------
+# colors is unordered: new values extend it (a second schema), in the
+# order first seen; keys of the old values stay.
+[ "$(ls "$SRC/enumeration/__schema" | grep -c '^__[0-9]')" -eq 1 ] || fail "schemas before"
+printf 'd,color,level,plain\n1,red,10,1\n2,purple,20,7\n3,cyan,10,2\n4,purple,30,3\n' >"$WORK/new.csv"
+cp "$WORK/new.csv" "$a/" || fail "cp of values colors lacks"
+grep -q 'new.csv  ok: 4 rows.*2 values added to enumerations' "$a/ingest.log" ||
+  fail "ingest.log: $(grep new.csv "$a/ingest.log")"
+[ "$(ls "$SRC/enumeration/__schema" | grep -c '^__[0-9]')" -eq 2 ] ||
+  fail "no new schema: $(ls "$SRC/enumeration/__schema")"
+for row in 1,red,10,1 2,purple,20,7 3,cyan,10,2 4,purple,30,3; do
+  grep -qx "$row" "$a/data.csv" || fail "row $row: $(head -5 "$a/data.csv")"
+done
+"$TFS" info --json "$SRC/enumeration" | "$PY" -c '
+import json, sys
+doc = json.load(sys.stdin)
+en = {e["name"]: e for e in doc.get("schema", doc)["enumerations"]}
+assert en["colors"]["values"] == ["red", "green", "blue", "alpha", "purple", "cyan"], en
+assert en["levels"]["values"] == [10, 20, 30], en
+' || fail "the enumeration after extending"
+same_in_tiledb "$SRC/enumeration"
+echo "values an unordered enumeration lacks: extended by schema evolution, TileDB reads the same"
+
+# levels is ordered: a value it lacks is refused, nothing written.
 before=$(snap "$SRC/enumeration")
-printf 'd,color,level,plain\n1,red,10,1\n2,purple,20,7\n' >"$WORK/bad.csv"
+printf 'd,color,level,plain\n1,red,10,1\n2,green,40,7\n' >"$WORK/bad.csv"
 if cp "$WORK/bad.csv" "$a/" 2>"$WORK/cp.err"; then
-  fail "cp of an unknown value succeeded"
+  fail "cp of a value an ordered enumeration lacks succeeded"
 fi
 grep -q 'Invalid argument' "$WORK/cp.err" || fail "cp: $(cat "$WORK/cp.err")"
 grep "bad.csv  refused" "$a/ingest.log" |
-  grep -q "line 3, column 2 ('color'): 'purple' is not a value of the enumeration 'colors'" ||
+  grep -q "line 3, column 3 ('level'): '40' is not a value of the enumeration 'levels', which is ordered" ||
   fail "ingest.log: $(grep bad.csv "$a/ingest.log")"
 [ "$(snap "$SRC/enumeration")" = "$before" ] || fail "a refused CSV changed the array's files"
-echo "an unknown value: cp fails, the enumeration named, files identical"
+# A new value, then a bad field further on: the evolution is undone.
+printf 'd,color,level,plain\n1,red,10,1\n2,magenta,20,7\n3,red,10,x\n' >"$WORK/late.csv"
+cp "$WORK/late.csv" "$a/" 2>/dev/null && fail "cp of a CSV with a bad field succeeded"
+grep "late.csv  refused" "$a/ingest.log" | grep -q "line 4, column 4 ('plain')" ||
+  fail "ingest.log: $(grep late.csv "$a/ingest.log")"
+[ "$(snap "$SRC/enumeration")" = "$before" ] || fail "a refused CSV with a new value changed the array's files"
+! grep -q magenta "$a/schema.json" || fail "magenta stayed in the schema"
+echo "ordered enumeration, bad field after a new value: cp fails, files identical"
 
 # ---- raw keys onto a slice -------------------------------------------------------
-# Raw values of an enumerated attribute are keys: 0..3 select red..alpha,
-# 4 selects nothing and refuses the whole write.
+# Raw values of an enumerated attribute are keys: 0..5 select red..cyan
+# (colors was extended above), 6 selects nothing and refuses the whole
+# write.
 before=$(snap "$SRC/enumeration")
-printf '\x04\x00' >"$WORK/badkeys.bin"
+printf '\x06\x00' >"$WORK/badkeys.bin"
 cp "$WORK/badkeys.bin" "$a/color/slice[11:13]" 2>"$WORK/cp.err" &&
-  fail "raw key 4 of a 4-value enumeration was accepted"
-grep -q "cell 0: 4 is not a key of the enumeration 'colors' (4 values)" "$a/ingest.log" ||
+  fail "raw key 6 of a 6-value enumeration was accepted"
+grep -q "cell 0: 6 is not a key of the enumeration 'colors' (6 values)" "$a/ingest.log" ||
   fail "ingest.log: $(tail -2 "$a/ingest.log")"
 [ "$(snap "$SRC/enumeration")" = "$before" ] || fail "a refused slice changed the array's files"
 printf '\x03\x01' >"$WORK/keys.bin"
@@ -89,7 +121,7 @@ for key in ("enumerations", "attrs", "dims"):
 PYEOF
 cp "$WORK/all.csv" "$m/plain/copy/" || fail "cp into the new array"
 cmp -s "$m/plain/copy/data.csv" "$WORK/all.csv" || fail "the new array reads differently"
-"$TFS" info "$SRC/plain/copy" | grep -q 'enumeration colors STRING_ASCII, 4 values' ||
+"$TFS" info "$SRC/plain/copy" | grep -q 'enumeration colors STRING_ASCII, 6 values' ||
   fail "tfs info: $("$TFS" info "$SRC/plain/copy")"
 echo "schema.json with enumerations: array made, the same CSV reads the same"
 
@@ -115,9 +147,57 @@ set +e
 "$TFS" ingest "$WORK/cli" "$WORK/bad.csv" 2>"$WORK/tool.err"
 st=$?
 set -e
-[ "$st" -eq 4 ] || fail "tfs ingest of an unknown value: status $st"
-grep -qx "tfs ingest: $WORK/bad.csv: line 3, column 2 ('color'): 'purple' is not a value of the enumeration 'colors'" \
+[ "$st" -eq 4 ] || fail "tfs ingest of a value an ordered enumeration lacks: status $st"
+grep -qx "tfs ingest: $WORK/bad.csv: line 3, column 3 ('level'): '40' is not a value of the enumeration 'levels', which is ordered: new values are not added to it" \
   "$WORK/tool.err" || fail "tfs ingest: $(cat "$WORK/tool.err")"
+"$TFS" ingest "$WORK/cli" "$WORK/new.csv" || fail "tfs ingest of new values"
+"$TFS" export "$WORK/cli" | grep -qx '3,cyan,10,2' || fail "tfs export after extending"
+same_in_tiledb "$WORK/cli"
+
+# A full enumeration: INT8 keys index fewer than 127 values (TileDB's
+# rule), so 125 values take one more and refuse a second.
+"$PY" - "$WORK/full.json" <<'PYEOF'
+import json, sys
+doc = {"array_type": "dense", "schema": {
+    "dims": [{"name": "d", "type": "INT32", "domain": [1, 100], "tile": 10}],
+    "attrs": [{"name": "k", "type": "INT8", "enumeration": "e"}],
+    "enumerations": [{"name": "e", "type": "STRING_UTF8", "cell_val_num": "var",
+                      "ordered": False, "values": ["v%d" % i for i in range(125)]}]}}
+json.dump(doc, open(sys.argv[1], "w"))
+PYEOF
+"$TFS" create "$WORK/full" "$WORK/full.json" || fail "tfs create of a 125-value enumeration"
+printf 'd,k\n1,v3\n2,w1\n' >"$WORK/one.csv"
+"$TFS" ingest "$WORK/full" "$WORK/one.csv" || fail "tfs ingest of the 126th value"
+before=$(snap "$WORK/full")
+printf 'd,k\n1,v3\n2,w2\n' >"$WORK/two.csv"
+set +e
+"$TFS" ingest "$WORK/full" "$WORK/two.csv" 2>"$WORK/tool.err"
+st=$?
+set -e
+[ "$st" -ne 0 ] || fail "tfs ingest past a full enumeration succeeded"
+grep -q "line 3, column 2 ('k'): 'w2' is not a value of the enumeration 'e', which is full: INT8" \
+  "$WORK/tool.err" || fail "tfs ingest: $(cat "$WORK/tool.err")"
+[ "$(snap "$WORK/full")" = "$before" ] || fail "a refused CSV changed the full array"
+same_in_tiledb "$WORK/full"
+
+# Evolution checks the same: a schema.json giving the enumeration 127
+# values is refused.
+mkdir "$m/plain/fullm" || fail "mkdir"
+cp "$WORK/full.json" "$m/plain/fullm/schema.json" || fail "cp schema.json of a full enumeration"
+"$PY" - "$m/plain/fullm/schema.json" "$WORK/over.json" <<'PYEOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+s = doc.get("schema", doc)
+s["enumerations"][0]["values"] += ["w1", "w2"]
+json.dump(doc, open(sys.argv[2], "w"))
+PYEOF
+before=$(snap "$SRC/plain/fullm")
+cp "$WORK/over.json" "$m/plain/fullm/schema.json" 2>/dev/null &&
+  fail "a schema.json with an enumeration INT8 cannot index was accepted"
+grep -q "the attribute's type is too small to index every value of the enumeration ('k' is INT8, 127 values)" \
+  "$m/plain/fullm/ingest.log" || fail "ingest.log: $(cat "$m/plain/fullm/ingest.log")"
+[ "$(snap "$SRC/plain/fullm")" = "$before" ] || fail "a refused schema.json changed the array"
+echo "full enumerations: one value more taken, then refused; schema.json past the index type refused"
 echo "tfs create / ingest / export: the same"
 
 pass

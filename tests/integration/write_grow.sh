@@ -13,7 +13,6 @@
 # and by real TileDB (../shared/reference/tiledb dump) with the same cells.
 source "$(dirname "$0")/lib/common.sh"
 
-REF=${REF:-$CORPUS/../../reference/tiledb}
 SRC=$WORK/src
 copy_corpus "$SRC" metadata sparse_2d_int enumeration sparse_dtypes
 chmod -R u+w "$SRC"
@@ -24,20 +23,6 @@ P=$m/plain
 
 snap() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum); }
 
-# same_in_tiledb ARRAY: tfs and real TileDB read the same schema, metadata
-# and cells (skipped where the reference is not there).
-same_in_tiledb() {
-  [ -x "$REF" ] || return 0
-  "$REF" dump "$1" >"$WORK/ref.json" 2>"$WORK/ref.err" ||
-    fail "tiledb dump $1: $(head -3 "$WORK/ref.err")"
-  "$TFS" dump "$1" >"$WORK/tfs.json" || fail "tfs dump $1"
-  "$PY" - "$WORK/tfs.json" "$WORK/ref.json" <<'PYEOF' || fail "TileDB reads $1 differently"
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:3])
-for k in ("schema", "non_empty_domain", "metadata", "reads"):
-    assert a[k] == b[k], (k, a[k], b[k])
-PYEOF
-}
 
 # ---- CSV files append ---------------------------------------------------------------
 printf 'name,qty,price\nwidget,3,2.5\n"gadget, large",,10\n' >"$WORK/sales.csv"
@@ -145,6 +130,60 @@ same_in_tiledb "$SRC/plain/grid"
 same_in_tiledb "$SRC/plain/flags"
 echo "numpy.save into a plain folder: arrays of its shape and dtype"
 
+# ---- .npy into an array's folder appends ---------------------------------------------
+# A dense array with room along its first dimension takes .npy files of
+# its other dimensions' shape and its attribute's dtype after the last
+# row; anything else is refused with a line in ingest.log and changes
+# nothing, never staged and dropped.
+mkdir "$P/rows" || fail "mkdir rows"
+printf '%s' '{"array_type":"dense","dims":[{"name":"r","type":"INT64","domain":[-5,994],"tile":10},{"name":"c","type":"INT64","domain":[0,3],"tile":4}],"attrs":[{"name":"v","type":"INT32"}]}' \
+  >"$P/rows/schema.json" || fail "schema.json of rows"
+"$PY" - "$P" <<'PYEOF' || fail "numpy.save into the array"
+import sys
+import numpy as np
+np.save(sys.argv[1] + "/rows/a.npy", np.arange(12, dtype=np.int32).reshape(3, 4))
+np.save(sys.argv[1] + "/rows/b.npy", np.arange(100, 108, dtype=np.int32).reshape(2, 4))
+back = np.load(sys.argv[1] + "/rows/v/slice[:,:].npy")
+assert back.shape == (5, 4), back.shape
+assert (back[:3] == np.arange(12).reshape(3, 4)).all(), back
+assert (back[3:] == np.arange(100, 108).reshape(2, 4)).all(), back
+PYEOF
+grep -q "b.npy  ok: 8 cells, dense fragment .*appended as 'v' slice\[-2:0,0:4\]" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(cat "$P/rows/ingest.log")"
+same_in_tiledb "$SRC/plain/rows"
+before=$(snap "$SRC/plain/rows")
+"$PY" - "$P" "$WORK" <<'PYEOF' || fail "refused .npy files"
+import sys
+import numpy as np
+P, W = sys.argv[1], sys.argv[2]
+cases = {"wide.npy": np.zeros((2, 5), dtype=np.int32),
+         "float.npy": np.zeros((2, 4), dtype=np.float64),
+         "flat.npy": np.zeros(4, dtype=np.int32)}
+np.save(W + "/row.npy", np.zeros((1, 4), dtype=np.int32))
+for name, arr in cases.items():
+    np.save(W + "/" + name, arr)
+    try:
+        with open(W + "/" + name, "rb") as src, open(P + "/rows/" + name, "wb") as dst:
+            dst.write(src.read())
+        raise SystemExit(name + " was taken")
+    except OSError:
+        pass
+PYEOF
+grep -q "wide.npy  refused: 'wide.npy': dimension 'c' holds 4 indices, the .npy 5" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(grep wide.npy "$P/rows/ingest.log")"
+grep -q "float.npy  refused: 'float.npy': .npy dtype" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(grep float.npy "$P/rows/ingest.log")"
+grep -q "flat.npy  refused: 'flat.npy': .npy shape (4,): the array has 2 dimensions" "$P/rows/ingest.log" ||
+  fail "ingest.log: $(grep flat.npy "$P/rows/ingest.log")"
+cp "$WORK/row.npy" "$P/grid/more.npy" 2>/dev/null && fail "a .npy into a full array was taken"
+grep -q "more.npy  refused: 'more.npy': the array is full along 'd0'" "$P/grid/ingest.log" ||
+  fail "ingest.log: $(grep more.npy "$P/grid/ingest.log")"
+cp "$WORK/flat.npy" "$m/sparse_dtypes/x.npy" 2>/dev/null && fail "a .npy into a sparse array was taken"
+grep -q "x.npy  refused: 'x.npy': a .npy is appended to dense arrays only" "$m/sparse_dtypes/ingest.log" ||
+  fail "ingest.log: $(grep x.npy "$m/sparse_dtypes/ingest.log")"
+[ "$(snap "$SRC/plain/rows")" = "$before" ] || fail "a refused .npy changed the array"
+echo ".npy into an array's folder: appended after the last row, or refused with a reason"
+
 # ---- schema evolution through schema.json -----------------------------------------
 S=$m/sparse_2d_int
 sed -i 's|   {"name":"s","type":"STRING_UTF8"|   {"name":"w","type":"FLOAT64","cell_val_num":1,"nullable":true},\n&|' \
@@ -216,3 +255,29 @@ set -e
 [ "$st" = 4 ] || fail "tfs delete of a bad condition: exit $st"
 grep -q "no field 'nosuch'" "$WORK/del.err" || fail "tfs delete: $(cat "$WORK/del.err")"
 echo "deletes: echo COND > A/delete, tfs delete --where, refusals"
+
+# ---- consolidation drops deleted cells ----------------------------------------------------
+# The corpus array with a delete commit between its fragments (the last
+# one, written after the delete, holds cells the condition would match)
+# and one more delete through tfs, consolidated: the new fragment lacks
+# the deleted cells (it reads the same with the delete commits removed),
+# the late cells are kept, and TileDB reads the same.
+cp -r "$CORPUS/delete_condition" "$WORK/sc" && chmod -R u+w "$WORK/sc"
+"$TFS" delete "$WORK/sc" --where 'a = 57' || fail "tfs delete on delete_condition"
+"$TFS" export "$WORK/sc" >"$WORK/sc_before.csv"
+grep -q ',late$' "$WORK/sc_before.csv" || fail "the cells written after the delete are not read"
+"$TFS" consolidate "$WORK/sc" || fail "tfs consolidate"
+"$TFS" vacuum "$WORK/sc" || fail "tfs vacuum"
+"$TFS" export "$WORK/sc" | cmp -s - "$WORK/sc_before.csv" || fail "consolidation changed the cells"
+same_in_tiledb "$WORK/sc"
+"$TFS" dump "$WORK/sc" | "$PY" -c '
+import json, sys
+doc = json.load(sys.stdin)
+frags = doc["fragments"]
+assert len(frags) == 1, frags
+cells = doc["reads"][0]["cell_count"]
+assert frags[0]["cell_num"] == cells, (frags[0]["cell_num"], cells)
+' || fail "the consolidated fragment holds deleted cells"
+rm "$WORK/sc/__commits/"*.del
+"$TFS" export "$WORK/sc" | cmp -s - "$WORK/sc_before.csv" || fail "deleted cells came back without the delete commit"
+echo "consolidation: deleted cells dropped, the delete still in force for later cells, TileDB reads the same"

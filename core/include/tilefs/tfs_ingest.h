@@ -35,6 +35,9 @@ struct tfs_ingest_result {
 	struct tfs_write_result write;
 	uint64_t rows;
 	bool created; /* a new array was made (tfs_ingest_csv_new) */
+	/* Values the file added to the array's enumerations (the array's
+	 * schema evolved: format/schema.md §9). */
+	uint64_t enum_values_added;
 };
 
 /* Parses the CSV file at csv_path (RFC 4180: quotes, escaped quotes, CRLF,

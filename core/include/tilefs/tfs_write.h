@@ -157,6 +157,15 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 			      const struct tfs_write_opts *opts, bool *changed,
 			      struct tfs_diag *d) TFS_WUR;
 
+/* Excludes other writes into the array at path that decide where their
+ * cells go from what it holds (CSV appends, .npy appends, values added to
+ * enumerations), in this process and others: an exclusive lock (flock)
+ * on the array folder, waited for; nothing is written. Returns the lock
+ * for tfs_array_unlock, or -1 where the storage has no folders to lock
+ * (in memory, S3: the write goes unlocked). */
+int tfs_array_lock(const char *path, struct tfs_vfs *vfs);
+void tfs_array_unlock(int lock);
+
 struct tfs_where;
 
 /* Deletes the cells of the sparse array at path that cond matches (a

@@ -66,6 +66,11 @@ struct tfs_open_opts {
 	 * (format/layout.md §6). Consolidation reads the fragments of its
 	 * range this way. */
 	uint64_t timestamp_start;
+	/* Delete commits are taken from [timestamp_start, delete_timestamp]
+	 * where that ends later than the window (0 = the window): the cells
+	 * of the window's fragments that later deletes remove are not read.
+	 * Consolidation reads its range this way to drop deleted cells. */
+	uint64_t delete_timestamp;
 	/* Largest part (values, offsets or validity) of one decoded tile, and
 	 * largest persisted tile, that a read may allocate; 0 = no limit. A
 	 * tile that claims more fails the read with TFS_E_NOMEM before

@@ -117,3 +117,21 @@ rewrite_state() {
                  else if (na == 1 && ns == 1 && s == "v" a) print a
                  else print "mixed" }' "$1"
 }
+
+# The real TileDB (../shared/reference/tiledb), where it is there.
+REF=${REF:-$CORPUS/../../reference/tiledb}
+
+# same_in_tiledb ARRAY: tfs and real TileDB read the same schema, metadata
+# and cells (skipped where the reference is not there).
+same_in_tiledb() {
+  [ -x "$REF" ] || return 0
+  "$REF" dump "$1" >"$WORK/ref.json" 2>"$WORK/ref.err" ||
+    fail "tiledb dump $1: $(head -3 "$WORK/ref.err")"
+  "$TFS" dump "$1" >"$WORK/tfs.json" || fail "tfs dump $1"
+  "$PY" - "$WORK/tfs.json" "$WORK/ref.json" <<'PYEOF' || fail "TileDB reads $1 differently"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("schema", "non_empty_domain", "metadata", "reads"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PYEOF
+}

@@ -52,7 +52,7 @@ static enum tfs_err open_at(struct tfs_vfs *v, const char *path,
 			    const uint8_t *key, uint64_t t1,
 			    struct tfs_arraydir **a, struct tfs_diag *d)
 {
-	struct tfs_arraydir_opts o = {key, 0, t1};
+	struct tfs_arraydir_opts o = {.key = key, .t0 = 0, .t1 = t1};
 
 	tfs_diag_init(d);
 	return tfs_arraydir_open(v, path, &o, a, d);

@@ -85,14 +85,16 @@ static void render(const char *path, bool labels, struct tfs_buf *out,
 }
 
 /* Into a copy of the corpus array, values become indices; a file with
- * one unknown value anywhere is refused whole, the array unchanged. */
+ * a value the ordered enumeration lacks anywhere, or a new value and a
+ * bad field, is refused whole, the array unchanged; a new value of the
+ * unordered one extends it. */
 Test(enum_ingest, corpus_copy_labels_and_refusal)
 {
 	char *arr = fx_copy_corpus("enumeration");
 	char *good = fx_write_str("good.csv", "d,color,level,plain\n1,green,20,7\n"
 					   "2,blue,10,8\n");
 	char *bad = fx_write_str("bad.csv", "d,color,level,plain\n3,red,30,9\n"
-					 "4,purple,20,7\n");
+					 "4,purple,20,7\n5,red,30,x\n");
 	char *bad2 = fx_write_str("bad2.csv", "d,color,level,plain\n3,red,30,9\n"
 					   "4,red,40,7\n");
 	struct tfs_buf before, after, raw;
@@ -109,11 +111,11 @@ Test(enum_ingest, corpus_copy_labels_and_refusal)
 			   "d,color,level,plain\n1,green,20,7\n2,blue,10,8\n3,alpha,30,2\n", 58),
 		  "%s", before.data);
 	cr_assert_eq(ingest(arr, bad, &d), TFS_E_INVALID);
-	cr_assert_str_eq(d.msg, "in.csv: line 3, column 2 ('color'): 'purple' is not a "
-				"value of the enumeration 'colors'");
+	cr_assert_str_eq(d.msg, "in.csv: line 4, column 4 ('plain'): not an integer");
 	cr_assert_eq(ingest(arr, bad2, &d), TFS_E_INVALID);
 	cr_assert_str_eq(d.msg, "in.csv: line 3, column 3 ('level'): '40' is not a "
-				"value of the enumeration 'levels'");
+				"value of the enumeration 'levels', which is ordered: new "
+				"values are not added to it");
 	render(arr, true, &after, &na);
 	cr_assert_eq(na, nb);
 	cr_assert_str_eq((const char *)after.data, (const char *)before.data);
@@ -123,6 +125,23 @@ Test(enum_ingest, corpus_copy_labels_and_refusal)
 
 		snprintf(cmd, sizeof(cmd), "test $(ls '%s/__fragments' | wc -l) -eq 2", arr);
 		cr_assert_eq(system(cmd), 0);
+		snprintf(cmd, sizeof(cmd), "test $(ls '%s/__schema/__enumerations' | wc -l) -eq 2", arr);
+		cr_assert_eq(system(cmd), 0);
+	}
+	{
+		/* purple extends colors: key 4, shown as its value. */
+		char *ext = fx_write_str("ext.csv", "d,color,level,plain\n3,purple,30,9\n");
+
+		cr_assert_eq(ingest(arr, ext, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
+		tfs_buf_release(&raw);
+		tfs_buf_release(&after);
+		render(arr, false, &raw, NULL);
+		cr_assert(!strncmp((const char *)raw.data + 20, "1,1,1,7\n2,2,0,8\n3,4,2,9\n", 24),
+			  "%s", raw.data);
+		render(arr, true, &after, NULL);
+		cr_assert(!strncmp((const char *)after.data + 20, "1,green,20,7\n2,blue,10,8\n"
+				   "3,purple,30,9\n", 39), "%s", after.data);
+		free(ext);
 	}
 	tfs_buf_release(&raw);
 	tfs_buf_release(&before);
@@ -226,15 +245,28 @@ Test(enum_ingest, create_ingest_read)
 	render(arr2, true, &again, NULL);
 	cr_assert_str_eq((const char *)again.data, (const char *)shown.data);
 
-	/* A word that is no value of the 3000. */
+	/* A float the ordered floats lack is refused; a word that is no value
+	 * of the 3000 and a code of two new characters extend theirs. */
 	{
-		char *bad = fx_write_str("bad.csv", "i,word,x,day,code,raw\n0,w00001,0.1,"
+		char *bad = fx_write_str("bad.csv", "i,word,x,day,code,raw\n0,w00001,0.2,"
 						 "1970-01-01,ab,1\n");
+		char *ext = fx_write_str("ext.csv", "i,word,x,day,code,raw\n0,w00001,0.1,"
+						 "1970-01-01,zz,1\n1,w00002,0.1,1970-01-01,zz,2\n");
 
 		cr_assert_eq(ingest(arr, bad, &d), TFS_E_INVALID);
-		cr_assert_str_eq(d.msg, "in.csv: line 2, column 2 ('word'): 'w00001' is not "
-					"a value of the enumeration 'words'");
+		cr_assert_str_eq(d.msg, "in.csv: line 2, column 3 ('x'): '0.2' is not "
+					"a value of the enumeration 'floats', which is ordered: "
+					"new values are not added to it");
+		cr_assert_eq(ingest(arr, ext, &d), TFS_E_OK, "%s", tfs_diag_msg(&d));
+		static const char want[] = "i,word,x,day,code,raw\n0,w00001,0.1,1970-01-01,zz,1\n"
+					   "1,w00002,0.1,1970-01-01,zz,2\n2,w00434,";
+
+		tfs_buf_release(&again);
+		render(arr, true, &again, NULL);
+		cr_assert(!strncmp((const char *)again.data, want, sizeof(want) - 1),
+			  "%.200s", again.data);
 		free(bad);
+		free(ext);
 	}
 	tfs_buf_release(&json);
 	tfs_buf_release(&text);
