@@ -18,6 +18,11 @@
 
 #define RECHECK_MS 500
 #define MAX_ENTRIES 256
+/* Arrays whose newest fragment's time is remembered: a table of
+ * NEWEST_ENTRIES, each view in one of NEWEST_WAYS places after its hash
+ * (when all are taken, the least recently checked one goes). */
+#define NEWEST_ENTRIES 32768
+#define NEWEST_WAYS 4
 /* Folders whose change means new fragments, metadata or schemas. */
 static const char *const watched[] = {"", "/__fragments", "/__commits",
 				      "/__fragment_meta", "/__meta",
@@ -33,6 +38,15 @@ struct entry {
 	uint64_t used_ms;
 };
 
+/* The newest fragment's time of a view, and the stamps it was seen at. */
+struct newest {
+	char *rel; /* NULL: empty */
+	uint64_t timestamp;
+	int64_t stamp[WATCHED_NUM];
+	uint64_t checked_ms;
+	uint64_t ms;
+};
+
 struct tfsd_arrays {
 	const struct tfsd_config *cfg;
 	struct tfs_tile_cache *tiles;
@@ -43,6 +57,7 @@ struct tfsd_arrays {
 	struct entry entries[MAX_ENTRIES]; /* protected by lock */
 	size_t entry_num;                  /* protected by lock */
 	uint64_t next_gen;                 /* protected by lock */
+	struct newest *newest; /* NEWEST_ENTRIES, protected by lock */
 };
 
 static uint64_t now_ms(void)
@@ -78,6 +93,13 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 		}
 		c->own_vfs = true;
 	}
+	c->newest = tfs_callocn(NEWEST_ENTRIES, sizeof(*c->newest));
+	if (!c->newest) {
+		if (c->own_vfs)
+			tfs_vfs_free(c->vfs);
+		tfs_free(c);
+		return TFS_E_NOMEM;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return TFS_E_OK;
@@ -98,6 +120,9 @@ void tfsd_arrays_free(struct tfsd_arrays *c)
 		tfsd_arr_put(c, c->entries[i].arr);
 		tfs_free(c->entries[i].rel);
 	}
+	for (size_t i = 0; i < NEWEST_ENTRIES; i++)
+		tfs_free(c->newest[i].rel);
+	tfs_free(c->newest);
 	pthread_mutex_destroy(&c->lock);
 	if (c->own_vfs)
 		tfs_vfs_free(c->vfs);
@@ -248,8 +273,12 @@ static struct entry *find(struct tfsd_arrays *c, const char *rel,
 	return NULL;
 }
 
+static struct newest *newest_find(struct tfsd_arrays *c, const char *rel,
+				  uint64_t timestamp);
+
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel)
 {
+	struct newest *nw;
 	struct entry *en;
 
 	pthread_mutex_lock(&c->lock);
@@ -258,6 +287,11 @@ void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel)
 		/* A zero stamp never equals a folder's: the next get reopens. */
 		memset(en->stamp, 0, sizeof(en->stamp));
 		en->checked_ms = 0;
+	}
+	nw = newest_find(c, rel, 0);
+	if (nw) {
+		memset(nw->stamp, 0, sizeof(nw->stamp));
+		nw->checked_ms = 0;
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -354,6 +388,130 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 		tfs_log(TFS_LOG_DEBUG, "array '%s': reopened (changed on disk)",
 			rel);
 	*out = arr;
+	return TFS_E_OK;
+}
+
+/* ---- The newest fragment's time of many arrays ---------------------------- */
+
+uint64_t tfsd_arr_newest(const struct tfsd_arr *arr)
+{
+	uint64_t last = 0;
+
+	for (size_t i = 0; i < tfs_array_fragment_count(arr->a); i++) {
+		struct tfs_fragment_info f;
+
+		tfs_array_fragment(arr->a, i, &f);
+		if (f.visible && f.t2 > last)
+			last = f.t2;
+	}
+	return last;
+}
+
+/* The first of the places of a view in the table. */
+static size_t newest_home(const char *rel, uint64_t timestamp)
+{
+	uint64_t h = 1469598103934665603ULL ^ timestamp;
+
+	for (const char *p = rel; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	/* The low bits of FNV-1a barely change with the last bytes (names
+	 * that differ in a counter): mixed down from the high ones. */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return (size_t)(h % NEWEST_ENTRIES);
+}
+
+/* The entry of the view, or NULL (the caller holds c->lock). */
+static struct newest *newest_find(struct tfsd_arrays *c, const char *rel,
+				  uint64_t timestamp)
+{
+	size_t home = newest_home(rel, timestamp);
+
+	for (size_t w = 0; w < NEWEST_WAYS; w++) {
+		struct newest *nw = &c->newest[(home + w) % NEWEST_ENTRIES];
+
+		if (nw->rel && nw->timestamp == timestamp &&
+		    !strcmp(nw->rel, rel))
+			return nw;
+	}
+	return NULL;
+}
+
+/* Where the view goes: its own entry, else a free place, else the least
+ * recently checked of its places (the caller holds c->lock). */
+static struct newest *newest_place(struct tfsd_arrays *c, const char *rel,
+				   uint64_t timestamp)
+{
+	size_t home = newest_home(rel, timestamp);
+	struct newest *best = NULL;
+
+	for (size_t w = 0; w < NEWEST_WAYS; w++) {
+		struct newest *nw = &c->newest[(home + w) % NEWEST_ENTRIES];
+
+		if (nw->rel && nw->timestamp == timestamp &&
+		    !strcmp(nw->rel, rel))
+			return nw;
+		if (!best || (best->rel && (!nw->rel ||
+					    nw->checked_ms < best->checked_ms)))
+			best = nw;
+	}
+	return best;
+}
+
+enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
+				uint64_t timestamp, uint64_t *ms,
+				struct tfs_diag *d)
+{
+	int64_t stamp[WATCHED_NUM];
+	bool current = timestamp == 0, known = false;
+	uint64_t now = now_ms(), key = timestamp;
+	struct tfsd_arr *arr;
+	struct newest *nw;
+	char *rel_copy;
+	enum tfs_err e;
+
+	*ms = 0;
+	if (current && c->cfg->timestamp)
+		current = false;
+	pthread_mutex_lock(&c->lock);
+	nw = newest_find(c, rel, key);
+	if (nw && (!current || now - nw->checked_ms < RECHECK_MS)) {
+		*ms = nw->ms;
+		known = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (known)
+		return TFS_E_OK;
+	/* Read before the opening: a change after it is seen next time. */
+	stamp_read(c, rel, stamp);
+	pthread_mutex_lock(&c->lock);
+	nw = newest_find(c, rel, key);
+	if (nw && stamp_equal(nw->stamp, stamp)) {
+		nw->checked_ms = now;
+		*ms = nw->ms;
+		known = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (known)
+		return TFS_E_OK;
+	e = tfsd_arrays_get(c, rel, timestamp, &arr, d);
+	if (e)
+		return e;
+	*ms = tfsd_arr_newest(arr);
+	tfsd_arr_put(c, arr);
+	rel_copy = tfs_strdup(rel);
+	if (!rel_copy)
+		return TFS_E_OK; /* known, not remembered */
+	pthread_mutex_lock(&c->lock);
+	nw = newest_place(c, rel, key);
+	tfs_free(nw->rel);
+	nw->rel = rel_copy;
+	nw->timestamp = key;
+	memcpy(nw->stamp, stamp, sizeof(stamp));
+	nw->checked_ms = now;
+	nw->ms = *ms;
+	pthread_mutex_unlock(&c->lock);
 	return TFS_E_OK;
 }
 

@@ -11,7 +11,7 @@
  *  - whole: small files (documents, small selections) are rendered at
  *    the first stat or open and kept in a small cache with their exact
  *    size;
- *  - stream: everything else is produced front to back (direct I/O).
+ *  - stream: everything else is produced front to back.
  *    Its exact size comes from a counting pass at the first stat (the
  *    cells rendered and dropped, numeric text counted without being
  *    written, in two parts on two threads: dense selections by halves,
@@ -22,10 +22,16 @@
  *    text), so that a read at any offset starts at the mark before it.
  *    A file opened once its index is known is read in parts between
  *    marks, produced on the pool ahead of the reader (AHEAD_PARTS) while
- *    it copies the part before. Selections of more than COUNT_MAX
- *    cells × fields are not counted: size 0 until read. Such
- *    files (neither small nor of a size known without rendering) are
- *    left out of listings (tfsd_slice_listable) but open by name.
+ *    it copies the part before. The pass keeps no cells: its memory is
+ *    one step's output and an index of at most MARKS_MAX marks.
+ *    Selections of more than COUNT_MAX cells × fields are not counted:
+ *    size 0 until read (a pass that stops when its caller goes away is
+ *    needed before a lookup may take that long). Such files (neither
+ *    small nor of a size known without rendering) are left out of
+ *    listings (tfsd_slice_listable) but open by name. A stream whose size
+ *    the kernel was given goes through the page cache (mmap works); one
+ *    not counted, or whose size was forgotten since (SIZE_ENTRIES), with
+ *    direct I/O.
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
  * When a vacuum removes fragments that a file still reads, the file goes
@@ -824,6 +830,17 @@ static enum tfs_err doc_render_cached(struct tfsd *fs,
 	return e;
 }
 
+/* Whether a counting pass of the plan is cheap enough for a stat. */
+static bool plan_countable(const struct plan *p)
+{
+	uint64_t cells = p->sl->dense ? p->sl->cells : p->arr->sparse_cells;
+	uint64_t weighted;
+
+	return !__builtin_mul_overflow(cells, (uint64_t)p->sl->nfields,
+				       &weighted) &&
+	       weighted <= COUNT_MAX;
+}
+
 /* Pictures are rendered whole at the first stat or open: viewers and
  * thumbnailers need their exact size. */
 static bool plan_whole(const struct tfsd *fs, const struct plan *p)
@@ -836,17 +853,6 @@ static bool plan_known_size(const struct plan *p)
 {
 	return p->sl->dense && p->sl->r->size_kind != TFSR_SIZE_RENDERED &&
 	       (p->sl->fixed || p->sl->r->size_kind == TFSR_SIZE_COUNTED);
-}
-
-/* Whether a counting pass of the plan is cheap enough for a stat. */
-static bool plan_countable(const struct plan *p)
-{
-	uint64_t cells = p->sl->dense ? p->sl->cells : p->arr->sparse_cells;
-	uint64_t weighted;
-
-	return !__builtin_mul_overflow(cells, (uint64_t)p->sl->nfields,
-				       &weighted) &&
-	       weighted <= COUNT_MAX;
 }
 
 bool tfsd_slice_listable(struct tfsd *fs, struct tfsd_arr *arr, int field,
@@ -1193,22 +1199,25 @@ static enum tfs_err read_parts(struct tfsd *fs, struct tfsd_file *f,
 	return TFS_E_OK;
 }
 
-/* Serves f as a stream, through parts when its index is known. Direct
- * I/O even once the size is learned: the kernel may still hold the size
- * 0 that an earlier stat reported, and would read nothing through the
- * page cache. Dense slices of a counted size (.offsets) have an exact
- * size from the start. */
+/* Serves f as a stream, through parts when its index is known. Through
+ * the page cache when the size that the lookup gave the kernel is known
+ * (counted at that stat, or a dense slice of a counted size: .offsets),
+ * so that mmap works; else (not counted: the kernel holds size 0, or
+ * forgotten since) direct I/O, the size not being one the page cache may
+ * trust. */
 static void file_stream(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
 {
 	uint64_t size;
 
 	/* Sparse raw selections whose cell count fragment metadata gives
 	 * have an exact size from the start, as dense ones of a counted
-	 * size (.offsets) do: served through the page cache. */
+	 * size (.offsets) do; so does a stream counted at its lookup: all
+	 * of them through the page cache. */
 	f->how = SERVE_STREAM;
-	f->direct = f->plan.sl->dense
-			    ? f->plan.sl->r->size_kind != TFSR_SIZE_COUNTED
-			    : !tfsr_slice_sparse_size(f->plan.sl, &size);
+	f->direct = (f->plan.sl->dense
+			     ? f->plan.sl->r->size_kind != TFSR_SIZE_COUNTED
+			     : !tfsr_slice_sparse_size(f->plan.sl, &size)) &&
+		    !sizes_find(fs->renders, gen, f->vpath, &size);
 	tfsr_stream_init(&f->st, f->plan.sl, f->src->a);
 	parts_plan(fs, f, gen);
 }

@@ -122,21 +122,6 @@ static mode_t node_owner(struct tfsd_ll *ll, const struct tfsd_node *n,
 	return mode;
 }
 
-/* The end time (ms) of the newest fragment the view shows. */
-static uint64_t arr_newest(const struct tfsd_arr *arr)
-{
-	uint64_t last = 0;
-
-	for (size_t i = 0; i < tfs_array_fragment_count(arr->a); i++) {
-		struct tfs_fragment_info f;
-
-		tfs_array_fragment(arr->a, i, &f);
-		if (f.visible && f.t2 > last)
-			last = f.t2;
-	}
-	return last;
-}
-
 /* The time of a node: a folder's is its source folder's; a version's
  * folder has its own time; an array's folder and everything in it the
  * end time of the newest fragment of the version shown. */
@@ -151,20 +136,17 @@ static void node_mtime(struct tfsd_ll *ll, const struct tfsd_node *n,
 		if (tfsd_source_stat(&ll->fs.cfg, n->src, &src) == 0)
 			st->st_mtim = src.st_mtim;
 	} else if (n->arr) {
-		ms = arr_newest(n->arr);
+		ms = tfsd_arr_newest(n->arr);
 	} else if (n->kind == TFSD_N_ARRAY && n->version_view) {
 		ms = n->timestamp;
 	} else if (n->kind == TFSD_N_ARRAY && n->rel) {
-		struct tfsd_arr *arr;
 		struct tfs_diag d;
 
 		tfs_diag_init(&d);
-		/* The view's handle, cached: an unreadable array keeps 0. */
-		if (!tfsd_arrays_get(ll->fs.arrays, n->rel, n->timestamp, &arr,
-				     &d)) {
-			ms = arr_newest(arr);
-			tfsd_arr_put(ll->fs.arrays, arr);
-		}
+		/* Remembered per view: an unreadable array keeps 0. */
+		if (tfsd_arrays_newest(ll->fs.arrays, n->rel, n->timestamp,
+				       &ms, &d))
+			ms = 0;
 	}
 	if (n->kind != TFSD_N_FOLDER) {
 		st->st_mtim.tv_sec = (time_t)(ms / 1000);

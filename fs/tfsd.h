@@ -166,6 +166,15 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 			     uint64_t timestamp, struct tfsd_arr **out,
 			     struct tfs_diag *d) TFS_WUR;
 void tfsd_arr_get(struct tfsd_arrays *c, struct tfsd_arr *arr);
+/* The end time (ms) of the newest fragment arr shows (0: none). */
+uint64_t tfsd_arr_newest(const struct tfsd_arr *arr);
+/* tfsd_arr_newest of the array at rel as of timestamp, remembered for
+ * many more arrays than stay open (a listing of a folder of thousands of
+ * arrays asks each one's time, again at every listing): re-checked like
+ * tfsd_arrays_get, opened only when its folders changed. */
+enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
+				uint64_t timestamp, uint64_t *ms,
+				struct tfs_diag *d) TFS_WUR;
 /* Makes the next tfsd_arrays_get of rel's current view reopen it (this
  * mount just wrote to it). */
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel);

@@ -277,6 +277,74 @@ static const char *unescape_special(const char *name)
 	return strncmp(name + 2, "slice[", 6) == 0 ? name + 2 : NULL;
 }
 
+/* where[COND] of an array's folder: the array's view filtered by COND. */
+static enum tfs_err child_where(struct tfsd *fs, const struct tfsd_node *dir,
+				struct tfsd_arr *arr, const char *cond,
+				size_t len, const char *name,
+				struct tfsd_node *out, struct tfs_diag *d)
+{
+	enum tfs_err e = where_check(arr, cond, len, name, d);
+
+	if (!e)
+		e = node_inherit(fs, out, dir, arr, TFSD_N_ARRAY, d);
+	if (!e) {
+		out->where = tfs_strndup(cond, len);
+		out->where_len = len;
+		if (!out->where)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	return e;
+}
+
+/* The special entry of an array's folder called special (name as
+ * looked up): a document, a folder of the array's, or a slice file.
+ * TFS_E_NOT_FOUND (no message) when there is none of that name. */
+static enum tfs_err child_special(struct tfsd *fs, const struct tfsd_node *dir,
+				  struct tfsd_arr *arr, const char *special,
+				  const char *name, struct tfsd_node *out,
+				  struct tfs_diag *d)
+{
+	const char *sel;
+	size_t sel_len;
+	enum tfsr_format fmt;
+	enum tfs_err e;
+
+	if (strcmp(special, "stats.json") == 0)
+		return stats_node(fs, dir, arr, -1, "", 0, name, out, d);
+	if (strcmp(special, "schema.json") == 0 ||
+	    strcmp(special, "metadata.json") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		out->file = special[0] == 's' ? TFSD_F_SCHEMA
+					      : TFSD_F_METADATA_JSON;
+		return e;
+	}
+	if (strcmp(special, "data.csv") == 0) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		return e ? e : node_set_slice(out, "", 0, TFSR_FMT_CSV, d);
+	}
+	if (strcmp(special, "metadata") == 0)
+		return node_inherit(fs, out, dir, arr, TFSD_N_META_DIR, d);
+	if (strcmp(special, "fragments") == 0)
+		return node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
+	if (strcmp(special, "versions") == 0 && !dir->version_view)
+		return node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
+	if (strcmp(special, "preview.png") == 0 && has_preview(dir, arr, -1)) {
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		return e ? e : node_set_preview(out);
+	}
+	if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt) &&
+	    !(dir->where && (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))) {
+		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
+		if (!e)
+			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+		if (!e)
+			e = node_set_slice(out, sel, sel_len, fmt, d);
+		return e;
+	}
+	tfs_diag_init(d);
+	return TFS_E_NOT_FOUND;
+}
+
 static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 				   const char *name, struct tfsd_node *out,
 				   struct tfs_diag *d)
@@ -285,7 +353,6 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	const char *special = name;
 	const char *sel;
 	size_t sel_len;
-	enum tfsr_format fmt;
 	enum tfs_err e;
 	int field;
 
@@ -308,53 +375,10 @@ static enum tfs_err child_of_array(struct tfsd *fs, const struct tfsd_node *dir,
 	    strcmp(special, "stats.json") != 0 &&
 	    strncmp(special, "slice[", 6) != 0)
 		goto not_found; /* a filtered view has cells only */
-	if (!dir->where && where_name_parse(special, &sel, &sel_len)) {
-		e = where_check(arr, sel, sel_len, name, d);
-		if (!e)
-			e = node_inherit(fs, out, dir, arr, TFSD_N_ARRAY, d);
-		if (!e) {
-			out->where = tfs_strndup(sel, sel_len);
-			out->where_len = sel_len;
-			if (!out->where)
-				e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		}
-		goto out_put;
-	}
-	if (strcmp(special, "stats.json") == 0) {
-		e = stats_node(fs, dir, arr, -1, "", 0, name, out, d);
-		goto out_put;
-	}
-	if (strcmp(special, "schema.json") == 0 ||
-	    strcmp(special, "metadata.json") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		out->file = special[0] == 's' ? TFSD_F_SCHEMA
-					      : TFSD_F_METADATA_JSON;
-	} else if (strcmp(special, "data.csv") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_slice(out, "", 0, TFSR_FMT_CSV, d);
-	} else if (strcmp(special, "metadata") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_META_DIR, d);
-	} else if (strcmp(special, "fragments") == 0) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
-	} else if (strcmp(special, "versions") == 0 && !dir->version_view) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
-	} else if (strcmp(special, "preview.png") == 0 &&
-		   has_preview(dir, arr, -1)) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_preview(out);
-	} else if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt) &&
-		   !(dir->where &&
-		     (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))) {
-		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
-		if (!e)
-			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_slice(out, sel, sel_len, fmt, d);
-	} else {
-		goto not_found;
-	}
+	if (!dir->where && where_name_parse(special, &sel, &sel_len))
+		e = child_where(fs, dir, arr, sel, sel_len, name, out, d);
+	else
+		e = child_special(fs, dir, arr, special, name, out, d);
 	goto out_put;
 not_found:
 	e = TFS_E_NOT_FOUND;
@@ -746,6 +770,68 @@ static bool name_list_add(void *ctx, const char *name, const char *real)
 	return true;
 }
 
+/* Threads that learn the times of a folder's arrays at most, and the
+ * subfolders that make it worth one more. */
+#define TIMES_THREADS 4
+#define TIMES_PER_THREAD 32
+
+/* The arrays among a folder's subfolders whose times a listing's stats
+ * will ask for next (ls -l, a file manager): learnt beforehand, several
+ * at a time, into tfsd_arrays_newest's memory. */
+struct times_job {
+	struct tfsd *fs;
+	const struct tfsd_node *dir;
+	char *const *names;
+	size_t n;
+	size_t next; /* atomic */
+};
+
+static void *times_run(void *arg)
+{
+	struct times_job *job = arg;
+	struct tfs_vfs *vfs = tfsd_arrays_vfs(job->fs->arrays);
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+		enum tfs_object kind;
+		struct tfs_diag d;
+		char *src, *rel;
+		uint64_t ms;
+
+		if (i >= job->n)
+			break;
+		src = path_join(job->dir->src, job->names[i]);
+		rel = path_join(job->dir->rel, job->names[i]);
+		tfs_diag_init(&d);
+		/* Failures are the stat's to report, not the listing's. */
+		if (src && rel && !tfs_object_type(vfs, src, &kind, &d) &&
+		    kind == TFS_OBJECT_ARRAY &&
+		    tfsd_arrays_newest(job->fs->arrays, rel, 0, &ms, &d))
+			tfs_diag_init(&d);
+		tfs_free(src);
+		tfs_free(rel);
+	}
+	return NULL;
+}
+
+static void learn_times(struct tfsd *fs, const struct tfsd_node *dir,
+			char *const *names, size_t n)
+{
+	struct times_job job = {.fs = fs, .dir = dir, .names = names, .n = n};
+	pthread_t tid[TIMES_THREADS];
+	size_t threads = n / TIMES_PER_THREAD, started = 0;
+
+	if (threads > TIMES_THREADS)
+		threads = TIMES_THREADS;
+	if (threads < 2)
+		return; /* few: each stat learns its own */
+	for (size_t t = 0; t < threads; t++)
+		if (pthread_create(&tid[started], NULL, times_run, &job) == 0)
+			started++;
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+}
+
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
@@ -788,6 +874,7 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 		/* An empty folder has no list (qsort takes no NULL). */
 		if (nl.n > 1)
 			qsort(nl.names, nl.n, sizeof(*nl.names), name_cmp);
+		learn_times(fs, dir, nl.names, nl.n);
 		for (size_t i = 0; i < nl.n; i++)
 			if (!fn(ctx, nl.names[i], true))
 				break;

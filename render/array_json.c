@@ -233,15 +233,11 @@ static void put_label(struct json_out *j, const struct tfs_label_info *l)
 	json_out_end_object(j);
 }
 
-enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
+/* "dims" and "attrs". */
+static enum tfs_err put_fields(struct json_out *j, const struct tfs_schema *s)
 {
-	const struct tfs_schema *s = tfs_array_schema(a);
-	size_t enum_num = tfs_array_enumeration_count(a);
-	struct tfs_schema_info info;
 	enum tfs_err e;
 
-	tfs_schema_get_info(s, &info);
-	json_out_begin_object(j);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "dims");
 	json_out_begin_array(j);
@@ -256,15 +252,16 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 		if ((e = put_attr(j, s, k)))
 			return e;
 	json_out_end_array(j);
-	json_out_space(j, "\n  ");
-	json_out_key(j, "cell_order");
-	json_out_cstr(j, layout_name(info.cell_order));
-	json_out_key(j, "tile_order");
-	json_out_cstr(j, layout_name(info.tile_order));
-	json_out_key(j, "capacity");
-	json_out_u64(j, info.capacity);
-	json_out_key(j, "allows_dups");
-	json_out_bool(j, info.allows_dups);
+	return TFS_E_OK;
+}
+
+/* The coordinates', offsets' and validity filters and their chunk
+ * sizes. */
+static enum tfs_err put_schema_filters(struct json_out *j,
+				       const struct tfs_schema *s)
+{
+	enum tfs_err e;
+
 	json_out_space(j, "\n  ");
 	json_out_key(j, "coords_filters");
 	if ((e = put_filters(j, s, TFS_FILTERS_COORDS, 0)))
@@ -286,6 +283,49 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 	json_out_u64(j,
 		     tfs_schema_filter_chunk_max(s, TFS_FILTERS_VALIDITY, 0));
 	json_out_end_object(j);
+	return TFS_E_OK;
+}
+
+/* "dimension_labels", only when there are labels: the corpus JSON has no
+ * such key. */
+static void put_labels(struct json_out *j, const struct tfs_array *a)
+{
+	if (!tfs_array_label_count(a))
+		return;
+	json_out_space(j, "\n  ");
+	json_out_key(j, "dimension_labels");
+	json_out_begin_array(j);
+	for (size_t i = 0; i < tfs_array_label_count(a); i++) {
+		struct tfs_label_info l;
+
+		tfs_array_label(a, i, &l);
+		put_label(j, &l);
+	}
+	json_out_end_array(j);
+}
+
+enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	size_t enum_num = tfs_array_enumeration_count(a);
+	struct tfs_schema_info info;
+	enum tfs_err e;
+
+	tfs_schema_get_info(s, &info);
+	json_out_begin_object(j);
+	if ((e = put_fields(j, s)))
+		return e;
+	json_out_space(j, "\n  ");
+	json_out_key(j, "cell_order");
+	json_out_cstr(j, layout_name(info.cell_order));
+	json_out_key(j, "tile_order");
+	json_out_cstr(j, layout_name(info.tile_order));
+	json_out_key(j, "capacity");
+	json_out_u64(j, info.capacity);
+	json_out_key(j, "allows_dups");
+	json_out_bool(j, info.allows_dups);
+	if ((e = put_schema_filters(j, s)))
+		return e;
 	json_out_space(j, "\n  ");
 	json_out_key(j, "enumerations");
 	json_out_begin_array(j);
@@ -299,19 +339,7 @@ enum tfs_err array_json_schema(struct json_out *j, const struct tfs_array *a)
 		array_json_ranges(j, s, tfs_schema_current_domain(s, 0));
 	else
 		json_out_null(j);
-	/* Only when there are labels: the corpus JSON has no such key. */
-	if (tfs_array_label_count(a)) {
-		json_out_space(j, "\n  ");
-		json_out_key(j, "dimension_labels");
-		json_out_begin_array(j);
-		for (size_t i = 0; i < tfs_array_label_count(a); i++) {
-			struct tfs_label_info l;
-
-			tfs_array_label(a, i, &l);
-			put_label(j, &l);
-		}
-		json_out_end_array(j);
-	}
+	put_labels(j, a);
 	json_out_space(j, "\n  ");
 	json_out_key(j, "timestamp_range");
 	json_out_begin_array(j);

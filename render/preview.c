@@ -343,29 +343,16 @@ static uint64_t array_cells(struct tfs_array *a, const struct tfs_range *ned)
 	return cells;
 }
 
-enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
-			      int field, uint64_t decode_cells,
-			      struct tfs_buf *out, bool *decoded,
-			      struct tfs_diag *d)
+/* The bins of the preview over the array's non-empty domain ned (rows
+ * by dimension ky, or a strip, columns by kx). */
+static enum tfs_err preview_bins(const struct tfs_schema *s,
+				 const struct tfs_range *ned, uint32_t ky,
+				 uint32_t kx, struct bins *bn,
+				 struct tfs_diag *d)
 {
-	const struct tfs_schema *s = tfs_array_schema(a);
-	struct tfsr_picture pic = {.cmap = TFSR_CMAP_VIRIDIS};
-	struct tfs_field_info f;
-	struct bins bn;
-	int64_t ylo, yhi, xlo, xhi;
-	uint32_t ky, kx, scale, yscale;
-	bool complete = false;
-	int attr;
+	int64_t ylo = 0, yhi = 0, xlo, xhi;
 	enum tfs_err e;
 
-	if (decoded)
-		*decoded = false;
-	if (!tfsr_preview_plan(s, ned, field, &attr, &ky, &kx))
-		return tfs_fail(d, TFS_E_NOT_FOUND,
-				"no preview: it needs a numeric attribute and "
-				"an integer dimension with cells");
-	tfs_schema_field(s, attr, &f);
-	ylo = yhi = 0;
 	if (ky != TFSR_PREVIEW_STRIP) {
 		(void)tfsr_coord_i64(tfs_schema_dim_type(s, ky), ned[ky].lo,
 				     &ylo);
@@ -379,11 +366,74 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 		return tfs_fail(d, TFS_E_NOT_FOUND,
 				"no preview: a domain "
 				"of 2^63 coordinates");
-	e = bins_init(&bn, ylo, yhi, xlo, xhi, d);
+	e = bins_init(bn, ylo, yhi, xlo, xhi, d);
 	if (e)
 		return e;
-	bn.ky = ky;
-	bn.kx = kx;
+	bn->ky = ky;
+	bn->kx = kx;
+	return TFS_E_OK;
+}
+
+/* The picture of the bins' means, enlarged by a whole factor to at least
+ * TFSR_PREVIEW_MIN (a strip: one row of bins, an eighth of its width
+ * high), as PNG into out. */
+static enum tfs_err preview_draw(const struct bins *bn, struct tfs_buf *out,
+				 struct tfs_diag *d)
+{
+	struct tfsr_picture pic = {.cmap = TFSR_CMAP_VIRIDIS};
+	uint32_t scale = 1, yscale;
+	enum tfs_err e;
+
+	while ((bn->w > bn->h ? bn->w : bn->h) * (scale + 1) <=
+	       TFSR_PREVIEW_MIN)
+		scale++;
+	pic.w = bn->w * scale;
+	pic.h = bn->h * scale;
+	yscale = scale;
+	if (bn->ky == TFSR_PREVIEW_STRIP) {
+		pic.h = pic.w / 8 > 16 ? pic.w / 8 : 16;
+		yscale = pic.h;
+	}
+	pic.v = tfs_mallocn((size_t)pic.w * pic.h, sizeof(double));
+	if (!pic.v)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t y = 0; y < pic.h; y++) {
+		for (uint32_t x = 0; x < pic.w; x++) {
+			size_t b = (size_t)(y / yscale) * bn->w + x / scale;
+
+			pic.v[(size_t)y * pic.w + x] =
+				bn->weight[b] > 0 ? bn->sum[b] / bn->weight[b]
+						  : NAN;
+		}
+	}
+	e = tfsr_picture_png(&pic, out, d);
+	tfs_free(pic.v);
+	return e;
+}
+
+enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
+			      int field, uint64_t decode_cells,
+			      struct tfs_buf *out, bool *decoded,
+			      struct tfs_diag *d)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	struct tfs_field_info f;
+	struct bins bn = {0};
+	uint32_t ky, kx;
+	bool complete = false;
+	int attr;
+	enum tfs_err e;
+
+	if (decoded)
+		*decoded = false;
+	if (!tfsr_preview_plan(s, ned, field, &attr, &ky, &kx))
+		return tfs_fail(d, TFS_E_NOT_FOUND,
+				"no preview: it needs a numeric attribute and "
+				"an integer dimension with cells");
+	tfs_schema_field(s, attr, &f);
+	e = preview_bins(s, ned, ky, kx, &bn, d);
+	if (e)
+		return e;
 	if (array_cells(a, ned) >
 	    (decode_cells ? decode_cells : TFSR_PREVIEW_DECODE_CELLS)) {
 		e = bins_tiles(&bn, a, f.name, &complete, d);
@@ -401,37 +451,8 @@ enum tfs_err tfsr_preview_png(struct tfs_array *a, const struct tfs_range *ned,
 		if (!e && decoded)
 			*decoded = true;
 	}
-	if (e)
-		goto out;
-	/* Enlarged by a whole factor to at least TFSR_PREVIEW_MIN. */
-	scale = 1;
-	while ((bn.w > bn.h ? bn.w : bn.h) * (scale + 1) <= TFSR_PREVIEW_MIN)
-		scale++;
-	pic.w = bn.w * scale;
-	pic.h = bn.h * scale;
-	/* A strip: one row of bins, an eighth of its width high. */
-	yscale = scale;
-	if (ky == TFSR_PREVIEW_STRIP) {
-		pic.h = pic.w / 8 > 16 ? pic.w / 8 : 16;
-		yscale = pic.h;
-	}
-	pic.v = tfs_mallocn((size_t)pic.w * pic.h, sizeof(double));
-	if (!pic.v) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t y = 0; y < pic.h; y++) {
-		for (uint32_t x = 0; x < pic.w; x++) {
-			size_t b = (size_t)(y / yscale) * bn.w + x / scale;
-
-			pic.v[(size_t)y * pic.w + x] =
-				bn.weight[b] > 0 ? bn.sum[b] / bn.weight[b]
-						 : NAN;
-		}
-	}
-	e = tfsr_picture_png(&pic, out, d);
-	tfs_free(pic.v);
-out:
+	if (!e)
+		e = preview_draw(&bn, out, d);
 	bins_release(&bn);
 	return e;
 }

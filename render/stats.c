@@ -172,35 +172,80 @@ static const struct tfs_where *combine(struct cond_and *c,
 	return &c->root;
 }
 
+/* The selection of the statistics (no step allowed), and its ranges in
+ * sub. */
+static enum tfs_err stats_selection(struct tfs_array *a, const char *sel,
+				    size_t sel_len, struct tfsr_sel **parsed,
+				    struct tfs_range *sub, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = tfs_array_schema(a);
+	struct tfs_range ned[TFSR_MAX_DIMS];
+	bool has_ned;
+	enum tfs_err e;
+
+	if (tfs_schema_dim_count(s) > TFSR_MAX_DIMS)
+		return tfs_fail(d, TFS_E_UNSUPPORTED, "too many dimensions");
+	has_ned = tfs_array_non_empty_domain(a, ned);
+	e = tfsr_sel_parse(sel, sel_len, s, has_ned ? ned : NULL, parsed, d);
+	if (e)
+		return e;
+	for (uint32_t k = 0; k < (*parsed)->dim_num; k++) {
+		if ((*parsed)->dims[k].stride > 1) {
+			tfsr_sel_free(*parsed);
+			*parsed = NULL;
+			return tfs_fail(d, TFS_E_INVALID,
+					"range %u: statistics take no step",
+					k + 1);
+		}
+		sub[k] = (*parsed)->dims[k].range;
+	}
+	return TFS_E_OK;
+}
+
+/* The statistics of field f over the selection (an empty one: none, of
+ * the kind of sum the field has). */
+static enum tfs_err field_stats(struct tfs_array *a,
+				const struct tfs_field_info *f,
+				struct cond_and *cand,
+				const struct tfs_where *where,
+				const struct tfsr_sel *parsed,
+				const struct tfs_range *sub,
+				struct tfs_field_stats *st, struct tfs_diag *d)
+{
+	const char *names[1] = {f->name};
+	struct tfs_query_opts qo = {.fields = names, .field_num = 1};
+	enum tfs_type_class k = tfs_datatype_class(f->type);
+
+	if (!parsed->empty) {
+		qo.condition = combine(cand, where, tfs_array_schema(a), parsed);
+		qo.subarray = sub;
+		return tfs_query_stats(a, &qo, st, d);
+	}
+	memset(st, 0, sizeof(*st));
+	if (!f->var && f->cell_val_num == 1 &&
+	    (k == TFS_CLASS_SIGNED || k == TFS_CLASS_UNSIGNED))
+		st->sum_kind = TFS_SUM_INT;
+	else if (!f->var && f->cell_val_num == 1 && k == TFS_CLASS_FLOAT)
+		st->sum_kind = TFS_SUM_FLOAT;
+	return TFS_E_OK;
+}
+
 enum tfs_err tfsr_doc_stats(struct tfs_buf *out, struct tfs_array *a, int field,
 			    const char *sel, size_t sel_len,
 			    const struct tfs_where *where, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = tfs_array_schema(a);
-	struct tfs_range ned[TFSR_MAX_DIMS], sub[TFSR_MAX_DIMS];
+	struct tfs_range sub[TFSR_MAX_DIMS];
 	struct tfsr_sel *parsed = NULL;
 	struct cond_and *cand = NULL;
 	struct tfs_buf tmp;
 	struct json_out j;
-	bool has_ned;
 	enum tfs_err e;
 	uint32_t first, last;
 
-	if (tfs_schema_dim_count(s) > TFSR_MAX_DIMS)
-		return tfs_fail(d, TFS_E_UNSUPPORTED, "too many dimensions");
-	has_ned = tfs_array_non_empty_domain(a, ned);
-	e = tfsr_sel_parse(sel, sel_len, s, has_ned ? ned : NULL, &parsed, d);
+	e = stats_selection(a, sel, sel_len, &parsed, sub, d);
 	if (e)
 		return e;
-	for (uint32_t k = 0; k < parsed->dim_num; k++) {
-		if (parsed->dims[k].stride > 1) {
-			tfsr_sel_free(parsed);
-			return tfs_fail(d, TFS_E_INVALID,
-					"range %u: statistics take no step",
-					k + 1);
-		}
-		sub[k] = parsed->dims[k].range;
-	}
 	cand = tfs_callocn(1, sizeof(*cand));
 	if (!cand) {
 		tfsr_sel_free(parsed);
@@ -219,26 +264,10 @@ enum tfs_err tfsr_doc_stats(struct tfs_buf *out, struct tfs_array *a, int field,
 	for (uint32_t i = first; !e && i < last; i++) {
 		struct tfs_field_info f;
 		struct tfs_field_stats st;
-		const char *names[1];
-		struct tfs_query_opts qo = {.fields = names, .field_num = 1};
 
 		tfs_schema_field(s, (int)i, &f);
-		names[0] = f.name;
-		qo.condition = combine(cand, where, s, parsed);
-		qo.subarray = parsed->empty ? NULL : sub;
-		if (parsed->empty) {
-			enum tfs_type_class k = tfs_datatype_class(f.type);
-
-			memset(&st, 0, sizeof(st));
-			if (!f.var && f.cell_val_num == 1 &&
-			    (k == TFS_CLASS_SIGNED || k == TFS_CLASS_UNSIGNED))
-				st.sum_kind = TFS_SUM_INT;
-			else if (!f.var && f.cell_val_num == 1 &&
-				 k == TFS_CLASS_FLOAT)
-				st.sum_kind = TFS_SUM_FLOAT;
-		} else if ((e = tfs_query_stats(a, &qo, &st, d))) {
+		if ((e = field_stats(a, &f, cand, where, parsed, sub, &st, d)))
 			break;
-		}
 		if (field < 0) {
 			json_out_space(&j, "\n");
 			json_out_key(&j, f.name);

@@ -728,15 +728,137 @@ static enum tfs_err parse_startswith(struct wp *p, struct tfs_where *n,
 	return TFS_E_OK;
 }
 
+/* true or false alone, unless a field has that name: whether n is that
+ * constant (else nothing is taken). v holds the word. */
+static bool parse_truth(struct wp *p, struct tfs_where *n, struct token *v)
+{
+	size_t save;
+
+	skip_space(p);
+	save = p->pos;
+	if (keyword(p, "true") || keyword(p, "false")) {
+		bool alone = at_end(p) || peek(p) == ')' || next_is(p, "and") ||
+			     next_is(p, "or") || punct(p, "&&") ||
+			     punct(p, "||");
+		bool yes = tolower((unsigned char)p->text[save]) == 't';
+
+		memcpy(v->text, p->text + save, yes ? 4 : 5);
+		v->text[yes ? 4 : 5] = '\0';
+		if (alone && tfs_schema_field_index(p->s, v->text) < 0) {
+			p->pos = save + (yes ? 4 : 5);
+			n->op = yes ? TFS_WHERE_TRUE : TFS_WHERE_FALSE;
+			return true;
+		}
+	}
+	p->pos = save;
+	return false;
+}
+
+/* VALUE CMP FIELD: a value that is not a field name, then an operator
+ * and a field. *matched: it was one (v the value, *f the field, *op the
+ * operator seen from the field's side); else nothing is taken. */
+static enum tfs_err parse_value_first(struct wp *p, struct token *t,
+				      struct token *v, struct tfs_field_info *f,
+				      enum tfs_where_op *op, bool *matched)
+{
+	size_t save;
+	enum tfs_err e;
+	int i;
+
+	*matched = false;
+	skip_space(p);
+	save = p->pos;
+	if (p->pos < p->len && p->text[p->pos] == '`')
+		return TFS_E_OK;
+	if ((e = scan_value(p, v)))
+		return e;
+	i = v->quoted ? -1 : tfs_schema_field_index(p->s, v->text);
+	if (i < 0 && cmp_op(p, op) && field_ahead(p)) {
+		if ((e = scan_field(p, t, f)))
+			return e;
+		*op = mirror(*op);
+		*matched = true;
+		return TFS_E_OK;
+	}
+	p->pos = save;
+	return TFS_E_OK;
+}
+
+/* FIELD is [not] null, FIELD [not] in (...) (*done: n is complete), or
+ * FIELD CMP VALUE (*f, *op and v for parse_compare). */
+static enum tfs_err parse_field_first(struct wp *p, struct tfs_where *n,
+				      struct token *t, struct token *v,
+				      struct tfs_field_info *f,
+				      enum tfs_where_op *op, bool *done)
+{
+	size_t save;
+	enum tfs_err e;
+
+	*done = true;
+	if ((e = scan_field(p, t, f)))
+		return e;
+	if (keyword(p, "is")) {
+		bool not = keyword(p, "not");
+
+		if (!keyword(p, "null"))
+			return bad(p, p->pos, "expected null after is");
+		if (!f->nullable) {
+			/* Cells of a field that is not nullable are never
+			 * NULL: the test is constant. */
+			n->op = not ? TFS_WHERE_TRUE : TFS_WHERE_FALSE;
+			return TFS_E_OK;
+		}
+		n->op = not ? TFS_WHERE_IS_NOT_NULL : TFS_WHERE_IS_NULL;
+		return set_field(p, n, f->name);
+	}
+	if (keyword(p, "in"))
+		return parse_in(p, n, f, false, v);
+	save = p->pos;
+	if (keyword(p, "not")) {
+		if (keyword(p, "in"))
+			return parse_in(p, n, f, true, v);
+		p->pos = save;
+	}
+	if (!cmp_op(p, op))
+		return bad(p, p->pos,
+			   at_end(p) ? "expected an operator after '%s', found the end"
+				     : "expected an operator after '%s'",
+			   f->name);
+	*done = false;
+	return scan_value(p, v);
+}
+
+/* FIELD op VALUE into n. */
+static enum tfs_err parse_compare(struct wp *p, struct tfs_where *n,
+				  const struct tfs_field_info *f,
+				  enum tfs_where_op op, const struct token *v)
+{
+	struct tfs_buf b;
+	enum tfs_err e;
+
+	if ((e = check_order(p, f, op, v->at)))
+		return e;
+	n->op = op;
+	n->value_num = 1;
+	if ((e = set_field(p, n, f->name)))
+		return e;
+	tfs_buf_init(&b, SIZE_MAX);
+	if ((e = put_value(p, f, v, &b))) {
+		tfs_buf_release(&b);
+		return e;
+	}
+	take_value(n, &b);
+	return TFS_E_OK;
+}
+
 static enum tfs_err parse_pred(struct wp *p, struct tfs_where *n)
 {
 	struct token *t, *v;
 	struct tfs_field_info f;
-	enum tfs_where_op op;
-	struct tfs_buf b;
+	enum tfs_where_op op = TFS_WHERE_EQ;
 	size_t save = p->pos;
-	enum tfs_err e;
-	int i;
+	bool matched = false, done = false;
+	enum tfs_err e = TFS_E_OK;
 
 	t = tfs_mallocn(2, sizeof(*t));
 	if (!t)
@@ -754,96 +876,13 @@ static enum tfs_err parse_pred(struct wp *p, struct tfs_where *n)
 		}
 		p->pos = save;
 	}
-	/* true / false alone (unless a field has that name). */
-	skip_space(p);
-	save = p->pos;
-	if (keyword(p, "true") || keyword(p, "false")) {
-		bool alone = at_end(p) || peek(p) == ')' || next_is(p, "and") ||
-			     next_is(p, "or") || punct(p, "&&") ||
-			     punct(p, "||");
-		bool yes = tolower((unsigned char)p->text[save]) == 't';
-
-		memcpy(v->text, p->text + save, yes ? 4 : 5);
-		v->text[yes ? 4 : 5] = '\0';
-		if (alone && tfs_schema_field_index(p->s, v->text) < 0) {
-			p->pos = save + (yes ? 4 : 5);
-			n->op = yes ? TFS_WHERE_TRUE : TFS_WHERE_FALSE;
-			e = TFS_E_OK;
-			goto out;
-		}
-	}
-	p->pos = save;
-	/* VALUE CMP FIELD: a value that is not a field name, then an
-	 * operator. */
-	skip_space(p);
-	save = p->pos;
-	if (p->pos < p->len && p->text[p->pos] == '`')
-		goto field_first;
-	if ((e = scan_value(p, v)))
+	if (parse_truth(p, n, v))
 		goto out;
-	i = v->quoted ? -1 : tfs_schema_field_index(p->s, v->text);
-	if (i < 0 && cmp_op(p, &op) && field_ahead(p)) {
-		if ((e = scan_field(p, t, &f)))
-			goto out;
-		op = mirror(op);
-		goto compare;
-	}
-field_first:
-	p->pos = save;
-	if ((e = scan_field(p, t, &f)))
-		goto out;
-	if (keyword(p, "is")) {
-		bool not = keyword(p, "not");
-
-		if (!keyword(p, "null")) {
-			e = bad(p, p->pos, "expected null after is");
-			goto out;
-		}
-		if (!f.nullable) {
-			/* Cells of a field that is not nullable are never
-			 * NULL: the test is constant. */
-			n->op = not ? TFS_WHERE_TRUE : TFS_WHERE_FALSE;
-			e = TFS_E_OK;
-			goto out;
-		}
-		n->op = not ? TFS_WHERE_IS_NOT_NULL : TFS_WHERE_IS_NULL;
-		e = set_field(p, n, f.name);
-		goto out;
-	}
-	if (keyword(p, "in")) {
-		e = parse_in(p, n, &f, false, v);
-		goto out;
-	}
-	save = p->pos;
-	if (keyword(p, "not")) {
-		if (keyword(p, "in")) {
-			e = parse_in(p, n, &f, true, v);
-			goto out;
-		}
-		p->pos = save;
-	}
-	if (!cmp_op(p, &op)) {
-		e = bad(p, p->pos,
-			at_end(p) ? "expected an operator after '%s', found the end"
-				  : "expected an operator after '%s'",
-			f.name);
-		goto out;
-	}
-	if ((e = scan_value(p, v)))
-		goto out;
-compare:
-	if ((e = check_order(p, &f, op, v->at)))
-		goto out;
-	n->op = op;
-	n->value_num = 1;
-	if ((e = set_field(p, n, f.name)))
-		goto out;
-	tfs_buf_init(&b, SIZE_MAX);
-	if ((e = put_value(p, &f, v, &b))) {
-		tfs_buf_release(&b);
-		goto out;
-	}
-	take_value(n, &b);
+	e = parse_value_first(p, t, v, &f, &op, &matched);
+	if (!e && !matched)
+		e = parse_field_first(p, n, t, v, &f, &op, &done);
+	if (!e && !done)
+		e = parse_compare(p, n, &f, op, v);
 out:
 	tfs_free(t);
 	return e;

@@ -127,6 +127,27 @@ bool cli_parse_threads(const char *cmd, struct cli_common *c,
 	return true;
 }
 
+int cli_common_opt(const char *cmd, struct cli_common *c, int opt,
+		   const char *arg)
+{
+	bool ok;
+
+	switch (opt) {
+	case CLI_OPT_KEY:
+		ok = cli_parse_key(cmd, c, arg);
+		break;
+	case CLI_OPT_TIMESTAMP:
+		ok = cli_parse_timestamp(cmd, c, arg);
+		break;
+	case CLI_OPT_THREADS:
+		ok = cli_parse_threads(cmd, c, arg);
+		break;
+	default:
+		return 0;
+	}
+	return ok ? 1 : -1;
+}
+
 void cli_common_release(struct cli_common *c)
 {
 	memset(c->key, 0, sizeof(c->key));

@@ -51,6 +51,18 @@ bool cli_parse_timestamp(const char *cmd, struct cli_common *c,
 bool cli_parse_threads(const char *cmd, struct cli_common *c,
 		       const char *text);
 bool cli_parse_u64(const char *text, uint64_t *out);
+/* The getopt_long values of --key, --timestamp and --threads, and the
+ * first one free for a subcommand's own options. */
+enum { CLI_OPT_KEY = 256, CLI_OPT_TIMESTAMP, CLI_OPT_THREADS, CLI_OPT_OWN };
+/* Their rows of a subcommand's struct option table (<getopt.h>). */
+#define CLI_COMMON_LONGOPTS                                            \
+	{"key", required_argument, NULL, CLI_OPT_KEY},                 \
+	{"timestamp", required_argument, NULL, CLI_OPT_TIMESTAMP},     \
+	{"threads", required_argument, NULL, CLI_OPT_THREADS}
+/* Takes opt, a value of getopt_long, when it is one of the common
+ * options: 1 taken, 0 not one of them, -1 a bad value (reported). */
+int cli_common_opt(const char *cmd, struct cli_common *c, int opt,
+		   const char *arg);
 /* Wipes the key from memory. */
 void cli_common_release(struct cli_common *c);
 

@@ -186,18 +186,9 @@ out_array:
 
 int cmd_export(int argc, char **argv)
 {
-	enum {
-		OPT_KEY = 256,
-		OPT_TIMESTAMP,
-		OPT_THREADS,
-		OPT_FIELD,
-		OPT_FORMAT,
-		OPT_WHERE
-	};
+	enum { OPT_FIELD = CLI_OPT_OWN, OPT_FORMAT, OPT_WHERE };
 	static const struct option longopts[] = {
-		{"key", required_argument, NULL, OPT_KEY},
-		{"timestamp", required_argument, NULL, OPT_TIMESTAMP},
-		{"threads", required_argument, NULL, OPT_THREADS},
+		CLI_COMMON_LONGOPTS,
 		{"field", required_argument, NULL, OPT_FIELD},
 		{"format", required_argument, NULL, OPT_FORMAT},
 		{"where", required_argument, NULL, OPT_WHERE},
@@ -211,19 +202,13 @@ int cmd_export(int argc, char **argv)
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+		int common = cli_common_opt("export", &o.c, opt, optarg);
+
+		if (common < 0)
+			return CLI_USAGE;
+		if (common > 0)
+			continue;
 		switch (opt) {
-		case OPT_KEY:
-			if (!cli_parse_key("export", &o.c, optarg))
-				return CLI_USAGE;
-			break;
-		case OPT_TIMESTAMP:
-			if (!cli_parse_timestamp("export", &o.c, optarg))
-				return CLI_USAGE;
-			break;
-		case OPT_THREADS:
-			if (!cli_parse_threads("export", &o.c, optarg))
-				return CLI_USAGE;
-			break;
 		case OPT_FIELD:
 			if (!optarg[0] || strchr(optarg, '/'))
 				return cli_usage("export", "bad --field name");

@@ -80,17 +80,9 @@ out:
 
 int cmd_stats(int argc, char **argv)
 {
-	enum {
-		OPT_KEY = 256,
-		OPT_TIMESTAMP,
-		OPT_THREADS,
-		OPT_FIELD,
-		OPT_WHERE
-	};
+	enum { OPT_FIELD = CLI_OPT_OWN, OPT_WHERE };
 	static const struct option longopts[] = {
-		{"key", required_argument, NULL, OPT_KEY},
-		{"timestamp", required_argument, NULL, OPT_TIMESTAMP},
-		{"threads", required_argument, NULL, OPT_THREADS},
+		CLI_COMMON_LONGOPTS,
 		{"field", required_argument, NULL, OPT_FIELD},
 		{"where", required_argument, NULL, OPT_WHERE},
 		{"help", no_argument, NULL, 'h'},
@@ -101,19 +93,13 @@ int cmd_stats(int argc, char **argv)
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		int common = cli_common_opt("stats", &o.c, opt, optarg);
+
+		if (common < 0)
+			return CLI_USAGE;
+		if (common > 0)
+			continue;
 		switch (opt) {
-		case OPT_KEY:
-			if (!cli_parse_key("stats", &o.c, optarg))
-				return CLI_USAGE;
-			break;
-		case OPT_TIMESTAMP:
-			if (!cli_parse_timestamp("stats", &o.c, optarg))
-				return CLI_USAGE;
-			break;
-		case OPT_THREADS:
-			if (!cli_parse_threads("stats", &o.c, optarg))
-				return CLI_USAGE;
-			break;
 		case OPT_FIELD:
 			o.field = optarg;
 			break;

@@ -81,15 +81,13 @@ static enum tfs_err check_dim_values(struct tfs__rd *r, uint32_t i,
 	return TFS_E_OK;
 }
 
-static enum tfs_err parse_dim(struct tfs__rd *r, struct tfs_schema *s,
-			      uint32_t i, uint8_t domain_type)
+/* A dimension's name, datatype and cell_val_num (given by the domain
+ * before version 5), checked. */
+static enum tfs_err parse_dim_type(struct tfs__rd *r, struct tfs_schema *s,
+				   uint32_t i, uint8_t domain_type)
 {
 	struct tfs_dim *dim = &s->dims[i];
 	uint32_t name_len;
-	uint64_t domain_size;
-	const uint8_t *p;
-	size_t tsz;
-	bool null_extent;
 	enum tfs_err e;
 
 	if ((e = tfs__u32(r, &name_len, "dimension name length")) ||
@@ -121,29 +119,53 @@ static enum tfs_err parse_dim(struct tfs__rd *r, struct tfs_schema *s,
 				(unsigned)i, dim->name,
 				tfs_datatype_name(dim->type),
 				dim->var ? "var-size" : "fixed-size");
-	tsz = tfs_datatype_size(dim->type);
+	return TFS_E_OK;
+}
 
-	if (s->version >= 5) {
-		struct tfs_pipeline stored;
+/* A dimension's filters (an empty list: the coordinates' ones) and the
+ * size of its domain (always two values before version 5). */
+static enum tfs_err parse_dim_filters(struct tfs__rd *r, struct tfs_schema *s,
+				      struct tfs_dim *dim, size_t tsz,
+				      uint64_t *domain_size)
+{
+	struct tfs_pipeline stored;
+	enum tfs_err e;
 
-		e = tfs__pipeline(r, &stored, s->version, "dimension filters");
-		if (e)
-			return e;
-		if (stored.count == 0) {
-			/* An empty list means "use the coords filters". */
-			dim->filters = s->coords_filters;
-			dim->filters_inherited = true;
-			dim->stored_max_chunk = stored.max_chunk_size;
-		} else {
-			dim->filters = stored;
-		}
-		if ((e = tfs__u64(r, &domain_size, "dimension domain size")))
-			return e;
-	} else {
+	if (s->version < 5) {
 		dim->filters = s->coords_filters;
 		dim->filters_inherited = true;
-		domain_size = 2 * (uint64_t)tsz;
+		*domain_size = 2 * (uint64_t)tsz;
+		return TFS_E_OK;
 	}
+	e = tfs__pipeline(r, &stored, s->version, "dimension filters");
+	if (e)
+		return e;
+	if (stored.count == 0) {
+		/* An empty list means "use the coords filters". */
+		dim->filters = s->coords_filters;
+		dim->filters_inherited = true;
+		dim->stored_max_chunk = stored.max_chunk_size;
+	} else {
+		dim->filters = stored;
+	}
+	return tfs__u64(r, domain_size, "dimension domain size");
+}
+
+static enum tfs_err parse_dim(struct tfs__rd *r, struct tfs_schema *s,
+			      uint32_t i, uint8_t domain_type)
+{
+	struct tfs_dim *dim = &s->dims[i];
+	uint64_t domain_size;
+	const uint8_t *p;
+	size_t tsz;
+	bool null_extent;
+	enum tfs_err e;
+
+	if ((e = parse_dim_type(r, s, i, domain_type)))
+		return e;
+	tsz = tfs_datatype_size(dim->type);
+	if ((e = parse_dim_filters(r, s, dim, tsz, &domain_size)))
+		return e;
 	if (dim->var ? domain_size != 0 : domain_size != 2 * (uint64_t)tsz)
 		return tfs__bad(r,
 				"dimension %u ('%s'): domain size %llu, "
@@ -172,12 +194,11 @@ static enum tfs_err parse_dim(struct tfs__rd *r, struct tfs_schema *s,
 	return TFS_E_OK;
 }
 
-static enum tfs_err parse_attr(struct tfs__rd *r, struct tfs_schema *s,
-			       uint32_t i)
+/* An attribute's name, datatype and cell_val_num, checked. */
+static enum tfs_err parse_attr_type(struct tfs__rd *r, struct tfs_attr *a,
+				    uint32_t i)
 {
-	struct tfs_attr *a = &s->attrs[i];
 	uint32_t name_len;
-	const uint8_t *p;
 	size_t tsz;
 	enum tfs_err e;
 
@@ -206,31 +227,19 @@ static enum tfs_err parse_attr(struct tfs__rd *r, struct tfs_schema *s,
 				(unsigned)i, a->name,
 				(unsigned)a->cell_val_num,
 				tfs_datatype_name(a->type));
-	e = tfs__pipeline(r, &a->filters, s->version, "attribute filters");
-	if (e)
-		return e;
+	return TFS_E_OK;
+}
 
-	if (s->version >= 6) {
-		if ((e = tfs__u64(r, &a->fill_size, "fill value size")))
-			return e;
-		if (a->fill_size == 0)
-			return tfs__bad(r,
-					"attribute %u ('%s'): fill value size 0",
-					(unsigned)i, a->name);
-		if (!a->var && a->fill_size != tfs_attr_cell_size(a))
-			return tfs__bad(r,
-					"attribute %u ('%s'): fill value size "
-					"%llu does not match cell size %llu",
-					(unsigned)i, a->name,
-					(unsigned long long)a->fill_size,
-					(unsigned long long)tfs_attr_cell_size(a));
-		if ((e = tfs__take(r, a->fill_size, &p, "fill value")))
-			return e;
-		a->fill = tfs_memdup(p, (size_t)a->fill_size);
-		if (!a->fill)
-			return tfs__fail(r, TFS_E_NOMEM,
-					 "out of memory for a fill value");
-	} else {
+/* An attribute's fill value: stored from version 6, the datatype's
+ * default before. */
+static enum tfs_err parse_attr_fill(struct tfs__rd *r, uint32_t version,
+				    struct tfs_attr *a, uint32_t i)
+{
+	size_t tsz = tfs_datatype_size(a->type);
+	const uint8_t *p;
+	enum tfs_err e;
+
+	if (version < 6) {
 		uint64_t n = a->var ? 1 : a->cell_val_num;
 
 		a->fill_size = n * tsz;
@@ -240,13 +249,42 @@ static enum tfs_err parse_attr(struct tfs__rd *r, struct tfs_schema *s,
 					 "out of memory for a fill value");
 		for (uint64_t k = 0; k < n; k++)
 			tfs_datatype_default_fill(a->type, a->fill + k * tsz);
+		return TFS_E_OK;
 	}
-	if (s->version >= 7) {
+	if ((e = tfs__u64(r, &a->fill_size, "fill value size")))
+		return e;
+	if (a->fill_size == 0)
+		return tfs__bad(r, "attribute %u ('%s'): fill value size 0",
+				(unsigned)i, a->name);
+	if (!a->var && a->fill_size != tfs_attr_cell_size(a))
+		return tfs__bad(r,
+				"attribute %u ('%s'): fill value size "
+				"%llu does not match cell size %llu",
+				(unsigned)i, a->name,
+				(unsigned long long)a->fill_size,
+				(unsigned long long)tfs_attr_cell_size(a));
+	if ((e = tfs__take(r, a->fill_size, &p, "fill value")))
+		return e;
+	a->fill = tfs_memdup(p, (size_t)a->fill_size);
+	if (!a->fill)
+		return tfs__fail(r, TFS_E_NOMEM,
+				 "out of memory for a fill value");
+	return TFS_E_OK;
+}
+
+/* What later versions add: nullability (v7), data order (v17) and the
+ * enumeration's name (v20). */
+static enum tfs_err parse_attr_extras(struct tfs__rd *r, uint32_t version,
+				      struct tfs_attr *a, uint32_t i)
+{
+	enum tfs_err e;
+
+	if (version >= 7) {
 		if ((e = tfs__bool(r, &a->nullable, "attribute nullable")) ||
 		    (e = tfs__u8(r, &a->fill_valid, "fill value validity")))
 			return e;
 	}
-	if (s->version >= 17) {
+	if (version >= 17) {
 		if ((e = tfs__u8(r, &a->order, "attribute order")))
 			return e;
 		if (a->order > 2)
@@ -255,7 +293,7 @@ static enum tfs_err parse_attr(struct tfs__rd *r, struct tfs_schema *s,
 					"order %u",
 					(unsigned)i, a->name, a->order);
 	}
-	if (s->version >= 20) {
+	if (version >= 20) {
 		uint32_t en_len;
 
 		if ((e = tfs__u32(r, &en_len, "enumeration name length")))
@@ -268,6 +306,20 @@ static enum tfs_err parse_attr(struct tfs__rd *r, struct tfs_schema *s,
 		}
 	}
 	return TFS_E_OK;
+}
+
+static enum tfs_err parse_attr(struct tfs__rd *r, struct tfs_schema *s,
+			       uint32_t i)
+{
+	struct tfs_attr *a = &s->attrs[i];
+	enum tfs_err e;
+
+	if ((e = parse_attr_type(r, a, i)) ||
+	    (e = tfs__pipeline(r, &a->filters, s->version,
+			       "attribute filters")) ||
+	    (e = parse_attr_fill(r, s->version, a, i)))
+		return e;
+	return parse_attr_extras(r, s->version, a, i);
 }
 
 static enum tfs_err parse_label(struct tfs__rd *r, struct tfs_schema *s,
@@ -468,9 +520,9 @@ static enum tfs_err check_schema(struct tfs__rd *r, const struct tfs_schema *s)
 	return check_unique_names(r, s);
 }
 
-static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
+/* Version, array type, orders and capacity (§2). */
+static enum tfs_err parse_header(struct tfs__rd *r, struct tfs_schema *s)
 {
-	uint8_t domain_type = 0;
 	enum tfs_err e;
 
 	if ((e = tfs__u32(r, &s->version, "version")))
@@ -498,6 +550,15 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
 	if (s->cell_order == TFS_GLOBAL_ORDER || s->cell_order == TFS_UNORDERED)
 		return tfs__fail(r, TFS_E_UNSUPPORTED, "unsupported cell order %u",
 				 s->cell_order);
+	return TFS_E_OK;
+}
+
+/* The coordinates', offsets' and validity filters. */
+static enum tfs_err parse_schema_filters(struct tfs__rd *r,
+					 struct tfs_schema *s)
+{
+	enum tfs_err e;
+
 	if ((e = tfs__pipeline(r, &s->coords_filters, s->version,
 			       "coords filters")) ||
 	    (e = tfs__pipeline(r, &s->offsets_filters, s->version,
@@ -511,8 +572,16 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
 		memset(&s->validity_filters, 0, sizeof(s->validity_filters));
 		s->validity_filters.max_chunk_size = 65536;
 	}
+	return TFS_E_OK;
+}
 
-	/* Domain (§4). */
+/* The domain (§4): one datatype for all before version 5, then the
+ * dimensions. */
+static enum tfs_err parse_dims(struct tfs__rd *r, struct tfs_schema *s)
+{
+	uint8_t domain_type = 0;
+	enum tfs_err e;
+
 	if (s->version < 5) {
 		if ((e = tfs__u8(r, &domain_type, "domain type")))
 			return e;
@@ -532,8 +601,14 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
 	for (uint32_t i = 0; i < s->dim_num; i++)
 		if ((e = parse_dim(r, s, i, domain_type)))
 			return e;
+	return TFS_E_OK;
+}
 
-	/* Attributes (§5). */
+/* The attributes (§5). */
+static enum tfs_err parse_attrs(struct tfs__rd *r, struct tfs_schema *s)
+{
+	enum tfs_err e;
+
 	if ((e = tfs__u32(r, &s->attr_num, "attribute count")))
 		return e;
 	if (s->attr_num > tfs_cur_left(&r->c) / ATTR_MIN_BYTES)
@@ -547,56 +622,76 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
 	for (uint32_t i = 0; i < s->attr_num; i++)
 		if ((e = parse_attr(r, s, i)))
 			return e;
+	return TFS_E_OK;
+}
 
-	/* Dimension labels (§6). */
-	if (s->version >= 18) {
-		if ((e = tfs__u32(r, &s->label_num, "label count")))
+/* Dimension labels (§6, v18+). */
+static enum tfs_err parse_labels(struct tfs__rd *r, struct tfs_schema *s)
+{
+	enum tfs_err e;
+
+	if ((e = tfs__u32(r, &s->label_num, "label count")))
+		return e;
+	if (s->label_num > tfs_cur_left(&r->c) / LABEL_MIN_BYTES)
+		return tfs__bad(r, "invalid label count %u",
+				(unsigned)s->label_num);
+	s->labels = tfs_callocn(s->label_num, sizeof(*s->labels));
+	if (!s->labels)
+		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->label_num; i++)
+		if ((e = parse_label(r, s, i)))
 			return e;
-		if (s->label_num > tfs_cur_left(&r->c) / LABEL_MIN_BYTES)
-			return tfs__bad(r, "invalid label count %u",
-					(unsigned)s->label_num);
-		s->labels = tfs_callocn(s->label_num, sizeof(*s->labels));
-		if (!s->labels)
-			return tfs__fail(r, TFS_E_NOMEM, "out of memory");
-		for (uint32_t i = 0; i < s->label_num; i++)
-			if ((e = parse_label(r, s, i)))
-				return e;
-	}
+	return TFS_E_OK;
+}
 
-	/* Enumeration map (§3, v20+). */
-	if (s->version >= 20) {
-		if ((e = tfs__u32(r, &s->enum_num, "enumeration count")))
+/* The enumeration map (§3, v20+): names and the files that hold them. */
+static enum tfs_err parse_enum_map(struct tfs__rd *r, struct tfs_schema *s)
+{
+	enum tfs_err e;
+
+	if ((e = tfs__u32(r, &s->enum_num, "enumeration count")))
+		return e;
+	if (s->enum_num > tfs_cur_left(&r->c) / 8)
+		return tfs__bad(r, "invalid enumeration count %u",
+				(unsigned)s->enum_num);
+	s->enums = tfs_callocn(s->enum_num, sizeof(*s->enums));
+	if (!s->enums)
+		return tfs__fail(r, TFS_E_NOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->enum_num; i++) {
+		uint32_t n;
+
+		if ((e = tfs__u32(r, &n, "enumeration name length")) ||
+		    (e = tfs__str(r, n, &s->enums[i].name,
+				  "enumeration name")) ||
+		    (e = tfs__u32(r, &n, "enumeration file length")) ||
+		    (e = tfs__str(r, n, &s->enums[i].file,
+				  "enumeration file name")))
 			return e;
-		if (s->enum_num > tfs_cur_left(&r->c) / 8)
-			return tfs__bad(r, "invalid enumeration count %u",
-					(unsigned)s->enum_num);
-		s->enums = tfs_callocn(s->enum_num, sizeof(*s->enums));
-		if (!s->enums)
-			return tfs__fail(r, TFS_E_NOMEM, "out of memory");
-		for (uint32_t i = 0; i < s->enum_num; i++) {
-			uint32_t n;
-
-			if ((e = tfs__u32(r, &n, "enumeration name length")) ||
-			    (e = tfs__str(r, n, &s->enums[i].name,
-					  "enumeration name")) ||
-			    (e = tfs__u32(r, &n, "enumeration file length")) ||
-			    (e = tfs__str(r, n, &s->enums[i].file,
-					  "enumeration file name")))
-				return e;
-			if (!s->enums[i].name[0] || !s->enums[i].file[0] ||
-			    strchr(s->enums[i].file, '/'))
-				return tfs__bad(r,
-						"enumeration %u: invalid name "
-						"'%s' or file '%s'",
-						(unsigned)i, s->enums[i].name,
-						s->enums[i].file);
-		}
+		if (!s->enums[i].name[0] || !s->enums[i].file[0] ||
+		    strchr(s->enums[i].file, '/'))
+			return tfs__bad(r,
+					"enumeration %u: invalid name "
+					"'%s' or file '%s'",
+					(unsigned)i, s->enums[i].name,
+					s->enums[i].file);
 	}
+	return TFS_E_OK;
+}
 
+static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_schema *s)
+{
+	enum tfs_err e;
+
+	if ((e = parse_header(r, s)) || (e = parse_schema_filters(r, s)) ||
+	    (e = parse_dims(r, s)) || (e = parse_attrs(r, s)))
+		return e;
+	if (s->version >= 18 && (e = parse_labels(r, s)))
+		return e;
+	if (s->version >= 20 && (e = parse_enum_map(r, s)))
+		return e;
 	/* Current domain (§7, v22+). */
 	if (s->version >= 22 && (e = parse_current_domain(r, s)))
 		return e;
-
 	if (tfs_cur_left(&r->c))
 		return tfs__bad(r, "%zu trailing bytes after the schema",
 				tfs_cur_left(&r->c));

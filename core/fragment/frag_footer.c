@@ -275,10 +275,11 @@ enum tfs_err tfs__footer_from_meta(const struct tfs_arraydir *a,
 
 /* Where the footer of path (size bytes) starts and how long it is: fixed
  * by the schema for old versions (flen != 0), else stored in the last 8
- * bytes. */
+ * bytes, read from whole (the file, when not NULL) or from storage. */
 static enum tfs_err footer_span(const struct tfs_arraydir *a,
-				const char *path, uint64_t size, uint32_t nv,
-				uint64_t flen, uint64_t *start, uint64_t *len,
+				const char *path, const uint8_t *whole,
+				uint64_t size, uint32_t nv, uint64_t flen,
+				uint64_t *start, uint64_t *len,
 				struct tfs_diag *d)
 {
 	uint8_t tail[8];
@@ -297,10 +298,14 @@ static enum tfs_err footer_span(const struct tfs_arraydir *a,
 	if (size < sizeof(tail))
 		return tfs_fail(d, TFS_E_CORRUPT,
 				"'%s': file too short for a footer", path);
-	err = tfs_vfs_read(a->vfs, path, size - sizeof(tail), tail,
-			   sizeof(tail), d);
-	if (err)
-		return err;
+	if (whole) {
+		memcpy(tail, whole + size - sizeof(tail), sizeof(tail));
+	} else {
+		err = tfs_vfs_read(a->vfs, path, size - sizeof(tail), tail,
+				   sizeof(tail), d);
+		if (err)
+			return err;
+	}
 	*len = tfs_get_u64(tail);
 	if (*len == 0 || *len > size - sizeof(tail))
 		return tfs_fail(d, TFS_E_CORRUPT,
@@ -332,13 +337,17 @@ static enum tfs_err fixed_footer_len(const struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
+/* A metadata file of at most this many bytes is read whole with its
+ * footer and kept: the tile lists a read loads later come from memory. */
+#define META_KEEP_MAX ((uint64_t)16 << 10)
+
 enum tfs_err tfs__footer_from_file(const struct tfs_arraydir *a,
 				   struct tfs_fragment *f,
 				   struct tfs_diag *d)
 {
 	struct tfs_stat st;
 	uint64_t start = 0, len = 0;
-	uint8_t *buf;
+	uint8_t *buf = NULL, *whole = NULL;
 	char *path;
 	enum tfs_err err;
 
@@ -354,28 +363,51 @@ enum tfs_err tfs__footer_from_file(const struct tfs_arraydir *a,
 			       "fragment '%s': missing '%s'", f->name, path);
 		goto out_path;
 	}
+	if (st.size <= META_KEEP_MAX && st.size > 0) {
+		whole = tfs_malloc((size_t)st.size);
+		if (!whole) {
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "fragment '%s': out of memory", f->name);
+			goto out_path;
+		}
+		err = tfs_vfs_read(a->vfs, path, 0, whole, (size_t)st.size, d);
+		if (err)
+			goto out_whole;
+	}
 	err = fixed_footer_len(a, f, &len, d);
 	if (!err)
-		err = footer_span(a, path, st.size, f->name_info.version, len,
-				  &start, &len, d);
+		err = footer_span(a, path, whole, st.size,
+				  f->name_info.version, len, &start, &len, d);
 	if (err)
-		goto out_path;
+		goto out_whole;
 	if (len > TFS__FILE_MAX) {
 		err = tfs_fail(d, TFS_E_TOO_BIG,
 			       "'%s': footer of %" PRIu64 " bytes is too large",
 			       path, len);
-		goto out_path;
+		goto out_whole;
 	}
-	buf = tfs_malloc((size_t)len);
-	if (!buf) {
-		err = tfs_fail(d, TFS_E_NOMEM, "fragment '%s': out of memory",
-			       f->name);
-		goto out_path;
+	if (whole) {
+		err = parse_footer(a, f, whole + start, (size_t)len, path, d);
+	} else {
+		buf = tfs_malloc((size_t)len);
+		if (!buf) {
+			err = tfs_fail(d, TFS_E_NOMEM,
+				       "fragment '%s': out of memory", f->name);
+			goto out_whole;
+		}
+		err = tfs_vfs_read(a->vfs, path, start, buf, (size_t)len, d);
+		if (!err)
+			err = parse_footer(a, f, buf, (size_t)len, path, d);
+		tfs_free(buf);
 	}
-	err = tfs_vfs_read(a->vfs, path, start, buf, (size_t)len, d);
-	if (!err)
-		err = parse_footer(a, f, buf, (size_t)len, path, d);
-	tfs_free(buf);
+	if (!err) {
+		f->meta_size = st.size;
+		f->meta_size_known = true;
+		f->meta_bytes = whole;
+		whole = NULL;
+	}
+out_whole:
+	tfs_free(whole);
 out_path:
 	tfs_free(path);
 	return err;

@@ -221,14 +221,42 @@ enum tfs_err tfs__read_tile_file(const struct tfs_arraydir *a, const char *rel,
 	return err;
 }
 
+/* The total size of the generic tile at off of a file of file_size bytes,
+ * from its fixed header head, checked against the file. */
+static enum tfs_err tile_span(const char *path, uint64_t file_size,
+			      uint64_t off, const uint8_t *head, uint64_t *total,
+			      struct tfs_diag *d)
+{
+	uint64_t t = tfs_get_u64(head + 4);
+	uint64_t room = file_size - off - TFS_GENERIC_HEADER_FIXED;
+
+	/* Total size = header + filter list + persisted bytes
+	 * (generic_tile.md §1). */
+	if (t > room || tfs_get_u32(head + 30) > room - t)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"'%s': generic tile at offset %" PRIu64
+				" runs past the end of the file",
+				path, off);
+	t += TFS_GENERIC_HEADER_FIXED + tfs_get_u32(head + 30);
+	if (t > TFS__FILE_MAX)
+		return tfs_fail(d, TFS_E_TOO_BIG,
+				"'%s': generic tile at offset %" PRIu64
+				" is too large (%" PRIu64 " bytes)",
+				path, off, t);
+	*total = t;
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__read_tile_at(const struct tfs_arraydir *a, const char *path,
-			       uint64_t file_size, uint64_t off,
-			       size_t max_payload, uint8_t **payload,
-			       size_t *payload_len, struct tfs_diag *d)
+			       const uint8_t *whole, uint64_t file_size,
+			       uint64_t off, size_t max_payload,
+			       uint8_t **payload, size_t *payload_len,
+			       struct tfs_diag *d)
 {
 	uint8_t head[TFS_GENERIC_HEADER_FIXED];
-	uint64_t total;
-	uint8_t *buf;
+	const uint8_t *tile;
+	uint64_t total = 0;
+	uint8_t *buf = NULL;
 	enum tfs_err err;
 
 	*payload = NULL;
@@ -238,34 +266,30 @@ enum tfs_err tfs__read_tile_at(const struct tfs_arraydir *a, const char *path,
 				"'%s': generic tile at offset %" PRIu64
 				" is past the end of the file (%" PRIu64 " bytes)",
 				path, off, file_size);
-	err = tfs_vfs_read(a->vfs, path, off, head, sizeof(head), d);
+	if (whole)
+		memcpy(head, whole + off, sizeof(head));
+	else if ((err = tfs_vfs_read(a->vfs, path, off, head, sizeof(head), d)))
+		return err;
+	err = tile_span(path, file_size, off, head, &total, d);
 	if (err)
 		return err;
-	/* Total size = header + filter list + persisted bytes
-	 * (generic_tile.md §1). */
-	total = tfs_get_u64(head + 4);
-	if (total > file_size - off - sizeof(head) ||
-	    tfs_get_u32(head + 30) > file_size - off - sizeof(head) - total)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"'%s': generic tile at offset %" PRIu64
-				" runs past the end of the file",
-				path, off);
-	total += sizeof(head) + tfs_get_u32(head + 30);
-	if (total > TFS__FILE_MAX)
-		return tfs_fail(d, TFS_E_TOO_BIG,
-				"'%s': generic tile at offset %" PRIu64
-				" is too large (%" PRIu64 " bytes)",
-				path, off, total);
-	buf = tfs_malloc((size_t)total);
-	if (!buf)
-		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", path);
-	err = tfs_vfs_read(a->vfs, path, off, buf, (size_t)total, d);
+	if (whole) {
+		tile = whole + off;
+	} else {
+		buf = tfs_malloc((size_t)total);
+		if (!buf)
+			return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory",
+					path);
+		err = tfs_vfs_read(a->vfs, path, off, buf, (size_t)total, d);
+		tile = buf;
+	}
 	if (!err) {
 		struct tfs_diag ld;
 
 		tfs_diag_init(&ld);
-		err = tfs__decode_tile(a, path, buf, (size_t)total, max_payload,
-				       payload, payload_len, NULL, &ld);
+		err = tfs__decode_tile(a, path, tile, (size_t)total,
+				       max_payload, payload, payload_len, NULL,
+				       &ld);
 		if (err)
 			tfs_fail(d, ld.code, "%s (tile at offset %" PRIu64 ")",
 				 ld.msg, off);

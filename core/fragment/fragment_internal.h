@@ -56,12 +56,14 @@ enum tfs_err tfs__read_tile_file(const struct tfs_arraydir *a, const char *rel,
 				 uint8_t **payload, size_t *payload_len,
 				 struct tfs_diag *d);
 /* Reads and decodes the generic tile at byte offset off of the file at
- * the (full) path, whose size is file_size; a payload larger than
- * max_payload is an error. */
+ * the (full) path, whose size is file_size: from whole (the file's
+ * file_size bytes) when it is not NULL, else from storage; a payload
+ * larger than max_payload is an error. */
 enum tfs_err tfs__read_tile_at(const struct tfs_arraydir *a, const char *path,
-			       uint64_t file_size, uint64_t off,
-			       size_t max_payload, uint8_t **payload,
-			       size_t *payload_len, struct tfs_diag *d);
+			       const uint8_t *whole, uint64_t file_size,
+			       uint64_t off, size_t max_payload,
+			       uint8_t **payload, size_t *payload_len,
+			       struct tfs_diag *d);
 
 /* Schema called name among the loaded ones, or NULL. */
 const struct tfs_schema *tfs__find_schema(const struct tfs_arraydir *a,

@@ -168,6 +168,7 @@ void tfs__fragment_free(struct tfs_fragment *f)
 		tfs_free(f->legacy);
 	}
 	pthread_mutex_destroy(&f->lock);
+	tfs_free(f->meta_bytes);
 	tfs_free(f->name);
 	tfs_free(f->dir);
 	tfs_free(f);

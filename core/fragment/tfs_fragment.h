@@ -53,6 +53,13 @@ struct tfs_fragment {
 	bool consolidated_meta; /* footer came from a .meta file */
 	uint64_t tile_num;      /* dense: tiles of its tile box; sparse: footer */
 	uint64_t cell_num;      /* tile_num × cells per tile (dense), or sum */
+	/* The metadata file's size (meta_size_known: learnt when the footer
+	 * was read from it), and the whole file when it is small
+	 * (META_KEEP_MAX): the lists loaded on demand come from these bytes
+	 * without reading the file again. Set at creation, then immutable. */
+	uint64_t meta_size;
+	bool meta_size_known;
+	uint8_t *meta_bytes;
 
 	pthread_mutex_t lock;
 	/* Loaded on demand; protected by lock until set, then immutable. */

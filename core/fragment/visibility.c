@@ -418,6 +418,96 @@ static enum tfs_err build_order(struct scan *s, bool listed,
 	return TFS_E_OK;
 }
 
+/* Footers are read by this many threads at most (the caller's included):
+ * each read waits for storage more than for a CPU. */
+#define LOAD_THREADS 4
+/* Fewer fragments than this per thread are not worth one. */
+#define LOAD_PER_THREAD 16
+
+/* Fragments of the pool loaded by several threads, each taking the next
+ * candidate in order; each remembers its first failure. */
+struct load_job {
+	struct scan *s;
+	const struct tfs__meta_index *idx;
+	size_t next;    /* next candidate to take (atomic) */
+	bool stop;      /* a failure was met (atomic) */
+};
+
+struct load_worker {
+	struct load_job *job;
+	size_t fail_at; /* candidate of the first failure, or SIZE_MAX */
+	enum tfs_err err;
+	struct tfs_diag d;
+};
+
+static void *load_worker_run(void *arg)
+{
+	struct load_worker *w = arg;
+	struct load_job *job = w->job;
+	struct scan *s = job->s;
+
+	while (!__atomic_load_n(&job->stop, __ATOMIC_RELAXED)) {
+		size_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+		struct cand *c;
+		enum tfs_err err;
+
+		if (i >= s->cand_num)
+			break;
+		c = &s->cands[i];
+		if (!c->visible && !c->listed)
+			continue;
+		err = tfs__fragment_new(s->a, c->rel, job->idx, &c->f, &w->d);
+		if (err) {
+			/* Candidates are taken in order: every one before i
+			 * is taken already and still finishes, so the first
+			 * failure of all is the lowest of the workers'. */
+			w->err = err;
+			w->fail_at = i;
+			__atomic_store_n(&job->stop, true, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Loads the footer of every fragment that either list needs, in parallel
+ * when there are many; the failure reported is the first in candidate
+ * order, as when loaded one by one. */
+static enum tfs_err load_cands(struct scan *s, size_t n,
+			       const struct tfs__meta_index *idx,
+			       struct tfs_diag *d)
+{
+	struct load_job job = {.s = s, .idx = idx};
+	struct load_worker w[LOAD_THREADS];
+	pthread_t tid[LOAD_THREADS];
+	bool started[LOAD_THREADS] = {false};
+	size_t threads = n / LOAD_PER_THREAD, first = 0;
+
+	if (threads > LOAD_THREADS)
+		threads = LOAD_THREADS;
+	if (threads == 0)
+		threads = 1;
+	for (size_t t = 0; t < threads; t++) {
+		w[t].job = &job;
+		w[t].fail_at = SIZE_MAX;
+		w[t].err = TFS_E_OK;
+		tfs_diag_init(&w[t].d);
+	}
+	for (size_t t = 1; t < threads; t++)
+		started[t] = pthread_create(&tid[t], NULL, load_worker_run,
+					    &w[t]) == 0;
+	load_worker_run(&w[0]);
+	for (size_t t = 1; t < threads; t++)
+		if (started[t])
+			pthread_join(tid[t], NULL);
+	for (size_t t = 1; t < threads; t++)
+		if (w[t].fail_at < w[first].fail_at)
+			first = t;
+	if (w[first].err)
+		*d = w[first].d;
+	return w[first].err;
+}
+
 static enum tfs_err load_pool(struct scan *s, struct tfs_diag *d)
 {
 	struct tfs_arraydir *a = s->a;
@@ -436,15 +526,12 @@ static enum tfs_err load_pool(struct scan *s, struct tfs_diag *d)
 		if (err)
 			return err;
 	}
-	for (size_t i = 0; i < s->cand_num && !err; i++) {
-		struct cand *c = &s->cands[i];
-
-		if (!c->visible && !c->listed)
-			continue;
-		err = tfs__fragment_new(a, c->rel, idx, &c->f, d);
-		if (!err)
-			a->frag_pool[a->frag_pool_num++] = c->f;
-	}
+	if (n)
+		err = load_cands(s, n, idx, d);
+	/* The pool owns every fragment loaded, failure or not. */
+	for (size_t i = 0; i < s->cand_num; i++)
+		if (s->cands[i].f)
+			a->frag_pool[a->frag_pool_num++] = s->cands[i].f;
 	tfs__meta_index_free(idx);
 	return err;
 }

@@ -204,22 +204,15 @@ struct dense_geo {
 	uint64_t tile_cells;
 };
 
-/* Adds band g from metadata when one fragment covers it with whole tiles
- * that qualify; false (nothing added) otherwise. */
-static bool dense_band_meta(struct acc *ac, const struct dense_geo *g)
+/* The newest fragment meeting band g, when it is dense and covers the
+ * band (its domain in band coordinates: [flo, fhi]); else NULL. */
+static struct tfs_fragment *band_cover(const struct tfs_query *q,
+				       const struct dense_geo *g,
+				       uint64_t *flo, uint64_t *fhi)
 {
-	struct tfs_query *q = ac->q;
 	const struct tfs_schema *s = q->schema;
 	struct tfs_arraydir *dir = q->dir;
-	struct tfs_fragment *f = NULL;
-	uint64_t flo[MAX_DIMS], fhi[MAX_DIMS], tlo[MAX_DIMS], tn[MAX_DIMS],
-		stride[MAX_DIMS], klo[MAX_DIMS], khi[MAX_DIMS], kk[MAX_DIMS];
-	uint64_t count = 1, sd = 1;
 
-	for (uint32_t d = 0; d < g->dims; d++)
-		if (g->lo[d] % g->ext[d] || (g->hi[d] + 1) % g->ext[d])
-			return false;
-	/* The newest fragment meeting the band must cover it. */
 	for (size_t i = dir->fragment_num; i-- > 0;) {
 		struct tfs_fragment *o = dir->fragments[i];
 		bool meets = true;
@@ -239,13 +232,30 @@ static bool dense_band_meta(struct acc *ac, const struct dense_geo *g)
 		if (!meets)
 			continue;
 		if (!o->footer.dense)
-			return false;
+			return NULL;
 		for (uint32_t d = 0; d < g->dims; d++)
 			if (flo[d] > g->lo[d] || fhi[d] < g->hi[d])
-				return false;
-		f = o;
-		break;
+				return NULL;
+		return o;
 	}
+	return NULL;
+}
+
+/* Adds band g from metadata when one fragment covers it with whole tiles
+ * that qualify; false (nothing added) otherwise. */
+static bool dense_band_meta(struct acc *ac, const struct dense_geo *g)
+{
+	const struct tfs_schema *s = ac->q->schema;
+	struct tfs_fragment *f;
+	uint64_t flo[MAX_DIMS], fhi[MAX_DIMS], tlo[MAX_DIMS], tn[MAX_DIMS],
+		stride[MAX_DIMS], klo[MAX_DIMS], khi[MAX_DIMS], kk[MAX_DIMS];
+	uint64_t count = 1, sd = 1;
+
+	for (uint32_t d = 0; d < g->dims; d++)
+		if (g->lo[d] % g->ext[d] || (g->hi[d] + 1) % g->ext[d])
+			return false;
+	/* The newest fragment meeting the band must cover it. */
+	f = band_cover(ac->q, g, flo, fhi);
 	if (!f)
 		return false;
 	for (uint32_t d = 0; d < g->dims; d++) {

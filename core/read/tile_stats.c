@@ -154,6 +154,71 @@ static bool sparse_tile_box(const struct tfs_fragment *f,
 	return true;
 }
 
+/* Whether tiles of the schema s can be summarised: integer dimensions,
+ * not too many. */
+static enum tfs_err check_dims(const struct tfs_schema *s, struct tfs_diag *d)
+{
+	if (s->dim_num > TFS_MAX_DIMS_STATS)
+		return tfs_fail(d, TFS_E_UNSUPPORTED, "%u dimensions",
+				s->dim_num);
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		if (!tfs_datatype_is_integer(s->dims[k].type) || s->dims[k].var)
+			return tfs_fail(d, TFS_E_UNSUPPORTED,
+					"dimension '%s' is not an integer",
+					s->dims[k].name);
+	return TFS_E_OK;
+}
+
+/* The tiles of fragment i (number i among the visible ones) into out,
+ * from its tile box or R-tree and its statistics of attr. */
+static enum tfs_err frag_tiles(struct tfs_arraydir *dir, size_t i,
+			       const char *attr, struct tfs_tile_stats *out,
+			       size_t *n, struct tfs_diag *d)
+{
+	struct tfs_fragment *f = dir->fragments[i];
+	uint32_t nd = out->dim_num;
+	const struct tfs_rtree *rt = NULL;
+	const struct tfs_slot_stats *ss = NULL;
+	const struct tfs_attr *at;
+	enum tfs_err e;
+	bool numeric;
+	int fa;
+
+	if (f->footer.empty || !f->tile_num || f->schema->dim_num != nd)
+		return TFS_E_OK;
+	fa = tfs_schema_attr_index(f->schema, attr);
+	if (fa < 0)
+		return TFS_E_OK;
+	at = &f->schema->attrs[fa];
+	numeric = !at->var && at->cell_val_num == 1 &&
+		  tfs_datatype_class(at->type) <= TFS_CLASS_FLOAT &&
+		  tfs_datatype_size(at->type) <= 8;
+	if (!f->footer.dense && (e = tfs_fragment_rtree(dir, f, &rt, d)))
+		return e;
+	e = tfs_fragment_slot_stats(dir, f, (uint32_t)fa, &ss, d);
+	for (uint64_t t = 0; !e && t < f->tile_num; t++) {
+		struct tfs_tile_stat *ts = &out->tiles[*n];
+		int64_t *lo = out->coords + *n * 2 * nd, *hi = lo + nd;
+		bool ok;
+
+		if (f->footer.dense) {
+			ok = dense_tile_box(f, t, lo, hi, &ts->cells);
+		} else {
+			ok = sparse_tile_box(f, rt, t, lo, hi);
+			ts->cells = tfs_fragment_tile_cells(f, t);
+		}
+		if (!ok)
+			continue;
+		ts->frag = (uint32_t)i;
+		ts->lo = lo;
+		ts->hi = hi;
+		if (numeric)
+			stat_fill(ss, at->type, t, ts);
+		(*n)++;
+	}
+	return e;
+}
+
 enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 				  struct tfs_tile_stats *out,
 				  struct tfs_diag *d)
@@ -163,19 +228,13 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 	uint32_t nd = s->dim_num;
 	size_t total = 0, n = 0;
 	enum tfs_err e = TFS_E_OK;
-	int ai = tfs_schema_attr_index(s, attr);
 
 	memset(out, 0, sizeof(*out));
 	out->dim_num = nd;
-	if (ai < 0)
+	if (tfs_schema_attr_index(s, attr) < 0)
 		return tfs_fail(d, TFS_E_NOT_FOUND, "no attribute '%s'", attr);
-	if (nd > TFS_MAX_DIMS_STATS)
-		return tfs_fail(d, TFS_E_UNSUPPORTED, "%u dimensions", nd);
-	for (uint32_t k = 0; k < nd; k++)
-		if (!tfs_datatype_is_integer(s->dims[k].type) || s->dims[k].var)
-			return tfs_fail(d, TFS_E_UNSUPPORTED,
-					"dimension '%s' is not an integer",
-					s->dims[k].name);
+	if ((e = check_dims(s, d)))
+		return e;
 	for (size_t i = 0; i < dir->fragment_num; i++)
 		if (!dir->fragments[i]->footer.empty)
 			total += dir->fragments[i]->tile_num;
@@ -188,49 +247,8 @@ enum tfs_err tfs_array_tile_stats(struct tfs_array *a, const char *attr,
 		tfs_tile_stats_release(out);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
-	for (size_t i = 0; !e && i < dir->fragment_num; i++) {
-		struct tfs_fragment *f = dir->fragments[i];
-		const struct tfs_rtree *rt = NULL;
-		const struct tfs_slot_stats *ss = NULL;
-		int fa;
-		uint8_t type;
-
-		if (f->footer.empty || !f->tile_num || f->schema->dim_num != nd)
-			continue;
-		fa = tfs_schema_attr_index(f->schema, attr);
-		if (fa < 0)
-			continue;
-		type = f->schema->attrs[fa].type;
-		if (!f->footer.dense) {
-			e = tfs_fragment_rtree(dir, f, &rt, d);
-			if (e)
-				break;
-		}
-		e = tfs_fragment_slot_stats(dir, f, (uint32_t)fa, &ss, d);
-		for (uint64_t t = 0; !e && t < f->tile_num; t++) {
-			struct tfs_tile_stat *ts = &out->tiles[n];
-			int64_t *lo = out->coords + n * 2 * nd, *hi = lo + nd;
-			bool ok;
-
-			if (f->footer.dense) {
-				ok = dense_tile_box(f, t, lo, hi, &ts->cells);
-			} else {
-				ok = sparse_tile_box(f, rt, t, lo, hi);
-				ts->cells = tfs_fragment_tile_cells(f, t);
-			}
-			if (!ok)
-				continue;
-			ts->frag = (uint32_t)i;
-			ts->lo = lo;
-			ts->hi = hi;
-			if (!f->schema->attrs[fa].var &&
-			    f->schema->attrs[fa].cell_val_num == 1 &&
-			    tfs_datatype_class(type) <= TFS_CLASS_FLOAT &&
-			    tfs_datatype_size(type) <= 8)
-				stat_fill(ss, type, t, ts);
-			n++;
-		}
-	}
+	for (size_t i = 0; !e && i < dir->fragment_num; i++)
+		e = frag_tiles(dir, i, attr, out, &n, d);
 	if (e) {
 		tfs_tile_stats_release(out);
 		return e;

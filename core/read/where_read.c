@@ -275,6 +275,88 @@ struct box {
 	uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
 };
 
+/* Fragment f's non-empty domain in rel coordinates ([flo, fhi]), and
+ * whether it meets box and covers it. */
+static void frag_rel_box(const struct tfs_schema *s,
+			 const struct tfs_fragment *f, const struct box *bx,
+			 const uint64_t *dom, uint64_t *flo, uint64_t *fhi,
+			 bool *meets, bool *covers)
+{
+	*meets = true;
+	*covers = true;
+	for (uint32_t dd = 0; dd < s->dim_num; dd++) {
+		flo[dd] = tfs__raw_of(s->dims[dd].type, f->footer.ned[dd].lo) -
+			  dom[dd];
+		fhi[dd] = tfs__raw_of(s->dims[dd].type, f->footer.ned[dd].hi) -
+			  dom[dd];
+		if (flo[dd] > bx->hi[dd] || fhi[dd] < bx->lo[dd])
+			*meets = false;
+		if (flo[dd] > bx->lo[dd] || fhi[dd] < bx->hi[dd])
+			*covers = false;
+	}
+}
+
+/* Widens b by the minimum and maximum of every tile of f (dense, its
+ * domain [flo, fhi] in rel coordinates) that meets box, from its tile
+ * statistics st. False: too many tiles, or statistics that do not match
+ * the fragment's tiles (no bounds known). */
+static bool frag_widen_tiles(const struct tfs_schema *s,
+			     const struct tfs_fragment *f,
+			     const struct tfs_slot_stats *st,
+			     const uint64_t *flo, const uint64_t *fhi,
+			     const struct box *bx, const uint64_t *ext,
+			     struct tfs_cond_bounds *b, uint8_t bound_bytes[2][8],
+			     uint8_t type, bool *have)
+{
+	uint32_t dims = s->dim_num;
+	size_t size = tfs_datatype_size(type);
+	uint64_t tlo[MAX_DIMS], tn[MAX_DIMS], stride[MAX_DIMS], klo[MAX_DIMS],
+		khi[MAX_DIMS], kk[MAX_DIMS], count = 1, sd = 1;
+
+	/* Tiles of f meeting the box, numbered over f's tile box in tile
+	 * order. */
+	for (uint32_t dd = 0; dd < dims; dd++) {
+		uint64_t lo = flo[dd] > bx->lo[dd] ? flo[dd] : bx->lo[dd];
+		uint64_t hi = fhi[dd] < bx->hi[dd] ? fhi[dd] : bx->hi[dd];
+
+		tlo[dd] = flo[dd] / ext[dd];
+		tn[dd] = fhi[dd] / ext[dd] - tlo[dd] + 1;
+		klo[dd] = lo / ext[dd];
+		khi[dd] = hi / ext[dd];
+		if (__builtin_mul_overflow(count, khi[dd] - klo[dd] + 1,
+					   &count))
+			return false;
+	}
+	if (count > MAX_BAND_TILES)
+		return false;
+	for (uint32_t n = 0; n < dims; n++) {
+		uint32_t dd = s->tile_order == TFS_COL_MAJOR ? n
+							     : dims - 1 - n;
+
+		stride[dd] = sd;
+		sd *= tn[dd];
+	}
+	memcpy(kk, klo, dims * sizeof(*kk));
+	for (;;) {
+		uint64_t t = 0;
+		uint32_t dd;
+
+		for (dd = 0; dd < dims; dd++)
+			t += (kk[dd] - tlo[dd]) * stride[dd];
+		if (t >= f->tile_num)
+			return false;
+		widen(b, bound_bytes, type, st->mins + t * size,
+		      st->maxes + t * size, have);
+		for (dd = dims; dd-- > 0;) {
+			if (++kk[dd] <= khi[dd])
+				break;
+			kk[dd] = klo[dd];
+		}
+		if (dd == UINT32_MAX)
+			return true;
+	}
+}
+
 /* Bounds of attribute field k over the cells of box (dense). False: no
  * bounds known (anything may be there). */
 static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
@@ -285,7 +367,6 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 	const struct tfs_attr *cur = &s->attrs[w->cf_attr[k]];
 	struct tfs_arraydir *dir = q->dir;
 	struct tfs_cond_bounds *b = &w->bounds[k];
-	uint32_t dims = s->dim_num;
 	bool have = false, covered = false;
 	size_t size = tfs_datatype_size(cur->type);
 
@@ -293,10 +374,8 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 		struct tfs_fragment *f = dir->fragments[i];
 		const struct tfs_schema *fs = f->schema;
 		const struct tfs_slot_stats *st;
-		uint64_t flo[MAX_DIMS], fhi[MAX_DIMS], tlo[MAX_DIMS],
-			tn[MAX_DIMS], stride[MAX_DIMS], klo[MAX_DIMS],
-			khi[MAX_DIMS], kk[MAX_DIMS], count = 1;
-		bool meets = true, covers = true;
+		uint64_t flo[MAX_DIMS], fhi[MAX_DIMS];
+		bool meets, covers;
 		struct tfs_diag d;
 		int slot;
 
@@ -304,18 +383,7 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 			continue;
 		if (!f->footer.dense || f->footer.has_timestamps)
 			return false;
-		for (uint32_t dd = 0; dd < dims; dd++) {
-			flo[dd] = tfs__raw_of(s->dims[dd].type,
-					      f->footer.ned[dd].lo) -
-				  dom[dd];
-			fhi[dd] = tfs__raw_of(s->dims[dd].type,
-					      f->footer.ned[dd].hi) -
-				  dom[dd];
-			if (flo[dd] > bx->hi[dd] || fhi[dd] < bx->lo[dd])
-				meets = false;
-			if (flo[dd] > bx->lo[dd] || fhi[dd] < bx->hi[dd])
-				covers = false;
-		}
+		frag_rel_box(s, f, bx, dom, flo, fhi, &meets, &covers);
 		if (!meets)
 			continue;
 		slot = tfs_schema_attr_index(fs, cur->name);
@@ -331,55 +399,9 @@ static bool dense_attr_bounds(struct tfs_query *q, struct tfs__where *w,
 		if (tfs_fragment_slot_stats(dir, f, (uint32_t)slot, &st, &d) ||
 		    !st->mins)
 			return false;
-		/* Tiles of f meeting the box, numbered over f's tile box in
-		 * tile order. */
-		for (uint32_t dd = 0; dd < dims; dd++) {
-			uint64_t lo = flo[dd] > bx->lo[dd] ? flo[dd]
-							   : bx->lo[dd];
-			uint64_t hi = fhi[dd] < bx->hi[dd] ? fhi[dd]
-							   : bx->hi[dd];
-
-			tlo[dd] = flo[dd] / ext[dd];
-			tn[dd] = fhi[dd] / ext[dd] - tlo[dd] + 1;
-			klo[dd] = lo / ext[dd];
-			khi[dd] = hi / ext[dd];
-			if (__builtin_mul_overflow(count, khi[dd] - klo[dd] + 1,
-						   &count))
-				return false;
-		}
-		if (count > MAX_BAND_TILES)
+		if (!frag_widen_tiles(s, f, st, flo, fhi, bx, ext, b,
+				      w->bound_bytes[k], cur->type, &have))
 			return false;
-		{
-			uint64_t sd = 1;
-
-			for (uint32_t n = 0; n < dims; n++) {
-				uint32_t dd = s->tile_order == TFS_COL_MAJOR
-						      ? n
-						      : dims - 1 - n;
-
-				stride[dd] = sd;
-				sd *= tn[dd];
-			}
-		}
-		memcpy(kk, klo, dims * sizeof(*kk));
-		for (;;) {
-			uint64_t t = 0;
-			uint32_t dd;
-
-			for (dd = 0; dd < dims; dd++)
-				t += (kk[dd] - tlo[dd]) * stride[dd];
-			if (t >= f->tile_num)
-				return false;
-			widen(b, w->bound_bytes[k], cur->type,
-			      st->mins + t * size, st->maxes + t * size, &have);
-			for (dd = dims; dd-- > 0;) {
-				if (++kk[dd] <= khi[dd])
-					break;
-				kk[dd] = klo[dd];
-			}
-			if (dd == UINT32_MAX)
-				break;
-		}
 	}
 	if (!covered && (!cur->nullable || cur->fill_valid) &&
 	    cur->fill_size >= size)

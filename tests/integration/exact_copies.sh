@@ -169,6 +169,49 @@ unmount
 cmp -s "$WORK/file.mnt" "$WORK/file.ref" || fail "file says other things: $(diff "$WORK/file.ref" "$WORK/file.mnt" | head -4)"
 lap "file"
 
+# ---- Unlisted files by name: exact sizes, mmap of .npy --------------------
+# A sparse array too large to render whole at whole_max=1000: its
+# renderings are not listed, yet by name stat gives each one's exact size
+# (a counting pass, whatever the number of cells), and a .npy opened after
+# that stat maps (numpy.load(mmap_mode="r"): the page cache, not direct
+# I/O, which has no mmap).
+big=$WORK/big
+mkdir -p "$big"
+cat >"$WORK/big.json" <<'JSON'
+{"array_type": "sparse",
+ "schema": {"dims": [{"name": "x", "type": "INT64", "domain": [0, 999999], "tile": 1000},
+                     {"name": "y", "type": "INT64", "domain": [0, 999], "tile": 1000}],
+            "attrs": [{"name": "v", "type": "FLOAT64", "cell_val_num": 1,
+                       "nullable": false, "filters": ["ZSTD(level=1)"]}],
+            "capacity": 10000, "allows_dups": false}}
+JSON
+"$TFS" create "$big/a" "$WORK/big.json" >/dev/null
+awk 'BEGIN { print "x,y,v"; for (i = 0; i < 200000; i++) printf "%d,%d,%.3f\n", i * 3, i % 1000, i / 7.0 }' >"$WORK/big.csv"
+"$TFS" ingest "$big/a" "$WORK/big.csv" >/dev/null
+M=$WORK/m_big
+mount_tilefs "$big" "$M" -o ro,whole_max=1000
+! ls "$M/a/v" | grep -q 'slice' || fail "a sparse rendering of 200 000 cells is listed at whole_max=1000"
+for f in 'v/slice[:].npy' 'v/slice[:].csv' 'slice[:].json' data.csv; do
+  size=$(stat -c %s "$M/a/$f") || fail "stat of $f by name"
+  [ "$size" -gt 0 ] || fail "$f by name: size 0"
+  got=$(cat "$M/a/$f" | wc -c)
+  [ "$size" = "$got" ] || fail "$f by name: stat says $size bytes, cat reads $got"
+  cmp -s <(tail -c 100 "$M/a/$f") <(cat "$M/a/$f" | tail -c 100) || fail "$f: tail -c 100 differs"
+done
+"$PY" - "$M/a/v/slice[:].npy" <<'PYEOF' || fail "numpy.load(mmap_mode='r') of an unlisted .npy"
+import sys
+import numpy as np
+p = sys.argv[1]
+m = np.load(p, mmap_mode="r")
+whole = np.load(p)
+assert m.shape == (200000,), m.shape
+assert (m == whole).all()
+assert abs(float(m[-1]) - 199999 / 7.0) < 1e-3, m[-1]
+print("mmap of an unlisted .npy: %d cells" % m.shape[0])
+PYEOF
+unmount
+lap "unlisted by name"
+
 # ---- Duplicates: per-field files pair the same cells ------------------------
 fresh m_dups
 d=$M/sparse_dups

@@ -250,6 +250,54 @@ static void usage(void)
 	exit(2);
 }
 
+/* The generator's count of the cells the filter keeps. */
+static bool filtered_count_ok(const struct run *filt)
+{
+	uint64_t want = 0;
+
+	for (uint64_t i = 0; i < g_cells; i++)
+		want += value_at(i) >= THRESHOLD;
+	if (filt->cells != want) {
+		fprintf(stderr, "filtered read: %" PRIu64
+				" cells, the generator says %" PRIu64 "\n",
+			filt->cells, want);
+		return false;
+	}
+	return true;
+}
+
+static void print_runs(const struct run *full, const struct run *filt,
+		       const struct run *st, const struct run *st_full,
+		       uint64_t tiles)
+{
+	printf("full read       %8.3f s  %10" PRIu64 " cells  %5" PRIu64
+	       " tiles decoded\n",
+	       full->seconds, full->cells, full->decoded);
+	printf("filtered read   %8.3f s  %10" PRIu64 " cells  %5" PRIu64
+	       " tiles decoded (%.1f %% of the tiles, %.1f %% of the cells)"
+	       "  %.1fx faster\n",
+	       filt->seconds, filt->cells, filt->decoded,
+	       100.0 * (double)filt->decoded / (double)tiles,
+	       100.0 * (double)filt->cells / (double)g_cells,
+	       full->seconds / filt->seconds);
+	printf("stats           %8.3f s  %10" PRIu64 " cells  %5" PRIu64
+	       " tiles decoded, %" PRIu64 " from metadata\n",
+	       st->seconds, st->cells, st->decoded, st->from_meta);
+	printf("stats (decoded) %8.3f s  %10" PRIu64 " cells  %5" PRIu64
+	       " tiles decoded\n",
+	       st_full->seconds, st_full->cells, st_full->decoded);
+}
+
+/* Whether the statistics from metadata equal the full computation's. */
+static bool stats_equal(const struct run *st, const struct run *st_full)
+{
+	return st->st.count == st_full->st.count &&
+	       st->st.sum_hi == st_full->st.sum_hi &&
+	       st->st.sum_lo == st_full->st.sum_lo &&
+	       memcmp(st->st.min, st_full->st.min, 4) == 0 &&
+	       memcmp(st->st.max, st_full->st.max, 4) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -304,41 +352,12 @@ int main(int argc, char **argv)
 
 	full = best(read_v, path, NULL);
 	filt = best(read_v, path, &cond);
-	{
-		uint64_t want = 0;
-
-		for (uint64_t i = 0; i < g_cells; i++)
-			want += value_at(i) >= THRESHOLD;
-		if (filt.cells != want) {
-			fprintf(stderr, "filtered read: %" PRIu64
-					" cells, the generator says %" PRIu64 "\n",
-				filt.cells, want);
-			return 1;
-		}
-	}
+	if (!filtered_count_ok(&filt))
+		return 1;
 	st = best(stats_v, path, NULL);
 	st_full = stats_v(path, &all); /* the check: one run */
-	printf("full read       %8.3f s  %10" PRIu64 " cells  %5" PRIu64
-	       " tiles decoded\n",
-	       full.seconds, full.cells, full.decoded);
-	printf("filtered read   %8.3f s  %10" PRIu64 " cells  %5" PRIu64
-	       " tiles decoded (%.1f %% of the tiles, %.1f %% of the cells)"
-	       "  %.1fx faster\n",
-	       filt.seconds, filt.cells, filt.decoded,
-	       100.0 * (double)filt.decoded / (double)tiles,
-	       100.0 * (double)filt.cells / (double)g_cells,
-	       full.seconds / filt.seconds);
-	printf("stats           %8.3f s  %10" PRIu64 " cells  %5" PRIu64
-	       " tiles decoded, %" PRIu64 " from metadata\n",
-	       st.seconds, st.cells, st.decoded, st.from_meta);
-	printf("stats (decoded) %8.3f s  %10" PRIu64 " cells  %5" PRIu64
-	       " tiles decoded\n",
-	       st_full.seconds, st_full.cells, st_full.decoded);
-	if (st.st.count != st_full.st.count ||
-	    st.st.sum_hi != st_full.st.sum_hi ||
-	    st.st.sum_lo != st_full.st.sum_lo ||
-	    memcmp(st.st.min, st_full.st.min, 4) != 0 ||
-	    memcmp(st.st.max, st_full.st.max, 4) != 0) {
+	print_runs(&full, &filt, &st, &st_full, tiles);
+	if (!stats_equal(&st, &st_full)) {
 		fprintf(stderr, "statistics from metadata differ from the "
 				"full computation\n");
 		return 1;
