@@ -58,7 +58,7 @@ fi
 
 mkdir -p "$dir"
 # A mountpoint of this run's own: runs may share DIR's arrays.
-mnt=$(mktemp -d "$dir/mnt.XXXXXX")
+mnt=$(mktemp -d -p "$dir")
 daemon=
 cleanup() {
   if mountpoint -q "$mnt"; then

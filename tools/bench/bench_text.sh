@@ -34,7 +34,7 @@ tilefs=$build/fs/tilefs
 if [ ! -d "$dir/sparse_10m" ]; then
   ../shared/reference/tiledb bench make "$dir" >/dev/null
 fi
-mnt=$(mktemp -d "${TMPDIR:-/tmp}/tfs-bench-text.XXXXXX")
+mnt=$(mktemp -d)
 daemon=
 cleanup() {
   fusermount3 -u "$mnt" 2>/dev/null || true
