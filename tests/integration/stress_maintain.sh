@@ -44,15 +44,27 @@ if [ "${TFS_STRESS_WHOLE_MAX:-0}" = 0 ]; then
 fi
 [ "$(stat -c %s "$sm/data.csv")" -gt 0 ] || fail "data.csv by name on the second mount: size 0"
 
+# opening WHO: WHO starts reading now (milliseconds, in $WORK/open.WHO,
+# written before the file is opened and removed once it is read).
+now_ms() {
+  local t=${EPOCHREALTIME/./}
+  echo "${t:0:-3}"
+}
+opening() {
+  now_ms >"$WORK/open.$1.tmp" && mv "$WORK/open.$1.tmp" "$WORK/open.$1"
+}
+
 # record: the bytes of every file now, as valid versions (after checking
 # that data.csv is one whole write).
 record() {
   local f
+  opening main
   cat "$m/data.csv" >"$WORK/cur.csv" || fail "cat data.csv"
   [ "$(rewrite_state "$WORK/cur.csv")" = "$1" ] || fail "data.csv is not version $1"
   for f in "${FILES[@]}"; do
     echo "$f $(cat "$m/$f" | md5sum | cut -c1-32)" >>"$WORK/valid"
   done
+  rm -f "$WORK/open.main"
 }
 record old
 
@@ -62,8 +74,10 @@ reader() {
   local n=0 f h
   while [ -e "$WORK/go" ]; do
     for f in "${FILES[@]}"; do
+      opening "$1"
       h=$(cat "$2/$f" | md5sum | cut -c1-32) ||
         { echo "reader $1: cat $2/$f failed" >&2; return 1; }
+      rm -f "$WORK/open.$1"
       echo "$f $h" >>"$WORK/seen.$1"
     done
     n=$((n + 1))
@@ -77,18 +91,36 @@ for r in 1 2 3 4 5 6; do
 done
 
 # Consolidation and vacuum on the source, every mode in turn, all along.
-# Fragments written in the last 10 s are left out: a stream open at a time
-# a consolidation reaches past would (rightly) fail with EIO once the
-# vacuum removed what it merged, when that consolidation holds no per-cell
-# times (test_vacuum.c checks that case); the readers here keep their
-# files open for far less than that, even on a machine busy with other
-# work (a 2 s margin was seen to be too short there).
+# A stream open at a time a consolidation reaches past would (rightly)
+# fail with EIO once the vacuum removed what it merged, when that
+# consolidation holds no per-cell times (test_vacuum.c checks that case);
+# so would one whose view lacks a write stamped before its time but
+# committed after. A consolidation here therefore merges only fragments
+# stamped 2 s before the oldest read still under way began and before
+# every write that finished less than 1.5 s before that read or is still
+# under way. The margins cover a view the daemon opened up to half a
+# second before the read began; a fixed margin behind the present was
+# seen to be too short on a busy machine.
 maintain() {
-  local n=0 mode range
+  local n=0 mode range end oldest f t w c
   while [ -e "$WORK/go" ]; do
     for mode in fragments fragment-meta commits array-meta; do
       range=()
-      [ "$mode" != fragments ] || range=(--end $(( $(date +%s%3N) - 10000 )))
+      if [ "$mode" = fragments ]; then
+        oldest=$(now_ms)
+        for f in "$WORK"/open.*; do
+          [ "${f%.tmp}" = "$f" ] || continue
+          t=$(cat "$f" 2>/dev/null) || continue
+          [ -z "$t" ] || [ "$t" -ge "$oldest" ] || oldest=$t
+        done
+        end=$oldest
+        t=$(cat "$WORK/writing" 2>/dev/null) || t=
+        [ -z "$t" ] || [ "$t" -ge "$end" ] || end=$t
+        while read -r w c; do
+          [ "$c" -le $((oldest - 1500)) ] || [ "$w" -ge "$end" ] || end=$w
+        done < <(tail -n 5 "$WORK/wrote" 2>/dev/null)
+        range=(--end $((end - 2000)))
+      fi
       "$TFS" consolidate "$a" --mode "$mode" "${range[@]}" >/dev/null ||
         { echo "consolidate --mode $mode failed" >&2; return 1; }
       "$TFS" vacuum "$a" --mode "$mode" >/dev/null ||
@@ -107,7 +139,11 @@ end=$(( $(date +%s) + SECS ))
 k=0
 while [ "$(date +%s)" -lt "$end" ] && [ "$k" -lt 120 ]; do
   k=$((k + 1))
+  t=$(now_ms)
+  echo "$t" >"$WORK/writing"
   cp "$WORK/k$k.csv" "$m/" || fail "write $k through the mount"
+  echo "$t $(now_ms)" >>"$WORK/wrote"
+  rm "$WORK/writing"
   record "$k"
   sleep 0.3
 done
