@@ -313,9 +313,9 @@ struct tfsd_renders; /* a small cache of rendered files and learned sizes */
 enum tfs_err tfsd_renders_new(uint64_t budget, struct tfsd_renders **out) TFS_WUR;
 void tfsd_renders_free(struct tfsd_renders *r);
 
-/* The size of a file node: exact, except for streams of more than
- * COUNT_MAX cells × fields (content.c). Streams are measured by a
- * counting pass at the first call, remembered for the array version. */
+/* The exact size of a file node. Streams are measured by a counting pass
+ * at the first call (stopped by the calling thread's tfsd_stop),
+ * remembered for the array version. */
 enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			    const char *vpath, struct tfsd_size *out,
 			    struct tfs_diag *d) TFS_WUR;
