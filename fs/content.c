@@ -1586,6 +1586,38 @@ static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
 	return stream_account(fs, st, d);
 }
 
+/* Indexes a seekable stream whose size was known without a counting
+ * pass (sparse raw and .npy: fragment metadata gives their cell count),
+ * or one whose index was forgotten since, at its first read far into
+ * it: the pass finds the marks on both CPUs and costs about what reading
+ * up to the offset would, and every later seek is cheap. A read in the
+ * first quarter streams instead. Failures other
+ * than an interruption leave the file streaming from the start. */
+static enum tfs_err stream_index(struct tfsd *fs, struct tfsd_file *f,
+				 uint64_t off, struct tfs_diag *d)
+{
+	struct tfsr_mark *marks;
+	size_t mark_num;
+	uint64_t size;
+	enum tfs_err e;
+
+	if (f->plan.sl->dense || !tfsr_slice_seekable(f->plan.sl) ||
+	    (tfsr_slice_sparse_size(f->plan.sl, &size) && off < size / 4))
+		return TFS_E_OK;
+	e = count_plan(&f->plan, &size, &marks, &mark_num, d);
+	if (e == TFS_E_INTR)
+		return e;
+	if (e) {
+		tfs_log(TFS_LOG_INFO, "'/%s': not indexed (%s); streaming "
+			"from the start", f->vpath, tfs_diag_msg(d));
+		tfs_diag_init(d);
+		return TFS_E_OK;
+	}
+	sizes_put(fs->renders, f->plan.arr->gen, f->vpath, size, marks,
+		  mark_num);
+	return TFS_E_OK;
+}
+
 static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 				uint64_t off, uint8_t *dst, size_t len,
 				size_t *got, const struct tfsd_stop *stop,
@@ -1603,6 +1635,12 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 		bool jump = tfsr_slice_seekable(f->plan.sl) &&
 			    sizes_mark(fs->renders, f->plan.arr->gen, f->vpath,
 				       off, &m);
+
+		if (!jump && off > st->base + st->out.len + SEEK_AHEAD) {
+			e = stream_index(fs, f, off, d);
+			jump = !e && sizes_mark(fs->renders, f->plan.arr->gen,
+						f->vpath, off, &m);
+		}
 
 		/* Behind what is kept, after a failure, or far ahead: start
 		 * again where the index says the offset's cells begin, else
