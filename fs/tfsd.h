@@ -175,8 +175,13 @@ uint64_t tfsd_arr_newest(const struct tfsd_arr *arr);
 enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
 				uint64_t timestamp, uint64_t *ms,
 				struct tfs_diag *d) TFS_WUR;
+/* tfs_object_type of src (a folder of SOURCE, or SOURCE), remembered for
+ * half a second when it is an array or a group, or SOURCE itself: every
+ * lookup resolves its path from SOURCE down. */
+enum tfs_err tfsd_arrays_kind(struct tfsd_arrays *c, const char *src,
+			      enum tfs_object *kind, struct tfs_diag *d) TFS_WUR;
 /* Makes the next tfsd_arrays_get of rel's current view reopen it (this
- * mount just wrote to it). */
+ * mount just wrote to it), and every folder's kind be asked again. */
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel);
 void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr);
 /* For an open file whose read of arr (the view of rel) met a missing
