@@ -1690,26 +1690,88 @@ static enum tfs_err npy_new_schema_json(const uint64_t *shape, size_t dims,
 /* DIR/NAME.npy: a new dense array DIR/NAME of the file's shape and dtype
  * (dimensions d0, d1, ... UINT64 from 0, one attribute v, ZSTD), then the
  * values written as the slice of the whole array; undone when refused. */
+/* A staged .npy that makes a new array: its dtype, shape and size. */
+struct npy_new {
+	char descr[128], shape_text[512];
+	uint64_t shape[NPY_MAX_DIMS];
+	size_t dims;
+	uint64_t elems, type_size;
+	const char *type;
+};
+
+/* The staged file's header, checked: a little-endian number type, 1 to
+ * NPY_MAX_DIMS dimensions none empty, and exactly the values' bytes. */
+static enum tfs_err npy_new_head(const struct tfsd_wtarget *t,
+				 const char *staged, struct npy_new *nn,
+				 struct tfs_diag *d)
+{
+	uint64_t data_off, file_size_, bytes;
+	enum tfs_err e;
+
+	nn->dims = 0;
+	nn->elems = 1;
+	if ((e = npy_staged_head(staged, t->name, nn->descr, nn->shape_text,
+				 &data_off, &file_size_, d)))
+		return e;
+	nn->type = npy_type_name(nn->descr, &nn->type_size);
+	if (!nn->type)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy dtype %s: a new array takes "
+				"little-endian integers, floats or bools",
+				t->name, nn->descr);
+	if (!npy_shape_parse(nn->shape_text, nn->shape, &nn->dims, &nn->elems))
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy shape (%s): a new array "
+				"needs 1 to %d dimensions, none empty",
+				t->name, nn->shape_text, NPY_MAX_DIMS);
+	if (nn->dims == 0)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': a .npy scalar makes no array", t->name);
+	if (__builtin_mul_overflow(nn->elems, nn->type_size, &bytes) ||
+	    file_size_ < data_off || file_size_ - data_off != bytes)
+		return tfs_fail(d, TFS_E_INVALID,
+				"'%s': .npy of shape (%s) %s needs %" PRIu64
+				" bytes of values",
+				t->name, nn->shape_text, nn->descr,
+				nn->elems <= UINT64_MAX / nn->type_size
+					? nn->elems * nn->type_size
+					: UINT64_MAX);
+	return TFS_E_OK;
+}
+
+/* The values of the new array, written as a slice of all of it. */
+static enum tfs_err npy_new_values(struct tfsd *fs, const struct tfsd_wtarget *t,
+				   const char *staged, const struct tfs_buf *sel,
+				   struct tfsd_wresult *res, struct tfs_diag *d)
+{
+	struct tfsd_wtarget slice;
+
+	memset(&slice, 0, sizeof(slice));
+	slice.kind = TFSD_W_SLICE;
+	slice.rel = t->rel;
+	slice.path = t->path;
+	slice.name = t->name;
+	slice.log_dir = t->log_dir;
+	slice.field = (char *)"v";
+	slice.sel = (char *)sel->data;
+	slice.sel_len = sel->len;
+	slice.npy = true;
+	return commit_slice(fs, &slice, staged, res, d);
+}
+
 static enum tfs_err commit_npy_new(struct tfsd *fs,
 				   const struct tfsd_wtarget *t,
 				   const char *staged, struct tfsd_wresult *res,
 				   struct tfs_diag *d)
 {
 	struct tfs_vfs *v = tfsd_arrays_vfs(fs->arrays);
-	char descr[128], shape_text[512];
-	uint64_t shape[NPY_MAX_DIMS];
-	uint64_t data_off, elems = 1, type_size, bytes;
-	uint64_t file_size_;
-	struct tfsd_wtarget slice;
+	struct npy_new nn;
 	struct tfs_buf json, sel;
 	struct tfs_write_opts wo;
 	struct tfs_schema *schema = NULL;
-	const char *type;
 	struct tfs_stat st;
-	size_t dims = 0;
 	enum tfs_err e;
 
-	memset(&slice, 0, sizeof(slice));
 	tfs_buf_init(&json, DOC_MAX);
 	tfs_buf_init(&sel, DOC_MAX);
 	if (!tfs_vfs_lstat(v, t->path, &st, NULL) && st.exists)
@@ -1717,33 +1779,9 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 				"'%s': '%.*s' exists (a .npy file here makes a "
 				"new array of its name)",
 				t->name, (int)(strlen(t->name) - 4), t->name);
-	if ((e = npy_staged_head(staged, t->name, descr, shape_text, &data_off,
-				 &file_size_, d)))
+	if ((e = npy_new_head(t, staged, &nn, d)))
 		return e;
-	type = npy_type_name(descr, &type_size);
-	if (!type)
-		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': .npy dtype %s: a new array takes "
-				"little-endian integers, floats or bools",
-				t->name, descr);
-	if (!npy_shape_parse(shape_text, shape, &dims, &elems))
-		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': .npy shape (%s): a new array "
-				"needs 1 to %d dimensions, none empty",
-				t->name, shape_text, NPY_MAX_DIMS);
-	if (dims == 0)
-		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': a .npy scalar makes no array", t->name);
-	if (__builtin_mul_overflow(elems, type_size, &bytes) ||
-	    file_size_ < data_off || file_size_ - data_off != bytes)
-		return tfs_fail(d, TFS_E_INVALID,
-				"'%s': .npy of shape (%s) %s needs %" PRIu64
-				" bytes of values",
-				t->name, shape_text, descr,
-				elems <= UINT64_MAX / type_size
-					? elems * type_size
-					: UINT64_MAX);
-	if ((e = npy_new_schema_json(shape, dims, type, &json, &sel))) {
+	if ((e = npy_new_schema_json(nn.shape, nn.dims, nn.type, &json, &sel))) {
 		e = tfs_fail(d, e, "out of memory");
 		goto out;
 	}
@@ -1758,19 +1796,10 @@ static enum tfs_err commit_npy_new(struct tfsd *fs,
 	if (e)
 		goto out_undo;
 	tfsd_arrays_invalidate(fs->arrays, t->rel);
-	slice.kind = TFSD_W_SLICE;
-	slice.rel = t->rel;
-	slice.path = t->path;
-	slice.name = t->name;
-	slice.log_dir = t->log_dir;
-	slice.field = (char *)"v";
-	slice.sel = (char *)sel.data;
-	slice.sel_len = sel.len;
-	slice.npy = true;
-	e = commit_slice(fs, &slice, staged, res, d);
+	e = npy_new_values(fs, t, staged, &sel, res, d);
 	if (!e) {
 		snprintf(res->what, sizeof(res->what),
-			 "new array, %s, %" PRIu64 " cells", type, elems);
+			 "new array, %s, %" PRIu64 " cells", nn.type, nn.elems);
 		goto out;
 	}
 out_undo:
