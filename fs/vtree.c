@@ -250,6 +250,43 @@ static enum tfs_err node_set_preview(struct tfsd_node *n)
 	return TFS_E_OK;
 }
 
+/* name is a slice file's (SEL and format into sel, fmt) that dir can
+ * show: not a picture in a filtered view. */
+static bool slice_name_here(const struct tfsd_node *dir, const char *name,
+			    const char **sel, size_t *sel_len,
+			    enum tfsr_format *fmt)
+{
+	return tfsr_slice_name_parse(name, sel, sel_len, fmt) &&
+	       !(dir->where && (tfsr_renderer_of(*fmt)->flags & TFSR_R_IMAGE));
+}
+
+/* The slice file sel in fmt of field (-1: every attribute) of arr,
+ * checked against the array (name as looked up). */
+static enum tfs_err slice_node(struct tfsd *fs, const struct tfsd_node *dir,
+			       struct tfsd_arr *arr, int field, const char *sel,
+			       size_t sel_len, enum tfsr_format fmt,
+			       const char *name, struct tfsd_node *out,
+			       struct tfs_diag *d)
+{
+	enum tfs_err e = slice_check(arr, field, sel, sel_len, fmt, name, d);
+
+	if (!e)
+		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+	if (!e)
+		e = node_set_slice(out, sel, sel_len, fmt, d);
+	return e;
+}
+
+/* The preview.png of dir's array or field. */
+static enum tfs_err preview_node(struct tfsd *fs, const struct tfsd_node *dir,
+				 struct tfsd_arr *arr, struct tfsd_node *out,
+				 struct tfs_diag *d)
+{
+	enum tfs_err e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
+
+	return e ? e : node_set_preview(out);
+}
+
 /* "__name" → "name" when name is special here; else NULL. */
 static const char *unescape_special(const char *name)
 {
@@ -312,19 +349,10 @@ static enum tfs_err child_special(struct tfsd *fs, const struct tfsd_node *dir,
 		return node_inherit(fs, out, dir, arr, TFSD_N_FRAGS, d);
 	if (strcmp(special, "versions") == 0 && !dir->version_view)
 		return node_inherit(fs, out, dir, arr, TFSD_N_VERSIONS, d);
-	if (strcmp(special, "preview.png") == 0 && tfsd__has_preview(dir, arr, -1)) {
-		e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		return e ? e : node_set_preview(out);
-	}
-	if (tfsr_slice_name_parse(special, &sel, &sel_len, &fmt) &&
-	    !(dir->where && (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE))) {
-		e = slice_check(arr, -1, sel, sel_len, fmt, name, d);
-		if (!e)
-			e = node_inherit(fs, out, dir, arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_slice(out, sel, sel_len, fmt, d);
-		return e;
-	}
+	if (strcmp(special, "preview.png") == 0 && tfsd__has_preview(dir, arr, -1))
+		return preview_node(fs, dir, arr, out, d);
+	if (slice_name_here(dir, special, &sel, &sel_len, &fmt))
+		return slice_node(fs, dir, arr, -1, sel, sel_len, fmt, name, out, d);
 	tfs_diag_init(d);
 	return TFS_E_NOT_FOUND;
 }
@@ -387,9 +415,7 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 		return node_inherit(fs, out, dir, dir->arr, TFSD_N_TILES, d);
 	if (dir->kind == TFSD_N_FIELD && strcmp(name, "preview.png") == 0 &&
 	    tfsd__has_preview(dir, dir->arr, dir->field)) {
-		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
-		if (!e)
-			e = node_set_preview(out);
+		e = preview_node(fs, dir, dir->arr, out, d);
 		if (e)
 			tfsd_node_release(fs, out);
 		return e;
@@ -407,14 +433,10 @@ static enum tfs_err child_of_field(struct tfsd *fs, const struct tfsd_node *dir,
 			tfsd_node_release(fs, out);
 		return e;
 	}
-	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
-	    (dir->where && (tfsr_renderer_of(fmt)->flags & TFSR_R_IMAGE)))
+	if (!slice_name_here(dir, name, &sel, &sel_len, &fmt))
 		return TFS_E_NOT_FOUND;
-	e = slice_check(dir->arr, dir->field, sel, sel_len, fmt, name, d);
-	if (!e)
-		e = node_inherit(fs, out, dir, dir->arr, TFSD_N_FILE, d);
-	if (!e)
-		e = node_set_slice(out, sel, sel_len, fmt, d);
+	e = slice_node(fs, dir, dir->arr, dir->field, sel, sel_len, fmt, name,
+		       out, d);
 	if (e)
 		tfsd_node_release(fs, out);
 	return e;

@@ -255,7 +255,7 @@ static enum tfs_err classify_in_field(struct tfsd *fs, const struct tfsd_node *d
 				"slice",
 				f.name);
 	if (!tfsr_slice_name_parse(name, &sel, &sel_len, &fmt) ||
-	    (fmt != TFSR_FMT_RAW && fmt != TFSR_FMT_NPY))
+	    !(tfsr_renderer_of(fmt)->flags & TFSR_R_WRITABLE))
 		return tfs_fail(d, TFS_E_PERM,
 				"'%s': slices are written raw "
 				"(slice[SEL]) or as .npy",
