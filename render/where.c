@@ -4,29 +4,11 @@
 #include "tfs_render.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "tfs_alloc.h"
-
-enum tfs_err tfsr__where_bad(struct wp *p, size_t at, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	p->err_pos = at;
-	return tfs_fail(p->d, TFS_E_INVALID, "filter at %zu: %s", at + 1, msg);
-}
-
-enum tfs_err tfsr__where_nomem(struct wp *p)
-{
-	return tfs_fail(p->d, TFS_E_NOMEM, "out of memory");
-}
 
 static void skip_space(struct wp *p)
 {

@@ -1,6 +1,7 @@
 /* What the two files of the filter grammar share, inside render/ only:
- * where.c (the scanner and the parser of the tree) and where_value.c
- * (value text into the bytes of a field's type). */
+ * where.c (the scanner and the parser of the tree) takes from
+ * where_value.c (value text into the bytes of a field's type, and the
+ * parse's error reports), never the other way. */
 #ifndef TFSR_WHERE_PARSE_H
 #define TFSR_WHERE_PARSE_H
 
@@ -35,7 +36,8 @@ struct token {
 	char text[MAX_VALUE_TEXT + 1];
 };
 
-/* Fails the parse at byte at of the text: "filter at N: ..." into p->d. */
+/* Fails the parse at byte at of the text: "filter at N: ..." into p->d
+ * (where_value.c, as the next two). */
 enum tfs_err tfsr__where_bad(struct wp *p, size_t at, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 enum tfs_err tfsr__where_nomem(struct wp *p);

@@ -1,12 +1,14 @@
 /* Values of the filter grammar into the bytes of a field's type: numbers
  * range-checked, ISO-8601 dates and times at the unit of their type,
  * strings as their bytes, blobs as hex, enumeration labels as their
- * keys (see where.h). */
+ * keys (see where.h); and how the parse reports an error, which the
+ * parser in where.c shares. */
 #include "where_parse.h"
 
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,27 @@
 #include "tfs_civil.h"
 
 __extension__ typedef __int128 i128;
+
+/* ---- Errors of the parse ------------------------------------------------ */
+
+enum tfs_err tfsr__where_bad(struct wp *p, size_t at, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->err_pos = at;
+	return tfs_fail(p->d, TFS_E_INVALID, "filter at %zu: %s", at + 1, msg);
+}
+
+enum tfs_err tfsr__where_nomem(struct wp *p)
+{
+	return tfs_fail(p->d, TFS_E_NOMEM, "out of memory");
+}
+
+/* ---- Values into bytes of a type ----------------------------------------- */
 
 /* Attoseconds per unit of DATETIME_DAY .. DATETIME_AS (and TIME_HR ..
  * TIME_AS, shifted by 1: TIME has no day). */

@@ -42,6 +42,17 @@ void tfs_writer_free(struct tfs_writer *w)
 	tfs_free(w);
 }
 
+/* The box of the cells written, as ranges over w->boxbytes. */
+static void box_ranges(const struct tfs_writer *w, struct tfs_range *box)
+{
+	for (uint32_t k = 0; k < w->D; k++) {
+		box[k].lo = w->boxbytes[0][k];
+		box[k].hi = w->boxbytes[1][k];
+		box[k].lo_len = box[k].hi_len =
+			tfs_datatype_size(w->s->dims[k].type);
+	}
+}
+
 static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d);
 
 static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
@@ -491,12 +502,7 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 	struct tfs_range *box = w->stream_box;
 	enum tfs_err e;
 
-	for (uint32_t k = 0; k < w->D; k++) {
-		box[k].lo = w->boxbytes[0][k];
-		box[k].hi = w->boxbytes[1][k];
-		box[k].lo_len = box[k].hi_len =
-			tfs_datatype_size(w->s->dims[k].type);
-	}
+	box_ranges(w, box);
 	if ((e = tfs__cells_init(&w->scratch, w->field_num)))
 		return tfs_fail(d, e, "out of memory");
 	if ((e = choose_name(w, d)))
@@ -545,12 +551,7 @@ static enum tfs_err commit_sorted(struct tfs_writer *w, bool *dense,
 	struct tfs_range box[128];
 	enum tfs_err e;
 
-	for (uint32_t k = 0; k < w->D; k++) {
-		box[k].lo = w->boxbytes[0][k];
-		box[k].hi = w->boxbytes[1][k];
-		box[k].lo_len = box[k].hi_len =
-			tfs_datatype_size(w->s->dims[k].type);
-	}
+	box_ranges(w, box);
 	if ((e = choose_name(w, d)))
 		return e;
 	e = write_cells(w, *dense, box, &w->res, d);
