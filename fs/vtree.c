@@ -562,7 +562,8 @@ void tfsd__group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 	size_t src_len = strlen(fs->cfg.source);
 
 	tfs_diag_init(&d);
-	if (tfs_object_type(fs->cfg.vfs, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
+	if (tfsd_arrays_kind(fs->arrays, dir->src, &kind, &d) ||
+	    kind != TFS_OBJECT_GROUP)
 		return;
 	if (tfs_group_open(dir->src, &go, &g, &d)) {
 		tfs_log(TFS_LOG_INFO, "group '%s': %s", dir->rel, tfs_diag_msg(&d));
@@ -641,7 +642,7 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 			goto out_free;
 		}
 	}
-	e = tfs_object_type(fs->cfg.vfs, src, &kind, d);
+	e = tfsd_arrays_kind(fs->arrays, src, &kind, d);
 	if (e)
 		goto out_free;
 	if (kind == TFS_OBJECT_ARRAY) {
@@ -694,7 +695,7 @@ static enum tfs_err resolve_root(struct tfsd *fs, struct tfsd_node *out,
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
-	e = tfs_object_type(fs->cfg.vfs, fs->cfg.source, &kind, d);
+	e = tfsd_arrays_kind(fs->arrays, fs->cfg.source, &kind, d);
 	if (e)
 		return e;
 	if (kind == TFS_OBJECT_ARRAY)

@@ -81,7 +81,7 @@ struct times_job {
 static void *times_run(void *arg)
 {
 	struct times_job *job = arg;
-	struct tfs_vfs *vfs = tfsd_arrays_vfs(job->fs->arrays);
+	struct tfsd_arrays *arrays = job->fs->arrays;
 
 	for (;;) {
 		size_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
@@ -96,9 +96,9 @@ static void *times_run(void *arg)
 		rel = tfsd__path_join(job->dir->rel, job->names[i]);
 		tfs_diag_init(&d);
 		/* Failures are the stat's to report, not the listing's. */
-		if (src && rel && !tfs_object_type(vfs, src, &kind, &d) &&
+		if (src && rel && !tfsd_arrays_kind(arrays, src, &kind, &d) &&
 		    kind == TFS_OBJECT_ARRAY &&
-		    tfsd_arrays_newest(job->fs->arrays, rel, 0, &ms, &d))
+		    tfsd_arrays_newest(arrays, rel, 0, &ms, &d))
 			tfs_diag_init(&d);
 		tfs_free(src);
 		tfs_free(rel);

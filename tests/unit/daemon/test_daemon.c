@@ -1016,10 +1016,10 @@ Test(content, counted_size_and_index)
 	dfx_remove(root);
 }
 
-/* A sparse array of 480 000 cells under root/sp: x from 7 (a run of
- * 4 000 cells) and 17 to 1206 (400 cells each), y, an INT32 and a FLOAT64
- * attribute. */
-static void make_sparse_big(const char *root)
+/* A sparse array of n cells (at most 796 800) under root/sp: x from 7
+ * (a run of 4 000 cells) and 17 on (400 cells each), y, an INT32 and a
+ * FLOAT64 attribute. */
+static void make_sparse_big(const char *root, uint64_t n)
 {
 	static const char json[] =
 		"{\"array_type\": \"sparse\", \"capacity\": 5000, \"dims\": ["
@@ -1028,7 +1028,6 @@ static void make_sparse_big(const char *root)
 		"\"domain\": [0, 9999], \"tile\": 1000}], \"attrs\": ["
 		"{\"name\": \"i\", \"type\": \"INT32\"}, {\"name\": \"v\", "
 		"\"type\": \"FLOAT64\"}]}";
-	const uint64_t n = 480000;
 	int32_t *x = malloc(n * 4), *y = malloc(n * 4), *iv = malloc(n * 4);
 	double *v = malloc(n * 8);
 	struct tfs_column cols[4] = {
@@ -1127,7 +1126,7 @@ Test(content, sparse_index)
 	char root[128];
 
 	dfx_temp_dir(root, sizeof(root), "tfs_sparse_index_");
-	make_sparse_big(root);
+	make_sparse_big(root, 480000);
 	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		struct tfsd_size sz;
@@ -1149,6 +1148,50 @@ Test(content, sparse_index)
 		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &after, &d),
 			     TFS_E_OK, "%s", tfs_diag_msg(&d));
 		check_seeks(paths[i], before, whole, len, i + 1);
+		check_seeks(paths[i], after, whole, len, i + 100);
+		tfsd_file_close(&fs, before);
+		tfsd_file_close(&fs, after);
+		tfsd_node_release(&fs, &n);
+		free(whole);
+	}
+	dfx_stop(&fs);
+	dfx_remove(root);
+}
+
+/* Sparse raw and .npy files have an exact size from fragment metadata,
+ * so no stat counts them; their index is found at the first read far
+ * into one (the last quarter), after which a read near the end produces
+ * only the cells after the last mark before it, in that file and in
+ * every file of the same path opened later. */
+Test(content, sparse_raw_index)
+{
+	static const char *const paths[] = {"sp/v/slice[:,:]",
+					    "sp/v/slice[:,:].npy"};
+	char root[128];
+
+	dfx_temp_dir(root, sizeof(root), "tfs_sparse_raw_index_");
+	make_sparse_big(root, 760000);
+	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		struct tfsd_size sz;
+		struct tfsd_node n;
+		struct tfsd_file *before, *after;
+		struct tfs_diag d;
+		uint64_t len;
+		uint8_t *whole;
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfsd_resolve(&fs, paths[i], &n, &d), TFS_E_OK);
+		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &before, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		whole = read_all(paths[i], 1 << 20, &len, &sz);
+		cr_expect(sz.exact && sz.size == len, "%s: stat %llu, read %llu",
+			  paths[i], (unsigned long long)sz.size,
+			  (unsigned long long)len);
+		cr_assert_gt(len, (uint64_t)5 << 20, "%s", paths[i]);
+		check_seeks(paths[i], before, whole, len, i + 1);
+		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &after, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
 		check_seeks(paths[i], after, whole, len, i + 100);
 		tfsd_file_close(&fs, before);
 		tfsd_file_close(&fs, after);
