@@ -45,9 +45,6 @@ static bool npy_dict_value(const char *dict, const char *key, char *out,
 	return true;
 }
 
-/* Checks a .npy file's header against the cells expected: the dtype of
- * the attribute, C order, as many values as the selection's cells.
- * *data_off receives where the values start. */
 /* Reads the header of the .npy file open at fd: its dtype (descr),
  * shape text and where the values start; a C-order file only. */
 enum tfs_err tfsd__npy_head(int fd, const char *name, char descr[128],
@@ -92,6 +89,9 @@ enum tfs_err tfsd__npy_head(int fd, const char *name, char descr[128],
 	return TFS_E_OK;
 }
 
+/* Checks a .npy file's header against the cells expected: the dtype of
+ * the attribute, C order, as many values as the selection's cells.
+ * *data_off receives where the values start. */
 static enum tfs_err npy_check(int fd, const struct tfs_field_info *at,
 			      uint64_t cells, const char *name,
 			      uint64_t *data_off, struct tfs_diag *d)
