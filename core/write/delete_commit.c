@@ -130,7 +130,6 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 {
 	struct tfs_vfs *vfs = opts ? opts->vfs : NULL, *own = NULL;
 	const uint8_t *key = opts ? opts->key : NULL;
-	struct tfs_arraydir_opts ao;
 	struct tfs_arraydir *ad = NULL;
 	struct tfs_buf tile;
 	char name[TFS_NAME_MAX];
@@ -144,10 +143,7 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 			return e;
 		vfs = own;
 	}
-	memset(&ao, 0, sizeof(ao));
-	ao.key = key;
-	ao.t1 = UINT64_MAX - 1; /* the latest schema, also one ahead of now */
-	if ((e = tfs_arraydir_open(vfs, path, &ao, &ad, d)) ||
+	if ((e = tfs__arraydir_open_all(vfs, path, key, &ad, d)) ||
 	    (e = check_deletable(path, ad->schema, d)) ||
 	    (e = check_fields(path, ad->schema, cond, 0, d)) ||
 	    (e = encode_delete_tile(&tile, cond, key, d)) ||

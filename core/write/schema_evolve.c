@@ -435,7 +435,6 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 {
 	struct tfs_vfs *vfs = opts ? opts->vfs : NULL, *own = NULL;
 	const uint8_t *key = opts ? opts->key : NULL;
-	struct tfs_arraydir_opts ao;
 	struct tfs_arraydir *ad = NULL;
 	struct tfs_buf tile;
 	struct evolve ev;
@@ -450,10 +449,7 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 			return e;
 		vfs = own;
 	}
-	memset(&ao, 0, sizeof(ao));
-	ao.key = key;
-	ao.t1 = UINT64_MAX - 1; /* every schema, also those ahead of now */
-	if ((e = tfs_arraydir_open(vfs, path, &ao, &ad, d)) ||
+	if ((e = tfs__arraydir_open_all(vfs, path, key, &ad, d)) ||
 	    (e = plan_evolution(path, ad, next, key, &ev, changed, d)) ||
 	    !*changed)
 		goto out;
