@@ -440,19 +440,25 @@ uint64_t tfsd_arr_newest(const struct tfsd_arr *arr)
 	return last;
 }
 
-/* The first of the places of a view in the table. */
-static size_t newest_home(const char *rel, uint64_t timestamp)
+/* FNV-1a of path, started from seed. */
+static uint64_t path_hash(const char *path, uint64_t seed)
 {
-	uint64_t h = 1469598103934665603ULL ^ timestamp;
+	uint64_t h = 1469598103934665603ULL ^ seed;
 
-	for (const char *p = rel; *p; p++)
+	for (const char *p = path; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
 	/* The low bits of FNV-1a barely change with the last bytes (names
 	 * that differ in a counter): mixed down from the high ones. */
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
-	return (size_t)(h % NEWEST_ENTRIES);
+	return h;
+}
+
+/* The first of the places of a view in the table. */
+static size_t newest_home(const char *rel, uint64_t timestamp)
+{
+	return (size_t)(path_hash(rel, timestamp) % NEWEST_ENTRIES);
 }
 
 /* The entry of the view, or NULL (the caller holds c->lock). */
@@ -757,22 +763,10 @@ out_free:
 
 /* ---- The kinds of folders ---------------------------------------------------- */
 
-static size_t kind_home(const char *src)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (const char *p = src; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return (size_t)(h % KIND_ENTRIES);
-}
-
 enum tfs_err tfsd_arrays_kind(struct tfsd_arrays *c, const char *src,
 			      enum tfs_object *kind, struct tfs_diag *d)
 {
-	struct kind *k = &c->kinds[kind_home(src)];
+	struct kind *k = &c->kinds[path_hash(src, 0) % KIND_ENTRIES];
 	uint64_t now = now_ms(), gen;
 	bool known = false;
 	char *copy;

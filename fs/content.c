@@ -1591,8 +1591,8 @@ static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
  * or one whose index was forgotten since, at its first read far into
  * it: the pass finds the marks on both CPUs and costs about what reading
  * up to the offset would, and every later seek is cheap. A read in the
- * first quarter streams instead. Failures other
- * than an interruption leave the file streaming from the start. */
+ * first quarter streams instead. Failures other than an interruption
+ * leave the file streaming from the start. */
 static enum tfs_err stream_index(struct tfsd *fs, struct tfsd_file *f,
 				 uint64_t off, struct tfs_diag *d)
 {

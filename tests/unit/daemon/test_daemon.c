@@ -1110,25 +1110,20 @@ static void check_seeks(const char *path, struct tfsd_file *f,
 	}
 }
 
-/* Sparse text renderings have an index too (one mark per 65 536 cells
- * or so, where the first coordinate changes), found by the counting
- * pass at the first stat: reads at any offset give the bytes of a
- * front-to-back read, and a read near the end produces the cells after
- * the last mark before it, not the whole prefix; both in a file opened
- * before the stat (a stream that starts again at a mark) and in one
- * opened after (parts between marks produced ahead on the pool). */
-Test(content, sparse_index)
+/* For each of paths of a sparse array of cells cells (make_sparse_big):
+ * a file opened before its stat and one opened after, both read at the
+ * offsets of check_seeks against a front-to-back read of more than
+ * min_len bytes. */
+static void check_sparse_seeks(const char *prefix, uint64_t cells,
+			       const char *const *paths, size_t path_num,
+			       uint64_t min_len)
 {
-	static const char *const paths[] = {
-		"sp/data.csv", "sp/v/slice[:,:].txt", "sp/i/slice[7:900,:].csv",
-		"sp/slice[:,:].json", "sp/v/slice[:,:].json",
-	};
 	char root[128];
 
-	dfx_temp_dir(root, sizeof(root), "tfs_sparse_index_");
-	make_sparse_big(root, 480000);
+	dfx_temp_dir(root, sizeof(root), prefix);
+	make_sparse_big(root, cells);
 	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+	for (size_t i = 0; i < path_num; i++) {
 		struct tfsd_size sz;
 		struct tfsd_node n;
 		struct tfsd_file *before, *after;
@@ -1144,7 +1139,7 @@ Test(content, sparse_index)
 		cr_expect(sz.exact && sz.size == len, "%s: stat %llu, read %llu",
 			  paths[i], (unsigned long long)sz.size,
 			  (unsigned long long)len);
-		cr_assert_gt(len, (uint64_t)4 << 20, "%s", paths[i]);
+		cr_assert_gt(len, min_len, "%s", paths[i]);
 		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &after, &d),
 			     TFS_E_OK, "%s", tfs_diag_msg(&d));
 		check_seeks(paths[i], before, whole, len, i + 1);
@@ -1158,46 +1153,34 @@ Test(content, sparse_index)
 	dfx_remove(root);
 }
 
+/* Sparse text renderings have an index too (one mark per 65 536 cells
+ * or so, where the first coordinate changes), found by the counting
+ * pass at the first stat: reads at any offset give the bytes of a
+ * front-to-back read, and a read near the end produces the cells after
+ * the last mark before it, not the whole prefix; both in a file opened
+ * before the stat (a stream that starts again at a mark) and in one
+ * opened after (parts between marks produced ahead on the pool). */
+Test(content, sparse_index)
+{
+	static const char *const paths[] = {
+		"sp/data.csv", "sp/v/slice[:,:].txt", "sp/i/slice[7:900,:].csv",
+		"sp/slice[:,:].json", "sp/v/slice[:,:].json",
+	};
+
+	check_sparse_seeks("tfs_sparse_index_", 480000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)4 << 20);
+}
+
 /* Sparse raw and .npy files have an exact size from fragment metadata,
  * so no stat counts them; their index is found at the first read far
  * into one (the last quarter), after which a read near the end produces
  * only the cells after the last mark before it, in that file and in
- * every file of the same path opened later. */
+ * every file of the same path read later. */
 Test(content, sparse_raw_index)
 {
 	static const char *const paths[] = {"sp/v/slice[:,:]",
 					    "sp/v/slice[:,:].npy"};
-	char root[128];
 
-	dfx_temp_dir(root, sizeof(root), "tfs_sparse_raw_index_");
-	make_sparse_big(root, 760000);
-	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		struct tfsd_size sz;
-		struct tfsd_node n;
-		struct tfsd_file *before, *after;
-		struct tfs_diag d;
-		uint64_t len;
-		uint8_t *whole;
-
-		tfs_diag_init(&d);
-		cr_assert_eq(tfsd_resolve(&fs, paths[i], &n, &d), TFS_E_OK);
-		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &before, &d),
-			     TFS_E_OK, "%s", tfs_diag_msg(&d));
-		whole = read_all(paths[i], 1 << 20, &len, &sz);
-		cr_expect(sz.exact && sz.size == len, "%s: stat %llu, read %llu",
-			  paths[i], (unsigned long long)sz.size,
-			  (unsigned long long)len);
-		cr_assert_gt(len, (uint64_t)5 << 20, "%s", paths[i]);
-		check_seeks(paths[i], before, whole, len, i + 1);
-		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &after, &d),
-			     TFS_E_OK, "%s", tfs_diag_msg(&d));
-		check_seeks(paths[i], after, whole, len, i + 100);
-		tfsd_file_close(&fs, before);
-		tfsd_file_close(&fs, after);
-		tfsd_node_release(&fs, &n);
-		free(whole);
-	}
-	dfx_stop(&fs);
-	dfx_remove(root);
+	check_sparse_seeks("tfs_sparse_raw_index_", 760000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)5 << 20);
 }
