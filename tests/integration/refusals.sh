@@ -77,14 +77,7 @@ rmdir "$src/stage"
 live=$(ls -d "$WORK/tmp/tilefs-staging.${PIDS[-1]}".*)
 printf 'd,a,b\n1,notanumber,2\n' >"$WORK/bad.csv"
 cp "$WORK/bad.csv" "$m/dense_1d/bad.csv" 2>/dev/null && fail "a bad CSV was taken"
-# The staged file goes at the file's release, which the kernel sends
-# after close() returned: given a moment.
-for _ in $(seq 1 40); do
-  [ -z "$(ls -A "$live")" ] && break
-  sleep 0.05
-done
-left=$(ls -A "$live")
-[ -z "$left" ] || fail "a refused write left $left"
+empty_soon "$live" || fail "a refused write left $(ls -A "$live")"
 echo "staging: a crashed daemon's folder removed at the next mount, nothing left by a refusal"
 
 # ---- Selections ------------------------------------------------------------

@@ -88,6 +88,17 @@ copy_corpus() {
   done
 }
 
+# empty_soon DIR: whether DIR is empty within 2 s. A staged file goes at
+# its file's release, which the kernel sends after close() returned.
+empty_soon() {
+  local i
+  for i in $(seq 1 40); do
+    [ -z "$(ls -A "$1")" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 pass() {
   echo "PASS: $(basename "$0")"
 }
