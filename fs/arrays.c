@@ -23,6 +23,9 @@
  * (when all are taken, the least recently checked one goes). */
 #define NEWEST_ENTRIES 32768
 #define NEWEST_WAYS 4
+/* Folders of SOURCE whose kind (array, group) is remembered, each in the
+ * place of its path's hash (a collision replaces). */
+#define KIND_ENTRIES 4096
 /* Folders whose change means new fragments, metadata or schemas. */
 static const char *const watched[] = {"", "/__fragments", "/__commits",
 				      "/__fragment_meta", "/__meta",
@@ -47,6 +50,15 @@ struct newest {
 	uint64_t ms;
 };
 
+/* The kind of a folder of SOURCE, as asked at checked_ms in generation
+ * gen of the kinds (tfsd_arrays_invalidate starts a new one). */
+struct kind {
+	char *src; /* NULL: empty */
+	enum tfs_object kind;
+	uint64_t gen;
+	uint64_t checked_ms;
+};
+
 struct tfsd_arrays {
 	const struct tfsd_config *cfg;
 	struct tfs_tile_cache *tiles;
@@ -58,6 +70,8 @@ struct tfsd_arrays {
 	size_t entry_num;                  /* protected by lock */
 	uint64_t next_gen;                 /* protected by lock */
 	struct newest *newest; /* NEWEST_ENTRIES, protected by lock */
+	struct kind *kinds;    /* KIND_ENTRIES, protected by lock */
+	uint64_t kind_gen;     /* protected by lock */
 };
 
 static uint64_t now_ms(void)
@@ -94,7 +108,10 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 		c->own_vfs = true;
 	}
 	c->newest = tfs_callocn(NEWEST_ENTRIES, sizeof(*c->newest));
-	if (!c->newest) {
+	c->kinds = tfs_callocn(KIND_ENTRIES, sizeof(*c->kinds));
+	if (!c->newest || !c->kinds) {
+		tfs_free(c->newest);
+		tfs_free(c->kinds);
 		if (c->own_vfs)
 			tfs_vfs_free(c->vfs);
 		tfs_free(c);
@@ -123,6 +140,9 @@ void tfsd_arrays_free(struct tfsd_arrays *c)
 	for (size_t i = 0; i < NEWEST_ENTRIES; i++)
 		tfs_free(c->newest[i].rel);
 	tfs_free(c->newest);
+	for (size_t i = 0; i < KIND_ENTRIES; i++)
+		tfs_free(c->kinds[i].src);
+	tfs_free(c->kinds);
 	pthread_mutex_destroy(&c->lock);
 	if (c->own_vfs)
 		tfs_vfs_free(c->vfs);
@@ -293,6 +313,7 @@ void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel)
 		memset(nw->stamp, 0, sizeof(nw->stamp));
 		nw->checked_ms = 0;
 	}
+	c->kind_gen++;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -313,9 +334,11 @@ static struct entry *slot_for_new(struct tfsd_arrays *c,
 	return &c->entries[lru];
 }
 
-enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
-			     uint64_t timestamp, struct tfsd_arr **out,
-			     struct tfs_diag *d)
+/* tfsd_arrays_get, with the stamps of rel's folders when the caller read
+ * them just now (NULL: read them here). */
+static enum tfs_err arrays_get(struct tfsd_arrays *c, const char *rel,
+			       uint64_t timestamp, const int64_t *stamp_now,
+			       struct tfsd_arr **out, struct tfs_diag *d)
 {
 	int64_t stamp[WATCHED_NUM];
 	bool current = timestamp == 0;
@@ -343,7 +366,10 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 	}
 
 	/* Check or open outside the lock: both do I/O. */
-	stamp_read(c, rel, stamp);
+	if (stamp_now)
+		memcpy(stamp, stamp_now, sizeof(stamp));
+	else
+		stamp_read(c, rel, stamp);
 	pthread_mutex_lock(&c->lock);
 	en = find(c, rel, timestamp);
 	if (en && stamp_equal(en->stamp, stamp)) {
@@ -391,6 +417,13 @@ enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
 	return TFS_E_OK;
 }
 
+enum tfs_err tfsd_arrays_get(struct tfsd_arrays *c, const char *rel,
+			     uint64_t timestamp, struct tfsd_arr **out,
+			     struct tfs_diag *d)
+{
+	return arrays_get(c, rel, timestamp, NULL, out, d);
+}
+
 /* ---- The newest fragment's time of many arrays ---------------------------- */
 
 uint64_t tfsd_arr_newest(const struct tfsd_arr *arr)
@@ -407,19 +440,25 @@ uint64_t tfsd_arr_newest(const struct tfsd_arr *arr)
 	return last;
 }
 
-/* The first of the places of a view in the table. */
-static size_t newest_home(const char *rel, uint64_t timestamp)
+/* FNV-1a of path, started from seed. */
+static uint64_t path_hash(const char *path, uint64_t seed)
 {
-	uint64_t h = 1469598103934665603ULL ^ timestamp;
+	uint64_t h = 1469598103934665603ULL ^ seed;
 
-	for (const char *p = rel; *p; p++)
+	for (const char *p = path; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
 	/* The low bits of FNV-1a barely change with the last bytes (names
 	 * that differ in a counter): mixed down from the high ones. */
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
-	return (size_t)(h % NEWEST_ENTRIES);
+	return h;
+}
+
+/* The first of the places of a view in the table. */
+static size_t newest_home(const char *rel, uint64_t timestamp)
+{
+	return (size_t)(path_hash(rel, timestamp) % NEWEST_ENTRIES);
 }
 
 /* The entry of the view, or NULL (the caller holds c->lock). */
@@ -495,7 +534,7 @@ enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
 	pthread_mutex_unlock(&c->lock);
 	if (known)
 		return TFS_E_OK;
-	e = tfsd_arrays_get(c, rel, timestamp, &arr, d);
+	e = arrays_get(c, rel, timestamp, stamp, &arr, d);
 	if (e)
 		return e;
 	*ms = tfsd_arr_newest(arr);
@@ -720,4 +759,44 @@ out_free:
 	view_diff_release(&v);
 	arr_free(fresh);
 	return e;
+}
+
+/* ---- The kinds of folders ---------------------------------------------------- */
+
+enum tfs_err tfsd_arrays_kind(struct tfsd_arrays *c, const char *src,
+			      enum tfs_object *kind, struct tfs_diag *d)
+{
+	struct kind *k = &c->kinds[path_hash(src, 0) % KIND_ENTRIES];
+	uint64_t now = now_ms(), gen;
+	bool known = false;
+	char *copy;
+	enum tfs_err e;
+
+	pthread_mutex_lock(&c->lock);
+	if (k->src && k->gen == c->kind_gen &&
+	    now - k->checked_ms < RECHECK_MS && !strcmp(k->src, src)) {
+		*kind = k->kind;
+		known = true;
+	}
+	gen = c->kind_gen;
+	pthread_mutex_unlock(&c->lock);
+	if (known)
+		return TFS_E_OK;
+	e = tfs_object_type(c->vfs, src, kind, d);
+	/* A plain folder may become an array: asked every time, except
+	 * SOURCE itself, which every lookup asks about first. */
+	if (e || (*kind != TFS_OBJECT_ARRAY && *kind != TFS_OBJECT_GROUP &&
+		  strcmp(src, c->cfg->source) != 0))
+		return e;
+	copy = tfs_strdup(src);
+	if (!copy)
+		return TFS_E_OK; /* known, not remembered */
+	pthread_mutex_lock(&c->lock);
+	tfs_free(k->src);
+	k->src = copy;
+	k->kind = *kind;
+	k->gen = gen;
+	k->checked_ms = now;
+	pthread_mutex_unlock(&c->lock);
+	return TFS_E_OK;
 }

@@ -24,13 +24,13 @@
  *    marks, produced on the pool ahead of the reader (AHEAD_PARTS) while
  *    it copies the part before. The pass keeps no cells: its memory is
  *    one step's output and an index of at most MARKS_MAX marks.
- *    Selections of more than COUNT_MAX cells × fields are not counted:
- *    size 0 until read (a pass that stops when its caller goes away is
- *    needed before a lookup may take that long). Such files (neither
- *    small nor of a size known without rendering) are left out of
- *    listings (tfsd_slice_listable) but open by name. A stream whose size
- *    the kernel was given goes through the page cache (mmap works); one
- *    not counted, or whose size was forgotten since (SIZE_ENTRIES), with
+ *    Every stream is counted, however large: the pass stops between
+ *    steps when its caller goes away (a FUSE interrupt, the daemon
+ *    stopping), so a lookup that takes long can always be killed. Such
+ *    files (neither small nor of a size known without rendering) are left
+ *    out of listings (tfsd_slice_listable) but open by name. A stream
+ *    whose size the kernel was given goes through the page cache (mmap
+ *    works); one whose size was forgotten since (SIZE_ENTRIES) with
  *    direct I/O.
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
@@ -68,8 +68,6 @@
 #define SIZE_ENTRIES 1024
 /* Marks of one file's index at most: beyond, every other one goes. */
 #define MARKS_MAX 65536
-/* Streams of more cells × fields than this are not counted at stat. */
-#define COUNT_MAX ((uint64_t)1 << 26)
 
 /* The exact size of a streamed file of one array version, and its
  * index (marks by cell, ascending; none when not seekable). */
@@ -831,17 +829,6 @@ static enum tfs_err doc_render_cached(struct tfsd *fs,
 	return e;
 }
 
-/* Whether a counting pass of the plan is cheap enough for a stat. */
-static bool plan_countable(const struct plan *p)
-{
-	uint64_t cells = p->sl->dense ? p->sl->cells : p->arr->sparse_cells;
-	uint64_t weighted;
-
-	return !__builtin_mul_overflow(cells, (uint64_t)p->sl->nfields,
-				       &weighted) &&
-	       weighted <= COUNT_MAX;
-}
-
 /* Pictures are rendered whole at the first stat or open: viewers and
  * thumbnailers need their exact size. */
 static bool plan_whole(const struct tfsd *fs, const struct plan *p)
@@ -931,7 +918,7 @@ enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 	} else if (tfsr_slice_sparse_size(p.sl, &out->size)) {
 		/* Sparse raw of a cell count fragment metadata gives. */
 		out->exact = true;
-	} else if (plan_countable(&p)) {
+	} else {
 		struct tfsr_mark *marks;
 		size_t mark_num;
 
@@ -1646,6 +1633,38 @@ static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
 	return stream_account(fs, st, d);
 }
 
+/* Indexes a seekable stream whose size was known without a counting
+ * pass (sparse raw and .npy: fragment metadata gives their cell count),
+ * or one whose index was forgotten since, at its first read far into
+ * it: the pass finds the marks on both CPUs and costs about what reading
+ * up to the offset would, and every later seek is cheap. A read in the
+ * first quarter streams instead. Failures other than an interruption
+ * leave the file streaming from the start. */
+static enum tfs_err stream_index(struct tfsd *fs, struct tfsd_file *f,
+				 uint64_t off, struct tfs_diag *d)
+{
+	struct tfsr_mark *marks;
+	size_t mark_num;
+	uint64_t size;
+	enum tfs_err e;
+
+	if (f->plan.sl->dense || !tfsr_slice_seekable(f->plan.sl) ||
+	    (tfsr_slice_sparse_size(f->plan.sl, &size) && off < size / 4))
+		return TFS_E_OK;
+	e = count_plan(&f->plan, &size, &marks, &mark_num, d);
+	if (e == TFS_E_INTR)
+		return e;
+	if (e) {
+		tfs_log(TFS_LOG_INFO, "'/%s': not indexed (%s); streaming "
+			"from the start", f->vpath, tfs_diag_msg(d));
+		tfs_diag_init(d);
+		return TFS_E_OK;
+	}
+	sizes_put(fs->renders, f->plan.arr->gen, f->vpath, size, marks,
+		  mark_num);
+	return TFS_E_OK;
+}
+
 static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 				uint64_t off, uint8_t *dst, size_t len,
 				size_t *got, const struct tfsd_stop *stop,
@@ -1663,6 +1682,12 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 		bool jump = tfsr_slice_seekable(f->plan.sl) &&
 			    sizes_mark(fs->renders, f->plan.arr->gen, f->vpath,
 				       off, &m);
+
+		if (!jump && off > st->base + st->out.len + SEEK_AHEAD) {
+			e = stream_index(fs, f, off, d);
+			jump = !e && sizes_mark(fs->renders, f->plan.arr->gen,
+						f->vpath, off, &m);
+		}
 
 		/* Behind what is kept, after a failure, or far ahead: start
 		 * again where the index says the offset's cells begin, else

@@ -220,15 +220,9 @@ void tfsd_itable_move(struct tfsd_itable *t, const char *from,
 		return;
 	}
 	pthread_mutex_lock(&t->lock);
-	if (t->retired_num == t->retired_cap) {
-		size_t ncap = t->retired_cap ? t->retired_cap * 2 : 16;
-		char **nv = tfs_reallocn(t->retired, ncap, sizeof(*nv));
-
-		if (!nv)
-			goto out_unlock;
-		t->retired = nv;
-		t->retired_cap = ncap;
-	}
+	if (tfs_grow(&t->retired, &t->retired_cap, t->retired_num + 1,
+		     sizeof(*t->retired)))
+		goto out_unlock;
 	in = find_locked(t, from, 0);
 	if (in) {
 		size_t h = path_hash(t, vpath);
@@ -267,23 +261,12 @@ enum tfs_err tfsd_itable_under(struct tfsd_itable *t, const char *prefix,
 		for (struct tfsd_inode *in = t->buckets[h]; in; in = in->next) {
 			if (!at_or_under(in->vpath, prefix, plen))
 				continue;
-			if (*n == cap) {
-				size_t ncap = cap ? cap * 2 : 64;
-				struct tfsd_inode **nv =
-					tfs_reallocn(v, ncap, sizeof(*nv));
-
-				if (!nv) {
-					e = TFS_E_NOMEM;
-					break;
-				}
-				v = nv;
-				cap = ncap;
-			}
-			if (tfs_buf_append(names, in->vpath,
-					   strlen(in->vpath) + 1)) {
+			e = tfs_grow(&v, &cap, *n + 1, sizeof(*v));
+			if (!e && tfs_buf_append(names, in->vpath,
+						 strlen(in->vpath) + 1))
 				e = TFS_E_NOMEM;
+			if (e)
 				break;
-			}
 			v[(*n)++] = in;
 		}
 	}

@@ -329,7 +329,7 @@ const struct tfsd_option tfsd_options[] = {
 	 "text renderings of selections of up to N cells (times fields) are "
 	 "rendered whole at the first stat and listed; larger ones are not "
 	 "listed, open by name, and stream (their exact size counted at the "
-	 "first stat, up to 2^26 cells times fields)"},
+	 "first stat)"},
 	{"staging", "DIR", "a new tilefs-staging.PID.XXXXXX in $TMPDIR or /tmp",
 	 "folder for the bytes of files being written, until their commit; "
 	 "never inside SOURCE (refused at mount); the default one is removed "

@@ -175,8 +175,13 @@ uint64_t tfsd_arr_newest(const struct tfsd_arr *arr);
 enum tfs_err tfsd_arrays_newest(struct tfsd_arrays *c, const char *rel,
 				uint64_t timestamp, uint64_t *ms,
 				struct tfs_diag *d) TFS_WUR;
+/* tfs_object_type of src (a folder of SOURCE, or SOURCE), remembered for
+ * half a second when it is an array or a group, or SOURCE itself: every
+ * lookup resolves its path from SOURCE down. */
+enum tfs_err tfsd_arrays_kind(struct tfsd_arrays *c, const char *src,
+			      enum tfs_object *kind, struct tfs_diag *d) TFS_WUR;
 /* Makes the next tfsd_arrays_get of rel's current view reopen it (this
- * mount just wrote to it). */
+ * mount just wrote to it), and every folder's kind be asked again. */
 void tfsd_arrays_invalidate(struct tfsd_arrays *c, const char *rel);
 void tfsd_arr_put(struct tfsd_arrays *c, struct tfsd_arr *arr);
 /* For an open file whose read of arr (the view of rel) met a missing
@@ -313,9 +318,9 @@ struct tfsd_renders; /* a small cache of rendered files and learned sizes */
 enum tfs_err tfsd_renders_new(uint64_t budget, struct tfsd_renders **out) TFS_WUR;
 void tfsd_renders_free(struct tfsd_renders *r);
 
-/* The size of a file node: exact, except for streams of more than
- * COUNT_MAX cells × fields (content.c). Streams are measured by a
- * counting pass at the first call, remembered for the array version. */
+/* The exact size of a file node. Streams are measured by a counting pass
+ * at the first call (stopped by the calling thread's tfsd_stop),
+ * remembered for the array version. */
 enum tfs_err tfsd_file_size(struct tfsd *fs, const struct tfsd_node *n,
 			    const char *vpath, struct tfsd_size *out,
 			    struct tfs_diag *d) TFS_WUR;

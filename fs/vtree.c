@@ -557,7 +557,8 @@ static void group_outside_members(struct tfsd *fs, const struct tfsd_node *dir,
 	size_t src_len = strlen(fs->cfg.source);
 
 	tfs_diag_init(&d);
-	if (tfs_object_type(fs->cfg.vfs, dir->src, &kind, &d) || kind != TFS_OBJECT_GROUP)
+	if (tfsd_arrays_kind(fs->arrays, dir->src, &kind, &d) ||
+	    kind != TFS_OBJECT_GROUP)
 		return;
 	if (tfs_group_open(dir->src, &go, &g, &d)) {
 		tfs_log(TFS_LOG_INFO, "group '%s': %s", dir->rel, tfs_diag_msg(&d));
@@ -636,7 +637,7 @@ static enum tfs_err child_of_folder(struct tfsd *fs, const struct tfsd_node *dir
 			goto out_free;
 		}
 	}
-	e = tfs_object_type(fs->cfg.vfs, src, &kind, d);
+	e = tfsd_arrays_kind(fs->arrays, src, &kind, d);
 	if (e)
 		goto out_free;
 	if (kind == TFS_OBJECT_ARRAY) {
@@ -689,7 +690,7 @@ static enum tfs_err resolve_root(struct tfsd *fs, struct tfsd_node *out,
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
-	e = tfs_object_type(fs->cfg.vfs, fs->cfg.source, &kind, d);
+	e = tfsd_arrays_kind(fs->arrays, fs->cfg.source, &kind, d);
 	if (e)
 		return e;
 	if (kind == TFS_OBJECT_ARRAY)
@@ -789,7 +790,7 @@ struct times_job {
 static void *times_run(void *arg)
 {
 	struct times_job *job = arg;
-	struct tfs_vfs *vfs = tfsd_arrays_vfs(job->fs->arrays);
+	struct tfsd_arrays *arrays = job->fs->arrays;
 
 	for (;;) {
 		size_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
@@ -804,9 +805,9 @@ static void *times_run(void *arg)
 		rel = path_join(job->dir->rel, job->names[i]);
 		tfs_diag_init(&d);
 		/* Failures are the stat's to report, not the listing's. */
-		if (src && rel && !tfs_object_type(vfs, src, &kind, &d) &&
+		if (src && rel && !tfsd_arrays_kind(arrays, src, &kind, &d) &&
 		    kind == TFS_OBJECT_ARRAY &&
-		    tfsd_arrays_newest(job->fs->arrays, rel, 0, &ms, &d))
+		    tfsd_arrays_newest(arrays, rel, 0, &ms, &d))
 			tfs_diag_init(&d);
 		tfs_free(src);
 		tfs_free(rel);

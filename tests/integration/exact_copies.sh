@@ -212,6 +212,29 @@ PYEOF
 unmount
 lap "unlisted by name"
 
+# A text rendering of more cells than any cheap bound (2^26 + 5 cells of
+# an array with nothing written, every cell the fill value): stat by name
+# counts it whole, and the size is exactly that many lines of the fill
+# value's text, as a small slice of the same array shows.
+cat >"$WORK/fill.json" <<'JSON'
+{"array_type": "dense", "attrs": [{"name": "a", "type": "INT32"}],
+ "dims": [{"name": "d", "type": "INT64", "domain": [0, 1099511627775], "tile": 1048576}]}
+JSON
+mkdir -p "$WORK/fillsrc"
+"$TFS" create "$WORK/fillsrc/fill" "$WORK/fill.json" >/dev/null
+mount_tilefs "$WORK/fillsrc" "$M" -o ro
+n=$(( (1 << 26) + 5 ))
+line=$(cat "$M/fill/a/slice[0:1].txt")
+[ -n "$line" ] || fail "fill/a/slice[0:1].txt is empty"
+f="$M/fill/a/slice[0:$n].txt"
+size=$(stat -c %s "$f") || fail "stat of $n cells by name"
+[ "$size" = $(( n * (${#line} + 1) )) ] ||
+  fail "$f by name: size $size, not $n lines of '$line'"
+[ "$(tail -c $(( 2 * (${#line} + 1) )) "$f")" = "$line
+$line" ] || fail "the last lines of $n cells by name"
+unmount
+lap "counted beyond 2^26 cells"
+
 # ---- Duplicates: per-field files pair the same cells ------------------------
 fresh m_dups
 d=$M/sparse_dups

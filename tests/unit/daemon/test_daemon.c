@@ -1016,10 +1016,10 @@ Test(content, counted_size_and_index)
 	dfx_remove(root);
 }
 
-/* A sparse array of 480 000 cells under root/sp: x from 7 (a run of
- * 4 000 cells) and 17 to 1206 (400 cells each), y, an INT32 and a FLOAT64
- * attribute. */
-static void make_sparse_big(const char *root)
+/* A sparse array of n cells (at most 796 800) under root/sp: x from 7
+ * (a run of 4 000 cells) and 17 on (400 cells each), y, an INT32 and a
+ * FLOAT64 attribute. */
+static void make_sparse_big(const char *root, uint64_t n)
 {
 	static const char json[] =
 		"{\"array_type\": \"sparse\", \"capacity\": 5000, \"dims\": ["
@@ -1028,7 +1028,6 @@ static void make_sparse_big(const char *root)
 		"\"domain\": [0, 9999], \"tile\": 1000}], \"attrs\": ["
 		"{\"name\": \"i\", \"type\": \"INT32\"}, {\"name\": \"v\", "
 		"\"type\": \"FLOAT64\"}]}";
-	const uint64_t n = 480000;
 	int32_t *x = malloc(n * 4), *y = malloc(n * 4), *iv = malloc(n * 4);
 	double *v = malloc(n * 8);
 	struct tfs_column cols[4] = {
@@ -1111,25 +1110,20 @@ static void check_seeks(const char *path, struct tfsd_file *f,
 	}
 }
 
-/* Sparse text renderings have an index too (one mark per 65 536 cells
- * or so, where the first coordinate changes), found by the counting
- * pass at the first stat: reads at any offset give the bytes of a
- * front-to-back read, and a read near the end produces the cells after
- * the last mark before it, not the whole prefix; both in a file opened
- * before the stat (a stream that starts again at a mark) and in one
- * opened after (parts between marks produced ahead on the pool). */
-Test(content, sparse_index)
+/* For each of paths of a sparse array of cells cells (make_sparse_big):
+ * a file opened before its stat and one opened after, both read at the
+ * offsets of check_seeks against a front-to-back read of more than
+ * min_len bytes. */
+static void check_sparse_seeks(const char *prefix, uint64_t cells,
+			       const char *const *paths, size_t path_num,
+			       uint64_t min_len)
 {
-	static const char *const paths[] = {
-		"sp/data.csv", "sp/v/slice[:,:].txt", "sp/i/slice[7:900,:].csv",
-		"sp/slice[:,:].json", "sp/v/slice[:,:].json",
-	};
 	char root[128];
 
-	dfx_temp_dir(root, sizeof(root), "tfs_sparse_index_");
-	make_sparse_big(root);
+	dfx_temp_dir(root, sizeof(root), prefix);
+	make_sparse_big(root, cells);
 	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+	for (size_t i = 0; i < path_num; i++) {
 		struct tfsd_size sz;
 		struct tfsd_node n;
 		struct tfsd_file *before, *after;
@@ -1145,7 +1139,7 @@ Test(content, sparse_index)
 		cr_expect(sz.exact && sz.size == len, "%s: stat %llu, read %llu",
 			  paths[i], (unsigned long long)sz.size,
 			  (unsigned long long)len);
-		cr_assert_gt(len, (uint64_t)4 << 20, "%s", paths[i]);
+		cr_assert_gt(len, min_len, "%s", paths[i]);
 		cr_assert_eq(tfsd_file_open(&fs, &n, paths[i], &after, &d),
 			     TFS_E_OK, "%s", tfs_diag_msg(&d));
 		check_seeks(paths[i], before, whole, len, i + 1);
@@ -1157,4 +1151,36 @@ Test(content, sparse_index)
 	}
 	dfx_stop(&fs);
 	dfx_remove(root);
+}
+
+/* Sparse text renderings have an index too (one mark per 65 536 cells
+ * or so, where the first coordinate changes), found by the counting
+ * pass at the first stat: reads at any offset give the bytes of a
+ * front-to-back read, and a read near the end produces the cells after
+ * the last mark before it, not the whole prefix; both in a file opened
+ * before the stat (a stream that starts again at a mark) and in one
+ * opened after (parts between marks produced ahead on the pool). */
+Test(content, sparse_index)
+{
+	static const char *const paths[] = {
+		"sp/data.csv", "sp/v/slice[:,:].txt", "sp/i/slice[7:900,:].csv",
+		"sp/slice[:,:].json", "sp/v/slice[:,:].json",
+	};
+
+	check_sparse_seeks("tfs_sparse_index_", 480000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)4 << 20);
+}
+
+/* Sparse raw and .npy files have an exact size from fragment metadata,
+ * so no stat counts them; their index is found at the first read far
+ * into one (the last quarter), after which a read near the end produces
+ * only the cells after the last mark before it, in that file and in
+ * every file of the same path read later. */
+Test(content, sparse_raw_index)
+{
+	static const char *const paths[] = {"sp/v/slice[:,:]",
+					    "sp/v/slice[:,:].npy"};
+
+	check_sparse_seeks("tfs_sparse_raw_index_", 760000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)5 << 20);
 }

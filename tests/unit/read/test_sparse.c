@@ -13,236 +13,22 @@
 
 #include "tfs_alloc.h"
 #include "tilefs/tilefs.h"
+#include "../support/json_test.h"
 #include "../../../core/read/tfs_read.h"
 #include "../../../core/read/tfs_sparse.h"
 
 #define CORPUS TFS_CORPUS_DIR
 
-/* ---- A small JSON reader for the expectations ------------------------- */
-
-enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
-
-struct jv {
-	enum jtype t;
-	bool b;
-	char *num;       /* number text */
-	char *str;       /* decoded bytes (J_STR) */
-	size_t len;
-	struct jv *items; /* J_ARR items, J_OBJ values */
-	char **keys;      /* J_OBJ */
-	size_t n;
-};
-
-struct jp {
-	const char *p, *end;
-};
-
-static void skip_ws(struct jp *s)
-{
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' ||
-				 *s->p == '\r' || *s->p == '\t'))
-		s->p++;
-}
-
-static void put_utf8(char **out, size_t *len, size_t *cap, unsigned cp)
-{
-	unsigned char b[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		b[0] = (unsigned char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		b[0] = (unsigned char)(0xc0 | (cp >> 6));
-		b[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (unsigned char)(0xe0 | (cp >> 12));
-		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		b[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		b[0] = (unsigned char)(0xf0 | (cp >> 18));
-		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		b[3] = (unsigned char)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	while (*len + n + 1 > *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*out = realloc(*out, *cap);
-	}
-	memcpy(*out + *len, b, n);
-	*len += n;
-}
-
-static void put_byte(char **out, size_t *len, size_t *cap, unsigned char c)
-{
-	if (*len + 2 > *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		*out = realloc(*out, *cap);
-	}
-	(*out)[(*len)++] = (char)c;
-}
-
-static unsigned hex4(const char *p)
-{
-	char tmp[5] = {p[0], p[1], p[2], p[3], 0};
-
-	return (unsigned)strtoul(tmp, NULL, 16);
-}
-
-static void parse_value(struct jp *s, struct jv *v);
-
-static char *parse_string(struct jp *s, size_t *out_len)
-{
-	char *out = NULL;
-	size_t len = 0, cap = 0;
-
-	cr_assert_eq(*s->p, '"');
-	s->p++;
-	while (s->p < s->end && *s->p != '"') {
-		unsigned char c = (unsigned char)*s->p++;
-
-		if (c != '\\') {
-			put_byte(&out, &len, &cap, c);
-			continue;
-		}
-		c = (unsigned char)*s->p++;
-		switch (c) {
-		case 'b': put_byte(&out, &len, &cap, '\b'); break;
-		case 'f': put_byte(&out, &len, &cap, '\f'); break;
-		case 'n': put_byte(&out, &len, &cap, '\n'); break;
-		case 'r': put_byte(&out, &len, &cap, '\r'); break;
-		case 't': put_byte(&out, &len, &cap, '\t'); break;
-		case 'u': {
-			unsigned cp = hex4(s->p);
-
-			s->p += 4;
-			if (cp >= 0xd800 && cp < 0xdc00 && s->p[0] == '\\' &&
-			    s->p[1] == 'u') {
-				unsigned lo = hex4(s->p + 2);
-
-				s->p += 6;
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-			}
-			/* The corpus escapes bytes that are not UTF-8 as
-			 * \u00XY (corpus/README.md). */
-			if (cp >= 0x80 && cp < 0x100)
-				put_byte(&out, &len, &cap, (unsigned char)cp);
-			else
-				put_utf8(&out, &len, &cap, cp);
-			break;
-		}
-		default:
-			put_byte(&out, &len, &cap, c);
-		}
-	}
-	s->p++;
-	put_byte(&out, &len, &cap, 0);
-	*out_len = len - 1;
-	return out;
-}
-
-static void parse_value(struct jp *s, struct jv *v)
-{
-	memset(v, 0, sizeof(*v));
-	skip_ws(s);
-	cr_assert(s->p < s->end, "JSON ends early");
-	if (*s->p == '{' || *s->p == '[') {
-		bool obj = *s->p == '{';
-		size_t cap = 0;
-
-		v->t = obj ? J_OBJ : J_ARR;
-		s->p++;
-		skip_ws(s);
-		while (*s->p != (obj ? '}' : ']')) {
-			if (v->n == cap) {
-				cap = cap ? cap * 2 : 8;
-				v->items = realloc(v->items, cap * sizeof(*v->items));
-				if (obj)
-					v->keys = realloc(v->keys,
-							  cap * sizeof(*v->keys));
-			}
-			if (obj) {
-				size_t kl;
-
-				skip_ws(s);
-				v->keys[v->n] = parse_string(s, &kl);
-				skip_ws(s);
-				cr_assert_eq(*s->p, ':');
-				s->p++;
-			}
-			parse_value(s, &v->items[v->n++]);
-			skip_ws(s);
-			if (*s->p == ',')
-				s->p++;
-			skip_ws(s);
-		}
-		s->p++;
-	} else if (*s->p == '"') {
-		v->t = J_STR;
-		v->str = parse_string(s, &v->len);
-	} else if (!strncmp(s->p, "null", 4)) {
-		v->t = J_NULL;
-		s->p += 4;
-	} else if (!strncmp(s->p, "true", 4) || !strncmp(s->p, "false", 5)) {
-		v->t = J_BOOL;
-		v->b = *s->p == 't';
-		s->p += v->b ? 4 : 5;
-	} else {
-		const char *start = s->p;
-
-		while (s->p < s->end && strchr("+-0123456789.eE", *s->p))
-			s->p++;
-		v->t = J_NUM;
-		v->num = strndup(start, (size_t)(s->p - start));
-	}
-}
-
-static void jv_free(struct jv *v)
-{
-	for (size_t i = 0; i < v->n; i++) {
-		jv_free(&v->items[i]);
-		if (v->keys)
-			free(v->keys[i]);
-	}
-	free(v->items);
-	free(v->keys);
-	free(v->num);
-	free(v->str);
-}
-
-static const struct jv *jget(const struct jv *o, const char *key)
-{
-	for (size_t i = 0; o->t == J_OBJ && i < o->n; i++)
-		if (!strcmp(o->keys[i], key))
-			return &o->items[i];
-	return NULL;
-}
-
-static void load_json(const char *file, struct jv *out)
+/* The expectations (NAME.json), read with json-c. */
+static struct jv *load_json(const char *file)
 {
 	char path[1024];
-	FILE *f;
-	char *buf;
-	long size;
-	struct jp s;
+	struct jv *v;
 
 	snprintf(path, sizeof(path), "%s/%s", CORPUS, file);
-	f = fopen(path, "rb");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	fseek(f, 0, SEEK_END);
-	size = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)size + 1);
-	cr_assert_eq(fread(buf, 1, (size_t)size, f), (size_t)size);
-	fclose(f);
-	buf[size] = 0;
-	s.p = buf;
-	s.end = buf + size;
-	parse_value(&s, out);
-	free(buf);
+	v = json_load(path);
+	cr_assert_not_null(v, "%s: cannot read or parse", path);
+	return v;
 }
 
 /* ---- Comparing batches with expected cells ------------------------------ */
@@ -253,24 +39,24 @@ static void num_to_bytes(uint8_t type, const struct jv *v, uint8_t *dst)
 	switch (tfs_datatype_class(type)) {
 	case TFS_CLASS_FLOAT:
 		if (type == TFS_FLOAT32) {
-			float f = strtof(v->num, NULL);
+			float f = strtof(v->text, NULL);
 
 			memcpy(dst, &f, 4);
 		} else {
-			double x = strtod(v->num, NULL);
+			double x = strtod(v->text, NULL);
 
 			memcpy(dst, &x, 8);
 		}
 		return;
 	case TFS_CLASS_UNSIGNED: {
-		uint64_t u = strtoull(v->num, NULL, 10);
+		uint64_t u = strtoull(v->text, NULL, 10);
 
 		for (size_t i = 0; i < tfs_datatype_size(type); i++)
 			dst[i] = (uint8_t)(u >> (8 * i));
 		return;
 	}
 	default: {
-		uint64_t u = (uint64_t)strtoll(v->num, NULL, 10);
+		uint64_t u = (uint64_t)strtoll(v->text, NULL, 10);
 
 		for (size_t i = 0; i < tfs_datatype_size(type); i++)
 			dst[i] = (uint8_t)(u >> (8 * i));
@@ -286,11 +72,11 @@ static bool number_matches(uint8_t type, const struct jv *v, const uint8_t *p)
 	if (v->t == J_STR && tfs_datatype_class(type) == TFS_CLASS_FLOAT) {
 		double x = tfs_value_as_f64(type, p);
 
-		if (!strcmp(v->str, "NaN"))
+		if (!strcmp(v->text, "NaN"))
 			return x != x;
-		if (!strcmp(v->str, "Infinity"))
+		if (!strcmp(v->text, "Infinity"))
 			return x == INFINITY;
-		return !strcmp(v->str, "-Infinity") && x == -INFINITY;
+		return !strcmp(v->text, "-Infinity") && x == -INFINITY;
 	}
 	if (v->t != J_NUM)
 		return false;
@@ -318,8 +104,7 @@ static bool value_matches(const struct tfs_column *col, uint64_t i,
 		return false;
 	switch (tfs_datatype_class(col->type)) {
 	case TFS_CLASS_STRING:
-		return v->t == J_STR && v->len == len &&
-		       (!len || !memcmp(v->str, p, len));
+		return v->t == J_STR && json_str_eq(v, p, (size_t)len);
 	case TFS_CLASS_BYTES: {
 		char hex[3];
 
@@ -327,7 +112,7 @@ static bool value_matches(const struct tfs_column *col, uint64_t i,
 			return false;
 		for (uint64_t k = 0; k < len; k++) {
 			snprintf(hex, sizeof(hex), "%02x", p[k]);
-			if (memcmp(hex, v->str + 2 * k, 2))
+			if (memcmp(hex, v->text + 2 * k, 2))
 				return false;
 		}
 		return true;
@@ -362,9 +147,9 @@ static void make_subarray(const struct tfs_schema *s, const struct jv *sub,
 		const struct jv *hi = &sub->items[k].items[1];
 
 		if (s->dims[k].var) {
-			out[k].lo = (const uint8_t *)lo->str;
+			out[k].lo = (const uint8_t *)lo->text;
 			out[k].lo_len = lo->len;
-			out[k].hi = (const uint8_t *)hi->str;
+			out[k].hi = (const uint8_t *)hi->text;
 			out[k].hi_len = hi->len;
 			continue;
 		}
@@ -419,9 +204,9 @@ static struct tfs_query *query_open(struct tfs_array *a,
 static void check_read(const char *name, const struct jv *arr,
 		       const struct jv *rd, const struct run_opts *ro)
 {
-	const struct jv *ts = jget(rd, "timestamp");
-	const struct jv *opened = jget(arr, "opened_at");
-	const struct jv *cells = jget(rd, "cells");
+	const struct jv *ts = json_get(rd, "timestamp");
+	const struct jv *opened = json_get(arr, "opened_at");
+	const struct jv *cells = json_get(rd, "cells");
 	uint64_t t = 0;
 	struct tfs_array *a;
 	struct tfs_query *q;
@@ -432,12 +217,12 @@ static void check_read(const char *name, const struct jv *arr,
 	uint64_t seen = 0;
 
 	if (ts && ts->t == J_NUM)
-		t = strtoull(ts->num, NULL, 10);
+		t = strtoull(ts->text, NULL, 10);
 	else if (opened && opened->t == J_NUM)
-		t = strtoull(opened->num, NULL, 10);
+		t = strtoull(opened->text, NULL, 10);
 	a = open_at(name, t, ro->threads);
 	cr_assert(tfs_array_schema(a)->dim_num <= 8);
-	make_subarray(tfs_array_schema(a), jget(rd, "subarray"), sub, store);
+	make_subarray(tfs_array_schema(a), json_get(rd, "subarray"), sub, store);
 	q = query_open(a, sub, ro);
 	tfs_diag_init(&d);
 	for (;;) {
@@ -455,7 +240,7 @@ static void check_read(const char *name, const struct jv *arr,
 			cell = &cells->items[seen];
 			for (size_t f = 0; f < b->column_num; f++) {
 				const struct tfs_column *col = &b->columns[f];
-				const struct jv *v = jget(cell, col->name);
+				const struct jv *v = json_get(cell, col->name);
 
 				cr_assert_not_null(v, "%s: field %s", name,
 						   col->name);
@@ -480,16 +265,14 @@ static void check_array(const char *json, const char *name)
 		{1, 2, 1, NULL, 0},
 		{5, 0, 7, NULL, 0},
 	};
-	struct jv arr;
-	const struct jv *reads;
+	struct jv *arr = load_json(json);
+	const struct jv *reads = json_get(arr, "reads");
 
-	load_json(json, &arr);
-	reads = jget(&arr, "reads");
 	cr_assert_not_null(reads);
 	for (size_t r = 0; r < sizeof(runs) / sizeof(runs[0]); r++)
 		for (size_t i = 0; i < reads->n; i++)
-			check_read(name, &arr, &reads->items[i], &runs[r]);
-	jv_free(&arr);
+			check_read(name, arr, &reads->items[i], &runs[r]);
+	json_free(arr);
 }
 
 Test(sparse, sparse_2d_int) { check_array("sparse_2d_int.json", "sparse_2d_int"); }
@@ -535,11 +318,10 @@ Test(sparse, field_subset)
 {
 	static const char *const fields[] = {"s", "y"};
 	struct run_opts ro = {4, 2, 0, fields, 2};
-	struct jv arr;
+	struct jv *arr = load_json("sparse_2d_int.json");
 
-	load_json("sparse_2d_int.json", &arr);
-	check_read("sparse_2d_int", &arr, &jget(&arr, "reads")->items[1], &ro);
-	jv_free(&arr);
+	check_read("sparse_2d_int", arr, &json_get(arr, "reads")->items[1], &ro);
+	json_free(arr);
 }
 
 Test(sparse, empty_selection)

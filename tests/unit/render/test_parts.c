@@ -411,7 +411,7 @@ Test(npy, header_is_padded_and_describes_the_array)
 	cr_assert_eq(tfsr_npy_header(&b, "'<i4'", shape, 2), TFS_E_OK);
 	cr_expect_eq(b.len % 64, 0);
 	cr_expect(memcmp(b.data, "\x93NUMPY\x01\x00", 8) == 0);
-	cr_expect_eq(b.data[8] | b.data[9] << 8, b.len - 10);
+	cr_expect_eq((size_t)(b.data[8] | b.data[9] << 8), b.len - 10);
 	cr_expect_eq(b.data[b.len - 1], '\n');
 	dict = (const char *)b.data + 10;
 	cr_expect(strncmp(dict, "{'descr': '<i4', 'fortran_order': False, "

@@ -105,19 +105,55 @@ static bool convert(struct json_object *o, struct jv *out)
 	return false;
 }
 
+/* text with every number -0 outside strings written -0.0: json-c reads
+ * -0 as the integer 0, and the corpus writes a float -0.0 as -0 (the sign
+ * is part of the value). NULL when out of memory. */
+static char *keep_negative_zero(const char *text, size_t len, size_t *out_len)
+{
+	char *out = malloc(len * 2 + 1);
+	bool in_str = false;
+	size_t n = 0;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		char c = text[i];
+
+		out[n++] = c;
+		if (in_str) {
+			if (c == '\\' && i + 1 < len)
+				out[n++] = text[++i];
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '-' && i + 1 < len && text[i + 1] == '0' &&
+			   (i + 2 == len || !strchr("0123456789.eE", text[i + 2]))) {
+			memcpy(out + n, "0.0", 3);
+			n += 3;
+			i++;
+		}
+	}
+	*out_len = n;
+	return out;
+}
+
 struct jv *json_parse(const char *text, size_t len)
 {
 	struct json_tokener *tok = json_tokener_new_ex(JSON_TOKENER_MAX_DEPTH);
 	struct json_object *o = NULL;
 	struct jv *v = calloc(1, sizeof(*v));
+	size_t kept_len = 0;
+	char *kept = keep_negative_zero(text, len, &kept_len);
 	bool ok = false;
 
-	if (tok && v && len <= INT32_MAX) {
-		o = json_tokener_parse_ex(tok, text, (int)len);
+	if (tok && v && kept && kept_len <= INT32_MAX) {
+		o = json_tokener_parse_ex(tok, kept, (int)kept_len);
 		ok = o && json_tokener_get_error(tok) == json_tokener_success &&
 		     convert(o, v);
 	}
 	json_object_put(o);
+	free(kept);
 	if (tok)
 		json_tokener_free(tok);
 	if (!ok) {
