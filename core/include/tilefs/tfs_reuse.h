@@ -5,10 +5,12 @@
  * faults of fresh mappings cost about as much as decoding).
  *
  * What a list keeps is counted by the memory accountant (tfs_mem.h), is
- * bounded (its own maximum, and an eighth of the budget), is kept only
- * while the budget has room to spare, and goes first when a charge does
- * not fit (a reclaimer of its own). Buffers below TFS_REUSE_MIN come from
- * the heap as usual. All functions are thread-safe. */
+ * bounded (its own maximum and an eighth of the budget; all lists
+ * together a quarter), is kept only while the budget has room to spare
+ * (tfs_mem_charge_spare), and goes first when a charge does not fit (a
+ * reclaimer of its own, asked before the others). Buffers below
+ * TFS_REUSE_MIN come from the heap as usual. All functions are
+ * thread-safe. */
 #ifndef TFS_REUSE_H
 #define TFS_REUSE_H
 
