@@ -90,7 +90,7 @@ static bool node_takes_writes(struct tfsd_ll *ll, const struct tfsd_node *n)
 			n->sel_len == 0 && n->fmt == TFSR_FMT_CSV) ||
 		       (n->file == TFSD_F_SLICE && n->field >= 0 && n->arr &&
 			n->field >= (int)tfs_schema_dim_count(n->arr->schema) &&
-			(n->fmt == TFSR_FMT_RAW || n->fmt == TFSR_FMT_NPY));
+			(tfsr_renderer_of(n->fmt)->flags & TFSR_R_WRITABLE));
 	default:
 		return false;
 	}

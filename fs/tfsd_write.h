@@ -15,7 +15,8 @@
 
 #include "tfsd.h"
 
-/* ---- What a written path means (write_ops.c) ----------------------------- */
+/* ---- What a written path means (write_target.c), metadata values
+ * (write_meta_value.c), commits (write_ops.c, write_slice.c, write_npy.c) */
 
 enum tfsd_wkind {
 	TFSD_W_CSV_ARRAY, /* A/NAME.csv: one fragment of the array A */
@@ -105,7 +106,7 @@ enum tfs_err tfsd_write_meta_delete(struct tfsd *fs,
  * (also for TFS_E_RANGE), everything else the error's own errno. */
 int tfsd_write_errno(enum tfs_err e);
 
-/* ---- Ingest logs (write_ops.c) ------------------------------------------- */
+/* ---- Ingest logs (ingest_log.c) ------------------------------------------ */
 
 /* Recent writes per folder of the mount, newest last, bounded in lines
  * per folder and in folders. Thread-safe. */

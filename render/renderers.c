@@ -14,7 +14,7 @@
 const struct tfsr_renderer tfsr_renderers[TFSR_FMT_NUM] = {
 	[TFSR_FMT_RAW] = {
 		.fmt = TFSR_FMT_RAW, .name = "raw", .ext = "",
-		.mime = "application/octet-stream",
+		.mime = "application/octet-stream", .flags = TFSR_R_WRITABLE,
 		.size_kind = TFSR_SIZE_RECORDS,
 		.cells = tfsr_raw_cells,
 	},
@@ -43,7 +43,8 @@ const struct tfsr_renderer tfsr_renderers[TFSR_FMT_NUM] = {
 	},
 	[TFSR_FMT_NPY] = {
 		.fmt = TFSR_FMT_NPY, .name = "npy", .ext = ".npy",
-		.mime = "application/x-npy", .flags = TFSR_R_ALL_FIELDS,
+		.mime = "application/x-npy",
+		.flags = TFSR_R_ALL_FIELDS | TFSR_R_WRITABLE,
 		.size_kind = TFSR_SIZE_RECORDS,
 		.begin = tfsr_npy_begin, .cells = tfsr_npy_cells,
 		.header = tfsr_npy_slice_header,

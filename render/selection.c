@@ -259,66 +259,84 @@ static enum tfs_err domain_fail(const struct tfs_field_info *dim, uint32_t k,
 			dim->name, lo, hi);
 }
 
-/* A fixed-size (integer, datetime or float) dimension's range. */
-static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
-				const struct tfs_schema *s,
-				const struct part *pt, int parts,
-				const struct tfs_range *ned, struct tfs_diag *d)
+/* v lies outside the dimension's domain (when it has one). */
+static bool outside_domain(const struct tfs_field_info *dim, const void *v)
 {
-	struct tfs_field_info info;
-	const struct tfs_field_info *dim = &info;
-	struct tfsr_dim_sel *ds = &sel->dims[k];
-	size_t w;
-	bool lo_given = pt[0].present, hi_given = parts > 1 && pt[1].present;
+	return dim->has_domain &&
+	       (tfs_value_cmp(dim->type, v, dim->domain_lo) < 0 ||
+		tfs_value_cmp(dim->type, v, dim->domain_hi) > 0);
+}
+
+/* The step of lo:hi:step, a positive integer below 2^64, on a dense
+ * array's integer dimension. */
+static enum tfs_err parse_stride(struct tfsr_dim_sel *ds, uint32_t k,
+				 const struct tfs_schema *s,
+				 const struct tfs_field_info *dim,
+				 const struct part *step, struct tfs_diag *d)
+{
+	char *end;
+
+	if (!tfs_schema_is_dense(s) || is_float(dim->type))
+		return tfs_fail(d, TFS_E_INVALID,
+				"range %u: strides are for dense arrays",
+				k + 1);
+	errno = 0;
+	if (!step->present || step->quoted || step->text[0] == '-' ||
+	    (ds->stride = strtoull(step->text, &end, 10)) == 0 || *end)
+		return tfs_fail(d, TFS_E_INVALID,
+				"range %u: the step must be a positive "
+				"integer",
+				k + 1);
+	if (errno == ERANGE)
+		return tfs_fail(d, TFS_E_INVALID,
+				"range %u: the step must be below 2^64",
+				k + 1);
+	return TFS_E_OK;
+}
+
+/* The range's start: given, or the non-empty domain's. *none when there
+ * is neither: the selection is empty. */
+static enum tfs_err fixed_lo(struct tfsr_dim_sel *ds, uint32_t k,
+			     const struct tfs_field_info *dim,
+			     const struct part *lo, const struct tfs_range *ned,
+			     size_t w, bool *none, struct tfs_diag *d)
+{
 	enum tfs_err e;
-	int c;
 
-	tfs_schema_dim(s, k, &info);
-	w = tfs_datatype_size(dim->type);
-
-	ds->range = (struct tfs_range){ds->lo_val, ds->hi_val, w, w};
-	if (parts == 3) {
-		char *end;
-
-		if (!tfs_schema_is_dense(s) || is_float(dim->type))
-			return tfs_fail(d, TFS_E_INVALID,
-					"range %u: strides are for dense arrays",
-					k + 1);
-		errno = 0;
-		if (!pt[2].present || pt[2].quoted || pt[2].text[0] == '-' ||
-		    (ds->stride = strtoull(pt[2].text, &end, 10)) == 0 || *end)
-			return tfs_fail(d, TFS_E_INVALID,
-					"range %u: the step must be a positive "
-					"integer",
-					k + 1);
-		if (errno == ERANGE)
-			return tfs_fail(d, TFS_E_INVALID,
-					"range %u: the step must be below 2^64",
-					k + 1);
-	}
-	if (lo_given) {
-		e = parse_value(dim, k, &pt[0], ds->lo_val, d);
-		if (e)
+	*none = false;
+	if (lo->present) {
+		if ((e = parse_value(dim, k, lo, ds->lo_val, d)))
 			return e;
 		/* Checked before any range is found empty: a selection
 		 * wholly outside the domain names nothing (ENOENT), it is
 		 * not an empty file. */
-		if (dim->has_domain &&
-		    (tfs_value_cmp(dim->type, ds->lo_val, dim->domain_lo) < 0 ||
-		     tfs_value_cmp(dim->type, ds->lo_val, dim->domain_hi) > 0))
+		if (outside_domain(dim, ds->lo_val))
 			return domain_fail(dim, k, d);
 	} else if (ned) {
 		memcpy(ds->lo_val, ned[k].lo, w);
 	} else {
-		sel->empty = true;
-		return TFS_E_OK;
+		*none = true;
 	}
+	return TFS_E_OK;
+}
+
+/* The range's end: the start for a single value, the given end
+ * (excluded, so one step down), or the non-empty domain's. *none when
+ * the range holds nothing. */
+static enum tfs_err fixed_hi(struct tfsr_dim_sel *ds, uint32_t k,
+			     const struct tfs_field_info *dim,
+			     const struct part *pt, int parts, bool lo_given,
+			     const struct tfs_range *ned, size_t w, bool *none,
+			     struct tfs_diag *d)
+{
+	enum tfs_err e;
+	int c;
+
+	*none = false;
 	if (parts == 1) {
 		memcpy(ds->hi_val, ds->lo_val, w);
-		hi_given = true;
-	} else if (hi_given) {
-		e = parse_value(dim, k, &pt[1], ds->hi_val, d);
-		if (e)
+	} else if (pt[1].present) {
+		if ((e = parse_value(dim, k, &pt[1], ds->hi_val, d)))
 			return e;
 		/* The end is excluded: at the domain's start it is an empty
 		 * range at its edge, below it a range outside. */
@@ -330,42 +348,156 @@ static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
 			return tfs_fail(d, TFS_E_INVALID,
 					"range %u: lo > hi", k + 1);
 		if (c >= 0) {
-			sel->empty = true;
+			*none = true;
 			return TFS_E_OK;
 		}
 		step_down(dim->type, ds->hi_val);
 	} else if (ned) {
 		memcpy(ds->hi_val, ned[k].hi, w);
 	} else {
+		*none = true;
+	}
+	return TFS_E_OK;
+}
+
+/* Integer dimensions: how many coordinates lo..hi by the step holds. */
+static enum tfs_err fixed_count(struct tfsr_dim_sel *ds, uint32_t k,
+				const struct tfs_field_info *dim, size_t w,
+				struct tfs_diag *d)
+{
+	if (is_float(dim->type))
+		return TFS_E_OK;
+	uint64_t span = tfs_get_uint(ds->hi_val, w) - tfs_get_uint(ds->lo_val, w);
+
+	if (w < 8)
+		span &= (UINT64_C(1) << (8 * w)) - 1;
+	ds->count = span / ds->stride + 1;
+	if (span == UINT64_MAX && ds->stride == 1)
+		return tfs_fail(d, TFS_E_INVALID,
+				"range %u: more than 2^64 cells",
+				k + 1);
+	return TFS_E_OK;
+}
+
+/* A fixed-size (integer, datetime or float) dimension's range. */
+static enum tfs_err fixed_range(struct tfsr_sel *sel, uint32_t k,
+				const struct tfs_schema *s,
+				const struct part *pt, int parts,
+				const struct tfs_range *ned, struct tfs_diag *d)
+{
+	struct tfs_field_info info;
+	const struct tfs_field_info *dim = &info;
+	struct tfsr_dim_sel *ds = &sel->dims[k];
+	size_t w;
+	bool lo_given = pt[0].present, hi_given = parts > 1 && pt[1].present;
+	bool none;
+	enum tfs_err e;
+
+	tfs_schema_dim(s, k, &info);
+	w = tfs_datatype_size(dim->type);
+
+	ds->range = (struct tfs_range){ds->lo_val, ds->hi_val, w, w};
+	if (parts == 3 && (e = parse_stride(ds, k, s, dim, &pt[2], d)))
+		return e;
+	if ((e = fixed_lo(ds, k, dim, &pt[0], ned, w, &none, d)))
+		return e;
+	if (!none && (e = fixed_hi(ds, k, dim, pt, parts, lo_given, ned, w,
+				   &none, d)))
+		return e;
+	if (none) {
 		sel->empty = true;
 		return TFS_E_OK;
 	}
-	if (dim->has_domain &&
-	    ((lo_given && (tfs_value_cmp(dim->type, ds->lo_val,
-					 dim->domain_lo) < 0 ||
-			   tfs_value_cmp(dim->type, ds->lo_val,
-					 dim->domain_hi) > 0)) ||
-	     (hi_given && (tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain_hi) > 0 ||
-			   tfs_value_cmp(dim->type, ds->hi_val,
-					 dim->domain_lo) < 0))))
+	if (parts == 1)
+		hi_given = true;
+	if ((lo_given && outside_domain(dim, ds->lo_val)) ||
+	    (hi_given && outside_domain(dim, ds->hi_val)))
 		return domain_fail(dim, k, d);
 	if (tfs_value_cmp(dim->type, ds->lo_val, ds->hi_val) > 0) {
 		sel->empty = true; /* "lo:" past the non-empty domain */
 		return TFS_E_OK;
 	}
-	if (!is_float(dim->type)) {
-		uint64_t span = tfs_get_uint(ds->hi_val, w) -
-				tfs_get_uint(ds->lo_val, w);
+	return fixed_count(ds, k, dim, w, d);
+}
 
-		if (w < 8)
-			span &= (UINT64_C(1) << (8 * w)) - 1;
-		ds->count = span / ds->stride + 1;
-		if (span == UINT64_MAX && ds->stride == 1)
+/* The parts of range k at *p, up to ',' or the end: lo[:hi[:step]],
+ * a missing trailing range being ':'. */
+static enum tfs_err scan_range_parts(const char **pp, const char *end,
+				     struct part *pt, uint32_t k, int *parts_out,
+				     struct tfs_diag *d)
+{
+	const char *p = *pp;
+	int parts = 0;
+	bool at_end = p >= end;
+	enum tfs_err e = TFS_E_OK;
+
+	while (!at_end && !e) {
+		if (parts == 3)
 			return tfs_fail(d, TFS_E_INVALID,
-					"range %u: more than 2^64 cells",
+					"range %u: more than lo:hi:step",
 					k + 1);
+		e = scan_part(&p, end, &pt[parts++], k, d);
+		if (e || p >= end || *p == ',')
+			break;
+		p++; /* ':' */
+		if (p >= end || *p == ',') {
+			/* "lo:hi:step:" has an empty fourth part:
+			 * there are only three to hold it. */
+			if (parts == 3)
+				return tfs_fail(d, TFS_E_INVALID,
+						"range %u: more than "
+						"lo:hi:step",
+						k + 1);
+			part_clear(&pt[parts++]);
+			break;
+		}
 	}
+	if (e)
+		return e;
+	if (at_end) {
+		part_clear(&pt[0]);
+		part_clear(&pt[1]);
+		parts = 2;
+	}
+	if (parts == 1 && !pt[0].present)
+		return tfs_fail(d, TFS_E_INVALID, "range %u is empty", k + 1);
+	*pp = p;
+	*parts_out = parts;
+	return TFS_E_OK;
+}
+
+/* Every dimension's range from text[0..end), then nothing more. */
+static enum tfs_err parse_ranges(struct tfsr_sel *sel, struct part *pt,
+				 const char *p, const char *end,
+				 const struct tfs_schema *s,
+				 const struct tfs_range *ned, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++) {
+		struct tfs_field_info info;
+		int parts = 0;
+
+		if ((e = scan_range_parts(&p, end, pt, k, &parts, d)))
+			return e;
+		tfs_schema_dim(s, k, &info);
+		e = info.var
+			    ? string_range(sel, k, pt, parts, ned, d)
+			    : fixed_range(sel, k, s, pt, parts, ned, d);
+		if (e)
+			return e;
+		if (p < end) {
+			p++; /* ',' */
+			if (p >= end)
+				return tfs_fail(d, TFS_E_INVALID,
+						"trailing ',' after range %u",
+						k + 1);
+		}
+	}
+	if (p < end)
+		return tfs_fail(d, TFS_E_INVALID,
+				"more ranges than the %u dimension%s", tfs_schema_dim_count(s),
+				tfs_schema_dim_count(s) == 1 ? "" : "s");
 	return TFS_E_OK;
 }
 
@@ -376,11 +508,11 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 {
 	static const char order_word[] = ";stored";
 	const size_t word_len = sizeof(order_word) - 1;
-	const char *p = text, *end = text + len;
+	const char *end = text + len;
 	struct tfsr_sel *sel;
 	struct part *pt;
 	bool stored = false;
-	enum tfs_err e = TFS_E_OK;
+	enum tfs_err e;
 
 	*out = NULL;
 	if (len >= word_len &&
@@ -403,65 +535,7 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 	sel->stored = stored;
 	for (uint32_t k = 0; k < tfs_schema_dim_count(s); k++)
 		sel->dims[k].stride = 1;
-	for (uint32_t k = 0; !e && k < tfs_schema_dim_count(s); k++) {
-		struct tfs_field_info info;
-		int parts = 0;
-		bool at_end = p >= end;
-
-		/* Missing trailing ranges are ':'. */
-		while (!at_end && !e) {
-			if (parts == 3) {
-				e = tfs_fail(d, TFS_E_INVALID,
-					     "range %u: more than lo:hi:step",
-					     k + 1);
-				break;
-			}
-			e = scan_part(&p, end, &pt[parts++], k, d);
-			if (e || p >= end || *p == ',')
-				break;
-			p++; /* ':' */
-			if (p >= end || *p == ',') {
-				/* "lo:hi:step:" has an empty fourth part:
-				 * there are only three to hold it. */
-				if (parts == 3) {
-					e = tfs_fail(d, TFS_E_INVALID,
-						     "range %u: more than "
-						     "lo:hi:step",
-						     k + 1);
-					break;
-				}
-				part_clear(&pt[parts++]);
-				break;
-			}
-		}
-		if (e)
-			break;
-		if (at_end) {
-			part_clear(&pt[0]);
-			part_clear(&pt[1]);
-			parts = 2;
-		}
-		if (parts == 1 && !pt[0].present) {
-			e = tfs_fail(d, TFS_E_INVALID, "range %u is empty",
-				     k + 1);
-			break;
-		}
-		tfs_schema_dim(s, k, &info);
-		e = info.var
-			    ? string_range(sel, k, pt, parts, ned, d)
-			    : fixed_range(sel, k, s, pt, parts, ned, d);
-		if (!e && p < end) {
-			p++; /* ',' */
-			if (p >= end)
-				e = tfs_fail(d, TFS_E_INVALID,
-					     "trailing ',' after range %u",
-					     k + 1);
-		}
-	}
-	if (!e && p < end)
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "more ranges than the %u dimension%s", tfs_schema_dim_count(s),
-			     tfs_schema_dim_count(s) == 1 ? "" : "s");
+	e = parse_ranges(sel, pt, text, end, s, ned, d);
 	tfs_free(pt);
 	if (e) {
 		tfsr_sel_free(sel);

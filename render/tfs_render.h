@@ -71,6 +71,9 @@ enum {
 	/* A picture: selections of two dimensions of more than one cell
 	 * (png.h, tfsr_png_sel_check). */
 	TFSR_R_IMAGE = 1u << 7,
+	/* An attribute's slice in this format can be written: its bytes
+	 * become a dense fragment over the selection (fs/). */
+	TFSR_R_WRITABLE = 1u << 8,
 };
 
 /* Whether the size of a dense rendering is known without rendering. */

@@ -57,6 +57,83 @@ static void datetime_parts(uint8_t type, int64_t v, int64_t *secs,
 	*secs = v;
 }
 
+/* A time of day (or a duration past it): [-]HH[:MM[:SS[.f]]]. */
+static void time_text(char *out, size_t cap, uint8_t type, int64_t v)
+{
+	const char *sign = v < 0 ? "-" : "";
+	uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	int64_t secs, frac;
+	unsigned digits;
+	char fr[24] = "";
+
+	if (type == TFS_TIME_HR) {
+		snprintf(out, cap, "%s%02" PRIu64, sign, mag);
+		return;
+	}
+	if (type == TFS_TIME_HR + 1) {
+		snprintf(out, cap, "%s%02" PRIu64 ":%02" PRIu64, sign,
+			 mag / 60, mag % 60);
+		return;
+	}
+	datetime_parts(type, 0, &secs, &frac, &digits);
+	if (digits) {
+		uint64_t per = 1;
+
+		for (unsigned i = 0; i < digits; i++)
+			per *= 10;
+		snprintf(fr, sizeof(fr), ".%0*" PRIu64, (int)digits, mag % per);
+		mag /= per;
+	}
+	snprintf(out, cap, "%s%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "%s",
+		 sign, mag / 3600, mag / 60 % 60, mag % 60, fr);
+}
+
+/* The dates of units of a day or longer, and hours and minutes, each to
+ * its unit; false for the units of seconds and finer. */
+static bool coarse_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
+{
+	int64_t y, rem, days;
+	unsigned m, d;
+
+	switch (type) {
+	case TFS_DATETIME_YEAR:
+		if (__builtin_add_overflow(v, 1970, &y))
+			snprintf(out, cap, "%" PRId64, v);
+		else
+			snprintf(out, cap, "%04" PRId64, y);
+		return true;
+	case TFS_DATETIME_YEAR + 1: /* MONTH */
+		y = floor_div(v, 12, &rem);
+		snprintf(out, cap, "%04" PRId64 "-%02u", 1970 + y,
+			 (unsigned)rem + 1);
+		return true;
+	case TFS_DATETIME_YEAR + 2: /* WEEK */
+	case TFS_DATETIME_YEAR + 3: /* DAY */
+		if (__builtin_mul_overflow(v, type == TFS_DATETIME_YEAR + 2 ? 7 : 1,
+					   &days)) {
+			snprintf(out, cap, "%" PRId64, v);
+			return true;
+		}
+		tfs_civil_from_days(days, &y, &m, &d);
+		snprintf(out, cap, "%04" PRId64 "-%02u-%02u", y, m, d);
+		return true;
+	case TFS_DATETIME_YEAR + 4: /* HR */
+		days = floor_div(v, 24, &rem);
+		tfs_civil_from_days(days, &y, &m, &d);
+		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02uZ", y, m, d,
+			 (unsigned)rem);
+		return true;
+	case TFS_DATETIME_YEAR + 5: /* MIN */
+		days = floor_div(v, 1440, &rem);
+		tfs_civil_from_days(days, &y, &m, &d);
+		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02uZ", y, m, d,
+			 (unsigned)(rem / 60), (unsigned)(rem % 60));
+		return true;
+	default:
+		return false;
+	}
+}
+
 void tfsr_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 {
 	int64_t y, rem, secs, frac, days;
@@ -64,70 +141,11 @@ void tfsr_datetime_text(char *out, size_t cap, uint8_t type, int64_t v)
 	char fr[24] = "";
 
 	if (type >= TFS_TIME_HR && type <= TFS_TIME_AS) {
-		/* A time of day (or a duration past it): [-]HH[:MM[:SS[.f]]]. */
-		const char *sign = v < 0 ? "-" : "";
-		uint64_t mag = v < 0 ? -(uint64_t)v : (uint64_t)v;
-
-		if (type == TFS_TIME_HR) {
-			snprintf(out, cap, "%s%02" PRIu64, sign, mag);
-			return;
-		}
-		if (type == TFS_TIME_HR + 1) {
-			snprintf(out, cap, "%s%02" PRIu64 ":%02" PRIu64, sign,
-				 mag / 60, mag % 60);
-			return;
-		}
-		datetime_parts(type, 0, &secs, &frac, &digits);
-		if (digits) {
-			uint64_t per = 1;
-
-			for (unsigned i = 0; i < digits; i++)
-				per *= 10;
-			snprintf(fr, sizeof(fr), ".%0*" PRIu64, (int)digits,
-				 mag % per);
-			mag /= per;
-		}
-		snprintf(out, cap, "%s%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "%s",
-			 sign, mag / 3600, mag / 60 % 60, mag % 60, fr);
+		time_text(out, cap, type, v);
 		return;
 	}
-	switch (type) {
-	case TFS_DATETIME_YEAR:
-		if (__builtin_add_overflow(v, 1970, &y))
-			snprintf(out, cap, "%" PRId64, v);
-		else
-			snprintf(out, cap, "%04" PRId64, y);
+	if (coarse_datetime_text(out, cap, type, v))
 		return;
-	case TFS_DATETIME_YEAR + 1: /* MONTH */
-		y = floor_div(v, 12, &rem);
-		snprintf(out, cap, "%04" PRId64 "-%02u", 1970 + y,
-			 (unsigned)rem + 1);
-		return;
-	case TFS_DATETIME_YEAR + 2: /* WEEK */
-	case TFS_DATETIME_YEAR + 3: /* DAY */
-		if (__builtin_mul_overflow(v, type == TFS_DATETIME_YEAR + 2 ? 7 : 1,
-					   &days)) {
-			snprintf(out, cap, "%" PRId64, v);
-			return;
-		}
-		tfs_civil_from_days(days, &y, &m, &d);
-		snprintf(out, cap, "%04" PRId64 "-%02u-%02u", y, m, d);
-		return;
-	case TFS_DATETIME_YEAR + 4: /* HR */
-		days = floor_div(v, 24, &rem);
-		tfs_civil_from_days(days, &y, &m, &d);
-		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02uZ", y, m, d,
-			 (unsigned)rem);
-		return;
-	case TFS_DATETIME_YEAR + 5: /* MIN */
-		days = floor_div(v, 1440, &rem);
-		tfs_civil_from_days(days, &y, &m, &d);
-		snprintf(out, cap, "%04" PRId64 "-%02u-%02uT%02u:%02uZ", y, m, d,
-			 (unsigned)(rem / 60), (unsigned)(rem % 60));
-		return;
-	default:
-		break;
-	}
 	datetime_parts(type, v, &secs, &frac, &digits);
 	if (digits)
 		snprintf(fr, sizeof(fr), ".%0*" PRId64, (int)digits, frac);

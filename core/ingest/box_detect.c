@@ -104,6 +104,105 @@ static bool follows(struct detect *t)
 	return false; /* past the box's last cell */
 }
 
+/* Only dense arrays of integer dimensions with domains can be a box. */
+static bool box_possible(const struct tfs_schema *s)
+{
+	if (s->array_type != TFS_DENSE || s->dim_num > MAX_DIMS)
+		return false;
+	for (uint32_t k = 0; k < s->dim_num; k++)
+		if (s->dims[k].var || !s->dims[k].has_domain ||
+		    !tfs_datatype_is_integer(s->dims[k].type))
+			return false;
+	return true;
+}
+
+/* Each dimension's column in the header record, named exactly once;
+ * false when one is missing or named twice. Limits the lexer to the
+ * columns up to the last of them. */
+static bool find_dim_columns(const struct tfs_schema *s,
+			     struct tfs__csv_lexer *lx, struct detect *t)
+{
+	bool ok = true;
+
+	for (uint32_t k = 0; k < s->dim_num && ok; k++) {
+		size_t hits = 0;
+
+		for (size_t i = 0; i < lx->field_num; i++) {
+			if (lx->fields[i].len == strlen(s->dims[k].name) &&
+			    memcmp(lx->fields[i].p, s->dims[k].name, lx->fields[i].len) == 0) {
+				t->col[k] = i;
+				hits++;
+			}
+		}
+		ok = hits == 1;
+	}
+	/* Only the dimension columns matter here: a ragged row that the
+	 * skip hides is refused by the ingest pass all the same. */
+	for (uint32_t k = 0; k < s->dim_num && ok; k++)
+		if (t->col[k] + 1 > lx->field_limit)
+			lx->field_limit = t->col[k] + 1;
+	return ok;
+}
+
+/* Reads the data rows while each follows the one before in the box;
+ * *rows counts them. False as soon as one does not. */
+static bool follow_rows(const struct tfs_schema *s, struct tfs__csv_lexer *lx,
+			struct detect *t, uint64_t *rows, enum tfs_err *e,
+			struct tfs_diag *d)
+{
+	bool got, ok = true;
+
+	while (ok) {
+		if ((*e = tfs__csv_next(lx, &got, d))) {
+			*e = *e == TFS_E_IO || *e == TFS_E_NOMEM ? *e : TFS_E_OK;
+			return false;
+		}
+		if (!got)
+			break;
+		if (lx->field_num < lx->field_limit)
+			return false;
+		for (uint32_t k = 0; k < s->dim_num && ok; k++)
+			ok = coord_offset(&s->dims[k], &t->di[k], &lx->fields[t->col[k]],
+					  &t->cur[k]);
+		if (!ok)
+			break;
+		if (*rows == 0)
+			memcpy(t->lo, t->cur, sizeof(t->lo));
+		else if (!follows(t))
+			ok = false;
+		memcpy(t->prev, t->cur, sizeof(t->prev));
+		(*rows)++;
+	}
+	return ok;
+}
+
+/* The last cell is the box's far corner: the box's corners into box,
+ * true when it is one. */
+static bool box_corners(const struct tfs_schema *s, struct detect *t,
+			uint8_t box[2][128][8])
+{
+	bool ok = true;
+
+	for (uint32_t k = 0; k < s->dim_num && ok; k++) {
+		if (!t->hi_known[k])
+			t->hi[k] = t->prev[k];
+		ok = t->prev[k] == t->hi[k];
+	}
+	for (uint32_t k = 0; k < s->dim_num && ok; k++) {
+		const struct tfs_dim *dim = &s->dims[k];
+		size_t size = tfs_datatype_size(dim->type);
+		uint64_t base = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED
+					? (uint64_t)tfs_value_as_i64(dim->type, dim->domain[0])
+					: tfs_value_as_u64(dim->type, dim->domain[0]);
+		uint64_t a = base + t->lo[k], b = base + t->hi[k];
+
+		/* Little-endian: the low bytes of the wrapped sum. */
+		memcpy(box[0][k], &a, size);
+		memcpy(box[1][k], &b, size);
+	}
+	return ok;
+}
+
 static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 			   const void *mem, size_t mem_len,
 			   const char *display_name, size_t block, bool *is_box,
@@ -112,16 +211,12 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 	struct tfs__csv_lexer lx;
 	struct detect *t;
 	uint64_t rows = 0;
-	bool got, ok = true;
+	bool got;
 	enum tfs_err e = TFS_E_OK;
 
 	*is_box = false;
-	if (s->array_type != TFS_DENSE || s->dim_num > MAX_DIMS)
+	if (!box_possible(s))
 		return TFS_E_OK;
-	for (uint32_t k = 0; k < s->dim_num; k++)
-		if (s->dims[k].var || !s->dims[k].has_domain ||
-		    !tfs_datatype_is_integer(s->dims[k].type))
-			return TFS_E_OK;
 	if (!(t = tfs_callocn(1, sizeof(*t))))
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	t->dim_num = s->dim_num;
@@ -138,68 +233,9 @@ static enum tfs_err detect(const struct tfs_schema *s, const char *csv_path,
 		e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
 		goto out_close;
 	}
-	for (uint32_t k = 0; k < s->dim_num && ok; k++) {
-		size_t hits = 0;
-
-		for (size_t i = 0; i < lx.field_num; i++) {
-			if (lx.fields[i].len == strlen(s->dims[k].name) &&
-			    memcmp(lx.fields[i].p, s->dims[k].name, lx.fields[i].len) == 0) {
-				t->col[k] = i;
-				hits++;
-			}
-		}
-		ok = hits == 1;
-	}
-	/* Only the dimension columns matter here: a ragged row that the
-	 * skip hides is refused by the ingest pass all the same. */
-	for (uint32_t k = 0; k < s->dim_num && ok; k++)
-		if (t->col[k] + 1 > lx.field_limit)
-			lx.field_limit = t->col[k] + 1;
-	while (ok) {
-		if ((e = tfs__csv_next(&lx, &got, d))) {
-			ok = false;
-			e = e == TFS_E_IO || e == TFS_E_NOMEM ? e : TFS_E_OK;
-			break;
-		}
-		if (!got)
-			break;
-		if (lx.field_num < lx.field_limit) {
-			ok = false;
-			break;
-		}
-		for (uint32_t k = 0; k < s->dim_num && ok; k++)
-			ok = coord_offset(&s->dims[k], &t->di[k], &lx.fields[t->col[k]],
-					  &t->cur[k]);
-		if (!ok)
-			break;
-		if (rows == 0)
-			memcpy(t->lo, t->cur, sizeof(t->lo));
-		else if (!follows(t))
-			ok = false;
-		memcpy(t->prev, t->cur, sizeof(t->prev));
-		rows++;
-	}
-	if (ok && rows > 0) {
-		/* The last cell is the box's far corner. */
-		for (uint32_t k = 0; k < s->dim_num && ok; k++) {
-			if (!t->hi_known[k])
-				t->hi[k] = t->prev[k];
-			ok = t->prev[k] == t->hi[k];
-		}
-		for (uint32_t k = 0; k < s->dim_num && ok; k++) {
-			const struct tfs_dim *dim = &s->dims[k];
-			size_t size = tfs_datatype_size(dim->type);
-			uint64_t base = tfs_datatype_class(dim->type) == TFS_CLASS_SIGNED
-						? (uint64_t)tfs_value_as_i64(dim->type, dim->domain[0])
-						: tfs_value_as_u64(dim->type, dim->domain[0]);
-			uint64_t a = base + t->lo[k], b = base + t->hi[k];
-
-			/* Little-endian: the low bytes of the wrapped sum. */
-			memcpy(box[0][k], &a, size);
-			memcpy(box[1][k], &b, size);
-		}
-		*is_box = ok;
-	}
+	if (find_dim_columns(s, &lx, t) && follow_rows(s, &lx, t, &rows, &e, d) &&
+	    rows > 0)
+		*is_box = box_corners(s, t, box);
 out_close:
 	tfs__csv_close(&lx);
 out_free:

@@ -234,8 +234,9 @@ static enum tfs_err add_field(struct tfs__csv_lexer *lx, const uint8_t *p,
 	return TFS_E_OK;
 }
 
-/* Outcome of scanning one record in the buffer. */
-enum scan { SCAN_DONE, SCAN_MORE, SCAN_FAIL };
+/* Outcome of scanning one record in the buffer; SCAN_NEXT, inside
+ * scan_record only: the record goes on. */
+enum scan { SCAN_DONE, SCAN_MORE, SCAN_FAIL, SCAN_NEXT };
 
 /* Turns "" into " inside a quoted field, in place (it only shrinks). */
 static size_t unescape(uint8_t *p, size_t len)
@@ -250,126 +251,185 @@ static size_t unescape(uint8_t *p, size_t len)
 	return w;
 }
 
+/* Where scanning a record stands: the next byte and its line. */
+struct scan_cursor {
+	size_t i;
+	uint64_t line;
+};
+
+/* The quoted field at c->i: up to its closing quote, which a separator,
+ * a line end or the end of the file follows. SCAN_NEXT when it is a
+ * field of the record. */
+static inline enum scan scan_quoted_field(struct tfs__csv_lexer *lx,
+					  struct scan_cursor *c, size_t col,
+					  enum tfs_err *err, struct tfs_diag *d)
+{
+	uint8_t *buf = lx->buf;
+	size_t end = lx->len, start = c->i + 1, j = start;
+	uint64_t line = c->line, fline = c->line;
+	bool esc = false;
+
+	for (;;) {
+		const uint8_t *q = memchr(buf + j, '"', end - j);
+		size_t stop = q ? (size_t)(q - buf) : end;
+
+		for (const uint8_t *nl = memchr(buf + j, '\n', stop - j);
+		     nl; nl = memchr(nl + 1, '\n', (size_t)(buf + stop - nl - 1)))
+			line++;
+		/* A lone CR inside quotes is also a line break. */
+		for (size_t k = j; k < stop; k++)
+			if (buf[k] == '\r' && (k + 1 >= end || buf[k + 1] != '\n'))
+				line++;
+		if (!q) {
+			if (!lx->eof)
+				return SCAN_MORE;
+			*err = tfs__csv_fail(lx, d, TFS_E_INVALID, fline, col,
+					     "quoted field not closed before the end of the file");
+			return SCAN_FAIL;
+		}
+		j = stop + 1;
+		if (j == end && !lx->eof)
+			return SCAN_MORE;
+		if (j < end && buf[j] == '"') {
+			esc = true;
+			j++;
+			continue;
+		}
+		break;
+	}
+	/* Escaped quotes are undone once the record is whole:
+	 * a rescan after a refill must see the original bytes. */
+	if ((*err = add_field(lx, buf + start, j - 1 - start, true, fline, d)))
+		return SCAN_FAIL;
+	lx->fields[lx->field_num - 1].esc = esc;
+	if (j < end && buf[j] != ',' && buf[j] != '\n' && buf[j] != '\r') {
+		*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
+				     "character after a closing quote (a quote inside a field must be doubled)");
+		return SCAN_FAIL;
+	}
+	c->i = j;
+	c->line = line;
+	return SCAN_NEXT;
+}
+
+/* The unquoted field at c->i, up to a separator or a line end. */
+static inline enum scan scan_plain_field(struct tfs__csv_lexer *lx,
+					 struct scan_cursor *c, size_t col,
+					 enum tfs_err *err, struct tfs_diag *d)
+{
+	size_t start = c->i, end = lx->len;
+	size_t i = scan_unquoted(lx->buf, start, end);
+
+	if (i < end && lx->buf[i] == '"') {
+		*err = tfs__csv_fail(lx, d, TFS_E_INVALID, c->line, col,
+				     "quote inside an unquoted field (quote the whole field and double the quote)");
+		return SCAN_FAIL;
+	}
+	if (i == end && !lx->eof)
+		return SCAN_MORE;
+	if ((*err = add_field(lx, lx->buf + start, i - start, false, c->line, d)))
+		return SCAN_FAIL;
+	c->i = i;
+	return SCAN_NEXT;
+}
+
+/* When the caller needs no more fields: jump to the line's end when the
+ * rest holds no quote and no lone CR, so no line break can hide in it.
+ * SCAN_DONE after the jump, SCAN_NEXT when the fields go on. */
+static inline enum scan skip_unwanted_fields(struct tfs__csv_lexer *lx,
+					     struct scan_cursor *c)
+{
+	const uint8_t *buf = lx->buf;
+	size_t i = c->i, end = lx->len;
+
+	if (i < end && buf[i] == ',' && lx->field_limit &&
+	    lx->field_num >= lx->field_limit) {
+		const uint8_t *nl = memchr(buf + i, '\n', end - i);
+		size_t rest;
+
+		if (!nl && !lx->eof)
+			return SCAN_MORE;
+		rest = nl ? (size_t)(nl - (buf + i)) : 0;
+		if (rest && buf[i + rest - 1] == '\r')
+			rest--;
+		if (nl && !memchr(buf + i, '"', rest) &&
+		    !memchr(buf + i, '\r', rest)) {
+			c->i = (size_t)(nl - buf) + 1;
+			c->line++;
+			return SCAN_DONE;
+		}
+	}
+	return SCAN_NEXT;
+}
+
+/* After a field, buf[c->i] is a separator (SCAN_NEXT, past it), a line
+ * end (SCAN_DONE, past it), or c->i is the end at EOF (SCAN_DONE). */
+static inline enum scan end_field(struct tfs__csv_lexer *lx,
+				  struct scan_cursor *c)
+{
+	const uint8_t *buf = lx->buf;
+	size_t end = lx->len;
+
+	if (c->i < end && buf[c->i] == ',') {
+		c->i++;
+		return SCAN_NEXT;
+	}
+	if (c->i < end && buf[c->i] == '\r') {
+		if (c->i + 1 == end && !lx->eof)
+			return SCAN_MORE;
+		c->i++;
+		if (c->i < end && buf[c->i] == '\n')
+			c->i++;
+		c->line++;
+	} else if (c->i < end) {
+		c->i++;
+		c->line++;
+	}
+	return SCAN_DONE;
+}
+
+/* The record is whole: escaped quotes undone, lx past it. */
+static inline void finish_record(struct tfs__csv_lexer *lx,
+				 const struct scan_cursor *c)
+{
+	for (size_t k = 0; k < lx->field_num; k++) {
+		struct tfs__csv_field *f = &lx->fields[k];
+
+		if (f->esc)
+			f->len = unescape(lx->buf + (f->p - lx->buf), f->len);
+	}
+	lx->pos = c->i;
+	lx->line = c->line;
+}
+
 /* Scans the record at lx->pos. SCAN_MORE: the buffer ends before the
  * record does and more may come. On SCAN_DONE the fields are set and
  * lx->pos / lx->line are past the record. */
 static enum scan scan_record(struct tfs__csv_lexer *lx, enum tfs_err *err,
 			     struct tfs_diag *d)
 {
-	uint8_t *buf = lx->buf;
-	size_t i = lx->pos, end = lx->len;
-	uint64_t line = lx->line;
+	struct scan_cursor c = {lx->pos, lx->line};
+	enum scan s;
 
 	lx->field_num = 0;
-	lx->record_line = line;
+	lx->record_line = c.line;
 	for (;;) {
 		size_t col = lx->field_num + 1;
-		uint64_t fline = line;
 
-		if (i < end && buf[i] == '"') {
-			size_t start = i + 1, j = start;
-			bool esc = false;
-
-			for (;;) {
-				const uint8_t *q = memchr(buf + j, '"', end - j);
-				size_t stop = q ? (size_t)(q - buf) : end;
-
-				for (const uint8_t *nl = memchr(buf + j, '\n', stop - j);
-				     nl; nl = memchr(nl + 1, '\n', (size_t)(buf + stop - nl - 1)))
-					line++;
-				/* A lone CR inside quotes is also a line break. */
-				for (size_t k = j; k < stop; k++)
-					if (buf[k] == '\r' && (k + 1 >= end || buf[k + 1] != '\n'))
-						line++;
-				if (!q) {
-					if (!lx->eof)
-						return SCAN_MORE;
-					*err = tfs__csv_fail(lx, d, TFS_E_INVALID, fline, col,
-							     "quoted field not closed before the end of the file");
-					return SCAN_FAIL;
-				}
-				j = stop + 1;
-				if (j == end && !lx->eof)
-					return SCAN_MORE;
-				if (j < end && buf[j] == '"') {
-					esc = true;
-					j++;
-					continue;
-				}
-				break;
-			}
-			/* Escaped quotes are undone once the record is whole:
-			 * a rescan after a refill must see the original bytes. */
-			if ((*err = add_field(lx, buf + start, j - 1 - start, true,
-					      fline, d)))
-				return SCAN_FAIL;
-			lx->fields[lx->field_num - 1].esc = esc;
-			i = j;
-			if (i < end && buf[i] != ',' && buf[i] != '\n' && buf[i] != '\r') {
-				*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
-						     "character after a closing quote (a quote inside a field must be doubled)");
-				return SCAN_FAIL;
-			}
-		} else {
-			size_t start = i;
-
-			i = scan_unquoted(buf, i, end);
-			if (i < end && buf[i] == '"') {
-				*err = tfs__csv_fail(lx, d, TFS_E_INVALID, line, col,
-						     "quote inside an unquoted field (quote the whole field and double the quote)");
-				return SCAN_FAIL;
-			}
-			if (i == end && !lx->eof)
-				return SCAN_MORE;
-			if ((*err = add_field(lx, buf + start, i - start, false, fline, d)))
-				return SCAN_FAIL;
+		if (c.i < lx->len && lx->buf[c.i] == '"')
+			s = scan_quoted_field(lx, &c, col, err, d);
+		else
+			s = scan_plain_field(lx, &c, col, err, d);
+		if (s != SCAN_NEXT)
+			return s;
+		if ((s = skip_unwanted_fields(lx, &c)) == SCAN_NEXT)
+			s = end_field(lx, &c);
+		if (s == SCAN_DONE) {
+			finish_record(lx, &c);
+			return SCAN_DONE;
 		}
-		/* buf[i] is a separator, a line end, or i == end at EOF. */
-		if (i < end && buf[i] == ',' && lx->field_limit &&
-		    lx->field_num >= lx->field_limit) {
-			/* The caller needs no more fields: jump to the line's
-			 * end when the rest holds no quote and no lone CR, so
-			 * no line break can hide in it. */
-			const uint8_t *nl = memchr(buf + i, '\n', end - i);
-			size_t rest;
-
-			if (!nl && !lx->eof)
-				return SCAN_MORE;
-			rest = nl ? (size_t)(nl - (buf + i)) : 0;
-			if (rest && buf[i + rest - 1] == '\r')
-				rest--;
-			if (nl && !memchr(buf + i, '"', rest) &&
-			    !memchr(buf + i, '\r', rest)) {
-				i = (size_t)(nl - buf) + 1;
-				line++;
-				goto done;
-			}
-		}
-		if (i < end && buf[i] == ',') {
-			i++;
-			continue;
-		}
-		if (i < end && buf[i] == '\r') {
-			if (i + 1 == end && !lx->eof)
-				return SCAN_MORE;
-			i++;
-			if (i < end && buf[i] == '\n')
-				i++;
-			line++;
-		} else if (i < end) {
-			i++;
-			line++;
-		}
-done:
-		for (size_t k = 0; k < lx->field_num; k++) {
-			struct tfs__csv_field *f = &lx->fields[k];
-
-			if (f->esc)
-				f->len = unescape(buf + (f->p - buf), f->len);
-		}
-		lx->pos = i;
-		lx->line = line;
-		return SCAN_DONE;
+		if (s == SCAN_MORE)
+			return SCAN_MORE;
 	}
 }
 

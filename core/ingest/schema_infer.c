@@ -97,6 +97,84 @@ static enum tfs_err zstd_pipeline(struct tfs_pipeline *p)
 	return tfs_pipeline_add(p, &f);
 }
 
+/* The dimension is `row` unless a column has that name: then row_1,
+ * row_2, ... */
+static void pick_dim_name(char *dname, size_t cap, char *const *names, size_t n)
+{
+	size_t suffix = 0;
+
+	for (;;) {
+		bool taken = false;
+
+		if (suffix)
+			snprintf(dname, cap, "row_%zu", suffix);
+		else
+			snprintf(dname, cap, "row");
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(names[i], dname) == 0)
+				taken = true;
+		if (!taken)
+			break;
+		suffix++;
+	}
+}
+
+/* The one UINT64 dimension of whole tiles over the type's range. */
+static enum tfs_err init_row_dim(struct tfs_dim *dim,
+				 const struct tfs_pipeline *coords,
+				 char *const *names, size_t n)
+{
+	char dname[32];
+
+	pick_dim_name(dname, sizeof(dname), names, n);
+	if (!(dim->name = tfs_strdup(dname)))
+		return TFS_E_NOMEM;
+	dim->type = TFS_UINT64;
+	dim->cell_val_num = 1;
+	dim->filters = *coords;
+	dim->filters_inherited = true;
+	dim->stored_max_chunk = 65536;
+	dim->has_domain = true;
+	uint64_t extent = INFER_TILE;
+	/* Whole tiles: TileDB refuses a dense domain that expanded to its
+	 * tiles would pass the type's maximum. */
+	uint64_t hi = UINT64_MAX / extent * extent - 1;
+
+	memcpy(dim->domain[0], &(uint64_t){0}, 8);
+	memcpy(dim->domain[1], &hi, 8);
+	dim->has_extent = true;
+	memcpy(dim->extent, &extent, 8);
+	return TFS_E_OK;
+}
+
+/* One attribute a column, of the type its values allow; the names pass
+ * to the attributes. */
+static enum tfs_err add_inferred_attrs(struct tfs_schema *s, char **names,
+				       const struct infer_col *cols, size_t n)
+{
+	enum tfs_err e;
+
+	for (size_t i = 0; i < n; i++) {
+		struct tfs_attr *a = &s->attrs[i];
+		uint8_t type = infer_type(&cols[i]);
+
+		s->attr_num++;
+		a->name = names[i];
+		names[i] = NULL;
+		a->type = type;
+		a->var = tfs_datatype_class(type) == TFS_CLASS_STRING;
+		a->cell_val_num = a->var ? TFS_VAR_NUM : 1;
+		a->nullable = cols[i].nullable;
+		if ((e = zstd_pipeline(&a->filters)))
+			return e;
+		a->fill_size = tfs_datatype_size(type);
+		if (!(a->fill = tfs_malloc((size_t)a->fill_size)))
+			return TFS_E_NOMEM;
+		tfs_datatype_default_fill(type, a->fill);
+	}
+	return TFS_E_OK;
+}
+
 static enum tfs_err build_schema(struct tfs_schema *s, char **names,
 				 const struct infer_col *cols, size_t n)
 {
@@ -121,61 +199,9 @@ static enum tfs_err build_schema(struct tfs_schema *s, char **names,
 	if (!s->dims || !s->attrs)
 		return TFS_E_NOMEM;
 	s->dim_num = 1;
-	/* The dimension is `row` unless a column has that name. */
-	struct tfs_dim *dim = &s->dims[0];
-	size_t suffix = 0;
-	char dname[32];
-
-	for (;;) {
-		bool taken = false;
-
-		if (suffix)
-			snprintf(dname, sizeof(dname), "row_%zu", suffix);
-		else
-			snprintf(dname, sizeof(dname), "row");
-		for (size_t i = 0; i < n; i++)
-			if (strcmp(names[i], dname) == 0)
-				taken = true;
-		if (!taken)
-			break;
-		suffix++;
-	}
-	if (!(dim->name = tfs_strdup(dname)))
-		return TFS_E_NOMEM;
-	dim->type = TFS_UINT64;
-	dim->cell_val_num = 1;
-	dim->filters = s->coords_filters;
-	dim->filters_inherited = true;
-	dim->stored_max_chunk = 65536;
-	dim->has_domain = true;
-	uint64_t extent = INFER_TILE;
-	/* Whole tiles: TileDB refuses a dense domain that expanded to its
-	 * tiles would pass the type's maximum. */
-	uint64_t hi = UINT64_MAX / extent * extent - 1;
-
-	memcpy(dim->domain[0], &(uint64_t){0}, 8);
-	memcpy(dim->domain[1], &hi, 8);
-	dim->has_extent = true;
-	memcpy(dim->extent, &extent, 8);
-	for (size_t i = 0; i < n; i++) {
-		struct tfs_attr *a = &s->attrs[i];
-		uint8_t type = infer_type(&cols[i]);
-
-		s->attr_num++;
-		a->name = names[i];
-		names[i] = NULL;
-		a->type = type;
-		a->var = tfs_datatype_class(type) == TFS_CLASS_STRING;
-		a->cell_val_num = a->var ? TFS_VAR_NUM : 1;
-		a->nullable = cols[i].nullable;
-		if ((e = zstd_pipeline(&a->filters)))
-			return e;
-		a->fill_size = tfs_datatype_size(type);
-		if (!(a->fill = tfs_malloc((size_t)a->fill_size)))
-			return TFS_E_NOMEM;
-		tfs_datatype_default_fill(type, a->fill);
-	}
-	return TFS_E_OK;
+	if ((e = init_row_dim(&s->dims[0], &s->coords_filters, names, n)))
+		return e;
+	return add_inferred_attrs(s, names, cols, n);
 }
 
 static void report(const struct tfs__csv_lexer *lx, uint64_t rows,
@@ -192,6 +218,86 @@ static void report(const struct tfs__csv_lexer *lx, uint64_t rows,
 
 	if (progress)
 		progress(&p, arg);
+}
+
+/* The header record: a name for each column, every column open to
+ * every type so far. */
+static enum tfs_err read_header(struct tfs__csv_lexer *lx, char ***names_out,
+				struct infer_col **cols_out, size_t *n_out,
+				struct tfs_diag *d)
+{
+	size_t n = lx->field_num;
+	char **names = tfs_callocn(n, sizeof(*names));
+	struct infer_col *cols = tfs_callocn(n, sizeof(*cols));
+
+	*names_out = names;
+	*cols_out = cols;
+	*n_out = n;
+	if (!names || !cols)
+		return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
+	for (size_t k = 0; k < n; k++) {
+		const struct tfs__csv_field *f = &lx->fields[k];
+
+		if (!(names[k] = tfs_strndup((const char *)f->p, f->len)))
+			return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
+		cols[k] = (struct infer_col){.can_bool = true, .can_int = true,
+					     .can_float = true, .can_dt = true,
+					     .utf8 = true};
+	}
+	lx->col_names = (const char *const *)names;
+	lx->col_num = n;
+	return TFS_E_OK;
+}
+
+/* Column names: not empty, no NUL, not reserved, each once. */
+static enum tfs_err check_header_names(struct tfs__csv_lexer *lx,
+				       char *const *names, size_t n,
+				       struct tfs_diag *d)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (names[k][0] == '\0' || strlen(names[k]) != lx->fields[k].len)
+			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
+					     "a column needs a name (without NUL bytes)");
+		if (strncmp(names[k], "__", 2) == 0)
+			return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
+					     "names starting with '__' are reserved");
+		for (size_t j = 0; j < k; j++) {
+			if (strcmp(names[j], names[k]) == 0)
+				return tfs__csv_fail(lx, d, TFS_E_INVALID, 1, k + 1,
+						     "duplicate column");
+		}
+	}
+	return TFS_E_OK;
+}
+
+/* Every data row, each of n fields, seen by its column's observer. */
+static enum tfs_err observe_rows(struct tfs__csv_lexer *lx,
+				 struct infer_col *cols, size_t n,
+				 uint64_t *rows,
+				 void (*progress)(const struct tfs_ingest_progress *p,
+						  void *arg),
+				 void *progress_arg, struct tfs_diag *d)
+{
+	bool got;
+	enum tfs_err e;
+
+	for (;;) {
+		if ((e = tfs__csv_next(lx, &got, d)))
+			return e;
+		if (!got)
+			break;
+		if (lx->field_num != n)
+			return tfs__csv_fail(lx, d, TFS_E_INVALID, lx->record_line,
+					     lx->field_num < n ? lx->field_num + 1 : n + 1,
+					     "row has %zu fields, the header %zu",
+					     lx->field_num, n);
+		for (size_t k = 0; k < n; k++)
+			observe(&cols[k], &lx->fields[k]);
+		if (++*rows % 65536 == 0)
+			report(lx, *rows, progress, progress_arg);
+	}
+	report(lx, *rows, progress, progress_arg);
+	return TFS_E_OK;
 }
 
 enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
@@ -219,63 +325,10 @@ enum tfs_err tfs__schema_infer(struct tfs_schema *out, uint64_t *rows,
 				  "no header line to name the columns");
 		goto out;
 	}
-	n = lx.field_num;
-	names = tfs_callocn(n, sizeof(*names));
-	cols = tfs_callocn(n, sizeof(*cols));
-	if (!names || !cols) {
-		e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx.name);
+	if ((e = read_header(&lx, &names, &cols, &n, d)) ||
+	    (e = check_header_names(&lx, names, n, d)) ||
+	    (e = observe_rows(&lx, cols, n, rows, progress, progress_arg, d)))
 		goto out;
-	}
-	for (size_t k = 0; k < n; k++) {
-		const struct tfs__csv_field *f = &lx.fields[k];
-
-		if (!(names[k] = tfs_strndup((const char *)f->p, f->len))) {
-			e = tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx.name);
-			goto out;
-		}
-		cols[k] = (struct infer_col){.can_bool = true, .can_int = true,
-					     .can_float = true, .can_dt = true,
-					     .utf8 = true};
-	}
-	lx.col_names = (const char *const *)names;
-	lx.col_num = n;
-	for (size_t k = 0; k < n; k++) {
-		if (names[k][0] == '\0' || strlen(names[k]) != lx.fields[k].len) {
-			e = tfs__csv_fail(&lx, d, TFS_E_INVALID, 1, k + 1,
-					  "a column needs a name (without NUL bytes)");
-			goto out;
-		}
-		if (strncmp(names[k], "__", 2) == 0) {
-			e = tfs__csv_fail(&lx, d, TFS_E_INVALID, 1, k + 1,
-					  "names starting with '__' are reserved");
-			goto out;
-		}
-		for (size_t j = 0; j < k; j++) {
-			if (strcmp(names[j], names[k]) == 0) {
-				e = tfs__csv_fail(&lx, d, TFS_E_INVALID, 1, k + 1,
-						  "duplicate column");
-				goto out;
-			}
-		}
-	}
-	for (;;) {
-		if ((e = tfs__csv_next(&lx, &got, d)))
-			goto out;
-		if (!got)
-			break;
-		if (lx.field_num != n) {
-			e = tfs__csv_fail(&lx, d, TFS_E_INVALID, lx.record_line,
-					  lx.field_num < n ? lx.field_num + 1 : n + 1,
-					  "row has %zu fields, the header %zu",
-					  lx.field_num, n);
-			goto out;
-		}
-		for (size_t k = 0; k < n; k++)
-			observe(&cols[k], &lx.fields[k]);
-		if (++*rows % 65536 == 0)
-			report(&lx, *rows, progress, progress_arg);
-	}
-	report(&lx, *rows, progress, progress_arg);
 	if ((e = build_schema(out, names, cols, n))) {
 		e = tfs_fail(d, e, "%s: out of memory", lx.name);
 		tfs_schema_release(out);

@@ -83,64 +83,50 @@ static enum tfs_err get_dim(json_object *v, const struct jpath *jp,
 	return TFS_E_OK;
 }
 
-static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
-			     struct tfs_attr *at, struct tfs_diag *d)
+/* "cell_val_num" when present: a count (its cells at most MAX_CELL_SIZE
+ * bytes; what names them in the message) or "var". */
+static enum tfs_err get_cell_val_num(json_object *v, const struct jpath *jp,
+				     uint8_t type, const char *what,
+				     uint32_t *cell_val_num, bool *var,
+				     struct tfs_diag *d)
 {
-	const char *name;
-	json_object *cvn, *fill, *en;
+	json_object *cvn = tfs__json_member(v, "cell_val_num");
 	struct jpath kp;
-	struct tfs_pipeline none;
-	bool fill_valid;
+	uint64_t n = 0;
 	enum tfs_err e;
 
-	if (!json_object_is_type(v, json_type_object))
-		return FAIL(d, jp, "an object expected");
-	if ((e = tfs__json_get_string(v, "name", true, jp, &name, d)))
+	if (!cvn)
+		return TFS_E_OK;
+	tfs__json_jpath_key(&kp, jp, "cell_val_num");
+	if (json_object_is_type(cvn, json_type_string)) {
+		if (strcmp(json_object_get_string(cvn), "var") != 0)
+			return FAIL(d, &kp, "a count or \"var\" expected");
+		*cell_val_num = TFS_VAR_NUM;
+		*var = true;
+		return TFS_E_OK;
+	}
+	if ((e = tfs__json_get_u64(cvn, &kp, UINT32_MAX - 1, &n, d)))
 		return e;
-	if (!(at->name = tfs_strdup(name)))
-		return TFS_E_NOMEM;
-	if ((e = tfs__json_get_type(v, jp, &at->type, d)))
-		return e;
-	at->cell_val_num = 1;
-	cvn = tfs__json_member(v, "cell_val_num");
-	if (cvn) {
-		tfs__json_jpath_key(&kp, jp, "cell_val_num");
-		if (json_object_is_type(cvn, json_type_string)) {
-			if (strcmp(json_object_get_string(cvn), "var") != 0)
-				return FAIL(d, &kp, "a count or \"var\" expected");
-			at->cell_val_num = TFS_VAR_NUM;
-			at->var = true;
-		} else {
-			uint64_t n;
+	if (n == 0)
+		return FAIL(d, &kp, "at least 1");
+	/* The format module's bound: a fill of that size is built in
+	 * memory. */
+	if (n * tfs_datatype_size(type) > MAX_CELL_SIZE)
+		return FAIL(d, &kp, "%s of %" PRIu64 " values of %s is too large",
+			    what, n, tfs_datatype_name(type));
+	*cell_val_num = (uint32_t)n;
+	*var = false;
+	return TFS_E_OK;
+}
 
-			if ((e = tfs__json_get_u64(cvn, &kp, UINT32_MAX - 1, &n, d)))
-				return e;
-			if (n == 0)
-				return FAIL(d, &kp, "at least 1");
-			/* The format module's bound: a fill of that size is
-			 * built in memory. */
-			if (n * tfs_datatype_size(at->type) > MAX_CELL_SIZE)
-				return FAIL(d, &kp, "a cell of %" PRIu64 " values of %s is too large",
-					    n, tfs_datatype_name(at->type));
-			at->cell_val_num = (uint32_t)n;
-		}
-	}
-	if ((e = tfs__json_get_bool(v, "nullable", false, jp, &at->nullable, d)) ||
-	    (e = tfs__json_get_bool(v, "fill_valid", false, jp, &fill_valid, d)))
-		return e;
-	at->fill_valid = fill_valid;
-	tfs_pipeline_init(&none);
-	if ((e = tfs__json_get_filters(v, "filters", &none, jp, &at->filters, NULL, d)) ||
-	    (e = tfs__json_get_chunk(v, "max_chunk_size", jp, &at->filters, d)))
-		return e;
-	if ((en = tfs__json_member(v, "enumeration"))) {
-		tfs__json_jpath_key(&kp, jp, "enumeration");
-		if (!json_object_is_type(en, json_type_string))
-			return FAIL(d, &kp, "the name of an enumeration or null expected");
-		if (!(at->enumeration = tfs_strdup(json_object_get_string(en))))
-			return TFS_E_NOMEM;
-	}
-	fill = tfs__json_member(v, "fill");
+/* The attribute's "fill" cell, or the type's default fill. */
+static enum tfs_err get_attr_fill(json_object *v, const struct jpath *jp,
+				  struct tfs_attr *at, struct tfs_diag *d)
+{
+	json_object *fill = tfs__json_member(v, "fill");
+	struct jpath kp;
+	enum tfs_err e;
+
 	if (fill) {
 		struct tfs_buf b;
 
@@ -168,63 +154,56 @@ static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
 	return TFS_E_OK;
 }
 
-/* One entry of "enumerations" as tools/array_json.c renders it: name,
- * type, cell_val_num (a count or "var"; missing: "var" for strings, else
- * 1), ordered (missing: false) and values, each a cell of the type as
- * attribute fill values are written ("" is an empty var-size value). */
-static enum tfs_err get_enumeration(json_object *v, const struct jpath *jp,
-				    struct tfs_enumeration *en, struct tfs_diag *d)
+static enum tfs_err get_attr(json_object *v, const struct jpath *jp,
+			     struct tfs_attr *at, struct tfs_diag *d)
 {
 	const char *name;
-	json_object *cvn, *vals;
+	json_object *en;
 	struct jpath kp;
-	struct tfs_buf data, offsets, cell;
-	size_t n;
-	bool var;
+	struct tfs_pipeline none;
+	bool fill_valid;
 	enum tfs_err e;
 
 	if (!json_object_is_type(v, json_type_object))
 		return FAIL(d, jp, "an object expected");
 	if ((e = tfs__json_get_string(v, "name", true, jp, &name, d)))
 		return e;
-	if (!name[0] || strchr(name, '/')) {
-		tfs__json_jpath_key(&kp, jp, "name");
-		return FAIL(d, &kp, "an enumeration name must not be empty or hold '/'");
-	}
-	if (!(en->name = tfs_strdup(name)))
+	if (!(at->name = tfs_strdup(name)))
 		return TFS_E_NOMEM;
-	if ((e = tfs__json_get_type(v, jp, &en->type, d)))
+	if ((e = tfs__json_get_type(v, jp, &at->type, d)))
 		return e;
-	var = is_string_type(en->type);
-	en->cell_val_num = var ? TFS_VAR_NUM : 1;
-	if ((cvn = tfs__json_member(v, "cell_val_num"))) {
-		tfs__json_jpath_key(&kp, jp, "cell_val_num");
-		if (json_object_is_type(cvn, json_type_string)) {
-			if (strcmp(json_object_get_string(cvn), "var") != 0)
-				return FAIL(d, &kp, "a count or \"var\" expected");
-			var = true;
-			en->cell_val_num = TFS_VAR_NUM;
-		} else {
-			uint64_t c = 0;
-
-			if ((e = tfs__json_get_u64(cvn, &kp, UINT32_MAX - 1, &c, d)))
-				return e;
-			if (c == 0)
-				return FAIL(d, &kp, "at least 1");
-			if (c * tfs_datatype_size(en->type) > MAX_CELL_SIZE)
-				return FAIL(d, &kp, "a value of %" PRIu64 " values of %s is too large",
-					    c, tfs_datatype_name(en->type));
-			var = false;
-			en->cell_val_num = (uint32_t)c;
-		}
+	at->cell_val_num = 1;
+	if ((e = get_cell_val_num(v, jp, at->type, "a cell", &at->cell_val_num,
+				  &at->var, d)))
+		return e;
+	if ((e = tfs__json_get_bool(v, "nullable", false, jp, &at->nullable, d)) ||
+	    (e = tfs__json_get_bool(v, "fill_valid", false, jp, &fill_valid, d)))
+		return e;
+	at->fill_valid = fill_valid;
+	tfs_pipeline_init(&none);
+	if ((e = tfs__json_get_filters(v, "filters", &none, jp, &at->filters, NULL, d)) ||
+	    (e = tfs__json_get_chunk(v, "max_chunk_size", jp, &at->filters, d)))
+		return e;
+	if ((en = tfs__json_member(v, "enumeration"))) {
+		tfs__json_jpath_key(&kp, jp, "enumeration");
+		if (!json_object_is_type(en, json_type_string))
+			return FAIL(d, &kp, "the name of an enumeration or null expected");
+		if (!(at->enumeration = tfs_strdup(json_object_get_string(en))))
+			return TFS_E_NOMEM;
 	}
-	if ((e = tfs__json_get_bool(v, "ordered", false, jp, &en->ordered, d)))
-		return e;
-	vals = tfs__json_member(v, "values");
-	tfs__json_jpath_key(&kp, jp, "values");
-	if (!vals || !json_object_is_type(vals, json_type_array))
-		return FAIL(d, &kp, "a list of values expected");
-	n = json_object_array_length(vals);
+	return get_attr_fill(v, jp, at, d);
+}
+
+/* The enumeration's "values": each a cell of its type, packed into
+ * en->data (and en->offsets when var-size). */
+static enum tfs_err get_enum_values(json_object *vals, const struct jpath *kp,
+				    bool var, struct tfs_enumeration *en,
+				    struct tfs_diag *d)
+{
+	struct tfs_buf data, offsets, cell;
+	size_t n = json_object_array_length(vals);
+	enum tfs_err e = TFS_E_OK;
+
 	tfs_buf_init(&data, TFS_BUF_NO_MAX);
 	tfs_buf_init(&offsets, TFS_BUF_NO_MAX);
 	tfs_buf_init(&cell, (size_t)MAX_CELL_SIZE);
@@ -233,7 +212,7 @@ static enum tfs_err get_enumeration(json_object *v, const struct jpath *jp,
 		enum tfs_type_class cls = tfs_datatype_class(en->type);
 		struct jpath ip;
 
-		tfs__json_jpath_index(&ip, &kp, i);
+		tfs__json_jpath_index(&ip, kp, i);
 		cell.len = 0;
 		if (!x) {
 			e = FAIL(d, &ip, "a value expected, not null");
@@ -268,6 +247,45 @@ static enum tfs_err get_enumeration(json_object *v, const struct jpath *jp,
 	tfs_buf_release(&offsets);
 	tfs_buf_release(&cell);
 	return e;
+}
+
+/* One entry of "enumerations" as tools/array_json.c renders it: name,
+ * type, cell_val_num (a count or "var"; missing: "var" for strings, else
+ * 1), ordered (missing: false) and values, each a cell of the type as
+ * attribute fill values are written ("" is an empty var-size value). */
+static enum tfs_err get_enumeration(json_object *v, const struct jpath *jp,
+				    struct tfs_enumeration *en, struct tfs_diag *d)
+{
+	const char *name;
+	json_object *vals;
+	struct jpath kp;
+	bool var;
+	enum tfs_err e;
+
+	if (!json_object_is_type(v, json_type_object))
+		return FAIL(d, jp, "an object expected");
+	if ((e = tfs__json_get_string(v, "name", true, jp, &name, d)))
+		return e;
+	if (!name[0] || strchr(name, '/')) {
+		tfs__json_jpath_key(&kp, jp, "name");
+		return FAIL(d, &kp, "an enumeration name must not be empty or hold '/'");
+	}
+	if (!(en->name = tfs_strdup(name)))
+		return TFS_E_NOMEM;
+	if ((e = tfs__json_get_type(v, jp, &en->type, d)))
+		return e;
+	var = is_string_type(en->type);
+	en->cell_val_num = var ? TFS_VAR_NUM : 1;
+	if ((e = get_cell_val_num(v, jp, en->type, "a value", &en->cell_val_num,
+				  &var, d)))
+		return e;
+	if ((e = tfs__json_get_bool(v, "ordered", false, jp, &en->ordered, d)))
+		return e;
+	vals = tfs__json_member(v, "values");
+	tfs__json_jpath_key(&kp, jp, "values");
+	if (!vals || !json_object_is_type(vals, json_type_array))
+		return FAIL(d, &kp, "a list of values expected");
+	return get_enum_values(vals, &kp, var, en, d);
 }
 
 /* "enumerations" (after the attributes): the list, its names distinct,
@@ -443,42 +461,44 @@ static enum tfs_err get_current_domain(json_object *v, const struct jpath *jp,
 	return e;
 }
 
-static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_diag *d)
+/* array_type beside the schema (schema.json) or inside it. */
+static enum tfs_err get_array_type(json_object *top, json_object *so,
+				   const struct jpath *root, const struct jpath *sp,
+				   struct tfs_schema *s, struct tfs_diag *d)
 {
-	struct jpath root = {"$"}, sp, kp;
-	json_object *so = tfs__json_member(top, "schema"), *v, *dims, *attrs;
 	const char *atype;
-	struct tfs_pipeline dflt;
-	struct tfs_filter zstd, rle;
-	uint64_t u;
+	struct jpath kp;
 	enum tfs_err e;
 
-	if (!json_object_is_type(top, json_type_object))
-		return FAIL(d, &root, "an object expected");
-	if (so) {
-		if (!json_object_is_type(so, json_type_object))
-			return FAIL(d, &root, ".schema: an object expected");
-		tfs__json_jpath_key(&sp, &root, "schema");
-	} else {
-		so = top;
-		sp = root;
-	}
-	/* array_type beside the schema (schema.json) or inside it. */
-	if ((e = tfs__json_get_string(top, "array_type", false, &root, &atype, d)))
+	if ((e = tfs__json_get_string(top, "array_type", false, root, &atype, d)))
 		return e;
-	if (!atype && (e = tfs__json_get_string(so, "array_type", true, &sp, &atype, d)))
+	if (!atype && (e = tfs__json_get_string(so, "array_type", true, sp, &atype, d)))
 		return e;
 	if (strcmp(atype, "dense") == 0)
 		s->array_type = TFS_DENSE;
 	else if (strcmp(atype, "sparse") == 0)
 		s->array_type = TFS_SPARSE;
 	else {
-		tfs__json_jpath_key(&kp, &root, "array_type");
+		tfs__json_jpath_key(&kp, root, "array_type");
 		return FAIL(d, &kp, "\"dense\" or \"sparse\" expected");
 	}
+	return TFS_E_OK;
+}
+
+/* format_version beside the schema or inside it; missing: the version
+ * tilefs writes. */
+static enum tfs_err get_format_version(json_object *top, json_object *so,
+				       const struct jpath *root,
+				       struct tfs_schema *s, struct tfs_diag *d)
+{
+	json_object *v;
+	struct jpath kp;
+	uint64_t u;
+	enum tfs_err e;
+
 	s->version = TFS_FORMAT_VERSION_WRITE;
 	if ((v = tfs__json_member(top, "format_version")) || (v = tfs__json_member(so, "format_version"))) {
-		tfs__json_jpath_key(&kp, &root, "format_version");
+		tfs__json_jpath_key(&kp, root, "format_version");
 		if ((e = tfs__json_get_u64(v, &kp, TFS_FORMAT_VERSION_MAX, &u, d)))
 			return e;
 		if (u < 1)
@@ -486,33 +506,36 @@ static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_dia
 				    TFS_FORMAT_VERSION_MAX);
 		s->version = (uint32_t)u;
 	}
-	if ((e = get_layout(so, "cell_order", &sp, &s->cell_order, d)) ||
-	    (e = get_layout(so, "tile_order", &sp, &s->tile_order, d)) ||
-	    (e = tfs__json_get_bool(so, "allows_dups", false, &sp, &s->allows_dups, d)))
-		return e;
-	s->capacity = DEFAULT_CAPACITY;
-	if ((v = tfs__json_member(so, "capacity"))) {
-		tfs__json_jpath_key(&kp, &sp, "capacity");
-		if ((e = tfs__json_get_u64(v, &kp, UINT64_MAX, &s->capacity, d)))
-			return e;
-	}
-	/* TileDB's default lists. */
+	return TFS_E_OK;
+}
+
+/* The coordinates', offsets' and validity filter lists, TileDB's default
+ * lists when missing, and their "max_chunk_sizes". */
+static enum tfs_err get_schema_filters(json_object *so, const struct jpath *sp,
+				       struct tfs_schema *s, struct tfs_diag *d)
+{
+	struct tfs_pipeline dflt;
+	struct tfs_filter zstd, rle;
+	json_object *v;
+	struct jpath kp;
+	enum tfs_err e;
+
 	tfs_filter_init(&zstd, TFS_FILTER_ZSTD);
 	tfs_filter_init(&rle, TFS_FILTER_RLE);
 	tfs_pipeline_init(&dflt);
 	if (tfs_pipeline_add(&dflt, &zstd))
 		return TFS_E_INTERNAL;
-	if ((e = tfs__json_get_filters(so, "coords_filters", &dflt, &sp, &s->coords_filters, NULL, d)) ||
-	    (e = tfs__json_get_filters(so, "offsets_filters", &dflt, &sp, &s->offsets_filters, NULL, d)))
+	if ((e = tfs__json_get_filters(so, "coords_filters", &dflt, sp, &s->coords_filters, NULL, d)) ||
+	    (e = tfs__json_get_filters(so, "offsets_filters", &dflt, sp, &s->offsets_filters, NULL, d)))
 		return e;
 	tfs_pipeline_init(&dflt);
 	if (tfs_pipeline_add(&dflt, &rle))
 		return TFS_E_INTERNAL;
-	if ((e = tfs__json_get_filters(so, "validity_filters", &dflt, &sp, &s->validity_filters,
+	if ((e = tfs__json_get_filters(so, "validity_filters", &dflt, sp, &s->validity_filters,
 				       NULL, d)))
 		return e;
 	if ((v = tfs__json_member(so, "max_chunk_sizes"))) {
-		tfs__json_jpath_key(&kp, &sp, "max_chunk_sizes");
+		tfs__json_jpath_key(&kp, sp, "max_chunk_sizes");
 		if (!json_object_is_type(v, json_type_object))
 			return FAIL(d, &kp, "an object expected");
 		if ((e = tfs__json_get_chunk(v, "coords", &kp, &s->coords_filters, d)) ||
@@ -520,8 +543,18 @@ static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_dia
 		    (e = tfs__json_get_chunk(v, "validity", &kp, &s->validity_filters, d)))
 			return e;
 	}
-	dims = tfs__json_member(so, "dims");
-	tfs__json_jpath_key(&kp, &sp, "dims");
+	return TFS_E_OK;
+}
+
+/* "dims": 1 to 128 dimensions. */
+static enum tfs_err get_dims(json_object *so, const struct jpath *sp,
+			     struct tfs_schema *s, struct tfs_diag *d)
+{
+	json_object *dims = tfs__json_member(so, "dims");
+	struct jpath kp;
+	enum tfs_err e;
+
+	tfs__json_jpath_key(&kp, sp, "dims");
 	if (!dims || !json_object_is_type(dims, json_type_array) ||
 	    json_object_array_length(dims) == 0)
 		return FAIL(d, &kp, "a list of dimensions expected");
@@ -539,8 +572,18 @@ static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_dia
 				 &s->coords_filters, &s->dims[i], d)))
 			return e;
 	}
-	attrs = tfs__json_member(so, "attrs");
-	tfs__json_jpath_key(&kp, &sp, "attrs");
+	return TFS_E_OK;
+}
+
+/* "attrs": the attributes, none or more. */
+static enum tfs_err get_attrs(json_object *so, const struct jpath *sp,
+			      struct tfs_schema *s, struct tfs_diag *d)
+{
+	json_object *attrs = tfs__json_member(so, "attrs");
+	struct jpath kp;
+	enum tfs_err e;
+
+	tfs__json_jpath_key(&kp, sp, "attrs");
 	if (!attrs || !json_object_is_type(attrs, json_type_array))
 		return FAIL(d, &kp, "a list of attributes expected");
 	if (json_object_array_length(attrs) > 100000)
@@ -556,7 +599,65 @@ static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_dia
 		if ((e = get_attr(json_object_array_get_idx(attrs, i), &ip, &s->attrs[i], d)))
 			return e;
 	}
-	if ((e = get_enumerations(so, &sp, s, d)))
+	return TFS_E_OK;
+}
+
+/* "timestamp_range": [t1, t2] when present. */
+static enum tfs_err get_timestamp_range(json_object *so, const struct jpath *sp,
+					struct tfs_schema *s, struct tfs_diag *d)
+{
+	json_object *v = tfs__json_member(so, "timestamp_range");
+	struct jpath kp, ip;
+	enum tfs_err e;
+
+	if (!v)
+		return TFS_E_OK;
+	tfs__json_jpath_key(&kp, sp, "timestamp_range");
+	if (!json_object_is_type(v, json_type_array) ||
+	    json_object_array_length(v) != 2)
+		return FAIL(d, &kp, "[t1, t2] expected");
+	tfs__json_jpath_index(&ip, &kp, 0);
+	if ((e = tfs__json_get_u64(json_object_array_get_idx(v, 0), &ip, UINT64_MAX, &s->t1, d)))
+		return e;
+	tfs__json_jpath_index(&ip, &kp, 1);
+	if ((e = tfs__json_get_u64(json_object_array_get_idx(v, 1), &ip, UINT64_MAX, &s->t2, d)))
+		return e;
+	return TFS_E_OK;
+}
+
+static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_diag *d)
+{
+	struct jpath root = {"$"}, sp, kp;
+	json_object *so = tfs__json_member(top, "schema"), *v;
+	enum tfs_err e;
+
+	if (!json_object_is_type(top, json_type_object))
+		return FAIL(d, &root, "an object expected");
+	if (so) {
+		if (!json_object_is_type(so, json_type_object))
+			return FAIL(d, &root, ".schema: an object expected");
+		tfs__json_jpath_key(&sp, &root, "schema");
+	} else {
+		so = top;
+		sp = root;
+	}
+	if ((e = get_array_type(top, so, &root, &sp, s, d)) ||
+	    (e = get_format_version(top, so, &root, s, d)))
+		return e;
+	if ((e = get_layout(so, "cell_order", &sp, &s->cell_order, d)) ||
+	    (e = get_layout(so, "tile_order", &sp, &s->tile_order, d)) ||
+	    (e = tfs__json_get_bool(so, "allows_dups", false, &sp, &s->allows_dups, d)))
+		return e;
+	s->capacity = DEFAULT_CAPACITY;
+	if ((v = tfs__json_member(so, "capacity"))) {
+		tfs__json_jpath_key(&kp, &sp, "capacity");
+		if ((e = tfs__json_get_u64(v, &kp, UINT64_MAX, &s->capacity, d)))
+			return e;
+	}
+	if ((e = get_schema_filters(so, &sp, s, d)) ||
+	    (e = get_dims(so, &sp, s, d)) ||
+	    (e = get_attrs(so, &sp, s, d)) ||
+	    (e = get_enumerations(so, &sp, s, d)))
 		return e;
 	if ((v = tfs__json_member(so, "dimension_labels")) &&
 	    (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 0)) {
@@ -568,35 +669,17 @@ static enum tfs_err build(json_object *top, struct tfs_schema *s, struct tfs_dia
 		if ((e = get_current_domain(v, &kp, s, d)))
 			return e;
 	}
-	if ((v = tfs__json_member(so, "timestamp_range"))) {
-		struct jpath ip;
-
-		tfs__json_jpath_key(&kp, &sp, "timestamp_range");
-		if (!json_object_is_type(v, json_type_array) ||
-		    json_object_array_length(v) != 2)
-			return FAIL(d, &kp, "[t1, t2] expected");
-		tfs__json_jpath_index(&ip, &kp, 0);
-		if ((e = tfs__json_get_u64(json_object_array_get_idx(v, 0), &ip, UINT64_MAX, &s->t1, d)))
-			return e;
-		tfs__json_jpath_index(&ip, &kp, 1);
-		if ((e = tfs__json_get_u64(json_object_array_get_idx(v, 1), &ip, UINT64_MAX, &s->t2, d)))
-			return e;
-	}
-	return TFS_E_OK;
+	return get_timestamp_range(so, &sp, s, d);
 }
 
-enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
-				  size_t len, struct tfs_diag *d)
+/* The JSON text into a json-c tree; trailing whitespace is fine. */
+static enum tfs_err parse_json_text(const char *json, size_t len,
+				    json_object **out, struct tfs_diag *d)
 {
 	struct json_tokener *tok;
 	json_object *top;
-	struct tfs_schema s;
-	struct tfs_buf bytes;
-	struct tfs_diag pd;
-	enum tfs_err e;
 
-	memset(out, 0, sizeof(*out));
-	memset(&s, 0, sizeof(s));
+	*out = NULL;
 	if (len > INT32_MAX)
 		return tfs_fail(d, TFS_E_TOO_BIG, "schema JSON: larger than 2 GiB");
 	if (!(tok = json_tokener_new()))
@@ -629,24 +712,27 @@ enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
 	}
 parsed:
 	json_tokener_free(tok);
-	e = build(top, &s, d);
-	json_object_put(top);
-	if (e == TFS_E_NOMEM)
-		tfs_fail(d, e, "schema JSON: out of memory");
-	if (e)
-		goto out;
-	/* Every rule of a stored schema, by storing and reading it back;
-	 * enumeration files are named when the array is created, so the
-	 * check stores a stand-in name (format/layout.md §2). */
-	for (uint32_t i = 0; i < s.enum_num; i++) {
-		if (!(s.enums[i].file = tfs_strdup("__00000000000000000000000000000000_0"))) {
-			e = tfs_fail(d, TFS_E_NOMEM, "schema JSON: out of memory");
-			goto out;
-		}
+	*out = top;
+	return TFS_E_OK;
+}
+
+/* Every rule of a stored schema, by storing s and reading it back into
+ * out; enumeration files are named when the array is created, so the
+ * check stores a stand-in name (format/layout.md §2). */
+static enum tfs_err check_by_storing(struct tfs_schema *out, struct tfs_schema *s,
+				     struct tfs_diag *d)
+{
+	struct tfs_buf bytes;
+	struct tfs_diag pd;
+	enum tfs_err e;
+
+	for (uint32_t i = 0; i < s->enum_num; i++) {
+		if (!(s->enums[i].file = tfs_strdup("__00000000000000000000000000000000_0")))
+			return tfs_fail(d, TFS_E_NOMEM, "schema JSON: out of memory");
 	}
 	tfs_buf_init(&bytes, TFS_BUF_NO_MAX);
 	tfs_diag_init(&pd);
-	if ((e = tfs_schema_serialize(&bytes, &s))) {
+	if ((e = tfs_schema_serialize(&bytes, s))) {
 		e = e == TFS_E_NOMEM || e == TFS_E_TOO_BIG
 			    ? tfs_fail(d, e, "schema JSON: out of memory")
 			    : tfs_fail(d, TFS_E_INVALID, "schema JSON: not a valid schema (%s)",
@@ -655,19 +741,38 @@ parsed:
 		e = tfs_fail(d, e == TFS_E_NOMEM ? e : TFS_E_INVALID, "schema JSON: %s",
 			     tfs_diag_msg(&pd));
 	} else {
-		out->t1 = s.t1;
-		out->t2 = s.t2;
+		out->t1 = s->t1;
+		out->t2 = s->t2;
 		/* The map keeps its order; the values go with it. */
 		for (uint32_t i = 0; i < out->enum_num; i++) {
-			assert(strcmp(out->enums[i].name, s.enums[i].name) == 0);
+			assert(strcmp(out->enums[i].name, s->enums[i].name) == 0);
 			tfs_free(out->enums[i].file);
 			out->enums[i].file = NULL;
-			out->enums[i].def = s.enums[i].def;
-			s.enums[i].def = NULL;
+			out->enums[i].def = s->enums[i].def;
+			s->enums[i].def = NULL;
 		}
 	}
 	tfs_buf_release(&bytes);
-out:
+	return e;
+}
+
+enum tfs_err tfs_schema_from_json(struct tfs_schema *out, const char *json,
+				  size_t len, struct tfs_diag *d)
+{
+	json_object *top;
+	struct tfs_schema s;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	memset(&s, 0, sizeof(s));
+	if ((e = parse_json_text(json, len, &top, d)))
+		return e;
+	e = build(top, &s, d);
+	json_object_put(top);
+	if (e == TFS_E_NOMEM)
+		tfs_fail(d, e, "schema JSON: out of memory");
+	if (!e)
+		e = check_by_storing(out, &s, d);
 	tfs_schema_release(&s);
 	return e;
 }

@@ -251,11 +251,9 @@ enum tfs_err tfs__json_get_cell(json_object *v, uint8_t type, bool var,
 }
 
 /* "NAME" or "NAME(key=value,...)" as tfs_filter_describe writes it. */
-static enum tfs_err parse_filter(const char *text, const struct jpath *jp,
-				 struct tfs_filter *f, struct tfs_diag *d)
+/* The filter type of the name text[0..nlen), or -1. */
+static int filter_type_by_name(const char *text, size_t nlen)
 {
-	const char *open = strchr(text, '(');
-	size_t nlen = open ? (size_t)(open - text) : strlen(text);
 	int type = -1;
 
 	for (unsigned t = 0; t <= TFS_FILTER_DELTA; t++) {
@@ -264,6 +262,77 @@ static enum tfs_err parse_filter(const char *text, const struct jpath *jp,
 		if (n && strlen(n) == nlen && strncmp(n, text, nlen) == 0)
 			type = (int)t;
 	}
+	return type;
+}
+
+/* One key=value option of a filter into f; false when the key is unknown
+ * or the value is not one it takes. */
+static bool set_filter_option(struct tfs_filter *f, const char *key,
+			      const char *val, size_t vlen)
+{
+	const uint8_t *vp = (const uint8_t *)val;
+	const char *why;
+	int32_t i32;
+	uint32_t u32;
+	uint64_t u64;
+	double dv;
+	float fv;
+
+	if (strcmp(key, "level") == 0) {
+		if (tfs__value_parse(TFS_INT32, vp, vlen, &i32, &why))
+			return false;
+		f->level = i32;
+	} else if (strcmp(key, "reinterpret") == 0) {
+		int t = datatype_by_name(val);
+
+		if (t < 0)
+			return false;
+		f->reinterpret = (uint8_t)t;
+		f->has_reinterpret = true;
+	} else if (strcmp(key, "max_window") == 0) {
+		if (tfs__value_parse(TFS_UINT32, vp, vlen, &u32, &why))
+			return false;
+		f->max_window = u32;
+	} else if (strcmp(key, "bytewidth") == 0) {
+		if (tfs__value_parse(TFS_UINT64, vp, vlen, &u64, &why))
+			return false;
+		f->byte_width = u64;
+	} else if (strcmp(key, "factor") == 0 || strcmp(key, "offset") == 0) {
+		if (tfs__value_parse(TFS_FLOAT64, vp, vlen, &dv, &why))
+			return false;
+		*(key[0] == 'f' ? &f->scale : &f->offset) = dv;
+	} else if (strcmp(key, "quality") == 0) {
+		if (tfs__value_parse(TFS_FLOAT32, vp, vlen, &fv, &why))
+			return false;
+		f->webp_quality = fv;
+	} else if (strcmp(key, "format") == 0) {
+		static const char *const names[] = {"NONE", "RGB", "BGR", "RGBA",
+						    "BGRA"};
+		int k = -1;
+
+		for (int j = 0; j < 5; j++)
+			if (strcmp(val, names[j]) == 0)
+				k = j;
+		if (k < 0)
+			return false;
+		f->webp_format = (uint8_t)k;
+	} else if (strcmp(key, "lossless") == 0) {
+		if (tfs__value_parse(TFS_UINT8, vp, vlen, &f->webp_lossless, &why) ||
+		    f->webp_lossless > 1)
+			return false;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static enum tfs_err parse_filter(const char *text, const struct jpath *jp,
+				 struct tfs_filter *f, struct tfs_diag *d)
+{
+	const char *open = strchr(text, '(');
+	size_t nlen = open ? (size_t)(open - text) : strlen(text);
+	int type = filter_type_by_name(text, nlen);
+
 	if (type < 0 || type == TFS_FILTER_NONE || type == TFS_FILTER_AES256GCM) {
 		char name[64];
 
@@ -291,60 +360,8 @@ static enum tfs_err parse_filter(const char *text, const struct jpath *jp,
 		key[klen] = '\0';
 		memcpy(val, eq + 1, vlen);
 		val[vlen] = '\0';
-
-		const uint8_t *vp = (const uint8_t *)val;
-		const char *why;
-		int32_t i32;
-		uint32_t u32;
-		uint64_t u64;
-		double dv;
-		float fv;
-
-		if (strcmp(key, "level") == 0) {
-			if (tfs__value_parse(TFS_INT32, vp, vlen, &i32, &why))
-				goto bad;
-			f->level = i32;
-		} else if (strcmp(key, "reinterpret") == 0) {
-			int t = datatype_by_name(val);
-
-			if (t < 0)
-				goto bad;
-			f->reinterpret = (uint8_t)t;
-			f->has_reinterpret = true;
-		} else if (strcmp(key, "max_window") == 0) {
-			if (tfs__value_parse(TFS_UINT32, vp, vlen, &u32, &why))
-				goto bad;
-			f->max_window = u32;
-		} else if (strcmp(key, "bytewidth") == 0) {
-			if (tfs__value_parse(TFS_UINT64, vp, vlen, &u64, &why))
-				goto bad;
-			f->byte_width = u64;
-		} else if (strcmp(key, "factor") == 0 || strcmp(key, "offset") == 0) {
-			if (tfs__value_parse(TFS_FLOAT64, vp, vlen, &dv, &why))
-				goto bad;
-			*(key[0] == 'f' ? &f->scale : &f->offset) = dv;
-		} else if (strcmp(key, "quality") == 0) {
-			if (tfs__value_parse(TFS_FLOAT32, vp, vlen, &fv, &why))
-				goto bad;
-			f->webp_quality = fv;
-		} else if (strcmp(key, "format") == 0) {
-			static const char *const names[] = {"NONE", "RGB", "BGR", "RGBA",
-							    "BGRA"};
-			int k = -1;
-
-			for (int j = 0; j < 5; j++)
-				if (strcmp(val, names[j]) == 0)
-					k = j;
-			if (k < 0)
-				goto bad;
-			f->webp_format = (uint8_t)k;
-		} else if (strcmp(key, "lossless") == 0) {
-			if (tfs__value_parse(TFS_UINT8, vp, vlen, &f->webp_lossless, &why) ||
-			    f->webp_lossless > 1)
-				goto bad;
-		} else {
+		if (!set_filter_option(f, key, val, vlen))
 			goto bad;
-		}
 		if (*end == ')')
 			return end[1] ? FAIL(d, jp, "text after the filter's ')'") : TFS_E_OK;
 		p = end + 1;

@@ -161,115 +161,134 @@ static const float pow10f_exact[] = {
 	1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f,
 };
 
-static enum tfs_err parse_float(uint8_t type, const uint8_t *p, size_t len,
-				void *dst, const char **why)
+/* A decimal as read so far: value = m * 10^exp10 while it fits. */
+struct decimal {
+	bool neg;
+	uint64_t m;
+	int digits;    /* significant digits in m */
+	int64_t exp10; /* value = m * 10^exp10 (when digits fit) */
+	bool exact;    /* m holds every significant digit */
+};
+
+/* A float of the column's type: FLOAT32 or FLOAT64. */
+static void store_float(uint8_t type, double v, void *dst)
 {
-	size_t i = 0;
-	bool neg = false, any = false;
-	uint64_t m = 0;
-	int digits = 0;     /* significant digits in m */
-	int64_t exp10 = 0;  /* value = m * 10^exp10 (when digits fit) */
-	bool exact = true;  /* m holds every significant digit */
+	if (type == TFS_FLOAT32) {
+		float f = (float)v;
 
-	if (i < len && (p[i] == '-' || p[i] == '+'))
-		neg = p[i++] == '-';
-	if (ieq(p + i, len - i, "nan") || ieq(p + i, len - i, "inf") ||
-	    ieq(p + i, len - i, "infinity")) {
-		bool nan = (p[i] | 0x20) == 'n';
-
-		if (type == TFS_FLOAT32) {
-			float f = nan ? NAN : (neg ? -INFINITY : INFINITY);
-
-			memcpy(dst, &f, sizeof(f));
-		} else {
-			double v = nan ? NAN : (neg ? -INFINITY : INFINITY);
-
-			memcpy(dst, &v, sizeof(v));
-		}
-		return TFS_E_OK;
+		memcpy(dst, &f, sizeof(f));
+	} else {
+		memcpy(dst, &v, sizeof(v));
 	}
+}
+
+/* nan, inf or infinity in any case, after the sign. */
+static bool is_special_float(const uint8_t *p, size_t len)
+{
+	return ieq(p, len, "nan") || ieq(p, len, "inf") ||
+	       ieq(p, len, "infinity");
+}
+
+/* The digits before and after the point into d; false when there are
+ * none at all. */
+static bool scan_mantissa(const uint8_t *p, size_t len, size_t *ip,
+			  struct decimal *d)
+{
+	size_t i = *ip;
+	bool any = false;
+
 	for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
 		any = true;
-		if (m == 0 && p[i] == '0')
+		if (d->m == 0 && p[i] == '0')
 			continue;
-		if (digits < 19) {
-			m = m * 10 + (uint64_t)(p[i] - '0');
-			digits++;
+		if (d->digits < 19) {
+			d->m = d->m * 10 + (uint64_t)(p[i] - '0');
+			d->digits++;
 		} else {
-			exp10++;
+			d->exp10++;
 			if (p[i] != '0')
-				exact = false;
+				d->exact = false;
 		}
 	}
 	if (i < len && p[i] == '.') {
 		i++;
 		for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
 			any = true;
-			if (m == 0 && p[i] == '0') {
-				exp10--;
+			if (d->m == 0 && p[i] == '0') {
+				d->exp10--;
 				continue;
 			}
-			if (digits < 19) {
-				m = m * 10 + (uint64_t)(p[i] - '0');
-				digits++;
-				exp10--;
+			if (d->digits < 19) {
+				d->m = d->m * 10 + (uint64_t)(p[i] - '0');
+				d->digits++;
+				d->exp10--;
 			} else if (p[i] != '0') {
-				exact = false;
+				d->exact = false;
 			}
 		}
 	}
-	if (!any)
-		goto bad;
-	if (i < len && (p[i] == 'e' || p[i] == 'E')) {
-		bool eneg = false;
-		int64_t e = 0;
+	*ip = i;
+	return any;
+}
 
-		i++;
-		if (i < len && (p[i] == '-' || p[i] == '+'))
-			eneg = p[i++] == '-';
-		if (i == len)
-			goto bad;
-		for (; i < len && p[i] >= '0' && p[i] <= '9'; i++)
-			if (e < 100000)
-				e = e * 10 + (p[i] - '0');
-		exp10 += eneg ? -e : e;
-	}
-	if (i != len)
-		goto bad;
-	if (m == 0) {
-		if (type == TFS_FLOAT32) {
-			float f = neg ? -0.0f : 0.0f;
+/* An optional e[+-]digits into d->exp10; false on an e without digits. */
+static bool scan_exponent(const uint8_t *p, size_t len, size_t *ip,
+			  struct decimal *d)
+{
+	size_t i = *ip;
+	bool eneg = false;
+	int64_t e = 0;
 
-			memcpy(dst, &f, sizeof(f));
-		} else {
-			double v = neg ? -0.0 : 0.0;
+	if (i == len || (p[i] != 'e' && p[i] != 'E'))
+		return true;
+	i++;
+	if (i < len && (p[i] == '-' || p[i] == '+'))
+		eneg = p[i++] == '-';
+	if (i == len)
+		return false;
+	for (; i < len && p[i] >= '0' && p[i] <= '9'; i++)
+		if (e < 100000)
+			e = e * 10 + (p[i] - '0');
+	d->exp10 += eneg ? -e : e;
+	*ip = i;
+	return true;
+}
 
-			memcpy(dst, &v, sizeof(v));
-		}
-		return TFS_E_OK;
-	}
-	/* Exact operands and one rounding: correctly rounded. */
-	if (exact && type == TFS_FLOAT64 && m <= (UINT64_C(1) << 53) &&
-	    exp10 >= -22 && exp10 <= 22) {
-		double v = (double)m;
+/* Exact operands and one rounding: correctly rounded. False when the
+ * digits or the power of ten do not fit the type's exact range. */
+static bool store_exact_float(uint8_t type, const struct decimal *d, void *dst)
+{
+	if (!d->exact)
+		return false;
+	if (type == TFS_FLOAT64 && d->m <= (UINT64_C(1) << 53) &&
+	    d->exp10 >= -22 && d->exp10 <= 22) {
+		double v = (double)d->m;
 
-		v = exp10 < 0 ? v / pow10_exact[-exp10] : v * pow10_exact[exp10];
-		if (neg)
+		v = d->exp10 < 0 ? v / pow10_exact[-d->exp10]
+				 : v * pow10_exact[d->exp10];
+		if (d->neg)
 			v = -v;
 		memcpy(dst, &v, sizeof(v));
-		return TFS_E_OK;
+		return true;
 	}
-	if (exact && type == TFS_FLOAT32 && m <= (UINT64_C(1) << 24) &&
-	    exp10 >= -10 && exp10 <= 10) {
-		float f = (float)m;
+	if (type == TFS_FLOAT32 && d->m <= (UINT64_C(1) << 24) &&
+	    d->exp10 >= -10 && d->exp10 <= 10) {
+		float f = (float)d->m;
 
-		f = exp10 < 0 ? f / pow10f_exact[-exp10] : f * pow10f_exact[exp10];
-		if (neg)
+		f = d->exp10 < 0 ? f / pow10f_exact[-d->exp10]
+				 : f * pow10f_exact[d->exp10];
+		if (d->neg)
 			f = -f;
 		memcpy(dst, &f, sizeof(f));
-		return TFS_E_OK;
+		return true;
 	}
-	/* The syntax is checked: strtod sees only a plain decimal. */
+	return false;
+}
+
+/* The syntax is checked: strtod sees only a plain decimal. */
+static enum tfs_err parse_float_strtod(uint8_t type, const uint8_t *p,
+				       size_t len, void *dst, const char **why)
+{
 	char text[512];
 	char *end;
 
@@ -298,9 +317,34 @@ static enum tfs_err parse_float(uint8_t type, const uint8_t *p, size_t len,
 		memcpy(dst, &v, sizeof(v));
 	}
 	return TFS_E_OK;
-bad:
-	*why = "not a number";
-	return TFS_E_INVALID;
+}
+
+static enum tfs_err parse_float(uint8_t type, const uint8_t *p, size_t len,
+				void *dst, const char **why)
+{
+	struct decimal d = {.exact = true};
+	size_t i = 0;
+
+	if (i < len && (p[i] == '-' || p[i] == '+'))
+		d.neg = p[i++] == '-';
+	if (is_special_float(p + i, len - i)) {
+		bool nan = (p[i] | 0x20) == 'n';
+
+		store_float(type, nan ? NAN : (d.neg ? -INFINITY : INFINITY), dst);
+		return TFS_E_OK;
+	}
+	if (!scan_mantissa(p, len, &i, &d) || !scan_exponent(p, len, &i, &d) ||
+	    i != len) {
+		*why = "not a number";
+		return TFS_E_INVALID;
+	}
+	if (d.m == 0) {
+		store_float(type, d.neg ? -0.0 : 0.0, dst);
+		return TFS_E_OK;
+	}
+	if (store_exact_float(type, &d, dst))
+		return TFS_E_OK;
+	return parse_float_strtod(type, p, len, dst, why);
 }
 
 /* ---- Dates and times ----------------------------------------------------- */
@@ -352,55 +396,64 @@ struct iso_time {
 	int frac_digits; /* of the seconds, -1 without seconds */
 };
 
-/* YYYY[-MM[-DD[(T| )HH[:MM[:SS[.f...]]][Z|+HH:MM|-HH:MM]]]] */
-static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
+/* The year, signed or not: four digits alone, or before a month four or
+ * more (three or more after a sign). */
+static bool parse_iso_year(const uint8_t *p, size_t len, size_t *ip,
+			   struct iso_time *t)
 {
-	size_t i = 0;
+	size_t i = *ip;
 	bool neg = false;
-	int64_t v;
 
-	memset(t, 0, sizeof(*t));
-	t->month = t->day = 1;
-	t->frac_digits = -1;
 	if (i < len && (p[i] == '-' || p[i] == '+'))
 		neg = p[i++] == '-';
-	{
-		size_t s = i;
-		uint64_t y = 0;
+	size_t s = i;
+	uint64_t y = 0;
 
-		/* A year alone has four digits (and a sign or not), so other
-		 * plain numbers are counts of the unit. Before a month, four
-		 * or more (the renderer writes years past 9999 without
-		 * ISO's '+'), three or more after a sign (printf's %04 of a
-		 * year below zero). Up to 19 digits: the years of the whole
-		 * int64 range. */
-		while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 19)
-			y = y * 10 + (uint64_t)(p[i++] - '0');
-		if ((i == len ? i - s != 4 : i - s < (s == 0 ? 4u : 3u)) ||
-		    (i < len && p[i] >= '0' && p[i] <= '9') ||
-		    y > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
-			return false;
-		t->year = neg ? (int64_t)((uint64_t)0 - y) : (int64_t)y;
-	}
-	if (i == len)
-		return true;
-	if (p[i++] != '-' || !fixed_digits(p, len, &i, 2, &v) || v < 1 || v > 12)
+	/* A year alone has four digits (and a sign or not), so other
+	 * plain numbers are counts of the unit. Before a month, four
+	 * or more (the renderer writes years past 9999 without
+	 * ISO's '+'), three or more after a sign (printf's %04 of a
+	 * year below zero). Up to 19 digits: the years of the whole
+	 * int64 range. */
+	while (i < len && p[i] >= '0' && p[i] <= '9' && i - s < 19)
+		y = y * 10 + (uint64_t)(p[i++] - '0');
+	if ((i == len ? i - s != 4 : i - s < (s == 0 ? 4u : 3u)) ||
+	    (i < len && p[i] >= '0' && p[i] <= '9') ||
+	    y > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
 		return false;
-	t->month = (unsigned)v;
-	t->has_month = true;
-	if (i == len)
+	t->year = neg ? (int64_t)((uint64_t)0 - y) : (int64_t)y;
+	*ip = i;
+	return true;
+}
+
+/* .fff or ,fff after the seconds: up to 18 digits into attoseconds. */
+static bool parse_iso_fraction(const uint8_t *p, size_t len, size_t *ip,
+			       struct iso_time *t, i128 *frac)
+{
+	size_t i = *ip;
+	i128 scale = ATTO;
+
+	if (i == len || (p[i] != '.' && p[i] != ','))
 		return true;
-	if (p[i++] != '-' || !fixed_digits(p, len, &i, 2, &v) || v < 1 ||
-	    v > month_days(t->year, t->month))
-		return false;
-	t->day = (unsigned)v;
-	t->has_day = true;
-	if (i == len)
-		return true;
-	if (p[i] != 'T' && p[i] != 't' && p[i] != ' ')
-		return false;
 	i++;
-	t->has_time = true;
+	if (i == len || p[i] < '0' || p[i] > '9')
+		return false;
+	while (i < len && p[i] >= '0' && p[i] <= '9') {
+		if (t->frac_digits >= 18)
+			return false;
+		scale /= 10;
+		*frac += scale * (p[i++] - '0');
+		t->frac_digits++;
+	}
+	*ip = i;
+	return true;
+}
+
+/* HH[:MM[:SS[.f...]]] into t->atto, before the zone. */
+static bool parse_iso_clock(const uint8_t *p, size_t len, size_t *ip,
+			    struct iso_time *t)
+{
+	size_t i = *ip;
 	int64_t h, mi = 0, s = 0;
 	i128 frac = 0;
 
@@ -415,26 +468,24 @@ static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
 			if (!fixed_digits(p, len, &i, 2, &s) || s > 60)
 				return false;
 			t->frac_digits = 0;
-			if (i < len && (p[i] == '.' || p[i] == ',')) {
-				i128 scale = ATTO;
-
-				i++;
-				if (i == len || p[i] < '0' || p[i] > '9')
-					return false;
-				while (i < len && p[i] >= '0' && p[i] <= '9') {
-					if (t->frac_digits >= 18)
-						return false;
-					scale /= 10;
-					frac += scale * (p[i++] - '0');
-					t->frac_digits++;
-				}
-			}
+			if (!parse_iso_fraction(p, len, &i, t, &frac))
+				return false;
 		}
 	}
 	if (h == 24 && (mi || s || frac))
 		return false;
 	/* A leap second (:60) counts as the next second, like POSIX time. */
 	t->atto = ((i128)h * 3600 + mi * 60 + s) * ATTO + frac;
+	*ip = i;
+	return true;
+}
+
+/* Z, +HH[:MM] or -HH[:MM], applied to t->atto; nothing is UTC too. */
+static bool parse_iso_zone(const uint8_t *p, size_t len, size_t *ip,
+			   struct iso_time *t)
+{
+	size_t i = *ip;
+
 	if (i < len && (p[i] == 'Z' || p[i] == 'z')) {
 		i++;
 	} else if (i < len && (p[i] == '+' || p[i] == '-')) {
@@ -454,6 +505,42 @@ static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
 		/* Local time = UTC + offset. */
 		t->atto += zneg ? off : -off;
 	}
+	*ip = i;
+	return true;
+}
+
+/* YYYY[-MM[-DD[(T| )HH[:MM[:SS[.f...]]][Z|+HH:MM|-HH:MM]]]] */
+static bool parse_iso(const uint8_t *p, size_t len, struct iso_time *t)
+{
+	size_t i = 0;
+	int64_t v;
+
+	memset(t, 0, sizeof(*t));
+	t->month = t->day = 1;
+	t->frac_digits = -1;
+	if (!parse_iso_year(p, len, &i, t))
+		return false;
+	if (i == len)
+		return true;
+	if (p[i++] != '-' || !fixed_digits(p, len, &i, 2, &v) || v < 1 || v > 12)
+		return false;
+	t->month = (unsigned)v;
+	t->has_month = true;
+	if (i == len)
+		return true;
+	if (p[i++] != '-' || !fixed_digits(p, len, &i, 2, &v) || v < 1 ||
+	    v > month_days(t->year, t->month))
+		return false;
+	t->day = (unsigned)v;
+	t->has_day = true;
+	if (i == len)
+		return true;
+	if (p[i] != 'T' && p[i] != 't' && p[i] != ' ')
+		return false;
+	i++;
+	t->has_time = true;
+	if (!parse_iso_clock(p, len, &i, t) || !parse_iso_zone(p, len, &i, t))
+		return false;
 	return i == len;
 }
 
@@ -716,65 +803,73 @@ static int hex_value(uint8_t c)
 	return -1;
 }
 
-enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
-			     const uint8_t *p, size_t len, struct tfs_buf *out,
-			     const char **why)
+/* A string cell: its bytes, checked for the type's encoding and length. */
+static enum tfs_err parse_string_cell(uint8_t type, size_t size,
+				      uint32_t cell_val_num, const uint8_t *p,
+				      size_t len, struct tfs_buf *out,
+				      const char **why)
 {
-	size_t size = tfs_datatype_size(type);
-	enum tfs_err e;
-
-	switch (tfs_datatype_class(type)) {
-	case TFS_CLASS_STRING:
-		if (type == TFS_STRING_ASCII) {
-			for (size_t i = 0; i < len; i++) {
-				if (p[i] >= 0x80) {
-					*why = "not ASCII";
-					return TFS_E_INVALID;
-				}
-			}
-		} else if (type == TFS_STRING_UTF8 && !tfs__utf8_valid(p, len)) {
-			*why = "not valid UTF-8";
-			return TFS_E_INVALID;
-		}
-		if (len % size) {
-			*why = "byte count not a whole number of characters";
-			return TFS_E_INVALID;
-		}
-		if (cell_val_num != TFS_VAR_NUM && len != (size_t)cell_val_num * size) {
-			*why = "wrong number of characters for the attribute's cell_val_num";
-			return TFS_E_INVALID;
-		}
-		return tfs_buf_append(out, p, len) ? TFS_E_NOMEM : TFS_E_OK;
-	case TFS_CLASS_BYTES: {
-		size_t n = len / 2, at = out->len;
-
-		if (len % 2) {
-			*why = "odd number of hex digits";
-			return TFS_E_INVALID;
-		}
-		if (cell_val_num != TFS_VAR_NUM && n != (size_t)cell_val_num * size) {
-			*why = "wrong number of bytes for the attribute's cell_val_num";
-			return TFS_E_INVALID;
-		}
-		if (tfs_buf_setlen(out, at + n))
-			return TFS_E_NOMEM;
-		for (size_t i = 0; i < n; i++) {
-			int hi = hex_value(p[2 * i]), lo = hex_value(p[2 * i + 1]);
-
-			if (hi < 0 || lo < 0) {
-				out->len = at;
-				*why = "not hex";
+	if (type == TFS_STRING_ASCII) {
+		for (size_t i = 0; i < len; i++) {
+			if (p[i] >= 0x80) {
+				*why = "not ASCII";
 				return TFS_E_INVALID;
 			}
-			out->data[at + i] = (uint8_t)(hi << 4 | lo);
 		}
-		return TFS_E_OK;
+	} else if (type == TFS_STRING_UTF8 && !tfs__utf8_valid(p, len)) {
+		*why = "not valid UTF-8";
+		return TFS_E_INVALID;
 	}
-	default:
-		break;
+	if (len % size) {
+		*why = "byte count not a whole number of characters";
+		return TFS_E_INVALID;
 	}
-	/* Numbers: values separated by one space. */
+	if (cell_val_num != TFS_VAR_NUM && len != (size_t)cell_val_num * size) {
+		*why = "wrong number of characters for the attribute's cell_val_num";
+		return TFS_E_INVALID;
+	}
+	return tfs_buf_append(out, p, len) ? TFS_E_NOMEM : TFS_E_OK;
+}
+
+/* A blob cell: two hex digits a byte. */
+static enum tfs_err parse_hex_cell(size_t size, uint32_t cell_val_num,
+				   const uint8_t *p, size_t len,
+				   struct tfs_buf *out, const char **why)
+{
+	size_t n = len / 2, at = out->len;
+
+	if (len % 2) {
+		*why = "odd number of hex digits";
+		return TFS_E_INVALID;
+	}
+	if (cell_val_num != TFS_VAR_NUM && n != (size_t)cell_val_num * size) {
+		*why = "wrong number of bytes for the attribute's cell_val_num";
+		return TFS_E_INVALID;
+	}
+	if (tfs_buf_setlen(out, at + n))
+		return TFS_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hex_value(p[2 * i]), lo = hex_value(p[2 * i + 1]);
+
+		if (hi < 0 || lo < 0) {
+			out->len = at;
+			*why = "not hex";
+			return TFS_E_INVALID;
+		}
+		out->data[at + i] = (uint8_t)(hi << 4 | lo);
+	}
+	return TFS_E_OK;
+}
+
+/* A cell of numbers: values separated by one space, as many as the
+ * attribute's cell_val_num. */
+static enum tfs_err parse_number_cell(uint8_t type, size_t size,
+				      uint32_t cell_val_num, const uint8_t *p,
+				      size_t len, struct tfs_buf *out,
+				      const char **why)
+{
 	size_t at = out->len, count = 0, i = 0;
+	enum tfs_err e;
 
 	while (i < len || (count == 0 && cell_val_num != TFS_VAR_NUM)) {
 		const uint8_t *sp = memchr(p + i, ' ', len - i);
@@ -813,4 +908,20 @@ enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
 		return TFS_E_INVALID;
 	}
 	return TFS_E_OK;
+}
+
+enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
+			     const uint8_t *p, size_t len, struct tfs_buf *out,
+			     const char **why)
+{
+	size_t size = tfs_datatype_size(type);
+
+	switch (tfs_datatype_class(type)) {
+	case TFS_CLASS_STRING:
+		return parse_string_cell(type, size, cell_val_num, p, len, out, why);
+	case TFS_CLASS_BYTES:
+		return parse_hex_cell(size, cell_val_num, p, len, out, why);
+	default:
+		return parse_number_cell(type, size, cell_val_num, p, len, out, why);
+	}
 }

@@ -360,71 +360,62 @@ out:
 	return e;
 }
 
-enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
-			      const struct tfs_write_opts *opts, bool *changed,
-			      struct tfs_diag *d)
+/* What changes from the array's schema to next, checked: *changed
+ * false when nothing does. */
+static enum tfs_err plan_evolution(const char *path, const struct tfs_arraydir *ad,
+				   const struct tfs_schema *next,
+				   const uint8_t *key, struct evolve *ev,
+				   bool *changed, struct tfs_diag *d)
 {
-	struct tfs_vfs *vfs = opts ? opts->vfs : NULL, *own = NULL;
-	const uint8_t *key = opts ? opts->key : NULL;
-	struct tfs_arraydir_opts ao;
-	struct tfs_arraydir *ad = NULL;
+	enum tfs_err e;
+
+	if (ad->schema->version < 10 || next->label_num)
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"array '%s': evolving schemas of format version "
+				"%" PRIu32 " or with dimension labels is not "
+				"supported",
+				path, ad->schema->version);
+	if ((e = check_layout(path, ad->schema, next, d)) ||
+	    (e = plan_schema(path, ad, next, ev, changed, d)) ||
+	    (e = plan_enumerations(path, ad, next, key, ev, d)) ||
+	    (e = tfs__check_attr_enums(path, ev->attrs, next->attr_num, next, d)))
+		return e;
+	if (!*changed)
+		return TFS_E_OK;
+	ev->copy.enums = ev->refs;
+	ev->copy.enum_num = ev->enum_num;
+	if (ev->enum_num && ev->copy.version < 20)
+		return tfs_fail(d, TFS_E_INVALID,
+				"array '%s': enumerations need format version 20",
+				path);
+	return TFS_E_OK;
+}
+
+/* The new schema named for a time later than every schema, so that it
+ * is the one in force; serialized, read back as a check, and encoded as
+ * the schema file's tile. */
+static enum tfs_err encode_new_schema(const char *path,
+				      const struct tfs_arraydir *ad,
+				      struct evolve *ev, char name[TFS_NAME_MAX],
+				      const uint8_t *key, struct tfs_buf *tile,
+				      struct tfs_diag *d)
+{
 	struct tfs_schema check;
-	struct tfs_buf payload, tile;
-	struct evolve ev;
-	char name[TFS_NAME_MAX];
+	struct tfs_buf payload;
 	uint64_t t;
 	enum tfs_err e;
 
-	*changed = false;
-	memset(&ev, 0, sizeof(ev));
-	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
-	tfs_buf_init(&tile, TFS_BUF_NO_MAX);
-	if (!vfs) {
-		if ((e = tfs_vfs_default_new(path, &own, d)))
-			return e;
-		vfs = own;
-	}
-	memset(&ao, 0, sizeof(ao));
-	ao.key = key;
-	ao.t1 = UINT64_MAX - 1; /* every schema, also those ahead of now */
-	if ((e = tfs_arraydir_open(vfs, path, &ao, &ad, d)))
-		goto out;
-	if (ad->schema->version < 10 || next->label_num) {
-		e = tfs_fail(d, TFS_E_UNSUPPORTED,
-			     "array '%s': evolving schemas of format version "
-			     "%" PRIu32 " or with dimension labels is not "
-			     "supported",
-			     path, ad->schema->version);
-		goto out;
-	}
-	if ((e = check_layout(path, ad->schema, next, d)) ||
-	    (e = plan_schema(path, ad, next, &ev, changed, d)) ||
-	    (e = plan_enumerations(path, ad, next, key, &ev, d)) ||
-	    (e = tfs__check_attr_enums(path, ev.attrs, next->attr_num, next, d)))
-		goto out;
-	if (!*changed)
-		goto out;
-	ev.copy.enums = ev.refs;
-	ev.copy.enum_num = ev.enum_num;
-	if (ev.enum_num && ev.copy.version < 20) {
-		e = tfs_fail(d, TFS_E_INVALID,
-			     "array '%s': enumerations need format version 20",
-			     path);
-		goto out;
-	}
-	/* Later than every schema, so that it is the one in force. */
 	t = tfs__now_ms();
 	for (size_t i = 0; i < ad->schema_num; i++)
 		if (ad->schemas[i].t2 >= t)
 			t = ad->schemas[i].t2 + 1;
 	tfs__wait_until_ms(t);
-	if ((e = tfs_name_new(name, TFS_NAME_MAX, t, t, 0, ""))) {
-		e = tfs_fail(d, e, "no random bytes");
-		goto out;
-	}
-	ev.copy.name = name;
-	ev.copy.t1 = ev.copy.t2 = t;
-	if ((e = tfs_schema_serialize(&payload, &ev.copy))) {
+	if ((e = tfs_name_new(name, TFS_NAME_MAX, t, t, 0, "")))
+		return tfs_fail(d, e, "no random bytes");
+	ev->copy.name = name;
+	ev->copy.t1 = ev->copy.t2 = t;
+	tfs_buf_init(&payload, TFS_BUF_NO_MAX);
+	if ((e = tfs_schema_serialize(&payload, &ev->copy))) {
 		e = tfs_fail(d, e, "array '%s': schema: %s", path,
 			     tfs_strerror(e));
 		goto out;
@@ -432,14 +423,42 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 	if ((e = tfs_schema_parse(&check, payload.data, payload.len, name, d)))
 		goto out;
 	tfs_schema_release(&check);
-	if ((e = tfs_generic_tile_encode(&tile, payload.data, payload.len, key,
-					 d)) ||
+	e = tfs_generic_tile_encode(tile, payload.data, payload.len, key, d);
+out:
+	tfs_buf_release(&payload);
+	return e;
+}
+
+enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
+			      const struct tfs_write_opts *opts, bool *changed,
+			      struct tfs_diag *d)
+{
+	struct tfs_vfs *vfs = opts ? opts->vfs : NULL, *own = NULL;
+	const uint8_t *key = opts ? opts->key : NULL;
+	struct tfs_arraydir *ad = NULL;
+	struct tfs_buf tile;
+	struct evolve ev;
+	char name[TFS_NAME_MAX];
+	enum tfs_err e;
+
+	*changed = false;
+	memset(&ev, 0, sizeof(ev));
+	tfs_buf_init(&tile, TFS_BUF_NO_MAX);
+	if (!vfs) {
+		if ((e = tfs_vfs_default_new(path, &own, d)))
+			return e;
+		vfs = own;
+	}
+	if ((e = tfs__arraydir_open_all(vfs, path, key, &ad, d)) ||
+	    (e = plan_evolution(path, ad, next, key, &ev, changed, d)) ||
+	    !*changed)
+		goto out;
+	if ((e = encode_new_schema(path, ad, &ev, name, key, &tile, d)) ||
 	    (e = write_files(vfs, path, &ev, name, &tile, d)))
 		goto out;
 out:
 	evolve_release(&ev);
 	tfs_arraydir_close(ad);
-	tfs_buf_release(&payload);
 	tfs_buf_release(&tile);
 	if (own)
 		tfs_vfs_free(own);

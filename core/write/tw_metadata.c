@@ -65,98 +65,132 @@ static const uint8_t *mm_value(const struct slotacc *a, bool max, bool var,
 
 /* Fragment summary (fragment.md §6): per slot min, max, sum, null count
  * over the tiles. */
+/* The field written in a slot; NULL for __coords. */
+static const struct tfs__field *slot_field(const struct tfs__tw *t, uint32_t slot)
+{
+	const struct tfs__field *fd = NULL;
+
+	for (uint32_t f = 0; f < t->o.field_num; f++)
+		if (t->o.fields[f].slot == slot)
+			fd = &t->o.fields[f];
+	return fd;
+}
+
+/* __coords: zero min and max of dimension 0's size, no sum, no nulls. */
+static enum tfs_err put_coords_summary(const struct tfs__tw *t, struct tfs_buf *p)
+{
+	uint64_t sz = tfs_datatype_size(t->o.s->dims[0].type);
+	static const uint8_t z[8];
+	enum tfs_err e;
+
+	if ((e = tfs_buf_append_u64(p, sz)) ||
+	    (e = tfs_buf_append(p, z, sz)) ||
+	    (e = tfs_buf_append_u64(p, sz)) ||
+	    (e = tfs_buf_append(p, z, sz)) ||
+	    (e = tfs_buf_append(p, z, 8)) ||
+	    (e = tfs_buf_append_u64(p, 0)))
+		return e;
+	return TFS_E_OK;
+}
+
+/* The sum over the tiles' sums into sum (zero when the field has none). */
+static void field_sum(const struct tfs__tw *t, const struct tfs__field *fd,
+		      const struct slotacc *a, uint64_t tiles, uint8_t sum[8])
+{
+	if (tfs__has_sum(fd, t->o.dense) &&
+	    !(fd->type == TFS_CHAR && !fd->var)) {
+		struct sum s;
+
+		tfs__sum_init(&s, fd->type);
+		for (uint64_t k = 0; k < tiles; k++)
+			tfs__sum_add_raw(&s, a->sums.data + 8 * k);
+		tfs__sum_put(&s, sum);
+	}
+}
+
+/* The least and greatest value over the tiles that hold one that is not
+ * null, each with its length (empty when the field keeps none). */
+static enum tfs_err put_field_minmax(const struct tfs__tw *t,
+				     const struct tfs__field *fd,
+				     const struct slotacc *a, uint64_t tiles,
+				     struct tfs_buf *p)
+{
+	const uint8_t *mn = NULL, *mx = NULL;
+	uint64_t mnl = 0, mxl = 0;
+	uint64_t cs = fd->cell_size;
+	enum tfs_err e;
+
+	if (!tfs__has_minmax(fd)) {
+		if ((e = tfs_buf_append_u64(p, 0)) ||
+		    (e = tfs_buf_append_u64(p, 0)))
+			return e;
+		return TFS_E_OK;
+	}
+	for (uint64_t k = 0; k < tiles; k++) {
+		uint64_t l1, l2, cells;
+		const uint8_t *v1, *v2;
+
+		cells = t->o.dense ? t->cpt
+		      : k + 1 < tiles ? t->capacity
+				      : t->last_tile_cells;
+		if (fd->nullable &&
+		    tfs_get_u64(a->null_counts.data + 8 * k) == cells)
+			continue;
+		v1 = mm_value(a, false, fd->var, cs, k, tiles, &l1);
+		v2 = mm_value(a, true, fd->var, cs, k, tiles, &l2);
+		if (fd->var) {
+			if (!mn || tfs_bytes_cmp(v1, l1, mn, mnl) < 0) {
+				mn = v1;
+				mnl = l1;
+			}
+			if (!mx || tfs_bytes_cmp(v2, l2, mx, mxl) > 0) {
+				mx = v2;
+				mxl = l2;
+			}
+		} else if (tfs__is_string_type(fd->type)) {
+			if (!mn || tfs__fixed_str_cmp(v1, mn, cs) < 0)
+				mn = v1;
+			if (!mx || tfs__fixed_str_cmp(v2, mx, cs) > 0)
+				mx = v2;
+			mnl = mxl = cs;
+		} else {
+			if (!mn || tfs_value_cmp(fd->type, v1, mn) < 0)
+				mn = v1;
+			if (!mx || tfs_value_cmp(fd->type, v2, mx) > 0)
+				mx = v2;
+			mnl = mxl = cs;
+		}
+	}
+	if ((e = tfs_buf_append_u64(p, mnl)) ||
+	    (mn && (e = tfs_buf_append(p, mn, mnl))) ||
+	    (e = tfs_buf_append_u64(p, mxl)) ||
+	    (mx && (e = tfs_buf_append(p, mx, mxl))))
+		return e;
+	return TFS_E_OK;
+}
+
 static enum tfs_err put_summary(struct tfs__tw *t, struct tfs_buf *p)
 {
 	enum tfs_err e;
 	uint64_t tiles = t->tile_num;
 
 	for (uint32_t slot = 0; slot < t->slot_num; slot++) {
-		const struct tfs__field *fd = NULL;
+		const struct tfs__field *fd = slot_field(t, slot);
 		const struct slotacc *a = &t->slots[slot];
 		uint8_t sum[8] = { 0 };
 		uint64_t nulls = 0;
 
-		for (uint32_t f = 0; f < t->o.field_num; f++)
-			if (t->o.fields[f].slot == slot)
-				fd = &t->o.fields[f];
 		if (!fd) {
-			/* __coords: zero min and max of dimension 0's size. */
-			uint64_t sz = tfs_datatype_size(t->o.s->dims[0].type);
-			static const uint8_t z[8];
-
-			if ((e = tfs_buf_append_u64(p, sz)) ||
-			    (e = tfs_buf_append(p, z, sz)) ||
-			    (e = tfs_buf_append_u64(p, sz)) ||
-			    (e = tfs_buf_append(p, z, sz)) ||
-			    (e = tfs_buf_append(p, sum, 8)) ||
-			    (e = tfs_buf_append_u64(p, 0)))
+			if ((e = put_coords_summary(t, p)))
 				return e;
 			continue;
 		}
 		if (fd->nullable)
 			for (uint64_t k = 0; k < tiles; k++)
 				nulls += tfs_get_u64(a->null_counts.data + 8 * k);
-		if (tfs__has_sum(fd, t->o.dense) &&
-		    !(fd->type == TFS_CHAR && !fd->var)) {
-			struct sum s;
-
-			tfs__sum_init(&s, fd->type);
-			for (uint64_t k = 0; k < tiles; k++)
-				tfs__sum_add_raw(&s, a->sums.data + 8 * k);
-			tfs__sum_put(&s, sum);
-		}
-		if (!tfs__has_minmax(fd)) {
-			if ((e = tfs_buf_append_u64(p, 0)) ||
-			    (e = tfs_buf_append_u64(p, 0)))
-				return e;
-		} else {
-			const uint8_t *mn = NULL, *mx = NULL;
-			uint64_t mnl = 0, mxl = 0;
-			uint64_t cs = fd->cell_size;
-
-			for (uint64_t k = 0; k < tiles; k++) {
-				uint64_t l1, l2, cells;
-				const uint8_t *v1, *v2;
-
-				cells = t->o.dense ? t->cpt
-				      : k + 1 < tiles ? t->capacity
-						      : t->last_tile_cells;
-				if (fd->nullable &&
-				    tfs_get_u64(a->null_counts.data + 8 * k) ==
-					    cells)
-					continue;
-				v1 = mm_value(a, false, fd->var, cs, k, tiles, &l1);
-				v2 = mm_value(a, true, fd->var, cs, k, tiles, &l2);
-				if (fd->var) {
-					if (!mn || tfs_bytes_cmp(v1, l1, mn, mnl) < 0) {
-						mn = v1;
-						mnl = l1;
-					}
-					if (!mx || tfs_bytes_cmp(v2, l2, mx, mxl) > 0) {
-						mx = v2;
-						mxl = l2;
-					}
-				} else if (tfs__is_string_type(fd->type)) {
-					if (!mn || tfs__fixed_str_cmp(v1, mn, cs) < 0)
-						mn = v1;
-					if (!mx || tfs__fixed_str_cmp(v2, mx, cs) > 0)
-						mx = v2;
-					mnl = mxl = cs;
-				} else {
-					if (!mn || tfs_value_cmp(fd->type, v1, mn) < 0)
-						mn = v1;
-					if (!mx || tfs_value_cmp(fd->type, v2, mx) > 0)
-						mx = v2;
-					mnl = mxl = cs;
-				}
-			}
-			if ((e = tfs_buf_append_u64(p, mnl)) ||
-			    (mn && (e = tfs_buf_append(p, mn, mnl))) ||
-			    (e = tfs_buf_append_u64(p, mxl)) ||
-			    (mx && (e = tfs_buf_append(p, mx, mxl))))
-				return e;
-		}
-		if ((e = tfs_buf_append(p, sum, 8)) ||
+		field_sum(t, fd, a, tiles, sum);
+		if ((e = put_field_minmax(t, fd, a, tiles, p)) ||
+		    (e = tfs_buf_append(p, sum, 8)) ||
 		    (e = tfs_buf_append_u64(p, nulls)))
 			return e;
 	}

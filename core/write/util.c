@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "tfs_alloc.h"
+#include "tfs_fragment.h"
 
 uint64_t tfs__now_ms(void)
 {
@@ -79,6 +80,19 @@ void tfs__empty_dir(struct tfs_vfs *vfs, const char *path)
 		tfs_free(p);
 	}
 	tfs_dirlist_release(&l);
+}
+
+enum tfs_err tfs__arraydir_open_all(struct tfs_vfs *vfs, const char *path,
+				    const uint8_t *key,
+				    struct tfs_arraydir **out,
+				    struct tfs_diag *d)
+{
+	struct tfs_arraydir_opts ao;
+
+	memset(&ao, 0, sizeof(ao));
+	ao.key = key;
+	ao.t1 = UINT64_MAX - 1; /* also those ahead of now */
+	return tfs_arraydir_open(vfs, path, &ao, out, d);
 }
 
 void tfs__remove_tree(struct tfs_vfs *vfs, const char *path)

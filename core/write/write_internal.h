@@ -233,6 +233,14 @@ void tfs__wait_until_ms(uint64_t t);
 enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,
 				bool meta, uint64_t *out,
 				struct tfs_diag *d) TFS_WUR;
+struct tfs_arraydir;
+
+/* The array folder at path with every schema, also those stamped ahead
+ * of now (key: the array's encryption key, or NULL). */
+enum tfs_err tfs__arraydir_open_all(struct tfs_vfs *vfs, const char *path,
+				    const uint8_t *key,
+				    struct tfs_arraydir **out,
+				    struct tfs_diag *d) TFS_WUR;
 /* Removes a folder and everything in it (best effort). */
 void tfs__remove_tree(struct tfs_vfs *vfs, const char *path);
 /* Removes everything in a folder but the folder (best effort). */

@@ -42,6 +42,17 @@ void tfs_writer_free(struct tfs_writer *w)
 	tfs_free(w);
 }
 
+/* The box of the cells written, as ranges over w->boxbytes. */
+static void box_ranges(const struct tfs_writer *w, struct tfs_range *box)
+{
+	for (uint32_t k = 0; k < w->D; k++) {
+		box[k].lo = w->boxbytes[0][k];
+		box[k].hi = w->boxbytes[1][k];
+		box[k].lo_len = box[k].hi_len =
+			tfs_datatype_size(w->s->dims[k].type);
+	}
+}
+
 static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d);
 
 static enum tfs_err check_box(struct tfs_writer *w, const struct tfs_range *box,
@@ -491,12 +502,7 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 	struct tfs_range *box = w->stream_box;
 	enum tfs_err e;
 
-	for (uint32_t k = 0; k < w->D; k++) {
-		box[k].lo = w->boxbytes[0][k];
-		box[k].hi = w->boxbytes[1][k];
-		box[k].lo_len = box[k].hi_len =
-			tfs_datatype_size(w->s->dims[k].type);
-	}
+	box_ranges(w, box);
 	if ((e = tfs__cells_init(&w->scratch, w->field_num)))
 		return tfs_fail(d, e, "out of memory");
 	if ((e = choose_name(w, d)))
@@ -507,15 +513,64 @@ static enum tfs_err stream_start(struct tfs_writer *w, struct tfs_diag *d)
 	return tfs__tw_new(&to, &w->tw, d);
 }
 
+/* Whether the cells given fill a dense box: the box layout's cells, or
+ * a dense array's bounding box holding exactly total cells. */
+static enum tfs_err commit_is_dense(const struct tfs_writer *w, uint64_t total,
+				    bool *dense, struct tfs_diag *d)
+{
+	*dense = false;
+	if (w->layout == TFS_WRITE_DENSE_BOX) {
+		if (total != w->box_cells)
+			return tfs_fail(d, TFS_E_INVALID,
+					"box of %" PRIu64 " cells: %" PRIu64
+					" cells given",
+					w->box_cells, total);
+		*dense = true;
+	} else if (w->s->array_type == TFS_DENSE) {
+		uint64_t vol = 1;
+		bool fits = true;
+
+		for (uint32_t k = 0; k < w->D && fits; k++) {
+			uint64_t n = w->boxhi[k] - w->boxlo[k] + 1;
+
+			if (n == 0 || vol > UINT64_MAX / n)
+				fits = false;
+			else
+				vol *= n;
+		}
+		*dense = fits && vol == total;
+	}
+	return TFS_E_OK;
+}
+
+/* The sorted cells of a write that was not streamed, as a dense tile box
+ * when dense, else (or when the dense write refuses) as sparse cells. */
+static enum tfs_err commit_sorted(struct tfs_writer *w, bool *dense,
+				  struct tfs_diag *d)
+{
+	struct tfs_range box[128];
+	enum tfs_err e;
+
+	box_ranges(w, box);
+	if ((e = choose_name(w, d)))
+		return e;
+	e = write_cells(w, *dense, box, &w->res, d);
+	if (e == TFS_E_BUSY) {
+		tfs__remove_tree(w->vfs, w->dir);
+		*dense = false;
+		w->res.bytes = 0;
+		e = write_cells(w, false, box, &w->res, d);
+	}
+	return e;
+}
+
 enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 			       struct tfs_write_result *res,
 			       struct tfs_diag *d)
 {
 	struct tfs_write_result dummy;
-	struct tfs_range box[128];
 	uint64_t total;
 	bool dense = false;
-	const struct tfs_schema *s;
 	enum tfs_err e;
 
 	if (!res)
@@ -526,7 +581,6 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 	if (w->failed || w->committed)
 		return tfs_fail(d, TFS_E_INVALID,
 				"writer: commit after a failure or commit");
-	s = w->s;
 	w->failed = true;
 	total = w->stream ? w->appended : tfs__sorter_total(w->sorter);
 	if (total == 0) {
@@ -537,27 +591,8 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 		w->failed = false;
 		return TFS_E_OK;
 	}
-	if (w->layout == TFS_WRITE_DENSE_BOX) {
-		if (total != w->box_cells)
-			return tfs_fail(d, TFS_E_INVALID,
-					"box of %" PRIu64 " cells: %" PRIu64
-					" cells given",
-					w->box_cells, total);
-		dense = true;
-	} else if (s->array_type == TFS_DENSE) {
-		uint64_t vol = 1;
-
-		dense = true;
-		for (uint32_t k = 0; k < w->D && dense; k++) {
-			uint64_t n = w->boxhi[k] - w->boxlo[k] + 1;
-
-			if (n == 0 || vol > UINT64_MAX / n)
-				dense = false;
-			else
-				vol *= n;
-		}
-		dense = dense && vol == total;
-	}
+	if ((e = commit_is_dense(w, total, &dense, d)))
+		return e;
 	if (w->stream) {
 		if (w->scratch.cell_num)
 			return tfs_fail(d, TFS_E_INTERNAL,
@@ -565,24 +600,8 @@ enum tfs_err tfs_writer_commit(struct tfs_writer *w,
 		if ((e = tfs__tw_finish(w->tw, &w->res.bytes, &w->res.cell_num,
 					d)))
 			return e;
-	} else {
-		for (uint32_t k = 0; k < w->D; k++) {
-			box[k].lo = w->boxbytes[0][k];
-			box[k].hi = w->boxbytes[1][k];
-			box[k].lo_len = box[k].hi_len =
-				tfs_datatype_size(s->dims[k].type);
-		}
-		if ((e = choose_name(w, d)))
-			return e;
-		e = write_cells(w, dense, box, &w->res, d);
-		if (e == TFS_E_BUSY) {
-			tfs__remove_tree(w->vfs, w->dir);
-			dense = false;
-			w->res.bytes = 0;
-			e = write_cells(w, false, box, &w->res, d);
-		}
-		if (e)
-			return e;
+	} else if ((e = commit_sorted(w, &dense, d))) {
+		return e;
 	}
 	w->res.dense = dense;
 	if ((e = commit_last(w, d)))

@@ -238,70 +238,84 @@ static uint64_t cell_tag(const struct tfs_writer *w, const uint64_t *tags,
 }
 
 /* Checks the var values and validity of one column and appends it. */
-static enum tfs_err append_column(struct tfs_writer *w, uint32_t f,
-				  const struct tfs_batch *b,
-				  const uint64_t *tags, struct tfs_diag *d)
+/* A missing nullable attribute: null cells of zeros (one zero element
+ * when var-size). */
+static enum tfs_err append_null_cells(struct tfs__col *dst,
+				      const struct tfs__field *fd, uint64_t n,
+				      struct tfs_diag *d)
 {
-	struct tfs__cells *cells = w->stream ? &w->scratch
-					    : tfs__sorter_cells(w->sorter);
-	struct tfs__col *dst = &cells->cols[f];
-	const struct tfs__field *fd = &w->fields[f];
-	uint64_t n = b->cell_num;
 	enum tfs_err e = TFS_E_OK;
 
-	if (w->colmap[f] < 0) {
-		/* Missing nullable attribute: null cells of zeros (one
-		 * zero element when var-size). */
-		for (uint64_t i = 0; i < n && !e; i++) {
-			if (fd->var) {
-				e = tfs_buf_append_u64(&dst->offs, dst->data.len);
-				if (!e)
-					e = tfs_buf_resize(&dst->data,
-							   dst->data.len +
-								   fd->cell_size);
-			} else {
+	for (uint64_t i = 0; i < n && !e; i++) {
+		if (fd->var) {
+			e = tfs_buf_append_u64(&dst->offs, dst->data.len);
+			if (!e)
 				e = tfs_buf_resize(&dst->data,
 						   dst->data.len + fd->cell_size);
-			}
-			if (!e)
-				e = tfs_buf_append_u8(&dst->valid, 0);
+		} else {
+			e = tfs_buf_resize(&dst->data,
+					   dst->data.len + fd->cell_size);
 		}
-		return e ? tfs_fail(d, e, "out of memory") : TFS_E_OK;
+		if (!e)
+			e = tfs_buf_append_u8(&dst->valid, 0);
 	}
-	const struct tfs_column *col = &b->columns[w->colmap[f]];
+	return e ? tfs_fail(d, e, "out of memory") : TFS_E_OK;
+}
 
-	if (fd->var) {
-		uint64_t es = fd->cell_size;
+/* The values of n cells: var-size ones with their offsets checked and
+ * moved to follow what dst holds, fixed-size ones as they are. */
+static enum tfs_err append_values(struct tfs_writer *w, struct tfs__col *dst,
+				  const struct tfs__field *fd,
+				  const struct tfs_column *col, uint64_t n,
+				  const uint64_t *tags, struct tfs_diag *d)
+{
+	enum tfs_err e;
 
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t lo = col->offsets[i], hi = col->offsets[i + 1];
-
-			if (hi < lo || hi > col->data_len)
-				return tfs_fail(d, TFS_E_INVALID,
-						"%s %" PRIu64 ": field '%s': bad "
-						"offsets",
-						tag_word(w), cell_tag(w, tags, i),
-						fd->name);
-			if ((hi - lo) % es)
-				return tfs_fail(d, TFS_E_INVALID,
-						"%s %" PRIu64 ": field '%s': %" PRIu64
-						" bytes is no whole number of "
-						"values",
-						tag_word(w), cell_tag(w, tags, i),
-						fd->name, hi - lo);
-			if ((e = tfs_buf_append_u64(&dst->offs,
-						    dst->data.len + lo -
-							    col->offsets[0])))
-				return tfs_fail(d, e, "out of memory");
-		}
-		if (n && (e = tfs_buf_append(&dst->data,
-					     col->data + col->offsets[0],
-					     col->offsets[n] - col->offsets[0])))
+	if (!fd->var) {
+		if (n && (e = tfs_buf_append(&dst->data, col->data,
+					     n * fd->cell_size)))
 			return tfs_fail(d, e, "out of memory");
-	} else if (n && (e = tfs_buf_append(&dst->data, col->data,
-					    n * fd->cell_size))) {
-		return tfs_fail(d, e, "out of memory");
+		return TFS_E_OK;
 	}
+	uint64_t es = fd->cell_size;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t lo = col->offsets[i], hi = col->offsets[i + 1];
+
+		if (hi < lo || hi > col->data_len)
+			return tfs_fail(d, TFS_E_INVALID,
+					"%s %" PRIu64 ": field '%s': bad "
+					"offsets",
+					tag_word(w), cell_tag(w, tags, i),
+					fd->name);
+		if ((hi - lo) % es)
+			return tfs_fail(d, TFS_E_INVALID,
+					"%s %" PRIu64 ": field '%s': %" PRIu64
+					" bytes is no whole number of "
+					"values",
+					tag_word(w), cell_tag(w, tags, i),
+					fd->name, hi - lo);
+		if ((e = tfs_buf_append_u64(&dst->offs,
+					    dst->data.len + lo -
+						    col->offsets[0])))
+			return tfs_fail(d, e, "out of memory");
+	}
+	if (n && (e = tfs_buf_append(&dst->data,
+				     col->data + col->offsets[0],
+				     col->offsets[n] - col->offsets[0])))
+		return tfs_fail(d, e, "out of memory");
+	return TFS_E_OK;
+}
+
+/* The validity of n cells: as given (all valid when not given) for a
+ * nullable field; a field that is not nullable refuses a null. */
+static enum tfs_err append_validity(struct tfs_writer *w, struct tfs__col *dst,
+				    const struct tfs__field *fd,
+				    const struct tfs_column *col, uint64_t n,
+				    const uint64_t *tags, struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
 	if (fd->nullable) {
 		if (col->validity)
 			e = tfs_buf_append(&dst->valid, col->validity, n);
@@ -319,6 +333,27 @@ static enum tfs_err append_column(struct tfs_writer *w, uint32_t f,
 						tag_word(w), cell_tag(w, tags, i),
 						fd->name);
 	}
+	return TFS_E_OK;
+}
+
+static enum tfs_err append_column(struct tfs_writer *w, uint32_t f,
+				  const struct tfs_batch *b,
+				  const uint64_t *tags, struct tfs_diag *d)
+{
+	struct tfs__cells *cells = w->stream ? &w->scratch
+					    : tfs__sorter_cells(w->sorter);
+	struct tfs__col *dst = &cells->cols[f];
+	const struct tfs__field *fd = &w->fields[f];
+	uint64_t n = b->cell_num;
+	enum tfs_err e;
+
+	if (w->colmap[f] < 0)
+		return append_null_cells(dst, fd, n, d);
+	const struct tfs_column *col = &b->columns[w->colmap[f]];
+
+	if ((e = append_values(w, dst, fd, col, n, tags, d)) ||
+	    (e = append_validity(w, dst, fd, col, n, tags, d)))
+		return e;
 	return TFS_E_OK;
 }
 

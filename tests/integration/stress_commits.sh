@@ -10,9 +10,9 @@
 source "$(dirname "$0")/lib/common.sh"
 
 # STRESS_COMMIT_FILES=400 STRESS_COMMIT_READERS=8
-# STRESS_COMMIT_MIN_READS=1000 for the long run (docs/TESTING.md: several
-# thousand reads); the check wants MIN_READS reads of each file, every one
-# byte for byte one version's whole rendering, and prints the count.
+# STRESS_COMMIT_MIN_READS=250 for the long run (docs/TESTING.md: over 500
+# reads); the check wants MIN_READS reads of each file, every one byte for
+# byte one version's whole rendering, and prints the count.
 FILES=${STRESS_COMMIT_FILES:-50}
 READERS=${STRESS_COMMIT_READERS:-4}
 MIN_READS=${STRESS_COMMIT_MIN_READS:-50}

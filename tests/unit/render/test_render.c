@@ -76,6 +76,18 @@ Test(renderers, rows_by_format_name_and_extension)
 	cr_assert_null(tfsr_renderer_of(TFSR_FMT_NUM));
 }
 
+/* Slices are written raw or as .npy, and in no other format: the one
+ * flag that both the write's target and the file's mode follow. */
+Test(renderers, raw_and_npy_are_the_writable_formats)
+{
+	for (size_t i = 0; i < TFSR_FMT_NUM; i++) {
+		bool writable = tfsr_renderers[i].flags & TFSR_R_WRITABLE;
+
+		cr_assert_eq(writable, i == TFSR_FMT_RAW || i == TFSR_FMT_NPY,
+			     "%s", tfsr_renderers[i].name);
+	}
+}
+
 Test(renderers, formats_take_the_fields_they_say, .fini = close_array)
 {
 	const struct tfs_schema *s;
