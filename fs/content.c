@@ -50,6 +50,7 @@
 #include "tfs_bytes.h"
 #include "tfs_log.h"
 #include "tfs_mem.h"
+#include "tfs_reuse.h"
 
 /* Output a random-access file produces at least per miss, kept for the
  * reads that follow (the kernel reads 128 KiB to 1 MiB at a time). */
@@ -1326,6 +1327,46 @@ static enum tfs_err view_reopen(struct tfsd *fs, const struct tfsd_file *f,
 	return re;
 }
 
+/* Spare windows and reply buffers (tfs_reuse.h): a sequential reader
+ * takes a window of the same size after another, and a reply buffer
+ * per read (a list each: replies are many and small). */
+#define SPARE_WINDOW_BYTES (UINT64_C(12) << 20)
+#define SPARE_REPLY_BYTES (UINT64_C(8) << 20)
+
+static struct tfs_reuse *spare_windows, *spare_replies;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_init(void)
+{
+	spare_windows = tfs_reuse_new(SPARE_WINDOW_BYTES);
+	spare_replies = tfs_reuse_new(SPARE_REPLY_BYTES);
+}
+
+static struct tfs_reuse *spares(void)
+{
+	pthread_once(&spare_once, spare_init);
+	return spare_windows;
+}
+
+void *tfsd_spare_take(size_t n, size_t *cap)
+{
+	pthread_once(&spare_once, spare_init);
+	return tfs_reuse_take(spare_replies, n, cap);
+}
+
+void tfsd_spare_give(void *p, size_t cap)
+{
+	pthread_once(&spare_once, spare_init);
+	tfs_reuse_give(spare_replies, p, cap);
+}
+
+/* Gives b's buffer back to the spares and empties b. */
+static void window_release(struct tfs_buf *b)
+{
+	tfs_reuse_give(spares(), b->data, b->cap);
+	tfs_buf_init(b, b->max);
+}
+
 /* Copies the body bytes [body_off, body_end) out of the window, if it
  * holds them (the caller holds f->lock). */
 static bool window_copy(struct tfsd_file *f, uint64_t body_off,
@@ -1440,6 +1481,12 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 				"%" PRIu64, wbytes,
 				tfs_mem_budget(tfs_mem_global()));
 	}
+	buf.data = tfs_reuse_take(spares(), (size_t)wbytes, &buf.cap);
+	if (!buf.data) {
+		tfs_mem_uncharge(tfs_mem_global(), wbytes);
+		tfsd_arr_put(fs->arrays, src);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
 	e = window_produce(fs, f, &src, c0, c1, &buf, d);
 	if (!e) {
 		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
@@ -1452,14 +1499,14 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 		pthread_mutex_lock(&f->lock);
 		tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
 		f->win_charged = buf.cap;
-		tfs_buf_release(&f->win);
+		window_release(&f->win);
 		f->win = buf;
 		f->win_c0 = c0;
 		f->win_c1 = c1;
 		pthread_mutex_unlock(&f->lock);
 	} else {
 		tfs_mem_uncharge(tfs_mem_global(), wbytes);
-		tfs_buf_release(&buf);
+		window_release(&buf);
 	}
 	/* Sequential reader: decode the next window while this one is
 	 * consumed. */
@@ -1748,7 +1795,7 @@ void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f)
 	uncharge(fs, f->charged);
 	tfsd_arr_put(fs->arrays, f->src);
 	tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
-	tfs_buf_release(&f->win);
+	window_release(&f->win);
 	if (f->plan.arr)
 		plan_release(fs, &f->plan);
 	pthread_mutex_destroy(&f->lock);

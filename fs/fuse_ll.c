@@ -577,9 +577,10 @@ static void tfsd_ll_open(fuse_req_t req, fuse_ino_t ino,
 }
 
 /* Reads up to size bytes at off of the open file of fi into *buf
- * (tfs_free); *got of them. */
+ * (*cap bytes, tfsd_spare_give); *got of them. */
 static int do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		   struct fuse_file_info *fi, uint8_t **buf, size_t *got)
+		   struct fuse_file_info *fi, uint8_t **buf, size_t *cap,
+		   size_t *got)
 {
 	struct tfsd_ll *ll = tfsd__ll(req);
 	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
@@ -592,7 +593,7 @@ static int do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return tfs_err_errno(TFS_E_BAD_HANDLE);
 	if (size > TFSD_MAX_READ * 4)
 		size = TFSD_MAX_READ * 4;
-	*buf = tfs_malloc(size ? size : 1);
+	*buf = tfsd_spare_take(size ? size : 1, cap);
 	if (!*buf)
 		return tfs_err_errno(TFS_E_NOMEM);
 	tfs_diag_init(&d);
@@ -619,15 +620,15 @@ static void tfsd_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct tfsd_stop stop = {.fn = read_stopped, .ctx = req};
 	const struct tfsd_stop *outer = tfsd_stop_swap(&stop);
 	uint8_t *buf = NULL;
-	size_t got;
-	int err = do_read(req, ino, size, off, fi, &buf, &got);
+	size_t got, cap = 0;
+	int err = do_read(req, ino, size, off, fi, &buf, &cap, &got);
 
 	tfsd_stop_swap(outer);
 	if (err)
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_buf(req, (const char *)buf, got);
-	tfs_free(buf);
+	tfsd_spare_give(buf, cap);
 }
 
 static void tfsd_ll_release(fuse_req_t req, fuse_ino_t ino,

@@ -364,6 +364,10 @@ enum tfs_err tfsd_file_read_stop(struct tfsd *fs, struct tfsd_file *f,
 				 size_t *got, const struct tfsd_stop *stop,
 				 struct tfs_diag *d) TFS_WUR;
 void tfsd_file_close(struct tfsd *fs, struct tfsd_file *f);
+/* Reply buffers of reads: at least n bytes (*cap of them), a spare one
+ * when one fits (tfs_reuse.h); given back after the reply. */
+void *tfsd_spare_take(size_t n, size_t *cap);
+void tfsd_spare_give(void *p, size_t cap);
 
 /* Small documents rendered whole (node_docs.c, by render/docs.h):
  * schema.json, metadata.json, metadata/<key>,

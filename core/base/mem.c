@@ -26,6 +26,7 @@ struct tfs_mem {
 	_Atomic uint64_t waits;
 	_Atomic uint64_t refusals;
 	_Atomic unsigned waiters;
+	_Atomic unsigned reclaiming; /* charges asking the reclaimers now */
 	/* The largest charge waiting: new charges leave room for it (those
 	 * waiting already do not, lest one that cannot fit stop them all),
 	 * so that big charges are not starved by a stream of small ones. */
@@ -127,6 +128,17 @@ static bool add_if_fits(struct tfs_mem *m, uint64_t n, uint64_t budget,
 	return true;
 }
 
+bool tfs_mem_charge_spare(struct tfs_mem *m, uint64_t n)
+{
+	uint64_t budget = atomic_load(&m->budget);
+
+	if (atomic_load(&m->waiters) || atomic_load(&m->reclaiming))
+		return false;
+	/* A sixteenth of the budget stays free for the charges of work. */
+	return add_if_fits(m, n, budget,
+			   atomic_load(&m->reserve) + budget / 16);
+}
+
 void tfs_mem_force_charge(struct tfs_mem *m, uint64_t n)
 {
 	if (n)
@@ -153,6 +165,7 @@ void tfs_mem_uncharge(struct tfs_mem *m, uint64_t n)
 /* Asks the reclaimers for room for n more bytes. */
 static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 {
+	atomic_fetch_add(&m->reclaiming, 1);
 	pthread_mutex_lock(&m->reclaim_lock);
 	for (unsigned i = 0; i < m->reclaimer_num; i++) {
 		uint64_t used = atomic_load(&m->used);
@@ -164,6 +177,7 @@ static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 		m->reclaimers[i].fn(m->reclaimers[i].ctx, used + n - budget);
 	}
 	pthread_mutex_unlock(&m->reclaim_lock);
+	atomic_fetch_sub(&m->reclaiming, 1);
 }
 
 static void deadline_after(struct timespec *ts, unsigned ms)
@@ -254,18 +268,35 @@ enum tfs_err tfs_mem_try_charge(struct tfs_mem *m, uint64_t n)
 	return charge(m, n, false);
 }
 
-enum tfs_err tfs_mem_reclaimer_add(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
-				   void *ctx)
+static enum tfs_err reclaimer_add(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
+				  void *ctx, bool first)
 {
 	enum tfs_err e = TFS_E_NOMEM;
 
 	pthread_mutex_lock(&m->reclaim_lock);
 	if (m->reclaimer_num < TFS_MEM_RECLAIMERS) {
-		m->reclaimers[m->reclaimer_num++] = (struct reclaimer){fn, ctx};
+		unsigned at = first ? 0 : m->reclaimer_num;
+
+		for (unsigned i = m->reclaimer_num; i > at; i--)
+			m->reclaimers[i] = m->reclaimers[i - 1];
+		m->reclaimers[at] = (struct reclaimer){fn, ctx};
+		m->reclaimer_num++;
 		e = TFS_E_OK;
 	}
 	pthread_mutex_unlock(&m->reclaim_lock);
 	return e;
+}
+
+enum tfs_err tfs_mem_reclaimer_add(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
+				   void *ctx)
+{
+	return reclaimer_add(m, fn, ctx, false);
+}
+
+enum tfs_err tfs_mem_reclaimer_add_first(struct tfs_mem *m,
+					 tfs_mem_reclaim_fn fn, void *ctx)
+{
+	return reclaimer_add(m, fn, ctx, true);
 }
 
 void tfs_mem_reclaimer_remove(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
@@ -274,7 +305,10 @@ void tfs_mem_reclaimer_remove(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
 	pthread_mutex_lock(&m->reclaim_lock);
 	for (unsigned i = 0; i < m->reclaimer_num; i++) {
 		if (m->reclaimers[i].fn == fn && m->reclaimers[i].ctx == ctx) {
-			m->reclaimers[i] = m->reclaimers[--m->reclaimer_num];
+			/* In order: the first stay first. */
+			for (unsigned k = i + 1; k < m->reclaimer_num; k++)
+				m->reclaimers[k - 1] = m->reclaimers[k];
+			m->reclaimer_num--;
 			break;
 		}
 	}

@@ -682,6 +682,7 @@ enum tfs_err tfs_query_next(struct tfs_query *q, const struct tfs_batch **out,
 		return TFS_E_OK;
 	tfs_out_reset(q);
 	e = q->reader_ops->next(q, d);
+	tfs_out_account(q);
 	if (e)
 		return e;
 	if (!q->batch_cell_num) {
@@ -734,11 +735,7 @@ void tfs_query_close(struct tfs_query *q)
 		return;
 	if (q->reader_ops)
 		q->reader_ops->free(q);
-	for (size_t i = 0; q->cols && i < q->field_num; i++) {
-		tfs_buf_release(&q->cols[i].data);
-		tfs_buf_release(&q->cols[i].offsets);
-		tfs_buf_release(&q->cols[i].validity);
-	}
+	tfs_out_release(q);
 	tfs_free(q->cols);
 	tfs_free(q->columns);
 	tfs_free(q->fields);

@@ -131,7 +131,7 @@ static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
 			continue;
 		}
 		if (fld->nullable) {
-			if (tfs_buf_setlen(&col->validity, (size_t)b->cells))
+			if (tfs_out_setlen(&col->validity, (size_t)b->cells))
 				return TFS_E_NOMEM;
 			memset(col->validity.data, fld->fill_valid, (size_t)b->cells);
 		}
@@ -144,7 +144,7 @@ static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
 			}
 			continue;
 		}
-		if (tfs_buf_setlen(&col->data, (size_t)(b->cells * fld->cell_size)))
+		if (tfs_out_setlen(&col->data, (size_t)(b->cells * fld->cell_size)))
 			return TFS_E_NOMEM;
 		if (!fill)
 			continue;

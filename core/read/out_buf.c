@@ -3,6 +3,77 @@
  * and the API, so both can use it without calling each other. */
 #include "tfs_read.h"
 
+#include <pthread.h>
+
+#include "tfs_alloc.h"
+#include "tfs_mem.h"
+#include "tfs_reuse.h"
+
+/* Spare column buffers: a query per window of a file, one after the
+ * other, each with batches of the same size. */
+#define SPARE_COLUMN_BYTES (UINT64_C(12) << 20)
+
+static struct tfs_reuse *spare_cols;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_init(void)
+{
+	spare_cols = tfs_reuse_new(SPARE_COLUMN_BYTES);
+}
+
+static struct tfs_reuse *spares(void)
+{
+	pthread_once(&spare_once, spare_init);
+	return spare_cols;
+}
+
+enum tfs_err tfs_out_setlen(struct tfs_buf *b, size_t n)
+{
+	if (n > b->cap && b->len == 0 && n >= TFS_REUSE_MIN && n <= b->max) {
+		size_t cap;
+		uint8_t *p = tfs_reuse_take(spares(), n, &cap);
+
+		if (!p)
+			return TFS_E_NOMEM;
+		tfs_free(b->data);
+		b->data = p;
+		b->cap = cap;
+	}
+	return tfs_buf_setlen(b, n);
+}
+
+void tfs_out_account(struct tfs_query *q)
+{
+	struct tfs_mem *m = tfs_mem_global();
+	uint64_t now = 0;
+
+	for (size_t i = 0; q->cols && i < q->field_num; i++)
+		now += q->cols[i].data.cap + q->cols[i].offsets.cap +
+		       q->cols[i].validity.cap;
+	if (now > q->cols_charged)
+		tfs_mem_force_charge(m, now - q->cols_charged);
+	else
+		tfs_mem_uncharge(m, q->cols_charged - now);
+	q->cols_charged = now;
+}
+
+static void give(struct tfs_buf *b)
+{
+	tfs_reuse_give(spares(), b->data, b->cap);
+	tfs_buf_init(b, b->max);
+}
+
+void tfs_out_release(struct tfs_query *q)
+{
+	for (size_t i = 0; q->cols && i < q->field_num; i++) {
+		give(&q->cols[i].data);
+		give(&q->cols[i].offsets);
+		give(&q->cols[i].validity);
+	}
+	tfs_mem_uncharge(tfs_mem_global(), q->cols_charged);
+	q->cols_charged = 0;
+}
+
 void tfs_out_reset(struct tfs_query *q)
 {
 	for (size_t i = 0; i < q->field_num; i++) {

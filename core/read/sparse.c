@@ -161,6 +161,51 @@ static void piece_release(struct sp_reader *r)
 	r->order = NULL;
 	r->ptiles = NULL;
 	r->order_num = r->pos = r->ptile_num = 0;
+	tfs_mem_uncharge(tfs_mem_global(), r->piece_charged);
+	r->piece_charged = 0;
+}
+
+/* What one cell of a piece costs at most while it is built: its keys and
+ * coordinates, tile and position, timestamps and flags, order and row,
+ * its values, and the copies of merging and growing. */
+static uint64_t piece_cell_bytes(const struct sp_reader *r)
+{
+	const struct tfs_query *q = r->q;
+	uint64_t n = 8 * (uint64_t)r->dim_num + 4 + 4 + 8 + 1 + 4 + 4;
+
+	for (uint32_t k = 0; k < r->dim_num; k++)
+		n += r->dims[k].var ? 24 : 8;
+	for (size_t fi = 0; fi < q->field_num; fi++)
+		n += q->fields[fi].var ? 24 : q->fields[fi].cell_size + 1;
+	return 2 * n;
+}
+
+/* Counts the piece's cells (those of its candidate tiles) before they are
+ * gathered, waiting for room like a tile: parallel readers of big pieces
+ * take turns instead of going over the budget. A piece larger than a
+ * quarter of the budget counts that quarter (it could never wait for
+ * more). */
+static enum tfs_err piece_charge(struct sp_reader *r, struct tfs_diag *d)
+{
+	struct tfs_mem *m = tfs_mem_global();
+	uint64_t cells = 0, n, budget = tfs_mem_budget(m);
+	enum tfs_err e;
+
+	for (uint32_t i = 0; i < r->ptile_num; i++)
+		cells += r->tiles[r->ptiles[i]].cells;
+	n = cells > UINT64_MAX / 1024 ? UINT64_MAX : cells * piece_cell_bytes(r);
+	if (budget && n > budget / 4)
+		n = budget / 4;
+	e = tfs_mem_charge(m, n);
+	if (e == TFS_E_INTR)
+		return tfs_fail(d, e, "interrupted while waiting for memory");
+	if (e)
+		return tfs_fail(d, TFS_E_NOMEM,
+				"a piece of %" PRIu64 " cells needs %" PRIu64
+				" bytes, no room within the memory budget of %"
+				PRIu64, cells, n, budget);
+	r->piece_charged = n;
+	return TFS_E_OK;
 }
 
 /* Chooses the next piece [lower, upper) along dimension 0: the largest
@@ -260,6 +305,8 @@ static enum tfs_err piece_build(struct sp_reader *r, struct tfs_diag *d)
 	if (cells_alloc(&r->cells, r->dim_num))
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	e = piece_tiles(r, d);
+	if (!e)
+		e = piece_charge(r, d);
 	if (!e)
 		e = tfs__sp_gather_coords(r, d);
 	if (e)

@@ -18,6 +18,7 @@
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
 #include "tfs_fmt_float.h"
+#include "tfs_mem.h"
 #include "tfs_sparse.h"
 
 /* Candidate cells per piece (an estimate from whole tiles). */
@@ -136,6 +137,8 @@ struct sp_reader {
 	uint32_t tile_num;
 	uint32_t tile_first; /* tiles before it lie wholly below `lower` */
 	uint64_t piece_cap;
+	/* Bytes of the current piece counted in the memory accountant. */
+	uint64_t piece_charged;
 
 	/* Progress along dimension 0. */
 	bool finished;

@@ -143,6 +143,7 @@ struct tfs_query {
 	uint64_t known_cells;
 
 	struct tfs_out_column *cols;
+	uint64_t cols_charged; /* bytes of cols in the memory accountant */
 	uint64_t batch_cell_num;
 	struct tfs_column *columns; /* public view of cols */
 	struct tfs_batch batch;
@@ -191,6 +192,13 @@ enum tfs_err tfs_out_append(struct tfs_query *q, size_t field,
 			    uint8_t valid) TFS_WUR;
 /* Empties every output column for a new batch. */
 void tfs_out_reset(struct tfs_query *q);
+/* Sets the length of an output column's buffer b to n (tfs_buf_setlen);
+ * an empty buffer that grows big takes a spare one (tfs_reuse.h). */
+enum tfs_err tfs_out_setlen(struct tfs_buf *b, size_t n) TFS_WUR;
+/* Counts what the output columns hold now in the memory accountant. */
+void tfs_out_account(struct tfs_query *q);
+/* Gives the output columns' buffers back (spares) and their count. */
+void tfs_out_release(struct tfs_query *q);
 
 enum tfs_err tfs_dense_reader_open(struct tfs_query *q,
 				   struct tfs_diag *d) TFS_WUR;

@@ -5,10 +5,12 @@
 #include "tfs_read.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "tfs_alloc.h"
 #include "tfs_mem.h"
+#include "tfs_reuse.h"
 
 /* A tile's persisted bytes never exceed this; larger claims are corrupt. */
 #define MAX_PERSISTED_TILE (UINT64_C(4) << 30)
@@ -74,14 +76,43 @@ uint64_t tfs_fragment_tile_cells(const struct tfs_fragment *f, uint64_t tile)
 	return f->schema->capacity;
 }
 
+/* The buffers of tiles read and decoded, kept for the next tiles: the
+ * persisted bytes live only while their tile decodes, and decoded tiles
+ * that leave the cache make room for the next of their size. */
+#define SPARE_TILE_BYTES (UINT64_C(24) << 20)
+
+static struct tfs_reuse *spare_tiles;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_init(void)
+{
+	spare_tiles = tfs_reuse_new(SPARE_TILE_BYTES);
+}
+
+/* The list (NULL when it could not be made: buffers come and go from the
+ * heap then). */
+static struct tfs_reuse *spares(void)
+{
+	pthread_once(&spare_once, spare_init);
+	return spare_tiles;
+}
+
+static void *take(size_t n)
+{
+	size_t cap;
+
+	return tfs_reuse_take(spares(), n, &cap);
+}
+
 void tfs__tile_free_buffers(struct tfs_tile *t)
 {
 	assert(!t->shared);
 	tfs_mem_uncharge(tfs_mem_global(), t->charged);
-	tfs_free(t->fixed);
-	tfs_free(t->offsets);
-	tfs_free(t->var);
-	tfs_free(t->validity);
+	tfs_reuse_give(spares(), t->fixed, (size_t)t->fixed_len);
+	tfs_reuse_give(spares(), t->offsets, t->offsets ?
+		       (size_t)(t->cell_num + 1) * sizeof(uint64_t) : 0);
+	tfs_reuse_give(spares(), t->var, (size_t)t->var_len);
+	tfs_reuse_give(spares(), t->validity, (size_t)t->cell_num);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -127,7 +158,7 @@ static enum tfs_err mem_charge(const struct tfs_fragment *f, uint32_t slot,
 /* Frees persisted bytes that read_persisted gave (and their charge). */
 static void persisted_free(uint8_t **src, size_t *len)
 {
-	tfs_free(*src);
+	tfs_reuse_give(spares(), *src, *len);
 	tfs_mem_uncharge(tfs_mem_global(), *len);
 	*src = NULL;
 	*len = 0;
@@ -210,7 +241,7 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 		tfs_free(path);
 		return e;
 	}
-	bytes = tfs_malloc((size_t)(end - start));
+	bytes = take((size_t)(end - start));
 	if (!bytes) {
 		tfs_free(path);
 		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
@@ -229,7 +260,7 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 	}
 	tfs_free(path);
 	if (e) {
-		tfs_free(bytes);
+		tfs_reuse_give(spares(), bytes, (size_t)(end - start));
 		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
 		return e;
 	}
@@ -265,14 +296,14 @@ static enum tfs_err zip_coords(const struct tfs_fragment *f,
 
 	if (dims < 2)
 		return TFS_E_OK;
-	zipped = tfs_malloc((size_t)t->fixed_len);
+	zipped = take((size_t)t->fixed_len);
 	if (!zipped)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	for (uint64_t c = 0; c < cells; c++)
 		for (uint32_t k = 0; k < dims; k++)
 			memcpy(zipped + (c * dims + k) * size,
 			       t->fixed + (k * cells + c) * size, size);
-	tfs_free(t->fixed);
+	tfs_reuse_give(spares(), t->fixed, (size_t)t->fixed_len);
 	t->fixed = zipped;
 	return TFS_E_OK;
 }
@@ -389,8 +420,9 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d);
 	if (e)
 		goto out_free_src;
-	out->offsets = tfs_mallocn((size_t)cells + 1, sizeof(uint64_t));
-	out->var = tfs_malloc((size_t)var_len);
+	/* (cells is at most 2^32: no overflow) */
+	out->offsets = take(((size_t)cells + 1) * sizeof(uint64_t));
+	out->var = take((size_t)var_len);
 	if (!out->offsets || !out->var) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		goto out_free_src;
@@ -476,7 +508,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		e = expect_decoded(a, f, slot, tile, src, src_len, want, d);
 		if (e)
 			goto out_fail;
-		out->fixed = tfs_malloc((size_t)want);
+		out->fixed = take((size_t)want);
 		if (!out->fixed) {
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_fail;
@@ -506,7 +538,7 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 				   out->cell_num, d);
 		if (e)
 			goto out_fail;
-		out->validity = tfs_malloc((size_t)out->cell_num);
+		out->validity = take((size_t)out->cell_num);
 		if (!out->validity) {
 			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 			goto out_fail;

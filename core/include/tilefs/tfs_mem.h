@@ -43,6 +43,11 @@ enum tfs_err tfs_mem_try_charge(struct tfs_mem *m, uint64_t n) TFS_WUR;
 /* Counts n bytes already held, fitting or not (a buffer that shrinks
  * back is counted by uncharging the difference instead). */
 void tfs_mem_force_charge(struct tfs_mem *m, uint64_t n);
+/* Counts n bytes of spare buffers kept for reuse (tfs_reuse.h) only when
+ * there is room to spare: no charge waits or asks the reclaimers at the
+ * moment, and a sixteenth of the budget stays free after them. Never
+ * waits and never calls a reclaimer (callable from them). */
+bool tfs_mem_charge_spare(struct tfs_mem *m, uint64_t n);
 /* The calling thread's stop (fn NULL: none): its charges that wait ask
  * fn(ctx) now and then and end with TFS_E_INTR when it is true (the
  * reader of a request was killed). */
@@ -58,6 +63,11 @@ void tfs_mem_uncharge(struct tfs_mem *m, uint64_t n);
 typedef uint64_t (*tfs_mem_reclaim_fn)(void *ctx, uint64_t want);
 enum tfs_err tfs_mem_reclaimer_add(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
 				   void *ctx) TFS_WUR;
+/* The same, asked before the reclaimers added so far (spare buffers go
+ * before cached tiles). */
+enum tfs_err tfs_mem_reclaimer_add_first(struct tfs_mem *m,
+					 tfs_mem_reclaim_fn fn,
+					 void *ctx) TFS_WUR;
 void tfs_mem_reclaimer_remove(struct tfs_mem *m, tfs_mem_reclaim_fn fn,
 			      void *ctx);
 
