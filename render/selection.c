@@ -115,7 +115,9 @@ static bool ms_to_unit(uint8_t type, uint64_t ms, int64_t *out)
 	return true;
 }
 
-/* Parses a value of fixed-size dimension k into dst. */
+/* Parses a value of fixed-size dimension k into dst: a number, or the
+ * text of a date/time, exact in the dimension's unit, else (a day's
+ * dimension given a time of day) cut to it through milliseconds. */
 static enum tfs_err parse_value(const struct tfs_field_info *dim, uint32_t k,
 				const struct part *pt, uint8_t dst[8],
 				struct tfs_diag *d)
@@ -124,6 +126,10 @@ static enum tfs_err parse_value(const struct tfs_field_info *dim, uint32_t k,
 	int64_t v;
 
 	if (!pt->quoted && cell_json_parse_value(dim->type, pt->text, dst))
+		return TFS_E_OK;
+	if (tfs_datatype_is_datetime(dim->type) &&
+	    tfs_value_from_text(dim->type, pt->text, strlen(pt->text), dst,
+				NULL) == TFS_E_OK)
 		return TFS_E_OK;
 	if (tfs_datatype_is_datetime(dim->type) &&
 	    tfsr_parse_time(pt->text, &ms) == TFS_E_OK &&
@@ -555,14 +561,13 @@ enum tfs_err tfsr_sel_parse(const char *text, size_t len,
 static bool iso_value(uint8_t type, int64_t v, char *out, size_t cap)
 {
 	char text[48];
-	uint64_t ms;
 	int64_t back;
 
 	if (!tfs_datatype_is_datetime(type) || type < TFS_DATETIME_YEAR + 3 ||
 	    type > TFS_DATETIME_AS || v < 0)
 		return false;
 	tfsr_datetime_text(text, sizeof(text), type, v);
-	if (tfsr_parse_time(text, &ms) || !ms_to_unit(type, ms, &back) ||
+	if (tfs_value_from_text(type, text, strlen(text), &back, NULL) ||
 	    back != v)
 		return false;
 	return snprintf(out, cap, strchr(text, ':') ? "\"%s\"" : "%s", text) <

@@ -2,7 +2,6 @@
  * since the epoch, on the proleptic Gregorian calendar (tfs_render.h). */
 #include "tfs_render.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,70 +10,38 @@
 
 #include "tfs_civil.h"
 
-/* Reads exactly n digits at *p. */
-static bool digits(const char **p, unsigned n, unsigned *out)
-{
-	unsigned v = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)(*p)[i]))
-			return false;
-		v = v * 10 + (unsigned)((*p)[i] - '0');
-	}
-	*p += n;
-	*out = v;
-	return true;
-}
-
+/* Milliseconds since the epoch: a plain number as it is, else ISO-8601
+ * text as core reads date/times (tfs_value_from_text), a fraction finer
+ * than a millisecond cut off; nothing before 1970. */
 enum tfs_err tfsr_parse_time(const char *text, uint64_t *out)
 {
-	const char *p = text;
-	unsigned y, mo, d, h = 0, mi = 0, s = 0, ms = 0;
-	int64_t days, total;
+	enum { DATETIME_MS = TFS_DATETIME_YEAR + 7,
+	       DATETIME_NS = TFS_DATETIME_YEAR + 9 };
+	size_t len = strlen(text);
+	int64_t v, ns;
+	enum tfs_err e;
 
-	if (!*text)
+	if (!len)
 		return TFS_E_INVALID;
-	if (strspn(text, "0123456789") == strlen(text)) {
+	if (strspn(text, "0123456789") == len) {
 		char *end;
 
 		errno = 0;
 		*out = strtoull(text, &end, 10);
 		return errno ? TFS_E_RANGE : TFS_E_OK;
 	}
-	if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) ||
-	    *p++ != '-' || !digits(&p, 2, &d))
-		return TFS_E_INVALID;
-	if (*p == 'T' || *p == ' ') {
-		p++;
-		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
-			return TFS_E_INVALID;
-		if (*p == ':') {
-			p++;
-			if (!digits(&p, 2, &s))
-				return TFS_E_INVALID;
-			if (*p == '.') {
-				unsigned scale = 100;
-
-				p++;
-				if (!isdigit((unsigned char)*p))
-					return TFS_E_INVALID;
-				for (; isdigit((unsigned char)*p); p++) {
-					ms += (unsigned)(*p - '0') * scale;
-					scale /= 10;
-				}
-			}
-		}
+	e = tfs_value_from_text(DATETIME_MS, text, len, &v, NULL);
+	if (e == TFS_E_RANGE &&
+	    tfs_value_from_text(DATETIME_NS, text, len, &ns, NULL) ==
+		    TFS_E_OK) {
+		v = ns / 1000000 - (ns % 1000000 < 0);
+		e = TFS_E_OK;
 	}
-	if (*p == 'Z')
-		p++;
-	if (*p || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    s > 60)
-		return TFS_E_INVALID;
-	days = (int64_t)tfs_days_from_civil(y, mo, d);
-	if (days < 0)
+	if (e)
+		return e;
+	if (v < 0)
 		return TFS_E_RANGE;
-	total = ((days * 24 + h) * 60 + mi) * 60 + s;
-	*out = (uint64_t)total * 1000 + ms;
+	*out = (uint64_t)v;
 	return TFS_E_OK;
 }
 

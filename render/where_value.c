@@ -17,9 +17,6 @@
 #include "cell_json.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
-#include "tfs_civil.h"
-
-__extension__ typedef __int128 i128;
 
 /* ---- Errors of the parse ------------------------------------------------ */
 
@@ -41,153 +38,6 @@ enum tfs_err tfsr__where_nomem(struct wp *p)
 }
 
 /* ---- Values into bytes of a type ----------------------------------------- */
-
-/* Attoseconds per unit of DATETIME_DAY .. DATETIME_AS (and TIME_HR ..
- * TIME_AS, shifted by 1: TIME has no day). */
-static i128 as_per_unit(unsigned k)
-{
-	static const uint64_t sec_div[] = {1, 1, 1, 1, 1000, 1000000,
-					   1000000000, 1000000000000ull,
-					   1000000000000000ull,
-					   1000000000000000000ull};
-	static const uint64_t secs[] = {86400, 3600, 60, 1};
-	i128 one_sec = (i128)1000000000000000000ll;
-
-	if (k < 4)
-		return one_sec * (i128)secs[k];
-	return one_sec / (i128)sec_div[k];
-}
-
-static bool digits(const char **s, unsigned min, unsigned max, int64_t *v)
-{
-	unsigned n = 0;
-
-	*v = 0;
-	while (n < max && isdigit((unsigned char)**s)) {
-		*v = *v * 10 + (**s - '0');
-		(*s)++;
-		n++;
-	}
-	return n >= min;
-}
-
-/* Parses the clock part "HH[:MM[:SS[.f]]]" into attoseconds. */
-static bool parse_clock(const char **sp, i128 *as)
-{
-	const char *s = *sp;
-	int64_t h, m = 0, sec = 0;
-	i128 frac = 0, scale = (i128)100000000000000000ll;
-
-	if (!digits(&s, 1, 2, &h))
-		return false;
-	if (*s == ':') {
-		s++;
-		if (!digits(&s, 2, 2, &m) || m > 59)
-			return false;
-		if (*s == ':') {
-			s++;
-			if (!digits(&s, 2, 2, &sec) || sec > 60)
-				return false;
-			if (*s == '.') {
-				s++;
-				if (!isdigit((unsigned char)*s))
-					return false;
-				while (isdigit((unsigned char)*s)) {
-					if (scale == 0 && *s != '0')
-						return false; /* below 1 as */
-					frac += scale * (*s - '0');
-					scale /= 10;
-					s++;
-				}
-			}
-		}
-	}
-	*as = ((i128)h * 3600 + m * 60 + sec) * (i128)1000000000000000000ll +
-	      frac;
-	*sp = s;
-	return true;
-}
-
-/* An ISO-8601 text as a value of datetime or time type; false when it is
- * none or does not fall on a whole unit. */
-static bool parse_iso(uint8_t type, const char *s, int64_t *out)
-{
-	int64_t y, mo = 1, dd = 1;
-	bool neg = false;
-	i128 as = 0, unit, v, days;
-
-	if (type >= TFS_TIME_HR && type <= TFS_TIME_AS) {
-		if (*s == '-') {
-			neg = true;
-			s++;
-		}
-		if (!parse_clock(&s, &as) || *s)
-			return false;
-		unit = as_per_unit(type - TFS_TIME_HR + 1u);
-		if (as % unit)
-			return false;
-		v = as / unit;
-		v = neg ? -v : v;
-		goto narrow;
-	}
-	if (*s == '-' || *s == '+') {
-		neg = *s == '-';
-		s++;
-	}
-	if (!digits(&s, 4, 9, &y))
-		return false;
-	y = neg ? -y : y;
-	if (*s == '-') {
-		s++;
-		if (!digits(&s, 2, 2, &mo) || mo < 1 || mo > 12)
-			return false;
-		if (*s == '-') {
-			s++;
-			if (!digits(&s, 2, 2, &dd) || dd < 1 || dd > 31)
-				return false;
-			if (*s == 'T' || *s == 't' || *s == ' ') {
-				s++;
-				if (!parse_clock(&s, &as))
-					return false;
-			}
-		}
-	}
-	if (*s == 'Z' || *s == 'z')
-		s++;
-	if (*s)
-		return false;
-	switch (type) {
-	case TFS_DATETIME_YEAR:
-		if (mo != 1 || dd != 1 || as)
-			return false;
-		v = (i128)y - 1970;
-		goto narrow;
-	case TFS_DATETIME_YEAR + 1:
-		if (dd != 1 || as)
-			return false;
-		v = ((i128)y - 1970) * 12 + (mo - 1);
-		goto narrow;
-	default:
-		break;
-	}
-	days = tfs_days_from_civil(y, (unsigned)mo, (unsigned)dd);
-	if (type == TFS_DATETIME_YEAR + 2) { /* WEEK */
-		if (as || days % 7)
-			return false;
-		v = days / 7;
-		goto narrow;
-	}
-	as += days * 86400 * (i128)1000000000000000000ll;
-	unit = as_per_unit(type - TFS_DATETIME_YEAR - 3u);
-	if (as % unit)
-		return false;
-	v = as / unit;
-narrow:
-	if (v > INT64_MAX || v < INT64_MIN)
-		return false;
-	*out = (int64_t)v;
-	return true;
-}
 
 static bool parse_hex(const char *s, size_t len, struct tfs_buf *out)
 {
@@ -211,8 +61,6 @@ static bool parse_hex(const char *s, size_t len, struct tfs_buf *out)
 /* One value of numeric type into dst (tfs_datatype_size bytes). */
 static bool parse_number(uint8_t type, const char *text, uint8_t dst[8])
 {
-	int64_t v;
-
 	if (cell_json_parse_value(type, text, dst))
 		return true;
 	if (type == TFS_BOOL) {
@@ -241,11 +89,9 @@ static bool parse_number(uint8_t type, const char *text, uint8_t dst[8])
 		}
 		return false;
 	}
-	if (tfs_datatype_is_datetime(type) && parse_iso(type, text, &v)) {
-		tfs_put_uint(dst, tfs_datatype_size(type), (uint64_t)v);
-		return true;
-	}
-	return false;
+	return tfs_datatype_is_datetime(type) &&
+	       tfs_value_from_text(type, text, strlen(text), dst, NULL) ==
+		       TFS_E_OK;
 }
 
 /* The index of label t in enumeration en, as bytes of the attribute's

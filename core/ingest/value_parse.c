@@ -16,6 +16,7 @@
 
 #include "tfs_civil.h"
 #include "tfs_datatype.h"
+#include "tilefs.h"
 
 /* ---- Integers ------------------------------------------------------------ */
 
@@ -924,4 +925,13 @@ enum tfs_err tfs__cell_parse(uint8_t type, uint32_t cell_val_num,
 	default:
 		return parse_number_cell(type, size, cell_val_num, p, len, out, why);
 	}
+}
+
+enum tfs_err tfs_value_from_text(uint8_t type, const char *text, size_t len,
+				 void *dst, const char **why)
+{
+	const char *reason;
+
+	return tfs__value_parse(type, (const uint8_t *)text, len, dst,
+				why ? why : &reason);
 }

@@ -98,4 +98,16 @@ enum tfs_err tfs_schema_from_json_new(const char *json, size_t len,
 				      struct tfs_schema **out,
 				      struct tfs_diag *d) TFS_WUR;
 
+/* ---- Values from text ------------------------------------------------------ */
+
+/* The value of one cell of a fixed-size numeric, bool, date/time or time
+ * type from its text, as CSV ingest reads it (SPEC §4): ISO-8601 for
+ * date/times (a zone offset applied; a plain number is a count of the
+ * type's unit), [-]H[:MM[:SS[.f]]] for times. dst takes
+ * tfs_datatype_size(type) bytes, little-endian. TFS_E_INVALID: not a
+ * value of the type; TFS_E_RANGE: out of its range or not a whole number
+ * of its unit. *why (when why is not NULL) is a static reason. */
+enum tfs_err tfs_value_from_text(uint8_t type, const char *text, size_t len,
+				 void *dst, const char **why) TFS_WUR;
+
 #endif

@@ -270,6 +270,10 @@ Test(time_text, parses_ms_and_iso)
 		{"yesterday", 0, false},
 		{"", 0, false},
 		{"2023-11-14T22:13:20.000Zjunk", 0, false},
+		/* core's ISO-8601 reader: zones, finer fractions cut */
+		{"2023-11-14T23:13:20+01:00", 1700000000000ull, true},
+		{"2023-11-14T22:13:20.0009999Z", 1700000000000ull, true},
+		{"1969-12-31", 0, false},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
