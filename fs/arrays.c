@@ -334,6 +334,47 @@ static struct entry *slot_for_new(struct tfsd_arrays *c,
 	return &c->entries[lru];
 }
 
+/* Puts arr, just opened at stamp, in the cache as the view of rel at
+ * timestamp (in place of an older opening, else of the least recently
+ * used entry), with a reference for the caller. On failure arr is
+ * freed. */
+static enum tfs_err entry_put(struct tfsd_arrays *c, const char *rel,
+			      uint64_t timestamp, const int64_t *stamp,
+			      uint64_t now, struct tfsd_arr *arr,
+			      struct tfs_diag *d)
+{
+	char *rel_copy = tfs_strdup(rel);
+	struct tfsd_arr *drop = NULL;
+	struct entry *en;
+
+	if (!rel_copy) {
+		arr_free(arr);
+		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
+	}
+	pthread_mutex_lock(&c->lock);
+	arr->gen = ++c->next_gen;
+	en = find(c, rel, timestamp);
+	if (en) {
+		drop = en->arr;
+		tfs_free(en->rel);
+	} else {
+		en = slot_for_new(c, &drop);
+	}
+	en->rel = rel_copy;
+	en->timestamp = timestamp;
+	en->arr = arr;
+	memcpy(en->stamp, stamp, sizeof(en->stamp));
+	en->checked_ms = now;
+	en->used_ms = now;
+	arr->refs++; /* the caller's */
+	pthread_mutex_unlock(&c->lock);
+	tfsd_arr_put(c, drop);
+	if (drop)
+		tfs_log(TFS_LOG_DEBUG, "array '%s': reopened (changed on disk)",
+			rel);
+	return TFS_E_OK;
+}
+
 /* tfsd_arrays_get, with the stamps of rel's folders when the caller read
  * them just now (NULL: read them here). */
 static enum tfs_err arrays_get(struct tfsd_arrays *c, const char *rel,
@@ -342,11 +383,10 @@ static enum tfs_err arrays_get(struct tfsd_arrays *c, const char *rel,
 {
 	int64_t stamp[WATCHED_NUM];
 	bool current = timestamp == 0;
-	struct tfsd_arr *arr = NULL, *drop = NULL;
+	struct tfsd_arr *arr = NULL;
 	struct entry *en;
 	uint64_t now = now_ms();
 	enum tfs_err e;
-	char *rel_copy;
 
 	if (current && c->cfg->timestamp) {
 		timestamp = c->cfg->timestamp;
@@ -385,34 +425,10 @@ static enum tfs_err arrays_get(struct tfsd_arrays *c, const char *rel,
 	}
 
 	e = arr_open(c, rel, timestamp, &arr, d);
+	if (!e)
+		e = entry_put(c, rel, timestamp, stamp, now, arr, d);
 	if (e)
 		return e;
-	rel_copy = tfs_strdup(rel);
-	if (!rel_copy) {
-		arr_free(arr);
-		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", rel);
-	}
-	pthread_mutex_lock(&c->lock);
-	arr->gen = ++c->next_gen;
-	en = find(c, rel, timestamp);
-	if (en) {
-		drop = en->arr;
-		tfs_free(en->rel);
-	} else {
-		en = slot_for_new(c, &drop);
-	}
-	en->rel = rel_copy;
-	en->timestamp = timestamp;
-	en->arr = arr;
-	memcpy(en->stamp, stamp, sizeof(stamp));
-	en->checked_ms = now;
-	en->used_ms = now;
-	arr->refs++; /* the caller's */
-	pthread_mutex_unlock(&c->lock);
-	tfsd_arr_put(c, drop);
-	if (drop)
-		tfs_log(TFS_LOG_DEBUG, "array '%s': reopened (changed on disk)",
-			rel);
 	*out = arr;
 	return TFS_E_OK;
 }

@@ -1426,6 +1426,62 @@ static enum tfs_err window_produce(struct tfsd *fs, struct tfsd_file *f,
 	return e;
 }
 
+/* A buffer for a window of wbytes, counted before it is produced
+ * (waiting for room like a tile). */
+static enum tfs_err window_alloc(uint64_t wbytes, struct tfs_buf *buf,
+				 struct tfs_diag *d)
+{
+	tfs_buf_init(buf, TFS_BUF_NO_MAX);
+	if (tfs_mem_charge(tfs_mem_global(), wbytes))
+		return tfs_fail(d, TFS_E_NOMEM, "a window of %" PRIu64
+				" bytes: no room within the memory budget of "
+				"%" PRIu64, wbytes,
+				tfs_mem_budget(tfs_mem_global()));
+	buf->data = tfs_reuse_take(spares(), (size_t)wbytes, &buf->cap);
+	if (!buf->data) {
+		tfs_mem_uncharge(tfs_mem_global(), wbytes);
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	return TFS_E_OK;
+}
+
+/* Makes buf (cells [c0, c1), wbytes counted) f's window, counting what it
+ * grew past them; the old window goes. */
+static void window_keep(struct tfsd_file *f, struct tfs_buf *buf,
+			uint64_t wbytes, uint64_t c0, uint64_t c1)
+{
+	if (buf->cap > wbytes)
+		tfs_mem_force_charge(tfs_mem_global(), buf->cap - wbytes);
+	else
+		tfs_mem_uncharge(tfs_mem_global(), wbytes - buf->cap);
+	pthread_mutex_lock(&f->lock);
+	tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
+	f->win_charged = buf->cap;
+	window_release(&f->win);
+	f->win = *buf;
+	f->win_c0 = c0;
+	f->win_c1 = c1;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The body bytes [body_off, body_end) into dst from the window, if it
+ * holds them; else *src takes a reference to the opening to read. */
+static bool window_hit(struct tfsd *fs, struct tfsd_file *f,
+		       uint64_t body_off, uint64_t body_end, uint8_t *dst,
+		       struct tfsd_arr **src)
+{
+	bool hit;
+
+	pthread_mutex_lock(&f->lock);
+	hit = window_copy(f, body_off, body_end, dst);
+	if (!hit) {
+		*src = f->src;
+		tfsd_arr_get(fs->arrays, *src);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return hit;
+}
+
 static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 				uint64_t off, uint8_t *dst, size_t len,
 				size_t *got, struct tfs_diag *d)
@@ -1435,8 +1491,7 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 	struct tfsd_arr *src = NULL;
 	struct tfs_buf buf;
 	size_t n = 0;
-	bool hit;
-	enum tfs_err e = TFS_E_OK;
+	enum tfs_err e;
 
 	*got = 0;
 	if (off >= f->size || len == 0)
@@ -1446,20 +1501,10 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 		n = (size_t)((end < hlen ? end : hlen) - off);
 		memcpy(dst, p->header.data + off, n);
 	}
-	if (end <= hlen) {
-		*got = n;
-		return TFS_E_OK;
-	}
 	body_off = off + n - hlen;
 	body_end = end - hlen;
-	pthread_mutex_lock(&f->lock);
-	hit = window_copy(f, body_off, body_end, dst + n);
-	if (!hit) {
-		src = f->src;
-		tfsd_arr_get(fs->arrays, src);
-	}
-	pthread_mutex_unlock(&f->lock);
-	if (hit) {
+	if (end <= hlen ||
+	    window_hit(fs, f, body_off, body_end, dst + n, &src)) {
 		*got = (size_t)(end - off);
 		return TFS_E_OK;
 	}
@@ -1470,50 +1515,29 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 		c1 = c0 + WINDOW_BYTES / p->record;
 	if (c1 > p->cells)
 		c1 = p->cells;
-	tfs_buf_init(&buf, TFS_BUF_NO_MAX);
-	/* The window's bytes are counted before it is produced (waiting for
-	 * room like a tile), the growth past them after. */
 	wbytes = (c1 - c0) * p->record;
-	if (tfs_mem_charge(tfs_mem_global(), wbytes)) {
+	e = window_alloc(wbytes, &buf, d);
+	if (e) {
 		tfsd_arr_put(fs->arrays, src);
-		return tfs_fail(d, TFS_E_NOMEM, "a window of %" PRIu64
-				" bytes: no room within the memory budget of "
-				"%" PRIu64, wbytes,
-				tfs_mem_budget(tfs_mem_global()));
-	}
-	buf.data = tfs_reuse_take(spares(), (size_t)wbytes, &buf.cap);
-	if (!buf.data) {
-		tfs_mem_uncharge(tfs_mem_global(), wbytes);
-		tfsd_arr_put(fs->arrays, src);
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return e;
 	}
 	e = window_produce(fs, f, &src, c0, c1, &buf, d);
-	if (!e) {
-		memcpy(dst + n, buf.data + (body_off - c0 * p->record),
-		       (size_t)(body_end - body_off));
-		*got = (size_t)(end - off);
-		if (buf.cap > wbytes)
-			tfs_mem_force_charge(tfs_mem_global(), buf.cap - wbytes);
-		else
-			tfs_mem_uncharge(tfs_mem_global(), wbytes - buf.cap);
-		pthread_mutex_lock(&f->lock);
-		tfs_mem_uncharge(tfs_mem_global(), f->win_charged);
-		f->win_charged = buf.cap;
-		window_release(&f->win);
-		f->win = buf;
-		f->win_c0 = c0;
-		f->win_c1 = c1;
-		pthread_mutex_unlock(&f->lock);
-	} else {
+	if (e) {
 		tfs_mem_uncharge(tfs_mem_global(), wbytes);
 		window_release(&buf);
+		tfsd_arr_put(fs->arrays, src);
+		return e;
 	}
+	memcpy(dst + n, buf.data + (body_off - c0 * p->record),
+	       (size_t)(body_end - body_off));
+	*got = (size_t)(end - off);
+	window_keep(f, &buf, wbytes, c0, c1);
 	/* Sequential reader: decode the next window while this one is
 	 * consumed. */
-	if (!e && __atomic_exchange_n(&f->last_end, end, __ATOMIC_RELAXED) == off)
+	if (__atomic_exchange_n(&f->last_end, end, __ATOMIC_RELAXED) == off)
 		tfsr_slice_prefetch(p, src->a, c1, c1 + (c1 - c0));
 	tfsd_arr_put(fs->arrays, src);
-	return e;
+	return TFS_E_OK;
 }
 
 /* Checks the bytes a replaying stream re produced (see stream_recover)
@@ -1665,43 +1689,66 @@ static enum tfs_err stream_index(struct tfsd *fs, struct tfsd_file *f,
 	return TFS_E_OK;
 }
 
+/* Puts f's stream where a read at off can go on from: as it is, or,
+ * when off lies behind what it keeps, after a failure, or far ahead,
+ * started again where the index says the offset's cells begin, else
+ * (behind) from the beginning. The caller holds f->lock. */
+static enum tfs_err stream_seek(struct tfsd *fs, struct tfsd_file *f,
+				uint64_t off, struct tfs_diag *d)
+{
+	struct tfsr_stream *st = &f->st;
+	bool ahead = off > st->base + st->out.len + SEEK_AHEAD, jump;
+	struct tfsr_mark m;
+	enum tfs_err e = TFS_E_OK;
+
+	if (off >= st->base && !st->failed && !ahead)
+		return TFS_E_OK;
+	jump = tfsr_slice_seekable(f->plan.sl) &&
+	       sizes_mark(fs->renders, f->plan.arr->gen, f->vpath, off, &m);
+	if (!jump && ahead) {
+		e = stream_index(fs, f, off, d);
+		jump = !e && sizes_mark(fs->renders, f->plan.arr->gen,
+					f->vpath, off, &m);
+	}
+	if (jump && !st->failed && off >= st->base &&
+	    m.off <= st->base + st->out.len)
+		jump = false; /* going on is as near */
+	if (jump || off < st->base || st->failed) {
+		stream_release(fs, st);
+		tfsr_stream_init(st, f->plan.sl, f->src->a);
+	}
+	if (jump && !e)
+		e = tfsr_stream_start_mark(st, &m, d);
+	return e;
+}
+
+/* Drops what lies well behind a reader at off from f's stream. */
+static void stream_drop_behind(struct tfsr_stream *st, uint64_t off)
+{
+	uint64_t drop;
+
+	if (off <= st->base + KEEP_BEHIND)
+		return;
+	drop = off - KEEP_BEHIND - st->base;
+	if (drop > st->out.len)
+		drop = st->out.len;
+	memmove(st->out.data, st->out.data + drop, st->out.len - drop);
+	st->out.len -= drop;
+	st->base += drop;
+}
+
 static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 				uint64_t off, uint8_t *dst, size_t len,
 				size_t *got, const struct tfsd_stop *stop,
 				struct tfs_diag *d)
 {
 	struct tfsr_stream *st = &f->st;
-	enum tfs_err e = TFS_E_OK;
+	enum tfs_err e;
 	uint64_t avail_end;
 
 	*got = 0;
 	pthread_mutex_lock(&f->lock);
-	if (off < st->base || st->failed ||
-	    off > st->base + st->out.len + SEEK_AHEAD) {
-		struct tfsr_mark m;
-		bool jump = tfsr_slice_seekable(f->plan.sl) &&
-			    sizes_mark(fs->renders, f->plan.arr->gen, f->vpath,
-				       off, &m);
-
-		if (!jump && off > st->base + st->out.len + SEEK_AHEAD) {
-			e = stream_index(fs, f, off, d);
-			jump = !e && sizes_mark(fs->renders, f->plan.arr->gen,
-						f->vpath, off, &m);
-		}
-
-		/* Behind what is kept, after a failure, or far ahead: start
-		 * again where the index says the offset's cells begin, else
-		 * (behind) from the beginning. */
-		if (jump && !st->failed && off >= st->base &&
-		    m.off <= st->base + st->out.len)
-			jump = false; /* going on is as near */
-		if (jump || off < st->base || st->failed) {
-			stream_release(fs, st);
-			tfsr_stream_init(st, f->plan.sl, f->src->a);
-		}
-		if (jump)
-			e = tfsr_stream_start_mark(st, &m, d);
-	}
+	e = stream_seek(fs, f, off, d);
 	while (!e && !st->done && st->base + st->out.len < off + len) {
 		size_t good = st->out.len;
 
@@ -1716,17 +1763,8 @@ static enum tfs_err read_stream(struct tfsd *fs, struct tfsd_file *f,
 			e = stream_recover(fs, f, good, e, d);
 		if (!e)
 			e = stream_account(fs, st, d);
-		/* Drop what lies well behind the reader. */
-		if (!e && off > st->base + KEEP_BEHIND) {
-			uint64_t drop = off - KEEP_BEHIND - st->base;
-
-			if (drop > st->out.len)
-				drop = st->out.len;
-			memmove(st->out.data, st->out.data + drop,
-				st->out.len - drop);
-			st->out.len -= drop;
-			st->base += drop;
-		}
+		if (!e)
+			stream_drop_behind(st, off);
 	}
 	if (!e) {
 		avail_end = st->base + st->out.len;
