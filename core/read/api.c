@@ -575,22 +575,18 @@ enum tfs_err tfs_query_open(struct tfs_array *a,
 	return tfs__query_open_hooked(a, opts, NULL, NULL, out, d);
 }
 
-enum tfs_err tfs__query_open_hooked(
+/* A new query on a with opts' settings; no fields yet. */
+static struct tfs_query *query_new(
 	struct tfs_array *a, const struct tfs_query_opts *opts,
 	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
 			       uint64_t tile, const struct tfs_range *box),
-	void *tile_arg, struct tfs_query **out, struct tfs_diag *d)
+	void *tile_arg)
 {
 	const struct tfs_schema *s = a->dir->schema;
-	const struct tfs_range *sub;
-	struct tfs_query *q;
-	size_t nfields;
-	enum tfs_err e;
+	struct tfs_query *q = tfs_callocn(1, sizeof(*q));
 
-	*out = NULL;
-	q = tfs_callocn(1, sizeof(*q));
 	if (!q)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+		return NULL;
 	q->array = a;
 	q->dir = a->dir;
 	q->schema = s;
@@ -601,26 +597,43 @@ enum tfs_err tfs__query_open_hooked(
 						   : DEFAULT_BATCH_CELLS;
 	q->stored_order = opts && opts->stored_order;
 	q->decode_only = opts && opts->decode_only;
-	nfields = opts && opts->fields ? opts->field_num
-				       : (size_t)s->dim_num + s->attr_num;
-	q->out_num = nfields;
+	q->out_num = opts && opts->fields ? opts->field_num
+					  : (size_t)s->dim_num + s->attr_num;
+	return q;
+}
+
+/* Room for the fields asked for (q->out_num) and, when order may
+ * duplicate them, every field of the schema again: *nfields in all. */
+static enum tfs_err alloc_fields(struct tfs_query *q, size_t *nfields,
+				 struct tfs_diag *d)
+{
+	const struct tfs_schema *s = q->schema;
+	size_t n = q->out_num;
+
 	/* Room for the fields that order duplicates (see out_num). */
 	if (s->array_type == TFS_SPARSE && s->allows_dups &&
-	    __builtin_add_overflow(nfields, (size_t)s->dim_num + s->attr_num,
-				   &nfields)) {
-		e = tfs_fail(d, TFS_E_TOO_BIG, "too many fields");
-		goto out_fail;
-	}
-	q->fields = tfs_callocn(nfields ? nfields : 1, sizeof(*q->fields));
-	q->cols = tfs_callocn(nfields ? nfields : 1, sizeof(*q->cols));
-	q->columns = tfs_callocn(nfields ? nfields : 1, sizeof(*q->columns));
+	    __builtin_add_overflow(n, (size_t)s->dim_num + s->attr_num, &n))
+		return tfs_fail(d, TFS_E_TOO_BIG, "too many fields");
+	*nfields = n;
+	q->fields = tfs_callocn(n ? n : 1, sizeof(*q->fields));
+	q->cols = tfs_callocn(n ? n : 1, sizeof(*q->cols));
+	q->columns = tfs_callocn(n ? n : 1, sizeof(*q->columns));
 	q->sub = tfs_callocn(s->dim_num, sizeof(*q->sub));
-	if (!q->fields || !q->cols || !q->columns || !q->sub) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_fail;
-	}
+	if (!q->fields || !q->cols || !q->columns || !q->sub)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	return TFS_E_OK;
+}
+
+/* Resolves the fields asked for (all of the schema's without a list). */
+static enum tfs_err resolve_fields(struct tfs_query *q,
+				   const struct tfs_query_opts *opts,
+				   struct tfs_diag *d)
+{
+	const struct tfs_schema *s = q->schema;
+
 	for (size_t i = 0; i < q->out_num; i++) {
 		const char *name;
+		enum tfs_err e;
 
 		if (opts && opts->fields)
 			name = opts->fields[i];
@@ -634,13 +647,53 @@ enum tfs_err tfs__query_open_hooked(
 		q->field_num = i + 1;
 		e = resolve_field(q, i, name, d);
 		if (e)
-			goto out_fail;
+			return e;
 	}
-	if (nfields > q->out_num) {
+	return TFS_E_OK;
+}
+
+/* Checks and copies the subarray, then opens the reader that serves the
+ * query: the condition's, the dense or the sparse one. */
+static enum tfs_err open_reader(struct tfs_query *q,
+				const struct tfs_query_opts *opts,
+				const struct tfs_range *sub,
+				struct tfs_diag *d)
+{
+	enum tfs_err e = check_subarray(q, sub, d);
+
+	if (e)
+		return e;
+	if (copy_ranges(q->sub, &q->sub_bytes, sub, q->schema->dim_num))
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if (opts && opts->condition)
+		return tfs__where_open(q, opts, d);
+	if (q->schema->array_type == TFS_DENSE)
+		return tfs_dense_reader_open(q, d);
+	return tfs_sparse_reader_open(q, d);
+}
+
+enum tfs_err tfs__query_open_hooked(
+	struct tfs_array *a, const struct tfs_query_opts *opts,
+	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+			       uint64_t tile, const struct tfs_range *box),
+	void *tile_arg, struct tfs_query **out, struct tfs_diag *d)
+{
+	const struct tfs_range *sub;
+	struct tfs_query *q;
+	size_t nfields = 0;
+	enum tfs_err e;
+
+	*out = NULL;
+	q = query_new(a, opts, tile_may_match, tile_arg);
+	if (!q)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = alloc_fields(q, &nfields, d);
+	if (!e)
+		e = resolve_fields(q, opts, d);
+	if (!e && nfields > q->out_num)
 		e = add_order_fields(q, d);
-		if (e)
-			goto out_fail;
-	}
+	if (e)
+		goto out_fail;
 	sub = opts && opts->subarray ? opts->subarray : NULL;
 	if (!sub && !a->has_ned) {
 		q->done = true; /* nothing written: no cells */
@@ -650,19 +703,7 @@ enum tfs_err tfs__query_open_hooked(
 	}
 	if (!sub)
 		sub = a->ned;
-	e = check_subarray(q, sub, d);
-	if (e)
-		goto out_fail;
-	if (copy_ranges(q->sub, &q->sub_bytes, sub, s->dim_num)) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_fail;
-	}
-	if (opts && opts->condition)
-		e = tfs__where_open(q, opts, d);
-	else if (s->array_type == TFS_DENSE)
-		e = tfs_dense_reader_open(q, d);
-	else
-		e = tfs_sparse_reader_open(q, d);
+	e = open_reader(q, opts, sub, d);
 	if (e)
 		goto out_fail;
 	*out = q;

@@ -189,12 +189,12 @@ static enum tfs_err assemble_var(struct tfs_out_column *col,
 	return TFS_E_OK;
 }
 
-static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
-			       struct batch *b, struct tfs_diag *d)
+/* Room for the var-size references of every var field in a batch. */
+static enum tfs_err grow_refs(struct dense_reader *r,
+			      const struct tfs_query *q, const struct batch *b,
+			      struct tfs_diag *d)
 {
-	uint32_t dims = r->dim_num;
 	size_t var_fields = 0;
-	enum tfs_err e;
 
 	for (size_t fi = 0; fi < q->field_num; fi++)
 		var_fields += q->fields[fi].var && !q->fields[fi].is_dim;
@@ -206,6 +206,13 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		r->refs[v] = nr;
 	}
+	return TFS_E_OK;
+}
+
+/* Waits for the batch's tile decodings; the first failure's reason. */
+static enum tfs_err wait_jobs(struct tfs_query *q, struct batch *b,
+			      struct tfs_diag *d)
+{
 	for (size_t i = 0; i < b->job_num; i++) {
 		tfs_job_wait(q->array->pool, &b->jobs[i].job);
 		if (b->jobs[i].err) {
@@ -214,7 +221,17 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 			return b->jobs[i].err;
 		}
 	}
-	e = init_outputs(r, q, b);
+	return TFS_E_OK;
+}
+
+/* The batch's outputs at their fill values and, with sparse fragments,
+ * no cell's writer known yet. */
+static enum tfs_err prepare_outputs(struct dense_reader *r,
+				    struct tfs_query *q, struct batch *b,
+				    struct tfs_diag *d)
+{
+	enum tfs_err e = init_outputs(r, q, b);
+
 	if (!e && r->sparse_num) {
 		uint32_t *w = tfs_reallocn(r->winner, (size_t)b->cells,
 					   sizeof(*w));
@@ -227,40 +244,57 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 	}
 	if (e)
 		return tfs_fail(d, e, "out of memory");
-	for (size_t s = 0; s < b->step_num; s++) {
-		const struct copy_step *st = &b->steps[s];
-		const struct frag_box *fb = &r->frags[st->frag];
-		uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
-		size_t job = st->first_job, vi = 0;
-		bool hit = true;
+	return TFS_E_OK;
+}
 
-		for (uint32_t dd = 0; dd < dims && hit; dd++) {
-			uint64_t slo = st->k[dd] * r->ext[dd];
-			uint64_t shi = slo + (r->ext[dd] - 1);
-			uint64_t qlo = dd ? r->sub_lo[dd] : b->row_lo;
-			uint64_t qhi = dd ? r->sub_hi[dd] : b->row_hi;
+/* Copies the part of one dense tile of a fragment that lies in the batch
+ * into every field's output. */
+static inline void apply_step(struct dense_reader *r, struct tfs_query *q,
+			      struct batch *b, const struct copy_step *st)
+{
+	const struct frag_box *fb = &r->frags[st->frag];
+	uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
+	size_t job = st->first_job, vi = 0;
+	bool hit = true;
 
-			lo[dd] = tfs__max_u64(tfs__max_u64(slo, qlo), fb->lo[dd]);
-			hi[dd] = tfs__min_u64(tfs__min_u64(shi, qhi), fb->hi[dd]);
-			hit = lo[dd] <= hi[dd];
-		}
-		for (size_t fi = 0; fi < q->field_num; fi++) {
-			const struct tfs_out_field *fld = &q->fields[fi];
-			struct var_ref *refs = NULL;
+	for (uint32_t dd = 0; dd < r->dim_num && hit; dd++) {
+		uint64_t slo = st->k[dd] * r->ext[dd];
+		uint64_t shi = slo + (r->ext[dd] - 1);
+		uint64_t qlo = dd ? r->sub_lo[dd] : b->row_lo;
+		uint64_t qhi = dd ? r->sub_hi[dd] : b->row_hi;
 
-			if (fld->is_dim)
-				continue;
-			if (fld->var)
-				refs = r->refs[vi++];
-			if (fb->slot_of_field[fi] < 0)
-				continue;
-			if (hit)
-				copy_region(r, b, fld, &q->cols[fi], refs,
-					    &b->jobs[job].tile, st->k, lo, hi,
-					    fb->index + 1);
-			job++;
-		}
+		lo[dd] = tfs__max_u64(tfs__max_u64(slo, qlo), fb->lo[dd]);
+		hi[dd] = tfs__min_u64(tfs__min_u64(shi, qhi), fb->hi[dd]);
+		hit = lo[dd] <= hi[dd];
 	}
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		const struct tfs_out_field *fld = &q->fields[fi];
+		struct var_ref *refs = NULL;
+
+		if (fld->is_dim)
+			continue;
+		if (fld->var)
+			refs = r->refs[vi++];
+		if (fb->slot_of_field[fi] < 0)
+			continue;
+		if (hit)
+			copy_region(r, b, fld, &q->cols[fi], refs,
+				    &b->jobs[job].tile, st->k, lo, hi,
+				    fb->index + 1);
+		job++;
+	}
+}
+
+static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
+			       struct batch *b, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if ((e = grow_refs(r, q, b, d)) || (e = wait_jobs(q, b, d)) ||
+	    (e = prepare_outputs(r, q, b, d)))
+		return e;
+	for (size_t s = 0; s < b->step_num; s++)
+		apply_step(r, q, b, &b->steps[s]);
 	if (r->sparse_num) {
 		e = tfs__dense_apply_sparse(r, q, b, d);
 		if (e)
@@ -430,27 +464,15 @@ static enum tfs_err setup_frags(struct dense_reader *r, struct tfs_query *q,
 	return TFS_E_OK;
 }
 
-enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
+/* The dimensions' domain starts, tile extents and the subarray in cells
+ * from the domain's start; they must be integers of one type with a
+ * domain and extent. Then cell positions inside a tile (read.md §2). */
+static enum tfs_err read_dims(struct dense_reader *r,
+			      const struct tfs_query *q, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = q->schema;
-	struct dense_reader *r;
-	uint64_t row_cells = 1, bytes_per_cell = 0, target, tile_rows_cells;
-	uint64_t budget, batch_bytes = BATCH_BYTES;
-	size_t var_fields = 0;
-	enum tfs_err e;
+	uint64_t stride = 1;
 
-	if (s->dim_num == 0 || s->dim_num > MAX_DIMS)
-		return tfs_fail(d, TFS_E_UNSUPPORTED,
-				"array '%s': %u dimensions", q->dir->path,
-				s->dim_num);
-	r = tfs_callocn(1, sizeof(*r));
-	if (!r)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	q->reader = r;
-	q->reader_ops = &dense_ops;
-	r->dim_num = s->dim_num;
-	r->dtype = s->dims[0].type;
-	r->tile_order = s->tile_order;
 	r->tile_cells = 1;
 	for (uint32_t k = 0; k < s->dim_num; k++) {
 		const struct tfs_dim *dim = &s->dims[k];
@@ -473,19 +495,61 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 		r->sub_hi[k] = tfs__dense_rel_of(r, k, q->sub[k].hi);
 		r->tile_cells *= r->ext[k];
 	}
-	/* Cell positions inside a tile (read.md §2). */
-	{
-		uint64_t stride = 1;
+	for (uint32_t n = 0; n < r->dim_num; n++) {
+		uint32_t k = s->cell_order == TFS_COL_MAJOR ? n
+							    : r->dim_num - 1 - n;
 
-		for (uint32_t n = 0; n < r->dim_num; n++) {
-			uint32_t k = s->cell_order == TFS_COL_MAJOR
-					     ? n
-					     : r->dim_num - 1 - n;
-
-			r->cell_stride[k] = stride;
-			stride *= r->ext[k];
-		}
+		r->cell_stride[k] = stride;
+		stride *= r->ext[k];
 	}
+	return TFS_E_OK;
+}
+
+/* Tile rows per batch: enough cells to keep every thread busy, few
+ * enough bytes to bound memory (an eighth of the memory budget at
+ * most: tfs_mem.h); at least one. */
+static void size_batches(struct dense_reader *r, const struct tfs_query *q,
+			 uint64_t row_cells, uint64_t bytes_per_cell)
+{
+	uint64_t budget, batch_bytes = BATCH_BYTES, target, tile_rows_cells;
+
+	budget = tfs_mem_budget(tfs_mem_global());
+	if (budget && budget / 8 < batch_bytes)
+		batch_bytes = budget / 8;
+	tile_rows_cells = row_cells * r->ext[0];
+	target = q->batch_cells;
+	if (target < 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells)
+		target = 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells;
+	if (target > batch_bytes / bytes_per_cell)
+		target = batch_bytes / bytes_per_cell;
+	r->rows_per_batch_tiles = tile_rows_cells ? target / tile_rows_cells : 1;
+	if (!r->rows_per_batch_tiles)
+		r->rows_per_batch_tiles = 1;
+}
+
+enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = q->schema;
+	struct dense_reader *r;
+	uint64_t row_cells = 1, bytes_per_cell = 0;
+	size_t var_fields = 0;
+	enum tfs_err e;
+
+	if (s->dim_num == 0 || s->dim_num > MAX_DIMS)
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"array '%s': %u dimensions", q->dir->path,
+				s->dim_num);
+	r = tfs_callocn(1, sizeof(*r));
+	if (!r)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	q->reader = r;
+	q->reader_ops = &dense_ops;
+	r->dim_num = s->dim_num;
+	r->dtype = s->dims[0].type;
+	r->tile_order = s->tile_order;
+	e = read_dims(r, q, d);
+	if (e)
+		return e;
 	e = setup_frags(r, q, d);
 	if (e)
 		return e;
@@ -500,21 +564,7 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	if (!r->refs)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	r->refs_cap = var_fields;
-	/* Tile rows per batch: enough cells to keep every thread busy, few
-	 * enough bytes to bound memory (an eighth of the memory budget at
-	 * most: tfs_mem.h); at least one. */
-	budget = tfs_mem_budget(tfs_mem_global());
-	if (budget && budget / 8 < batch_bytes)
-		batch_bytes = budget / 8;
-	tile_rows_cells = row_cells * r->ext[0];
-	target = q->batch_cells;
-	if (target < 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells)
-		target = 2 * ((uint64_t)tfs_pool_threads(q->array->pool) + 1) * r->tile_cells;
-	if (target > batch_bytes / bytes_per_cell)
-		target = batch_bytes / bytes_per_cell;
-	r->rows_per_batch_tiles = tile_rows_cells ? target / tile_rows_cells : 1;
-	if (!r->rows_per_batch_tiles)
-		r->rows_per_batch_tiles = 1;
+	size_batches(r, q, row_cells, bytes_per_cell);
 	r->next_row = r->sub_lo[0];
 	e = tfs__dense_plan_batch(r, q, &r->cur);
 	if (e)

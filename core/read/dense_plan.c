@@ -76,6 +76,71 @@ static bool space_tile_covered(const struct dense_reader *r,
 	return false;
 }
 
+/* Whether fragment i is kept for space tile [slo, shi]: it meets the
+ * tile, no newer fragment covers all of their overlap, and the overlap
+ * touches the batch's part of the subarray. */
+static inline bool frag_kept(const struct dense_reader *r,
+			     const struct batch *b, size_t i,
+			     const uint64_t *slo, const uint64_t *shi)
+{
+	const struct frag_box *fb = &r->frags[i];
+	uint32_t dims = r->dim_num;
+	uint64_t olo[MAX_DIMS], ohi[MAX_DIMS];
+	bool hit = true, region = true;
+
+	for (uint32_t d = 0; d < dims && hit; d++) {
+		olo[d] = tfs__max_u64(fb->lo[d], slo[d]);
+		ohi[d] = tfs__min_u64(fb->hi[d], shi[d]);
+		hit = olo[d] <= ohi[d];
+	}
+	if (!hit)
+		return false;
+	for (size_t j = i + 1; j < r->frag_num; j++) {
+		const struct frag_box *g = &r->frags[j];
+		bool g_hit = true;
+
+		for (uint32_t d = 0; d < dims && g_hit; d++)
+			g_hit = g->lo[d] <= ohi[d] && g->hi[d] >= olo[d];
+		if (g_hit && frag_covers(g, dims, olo, ohi))
+			return false;
+	}
+	/* Must also touch the batch's part of the subarray. */
+	for (uint32_t d = 0; d < dims && region; d++) {
+		uint64_t lo = d ? r->sub_lo[d] : b->row_lo;
+		uint64_t hi = d ? r->sub_hi[d] : b->row_hi;
+
+		region = olo[d] <= hi && ohi[d] >= lo;
+	}
+	return region;
+}
+
+/* Lists the decodes of fragment i's tile of space tile k (one per field
+ * it holds) and the copy step that uses them. */
+static enum tfs_err add_frag_jobs(struct dense_reader *r,
+				  struct tfs_query *q, struct batch *b,
+				  const uint64_t *k, size_t i,
+				  struct decode_job **jobs, size_t *job_cap)
+{
+	const struct frag_box *fb = &r->frags[i];
+	size_t first = b->job_num;
+
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		struct decode_job *j;
+
+		if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
+			continue;
+		if (tfs_grow(jobs, job_cap, b->job_num + 1, sizeof(**jobs)))
+			return TFS_E_NOMEM;
+		j = &(*jobs)[b->job_num++];
+		memset(j, 0, sizeof(*j));
+		j->dir = q->dir;
+		j->f = fb->f;
+		j->slot = (uint32_t)fb->slot_of_field[fi];
+		j->tile_no = frag_tile_no(r, fb, k);
+	}
+	return add_step(b, (uint32_t)i, k, r->dim_num, first);
+}
+
 /* Lists the fragments (after pruning) and tiles of space tile k within
  * the batch's rows. */
 static enum tfs_err plan_space_tile(struct dense_reader *r,
@@ -83,13 +148,11 @@ static enum tfs_err plan_space_tile(struct dense_reader *r,
 				    const uint64_t *k, struct decode_job **jobs,
 				    size_t *job_cap)
 {
-	uint32_t dims = r->dim_num;
 	uint64_t slo[MAX_DIMS], shi[MAX_DIMS];
-	uint64_t olo[MAX_DIMS], ohi[MAX_DIMS];
 	bool *keep;
 	enum tfs_err e = TFS_E_OK;
 
-	for (uint32_t d = 0; d < dims; d++) {
+	for (uint32_t d = 0; d < r->dim_num; d++) {
 		slo[d] = k[d] * r->ext[d];
 		shi[d] = slo[d] + (r->ext[d] - 1);
 	}
@@ -97,67 +160,13 @@ static enum tfs_err plan_space_tile(struct dense_reader *r,
 	if (!keep)
 		return TFS_E_NOMEM;
 	/* Newest first: drop f if a newer fragment covers all of f ∩ S. */
-	for (size_t i = r->frag_num; i-- > 0;) {
-		const struct frag_box *fb = &r->frags[i];
-		bool hit = true, region = true;
-
-		for (uint32_t d = 0; d < dims && hit; d++) {
-			olo[d] = tfs__max_u64(fb->lo[d], slo[d]);
-			ohi[d] = tfs__min_u64(fb->hi[d], shi[d]);
-			hit = olo[d] <= ohi[d];
-		}
-		if (!hit)
-			continue;
-		for (size_t j = i + 1; j < r->frag_num; j++) {
-			const struct frag_box *g = &r->frags[j];
-			bool g_hit = true;
-
-			for (uint32_t d = 0; d < dims && g_hit; d++)
-				g_hit = g->lo[d] <= ohi[d] && g->hi[d] >= olo[d];
-			if (g_hit && frag_covers(g, dims, olo, ohi)) {
-				hit = false;
-				break;
-			}
-		}
-		if (!hit)
-			continue;
-		/* Must also touch the batch's part of the subarray. */
-		for (uint32_t d = 0; d < dims && region; d++) {
-			uint64_t lo = d ? r->sub_lo[d] : b->row_lo;
-			uint64_t hi = d ? r->sub_hi[d] : b->row_hi;
-
-			region = olo[d] <= hi && ohi[d] >= lo;
-		}
-		keep[i] = region;
-	}
+	for (size_t i = r->frag_num; i-- > 0;)
+		keep[i] = frag_kept(r, b, i, slo, shi);
 	if (!b->needs_fill && !space_tile_covered(r, q, b, keep, slo, shi))
 		b->needs_fill = true;
-	for (size_t i = 0; i < r->frag_num && !e; i++) {
-		const struct frag_box *fb = &r->frags[i];
-		size_t first = b->job_num;
-
-		if (!keep[i])
-			continue;
-		for (size_t fi = 0; fi < q->field_num; fi++) {
-			struct decode_job *j;
-
-			if (q->fields[fi].is_dim || fb->slot_of_field[fi] < 0)
-				continue;
-			if (tfs_grow(jobs, job_cap, b->job_num + 1,
-				     sizeof(**jobs))) {
-				e = TFS_E_NOMEM;
-				break;
-			}
-			j = &(*jobs)[b->job_num++];
-			memset(j, 0, sizeof(*j));
-			j->dir = q->dir;
-			j->f = fb->f;
-			j->slot = (uint32_t)fb->slot_of_field[fi];
-			j->tile_no = frag_tile_no(r, fb, k);
-		}
-		if (!e)
-			e = add_step(b, (uint32_t)i, k, dims, first);
-	}
+	for (size_t i = 0; i < r->frag_num && !e; i++)
+		if (keep[i])
+			e = add_frag_jobs(r, q, b, k, i, jobs, job_cap);
 	tfs_free(keep);
 	return e;
 }

@@ -499,12 +499,105 @@ enum tfs_err tfs__sp_prepare_fills(struct sp_reader *r, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
+/* Groups the cells of order[] by tile (counting sort, stable): tile t's
+ * cells are list[start[t] .. start[t + 1]), active[] the tiles with any. */
+static enum tfs_err group_by_tile(const struct sp_reader *r, uint32_t *start,
+				  uint32_t *list, uint32_t *active,
+				  uint32_t *active_num, struct tfs_diag *d)
+{
+	uint32_t n = r->order_num;
+	uint32_t *fill;
+
+	for (uint32_t i = 0; i < n; i++)
+		start[cell_u32(&r->cells.tile, r->order[i]) + 1]++;
+	for (uint32_t t = 0; t < r->ptile_num; t++) {
+		if (start[t + 1])
+			active[(*active_num)++] = t;
+		start[t + 1] += start[t];
+	}
+	fill = tfs_mallocn(r->ptile_num ? r->ptile_num : 1, sizeof(*fill));
+	if (!fill)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	memcpy(fill, start, r->ptile_num * sizeof(*fill));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t c = r->order[i];
+
+		list[fill[cell_u32(&r->cells.tile, c)]++] = c;
+	}
+	tfs_free(fill);
+	return TFS_E_OK;
+}
+
+/* Starts one job per tile of tiles[0 .. cnt); returns how many started
+ * (all of them unless *e is set). */
+static uint32_t wave_start(struct sp_reader *r, struct attr_job *jobs,
+			   const uint32_t *tiles, uint32_t cnt,
+			   const uint32_t *start, const uint32_t *list,
+			   uint8_t *deleted, enum tfs_err *e,
+			   struct tfs_diag *d)
+{
+	const struct tfs_query *q = r->q;
+	uint32_t started = 0;
+
+	for (uint32_t i = 0; i < cnt; i++, started++) {
+		struct attr_job *j = &jobs[i];
+		uint32_t t = tiles[i];
+
+		j->r = r;
+		j->ptile = t;
+		j->cells = list + start[t];
+		j->cell_num = start[t + 1] - start[t];
+		j->deleted = deleted + start[t];
+		j->err = TFS_E_OK;
+		j->cols = cols_new(q->field_num);
+		if (!j->cols) {
+			*e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+			break;
+		}
+		job_start(q->array->pool, &j->job, attr_job_run, j);
+	}
+	return started;
+}
+
+/* Waits for a job and, while nothing failed, appends its columns and
+ * numbers its surviving cells' rows. */
+static enum tfs_err job_collect(struct sp_reader *r, struct attr_job *j,
+				uint32_t *rows, enum tfs_err e,
+				struct tfs_diag *d)
+{
+	const struct tfs_query *q = r->q;
+
+	job_finish(q->array->pool, &j->job);
+	if (!e && j->err)
+		e = tfs_fail(d, j->err, "%s", tfs_diag_msg(&j->diag));
+	for (size_t fi = 0; fi < q->field_num && !e; fi++)
+		if (!q->fields[fi].is_dim &&
+		    col_merge(&r->cols[fi], &j->cols[fi], q->fields[fi].var))
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t c = 0; c < j->cell_num && !e; c++)
+		if (!j->deleted[c])
+			r->row[j->cells[c]] = (*rows)++;
+	cols_free(j->cols, q->field_num);
+	j->cols = NULL;
+	return e;
+}
+
+/* order[] keeps only the cells that got a row (not deleted). */
+static void keep_rows(struct sp_reader *r)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < r->order_num; i++)
+		if (r->row[r->order[i]] != UINT32_MAX)
+			r->order[kept++] = r->order[i];
+	r->order_num = kept;
+}
+
 /* Decodes the attribute tiles of the surviving cells (order[] lists them),
  * applies delete conditions and fills r->cols and r->row. */
 enum tfs_err tfs__sp_gather_attrs(struct sp_reader *r, struct tfs_diag *d)
 {
 	const struct tfs_query *q = r->q;
-	struct tfs_pool *pool = q->array->pool;
 	uint32_t *start = NULL, *list = NULL, *active = NULL, active_num = 0;
 	uint8_t *deleted = NULL;
 	struct attr_job *jobs = NULL;
@@ -523,30 +616,9 @@ enum tfs_err tfs__sp_gather_attrs(struct sp_reader *r, struct tfs_diag *d)
 	}
 	for (uint64_t i = 0; i < r->cells.n; i++)
 		r->row[i] = UINT32_MAX;
-	/* Group the cells by tile (counting sort, stable). */
-	for (uint32_t i = 0; i < n; i++)
-		start[cell_u32(&r->cells.tile, r->order[i]) + 1]++;
-	for (uint32_t t = 0; t < r->ptile_num; t++) {
-		if (start[t + 1])
-			active[active_num++] = t;
-		start[t + 1] += start[t];
-	}
-	{
-		uint32_t *fill = tfs_mallocn(r->ptile_num ? r->ptile_num : 1,
-					     sizeof(*fill));
-
-		if (!fill) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out;
-		}
-		memcpy(fill, start, r->ptile_num * sizeof(*fill));
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t c = r->order[i];
-
-			list[fill[cell_u32(&r->cells.tile, c)]++] = c;
-		}
-		tfs_free(fill);
-	}
+	e = group_by_tile(r, start, list, active, &active_num, d);
+	if (e)
+		goto out;
 	jobs = tfs_callocn(WAVE_TILES, sizeof(*jobs));
 	if (!jobs) {
 		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
@@ -556,53 +628,14 @@ enum tfs_err tfs__sp_gather_attrs(struct sp_reader *r, struct tfs_diag *d)
 		uint32_t cnt = active_num - first < WAVE_TILES
 				       ? active_num - first
 				       : WAVE_TILES;
-		uint32_t started = 0;
+		uint32_t started = wave_start(r, jobs, active + first, cnt,
+					      start, list, deleted, &e, d);
 
-		for (uint32_t i = 0; i < cnt; i++, started++) {
-			struct attr_job *j = &jobs[i];
-			uint32_t t = active[first + i];
-
-			j->r = r;
-			j->ptile = t;
-			j->cells = list + start[t];
-			j->cell_num = start[t + 1] - start[t];
-			j->deleted = deleted + start[t];
-			j->err = TFS_E_OK;
-			j->cols = cols_new(q->field_num);
-			if (!j->cols) {
-				e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-				break;
-			}
-			job_start(pool, &j->job, attr_job_run, j);
-		}
-		for (uint32_t i = 0; i < started; i++) {
-			struct attr_job *j = &jobs[i];
-
-			job_finish(pool, &j->job);
-			if (!e && j->err)
-				e = tfs_fail(d, j->err, "%s",
-					     tfs_diag_msg(&j->diag));
-			for (size_t fi = 0; fi < q->field_num && !e; fi++)
-				if (!q->fields[fi].is_dim &&
-				    col_merge(&r->cols[fi], &j->cols[fi],
-					      q->fields[fi].var))
-					e = tfs_fail(d, TFS_E_NOMEM,
-						     "out of memory");
-			for (uint32_t c = 0; c < j->cell_num && !e; c++)
-				if (!j->deleted[c])
-					r->row[j->cells[c]] = rows++;
-			cols_free(j->cols, q->field_num);
-			j->cols = NULL;
-		}
+		for (uint32_t i = 0; i < started; i++)
+			e = job_collect(r, &jobs[i], &rows, e, d);
 	}
-	if (!e) {
-		uint32_t kept = 0;
-
-		for (uint32_t i = 0; i < n; i++)
-			if (r->row[r->order[i]] != UINT32_MAX)
-				r->order[kept++] = r->order[i];
-		r->order_num = kept;
-	}
+	if (!e)
+		keep_rows(r);
 out:
 	tfs_free(jobs);
 	tfs_free(start);

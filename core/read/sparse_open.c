@@ -116,22 +116,15 @@ static bool marker_listed(const struct tfs_strlist *l, const char *marker)
 	return false;
 }
 
-/* Delete conditions of the window that apply to a fragment (read.md §7
- * step 3) and where their fields' values come from. */
-static enum tfs_err map_deletes(struct sp_reader *r, struct sp_frag *sf,
-				struct tfs_diag *d)
+/* The window's delete conditions that apply to a fragment (read.md §7
+ * step 3): those not older than it and not already processed into it. */
+static enum tfs_err pick_deletes(struct sp_reader *r, struct sp_frag *sf,
+				 bool *any, struct tfs_diag *d)
 {
-	const struct tfs_schema *cur = r->q->schema;
 	const struct tfs_fragment *f = sf->f;
 	const struct tfs_strlist *processed = NULL;
-	bool any = false;
 	enum tfs_err e;
 
-	if (!r->del_num)
-		return TFS_E_OK;
-	sf->dels = tfs_callocn(r->del_num, sizeof(*sf->dels));
-	if (!sf->dels)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	for (uint32_t i = 0; i < r->del_num; i++) {
 		const struct tfs_delete *del = r->dels[i].src;
 
@@ -151,76 +144,95 @@ static enum tfs_err map_deletes(struct sp_reader *r, struct sp_frag *sf,
 		sf->dels[sf->del_num].with_ts = f->footer.has_timestamps &&
 						del->t1 <= f->name_info.t2;
 		sf->del_num++;
-		any = true;
+		*any = true;
 	}
-	if (!any)
+	return TFS_E_OK;
+}
+
+/* A field no schema knows: only an error when a condition on it applies
+ * here; otherwise it reads as null. */
+static enum tfs_err map_unknown(const struct sp_reader *r,
+				const struct sp_frag *sf, uint32_t g,
+				struct sp_src *s, struct tfs_diag *d)
+{
+	for (uint32_t j = 0; j < sf->del_num; j++) {
+		const struct sp_del *sd = &r->dels[sf->dels[j].del];
+
+		for (size_t l = 0; l < tfs_cond_field_count(sd->cond); l++)
+			if (sd->gmap[l] == g)
+				return tfs_fail(d, TFS_E_CORRUPT,
+						"delete condition '%s' refers to unknown field '%s'",
+						sd->src->marker, r->gnames[g]);
+	}
+	s->kind = SRC_FILL;
+	s->desc.type = TFS_UINT8;
+	s->desc.cell_val_num = 1;
+	s->desc.nullable = true;
+	return TFS_E_OK;
+}
+
+/* Where the values of condition field g come from in a fragment: the
+ * coordinates, the fragment's own attribute, or the current schema's fill. */
+static enum tfs_err map_source(struct sp_reader *r, struct sp_frag *sf,
+			       uint32_t g, struct tfs_diag *d)
+{
+	const struct tfs_schema *cur = r->q->schema;
+	const struct tfs_fragment *f = sf->f;
+	struct sp_src *s = &sf->src[g];
+	const char *name = r->gnames[g];
+	int k = tfs_schema_dim_index(cur, name);
+
+	if (k >= 0) {
+		const struct tfs_dim *dm = &cur->dims[k];
+
+		s->kind = SRC_DIM;
+		s->n = (uint32_t)k;
+		s->desc.type = dm->type;
+		s->desc.cell_val_num = dm->cell_val_num;
+		s->desc.var = dm->var;
 		return TFS_E_OK;
-	sf->src = tfs_callocn(r->gname_num ? r->gname_num : 1,
-			      sizeof(*sf->src));
-	if (!sf->src)
-		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
-	for (uint32_t g = 0; g < r->gname_num; g++) {
-		struct sp_src *s = &sf->src[g];
-		const char *name = r->gnames[g];
-		int k = tfs_schema_dim_index(cur, name);
-
-		if (k >= 0) {
-			const struct tfs_dim *dm = &cur->dims[k];
-
-			s->kind = SRC_DIM;
-			s->n = (uint32_t)k;
-			s->desc.type = dm->type;
-			s->desc.cell_val_num = dm->cell_val_num;
-			s->desc.var = dm->var;
-			continue;
-		}
-		k = tfs_schema_attr_index(f->schema, name);
-		if (k >= 0) {
-			const struct tfs_attr *a = &f->schema->attrs[k];
-
-			s->kind = SRC_LOAD;
-			e = add_load_slot(sf, (uint32_t)k, &s->n, d);
-			if (e)
-				return e;
-			s->desc.type = a->type;
-			s->desc.cell_val_num = a->cell_val_num;
-			s->desc.var = a->var;
-			s->desc.nullable = a->nullable;
-			continue;
-		}
-		k = tfs_schema_attr_index(cur, name);
-		if (k >= 0) {
-			const struct tfs_attr *a = &cur->attrs[k];
-
-			s->kind = SRC_FILL;
-			s->desc.type = a->type;
-			s->desc.cell_val_num = a->cell_val_num;
-			s->desc.var = a->var;
-			s->desc.nullable = a->nullable;
-			s->fill = a->fill;
-			s->fill_len = a->fill_size;
-			s->fill_valid = a->fill_valid;
-			continue;
-		}
-		/* Only an error when a condition on it applies here. */
-		for (uint32_t j = 0; j < sf->del_num; j++) {
-			const struct sp_del *sd = &r->dels[sf->dels[j].del];
-
-			for (size_t l = 0; l < tfs_cond_field_count(sd->cond); l++)
-				if (sd->gmap[l] == g)
-					return tfs_fail(d, TFS_E_CORRUPT,
-							"delete condition '%s' refers to unknown field '%s'",
-							sd->src->marker, name);
-		}
-		s->kind = SRC_FILL;
-		s->desc.type = TFS_UINT8;
-		s->desc.cell_val_num = 1;
-		s->desc.nullable = true;
 	}
+	k = tfs_schema_attr_index(f->schema, name);
+	if (k >= 0) {
+		const struct tfs_attr *a = &f->schema->attrs[k];
+		enum tfs_err e;
+
+		s->kind = SRC_LOAD;
+		e = add_load_slot(sf, (uint32_t)k, &s->n, d);
+		if (e)
+			return e;
+		s->desc.type = a->type;
+		s->desc.cell_val_num = a->cell_val_num;
+		s->desc.var = a->var;
+		s->desc.nullable = a->nullable;
+		return TFS_E_OK;
+	}
+	k = tfs_schema_attr_index(cur, name);
+	if (k >= 0) {
+		const struct tfs_attr *a = &cur->attrs[k];
+
+		s->kind = SRC_FILL;
+		s->desc.type = a->type;
+		s->desc.cell_val_num = a->cell_val_num;
+		s->desc.var = a->var;
+		s->desc.nullable = a->nullable;
+		s->fill = a->fill;
+		s->fill_len = a->fill_size;
+		s->fill_valid = a->fill_valid;
+		return TFS_E_OK;
+	}
+	return map_unknown(r, sf, g, s, d);
+}
+
+/* Each applying condition's field descriptions, checked against it. */
+static enum tfs_err bind_deletes(struct sp_reader *r, struct sp_frag *sf,
+				 struct tfs_diag *d)
+{
 	for (uint32_t j = 0; j < sf->del_num; j++) {
 		struct sp_fdel *fd = &sf->dels[j];
 		const struct sp_del *sd = &r->dels[fd->del];
 		size_t n = tfs_cond_field_count(sd->cond);
+		enum tfs_err e;
 
 		fd->desc = tfs_callocn(n ? n : 1, sizeof(*fd->desc));
 		if (!fd->desc)
@@ -232,6 +244,36 @@ static enum tfs_err map_deletes(struct sp_reader *r, struct sp_frag *sf,
 			return e;
 	}
 	return TFS_E_OK;
+}
+
+/* Delete conditions of the window that apply to a fragment (read.md §7
+ * step 3) and where their fields' values come from. */
+static enum tfs_err map_deletes(struct sp_reader *r, struct sp_frag *sf,
+				struct tfs_diag *d)
+{
+	bool any = false;
+	enum tfs_err e;
+
+	if (!r->del_num)
+		return TFS_E_OK;
+	sf->dels = tfs_callocn(r->del_num, sizeof(*sf->dels));
+	if (!sf->dels)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = pick_deletes(r, sf, &any, d);
+	if (e)
+		return e;
+	if (!any)
+		return TFS_E_OK;
+	sf->src = tfs_callocn(r->gname_num ? r->gname_num : 1,
+			      sizeof(*sf->src));
+	if (!sf->src)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	for (uint32_t g = 0; g < r->gname_num; g++) {
+		e = map_source(r, sf, g, d);
+		if (e)
+			return e;
+	}
+	return bind_deletes(r, sf, d);
 }
 
 enum tfs_err tfs__sp_open_frag(struct sp_reader *r, struct sp_frag *sf,

@@ -363,6 +363,86 @@ static enum tfs_err expect_decoded(const struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
+/* The values' size a var tile claims, within bounds and the array's
+ * max_tile_bytes (its offsets' size too). */
+static enum tfs_err var_claim(const struct tfs_arraydir *a,
+			      const struct tfs_fragment *f, uint32_t slot,
+			      uint64_t tile, const struct tfs_slot_tiles *st,
+			      uint64_t cells, uint64_t *var_len,
+			      struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (!st->var_sizes)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u has no var sizes",
+				f->name, slot);
+	*var_len = st->var_sizes[tile];
+	if (*var_len > MAX_PERSISTED_TILE * 4)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u tile %" PRIu64
+				" claims %" PRIu64 " value bytes",
+				f->name, slot, tile, *var_len);
+	if ((e = check_tile_limit(a, f, slot, tile, *var_len, d)) ||
+	    (e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d)))
+		return e;
+	return TFS_E_OK;
+}
+
+/* The persisted bytes of a var tile: its offsets (or the embedded
+ * marker) and its values. */
+struct var_src {
+	uint8_t *off;
+	size_t off_len;
+	uint8_t *var;
+	size_t var_len;
+	bool embedded;
+};
+
+/* Decodes a var tile's persisted bytes into out's offsets and values
+ * (var_len bytes), its offsets checked. */
+static enum tfs_err var_decode(const struct tfs_arraydir *a,
+			       const struct tfs_fragment *f, uint32_t slot,
+			       uint64_t tile, const struct tfs_slot_desc *desc,
+			       const struct var_src *src, uint64_t var_len,
+			       struct tfs_tile *out, struct tfs_diag *d)
+{
+	uint64_t cells = out->cell_num;
+	struct tfs_tile_ctx ctx;
+	enum tfs_err e;
+
+	/* (cells is at most 2^32: no overflow) */
+	out->offsets = take(((size_t)cells + 1) * sizeof(uint64_t));
+	out->var = take((size_t)var_len);
+	if (!out->offsets || !out->var)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	out->var_len = var_len;
+	tile_ctx(&ctx, a, f, desc->type, desc->cell_size);
+	if (src->embedded) {
+		ctx.string_mode = true;
+		e = tfs_tile_decode_strings(desc->filters, &ctx, out->var,
+					    (size_t)var_len, out->offsets,
+					    cells, src->var, src->var_len, d);
+	} else {
+		struct tfs_tile_ctx octx;
+
+		tile_ctx(&octx, a, f, TFS_UINT64, 8);
+		e = tfs_tile_decode(&f->schema->offsets_filters, &octx,
+				    (uint8_t *)out->offsets, (size_t)cells * 8,
+				    src->off, src->off_len, d);
+		if (!e)
+			e = tfs_tile_decode(desc->filters, &ctx, out->var,
+					    (size_t)var_len, src->var,
+					    src->var_len, d);
+	}
+	if (!e)
+		e = check_offsets(f, slot, tile, out->offsets, cells, var_len,
+				  d);
+	if (!e)
+		out->offsets[cells] = var_len;
+	return e;
+}
+
 static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 			     uint32_t slot, uint64_t tile,
 			     const struct tfs_slot_desc *desc,
@@ -370,27 +450,13 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 			     struct tfs_tile *out, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = f->schema;
-	uint64_t cells = out->cell_num, var_len;
-	uint8_t *off_src = NULL, *var_src = NULL;
-	size_t off_len = 0, var_src_len = 0;
+	uint64_t cells = out->cell_num, var_len = 0;
+	struct var_src src = { 0 };
 	uint64_t scratch = 0, out_bytes;
-	struct tfs_tile_ctx ctx;
-	bool embedded;
 	enum tfs_err e;
 
-	if (!st->var_sizes)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"fragment '%s': slot %u has no var sizes",
-				f->name, slot);
-	var_len = st->var_sizes[tile];
-	if (var_len > MAX_PERSISTED_TILE * 4)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"fragment '%s': slot %u tile %" PRIu64
-				" claims %" PRIu64 " value bytes",
-				f->name, slot, tile, var_len);
 	/* The output and scratch are charged with the offsets' tile. */
-	if ((e = check_tile_limit(a, f, slot, tile, var_len, d)) ||
-	    (e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d)))
+	if ((e = var_claim(a, f, slot, tile, st, cells, &var_len, d)))
 		return e;
 	scratch = scratch_bytes(&s->offsets_filters, cells * 8);
 	if (scratch < scratch_bytes(desc->filters, var_len))
@@ -398,63 +464,112 @@ static enum tfs_err read_var(struct tfs_arraydir *a, struct tfs_fragment *f,
 	out_bytes = (cells + 1) * 8 + var_len;
 	e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
 			   f->footer.file_sizes[slot], tile, out_bytes + scratch,
-			   &off_src, &off_len, d);
+			   &src.off, &src.off_len, d);
 	if (e)
 		return e;
 	out->charged = out_bytes;
 	e = read_persisted(a, f, slot, TFS_FILE_VAR, st->var_offsets,
-			   f->footer.file_var_sizes[slot], tile, 0, &var_src,
-			   &var_src_len, d);
+			   f->footer.file_var_sizes[slot], tile, 0, &src.var,
+			   &src.var_len, d);
 	if (e)
 		goto out_free_src;
 	/* An offsets tile of zero chunks holding cells means the offsets are
 	 * embedded in the values tile (tile.md §4). */
-	embedded = cells && off_len == 8 && tfs_get_u64(off_src) == 0;
-	if (!embedded)
-		e = expect_decoded(a, f, slot, tile, off_src, off_len, cells * 8,
-				   d);
+	src.embedded = cells && src.off_len == 8 && tfs_get_u64(src.off) == 0;
+	if (!src.embedded)
+		e = expect_decoded(a, f, slot, tile, src.off, src.off_len,
+				   cells * 8, d);
 	if (!e)
-		e = expect_decoded(a, f, slot, tile, var_src, var_src_len,
+		e = expect_decoded(a, f, slot, tile, src.var, src.var_len,
 				   var_len, d);
 	if (!e)
 		e = check_tile_limit(a, f, slot, tile, (cells + 1) * 8, d);
-	if (e)
-		goto out_free_src;
-	/* (cells is at most 2^32: no overflow) */
-	out->offsets = take(((size_t)cells + 1) * sizeof(uint64_t));
-	out->var = take((size_t)var_len);
-	if (!out->offsets || !out->var) {
-		e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-		goto out_free_src;
-	}
-	out->var_len = var_len;
-	tile_ctx(&ctx, a, f, desc->type, desc->cell_size);
-	if (embedded) {
-		ctx.string_mode = true;
-		e = tfs_tile_decode_strings(desc->filters, &ctx, out->var,
-					    (size_t)var_len, out->offsets,
-					    cells, var_src, var_src_len, d);
-	} else {
-		struct tfs_tile_ctx octx;
-
-		tile_ctx(&octx, a, f, TFS_UINT64, 8);
-		e = tfs_tile_decode(&s->offsets_filters, &octx,
-				    (uint8_t *)out->offsets, (size_t)cells * 8,
-				    off_src, off_len, d);
-		if (!e)
-			e = tfs_tile_decode(desc->filters, &ctx, out->var,
-					    (size_t)var_len, var_src,
-					    var_src_len, d);
-	}
 	if (!e)
-		e = check_offsets(f, slot, tile, out->offsets, cells, var_len,
-				  d);
-	if (!e)
-		out->offsets[cells] = var_len;
+		e = var_decode(a, f, slot, tile, desc, &src, var_len, out, d);
 out_free_src:
 	tfs_mem_uncharge(tfs_mem_global(), scratch);
-	persisted_free(&off_src, &off_len);
-	persisted_free(&var_src, &var_src_len);
+	persisted_free(&src.off, &src.off_len);
+	persisted_free(&src.var, &src.var_len);
+	return e;
+}
+
+/* Reads and decodes a fixed-size tile into out->fixed (old coordinates
+ * zipped cell by cell). */
+static enum tfs_err read_fixed(struct tfs_arraydir *a, struct tfs_fragment *f,
+			       uint32_t slot, uint64_t tile,
+			       const struct tfs_slot_desc *desc,
+			       const struct tfs_slot_tiles *st,
+			       struct tfs_tile *out, struct tfs_diag *d)
+{
+	uint64_t want = out->cell_num * desc->cell_size;
+	bool old_coords = f->footer.version < 5 &&
+			  slot == f->schema->attr_num && coords_unzipped(f);
+	uint8_t *src = NULL;
+	size_t src_len = 0;
+	struct tfs_tile_ctx ctx;
+	uint64_t scratch;
+	enum tfs_err e;
+
+	/* A zipped copy of old coordinates needs the size again. */
+	scratch = scratch_bytes(desc->filters, want);
+	if (old_coords && scratch < want)
+		scratch = want;
+	e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
+			   f->footer.file_sizes[slot], tile, want + scratch,
+			   &src, &src_len, d);
+	if (e)
+		return e;
+	out->charged = want;
+	e = expect_decoded(a, f, slot, tile, src, src_len, want, d);
+	if (!e) {
+		out->fixed = take((size_t)want);
+		if (!out->fixed)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	if (!e) {
+		out->fixed_len = want;
+		tile_ctx(&ctx, a, f, desc->type, desc->cell_size);
+		e = tfs_tile_decode(desc->filters, &ctx, out->fixed,
+				    (size_t)want, src, src_len, d);
+	}
+	persisted_free(&src, &src_len);
+	if (!e && old_coords)
+		e = zip_coords(f, out, d);
+	tfs_mem_uncharge(tfs_mem_global(), scratch);
+	return e;
+}
+
+/* Reads and decodes a nullable tile's validity into out->validity. */
+static enum tfs_err read_validity(struct tfs_arraydir *a,
+				  struct tfs_fragment *f, uint32_t slot,
+				  uint64_t tile,
+				  const struct tfs_slot_tiles *st,
+				  struct tfs_tile *out, struct tfs_diag *d)
+{
+	uint8_t *src = NULL;
+	size_t src_len = 0;
+	struct tfs_tile_ctx ctx;
+	enum tfs_err e;
+
+	e = read_persisted(a, f, slot, TFS_FILE_VALIDITY, st->validity_offsets,
+			   f->footer.file_validity_sizes[slot], tile,
+			   out->cell_num, &src, &src_len, d);
+	if (e)
+		return e;
+	out->charged += out->cell_num;
+	e = expect_decoded(a, f, slot, tile, src, src_len, out->cell_num, d);
+	if (!e) {
+		out->validity = take((size_t)out->cell_num);
+		if (!out->validity)
+			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	if (!e) {
+		tile_ctx(&ctx, a, f, TFS_UINT8, 1);
+		e = tfs_tile_decode(&f->schema->validity_filters, &ctx,
+				    out->validity, (size_t)out->cell_num, src,
+				    src_len, d);
+	}
+	persisted_free(&src, &src_len);
 	return e;
 }
 
@@ -464,10 +579,6 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 {
 	const struct tfs_slot_tiles *st;
 	struct tfs_slot_desc desc;
-	struct tfs_tile_ctx ctx;
-	uint8_t *src = NULL;
-	size_t src_len = 0;
-	uint64_t scratch = 0;
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
@@ -487,74 +598,14 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		return tfs_fail(d, TFS_E_CORRUPT,
 				"fragment '%s': %" PRIu64 " cells per tile",
 				f->name, out->cell_num);
-	if (desc.var) {
+	if (desc.var)
 		e = read_var(a, f, slot, tile, &desc, st, out, d);
-	} else {
-		uint64_t want = out->cell_num * desc.cell_size;
-
-		/* A zipped copy of old coordinates needs the size again. */
-		scratch = scratch_bytes(desc.filters, want);
-		if (f->footer.version < 5 && slot == f->schema->attr_num &&
-		    coords_unzipped(f) && scratch < want)
-			scratch = want;
-		e = read_persisted(a, f, slot, TFS_FILE_FIXED, st->offsets,
-				   f->footer.file_sizes[slot], tile,
-				   want + scratch, &src, &src_len, d);
-		if (e) {
-			scratch = 0;
-			goto out_fail;
-		}
-		out->charged = want;
-		e = expect_decoded(a, f, slot, tile, src, src_len, want, d);
-		if (e)
-			goto out_fail;
-		out->fixed = take((size_t)want);
-		if (!out->fixed) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out_fail;
-		}
-		out->fixed_len = want;
-		tile_ctx(&ctx, a, f, desc.type, desc.cell_size);
-		e = tfs_tile_decode(desc.filters, &ctx, out->fixed,
-				    (size_t)want, src, src_len, d);
-		persisted_free(&src, &src_len);
-		if (!e && f->footer.version < 5 &&
-		    slot == f->schema->attr_num && coords_unzipped(f))
-			e = zip_coords(f, out, d);
-		tfs_mem_uncharge(tfs_mem_global(), scratch);
-		scratch = 0;
-	}
-	if (e)
-		goto out_fail;
-	if (desc.nullable) {
-		e = read_persisted(a, f, slot, TFS_FILE_VALIDITY,
-				   st->validity_offsets,
-				   f->footer.file_validity_sizes[slot], tile,
-				   out->cell_num, &src, &src_len, d);
-		if (e)
-			goto out_fail;
-		out->charged += out->cell_num;
-		e = expect_decoded(a, f, slot, tile, src, src_len,
-				   out->cell_num, d);
-		if (e)
-			goto out_fail;
-		out->validity = take((size_t)out->cell_num);
-		if (!out->validity) {
-			e = tfs_fail(d, TFS_E_NOMEM, "out of memory");
-			goto out_fail;
-		}
-		tile_ctx(&ctx, a, f, TFS_UINT8, 1);
-		e = tfs_tile_decode(&f->schema->validity_filters, &ctx,
-				    out->validity, (size_t)out->cell_num, src,
-				    src_len, d);
-		if (e)
-			goto out_fail;
-	}
-	persisted_free(&src, &src_len);
-	return TFS_E_OK;
-out_fail:
-	persisted_free(&src, &src_len);
-	tfs_mem_uncharge(tfs_mem_global(), scratch);
+	else
+		e = read_fixed(a, f, slot, tile, &desc, st, out, d);
+	if (!e && desc.nullable)
+		e = read_validity(a, f, slot, tile, st, out, d);
+	if (!e)
+		return TFS_E_OK;
 	tfs__tile_free_buffers(out);
 	if (e == TFS_E_CORRUPT || e == TFS_E_CHECKSUM)
 		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64

@@ -173,6 +173,54 @@ void tfs__tw_free(struct tfs__tw *t)
 	tfs_free(t);
 }
 
+/* The ring's jobs with their buffers (empty yet); false when out of
+ * memory. */
+static bool init_ring(struct tfs__tw *t)
+{
+	for (unsigned r = 0; r < t->ring_cap; r++) {
+		struct job *j = &t->ring[r];
+
+		tfs_job_init(&j->job, tfs__tw_job_run, j);
+		j->tw = t;
+		tfs_buf_init(&j->real, TFS_BUF_NO_MAX);
+		if (tfs__cells_init(&j->cells, t->o.field_num))
+			return false;
+		j->out = tfs_callocn(t->o.field_num, sizeof(*j->out));
+		if (!j->out)
+			return false;
+		for (uint32_t f = 0; f < t->o.field_num; f++)
+			fout_init(&j->out[f]);
+	}
+	return true;
+}
+
+/* The dense writer's tile grid over the box written; fails when its tiles
+ * are too large to write. */
+static enum tfs_err init_dense_box(struct tfs__tw *t, struct tfs_diag *d)
+{
+	const struct tfs_schema *s = t->o.s;
+	uint64_t cpt = tfs_schema_tile_cells(s);
+
+	if (cpt == 0 || cpt > ((uint64_t)1 << 40))
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"dense tiles of this schema are too "
+				"large to write");
+	t->cpt = 1;
+	t->tiles_total = 1;
+	for (uint32_t k = 0; k < t->D; k++) {
+		const struct tfs_dim *dm = &s->dims[k];
+
+		t->ext[k] = tfs_value_as_u64(dm->type, dm->extent);
+		t->boxlo[k] = tfs__dim_off(dm, t->o.box[k].lo);
+		t->boxhi[k] = tfs__dim_off(dm, t->o.box[k].hi);
+		t->tlo[k] = t->boxlo[k] / t->ext[k];
+		t->ntiles[k] = t->boxhi[k] / t->ext[k] - t->tlo[k] + 1;
+		t->cpt *= t->ext[k];
+		t->tiles_total *= t->ntiles[k];
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 			 struct tfs_diag *d)
 {
@@ -204,47 +252,16 @@ enum tfs_err tfs__tw_new(const struct tfs__tw_opts *o, struct tfs__tw **out,
 		slotacc_init(&t->dimb[k]);
 		slotacc_init(&t->gob[k]);
 	}
-	for (unsigned r = 0; r < t->ring_cap; r++) {
-		struct job *j = &t->ring[r];
-
-		tfs_job_init(&j->job, tfs__tw_job_run, j);
-		j->tw = t;
-		tfs_buf_init(&j->real, TFS_BUF_NO_MAX);
-		if (tfs__cells_init(&j->cells, o->field_num))
-			goto out_fail;
-		j->out = tfs_callocn(o->field_num, sizeof(*j->out));
-		if (!j->out)
-			goto out_fail;
-		for (uint32_t f = 0; f < o->field_num; f++)
-			fout_init(&j->out[f]);
-	}
+	if (!init_ring(t))
+		goto out_fail;
 	for (uint32_t f = 0; f < o->field_num; f++)
 		for (int k = 0; k < 3; k++)
 			if (!(t->paths[3 * f + (uint32_t)k] =
 				      file_path(t, &o->fields[f], k)))
 				goto out_fail;
-	if (o->dense) {
-		uint64_t cpt = tfs_schema_tile_cells(s);
-
-		if (cpt == 0 || cpt > ((uint64_t)1 << 40)) {
-			tfs__tw_free(t);
-			return tfs_fail(d, TFS_E_UNSUPPORTED,
-					"dense tiles of this schema are too "
-					"large to write");
-		}
-		t->cpt = 1;
-		t->tiles_total = 1;
-		for (uint32_t k = 0; k < t->D; k++) {
-			const struct tfs_dim *dm = &s->dims[k];
-
-			t->ext[k] = tfs_value_as_u64(dm->type, dm->extent);
-			t->boxlo[k] = tfs__dim_off(dm, o->box[k].lo);
-			t->boxhi[k] = tfs__dim_off(dm, o->box[k].hi);
-			t->tlo[k] = t->boxlo[k] / t->ext[k];
-			t->ntiles[k] = t->boxhi[k] / t->ext[k] - t->tlo[k] + 1;
-			t->cpt *= t->ext[k];
-			t->tiles_total *= t->ntiles[k];
-		}
+	if (o->dense && (e = init_dense_box(t, d))) {
+		tfs__tw_free(t);
+		return e;
 	}
 	*out = t;
 	return TFS_E_OK;
@@ -276,6 +293,92 @@ static enum tfs_err file_append(struct tfs__tw *t, const char *path,
 	return tfs_vfs_append(t->o.vfs, path, b->data, b->len, d);
 }
 
+/* Appends one tile's entries to a field's per-tile lists: where its
+ * tile starts in each file (0 where it has none) and its values' size. */
+static enum tfs_err put_tile_offsets(struct slotacc *a,
+				     const struct tfs__field *fd,
+				     const struct fout *o, bool written,
+				     struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	e = tfs_buf_append_u64(&a->offsets, written ? a->file_size : 0);
+	if (!e)
+		e = tfs_buf_append_u64(&a->var_offsets,
+				       fd->var ? a->var_file_size : 0);
+	if (!e)
+		e = tfs_buf_append_u64(&a->var_sizes, fd->var ? o->var_size : 0);
+	if (!e)
+		e = tfs_buf_append_u64(&a->validity_offsets,
+				       fd->nullable ? a->validity_file_size : 0);
+	if (e)
+		return tfs_fail(d, e, "out of memory");
+	return TFS_E_OK;
+}
+
+/* Appends field f's filtered tile to its files. */
+static enum tfs_err put_tile_files(struct tfs__tw *t, uint32_t f,
+				   struct slotacc *a, const struct fout *o,
+				   bool written, struct tfs_diag *d)
+{
+	const struct tfs__field *fd = &t->o.fields[f];
+	enum tfs_err e;
+
+	if (written) {
+		if ((e = file_append(t, t->paths[3 * f], &o->fixed, d)))
+			return e;
+		a->file_size += o->fixed.len;
+	}
+	if (fd->var) {
+		if ((e = file_append(t, t->paths[3 * f + 1], &o->var, d)))
+			return e;
+		a->var_file_size += o->var.len;
+	}
+	if (fd->nullable) {
+		if ((e = file_append(t, t->paths[3 * f + 2], &o->valid, d)))
+			return e;
+		a->validity_file_size += o->valid.len;
+	}
+	return TFS_E_OK;
+}
+
+/* Appends one tile's statistics of a field: minimum and maximum, sum,
+ * null count, and for a sparse dimension the tile's bounding box and its
+ * first and last coordinates. */
+static enum tfs_err put_tile_stats(struct tfs__tw *t,
+				   const struct tfs__field *fd,
+				   struct slotacc *a, const struct fout *o,
+				   struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	if (tfs__has_minmax(fd) &&
+	    ((e = put_minmax(&a->min_fixed, &a->min_var, fd->var, &o->min)) ||
+	     (e = put_minmax(&a->max_fixed, &a->max_var, fd->var, &o->max))))
+		return tfs_fail(d, e, "out of memory");
+	if (tfs__has_sum(fd, t->o.dense) &&
+	    (e = tfs_buf_append(&a->sums, o->sum, 8)))
+		return tfs_fail(d, e, "out of memory");
+	if (fd->nullable &&
+	    (e = tfs_buf_append_u64(&a->null_counts, o->nulls)))
+		return tfs_fail(d, e, "out of memory");
+	if (fd->is_dim && !t->o.dense) {
+		struct slotacc *b = &t->dimb[fd->index];
+		struct slotacc *g = &t->gob[fd->index];
+
+		if ((e = put_minmax(&b->min_fixed, &b->min_var, fd->var,
+				    &o->lo)) ||
+		    (e = put_minmax(&b->max_fixed, &b->max_var, fd->var,
+				    &o->hi)) ||
+		    (e = put_minmax(&g->min_fixed, &g->min_var, fd->var,
+				    &o->first)) ||
+		    (e = put_minmax(&g->max_fixed, &g->max_var, fd->var,
+				    &o->last)))
+			return tfs_fail(d, e, "out of memory");
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__tw_drain_one(struct tfs__tw *t, struct tfs_diag *d)
 {
 	struct job *j = &t->ring[t->head];
@@ -293,64 +396,13 @@ enum tfs_err tfs__tw_drain_one(struct tfs__tw *t, struct tfs_diag *d)
 	for (uint32_t f = 0; f < t->o.field_num; f++) {
 		const struct tfs__field *fd = &fields[f];
 		struct slotacc *a = &t->slots[fd->slot];
-		struct fout *o = &j->out[f];
+		const struct fout *o = &j->out[f];
 		bool written = !(fd->is_dim && t->o.dense);
 
-		e = tfs_buf_append_u64(&a->offsets, written ? a->file_size : 0);
-		if (!e)
-			e = tfs_buf_append_u64(&a->var_offsets,
-					       fd->var ? a->var_file_size : 0);
-		if (!e)
-			e = tfs_buf_append_u64(&a->var_sizes,
-					       fd->var ? o->var_size : 0);
-		if (!e)
-			e = tfs_buf_append_u64(&a->validity_offsets,
-					       fd->nullable ? a->validity_file_size
-							    : 0);
-		if (e)
-			return tfs_fail(d, e, "out of memory");
-		if (written) {
-			if ((e = file_append(t, t->paths[3 * f], &o->fixed, d)))
-				return e;
-			a->file_size += o->fixed.len;
-		}
-		if (fd->var) {
-			if ((e = file_append(t, t->paths[3 * f + 1], &o->var, d)))
-				return e;
-			a->var_file_size += o->var.len;
-		}
-		if (fd->nullable) {
-			if ((e = file_append(t, t->paths[3 * f + 2], &o->valid,
-					     d)))
-				return e;
-			a->validity_file_size += o->valid.len;
-		}
-		if (tfs__has_minmax(fd) &&
-		    ((e = put_minmax(&a->min_fixed, &a->min_var, fd->var,
-				     &o->min)) ||
-		     (e = put_minmax(&a->max_fixed, &a->max_var, fd->var,
-				     &o->max))))
-			return tfs_fail(d, e, "out of memory");
-		if (tfs__has_sum(fd, t->o.dense) &&
-		    (e = tfs_buf_append(&a->sums, o->sum, 8)))
-			return tfs_fail(d, e, "out of memory");
-		if (fd->nullable &&
-		    (e = tfs_buf_append_u64(&a->null_counts, o->nulls)))
-			return tfs_fail(d, e, "out of memory");
-		if (fd->is_dim && !t->o.dense) {
-			struct slotacc *b = &t->dimb[fd->index];
-			struct slotacc *g = &t->gob[fd->index];
-
-			if ((e = put_minmax(&b->min_fixed, &b->min_var, fd->var,
-					    &o->lo)) ||
-			    (e = put_minmax(&b->max_fixed, &b->max_var, fd->var,
-					    &o->hi)) ||
-			    (e = put_minmax(&g->min_fixed, &g->min_var, fd->var,
-					    &o->first)) ||
-			    (e = put_minmax(&g->max_fixed, &g->max_var, fd->var,
-					    &o->last)))
-				return tfs_fail(d, e, "out of memory");
-		}
+		if ((e = put_tile_offsets(a, fd, o, written, d)) ||
+		    (e = put_tile_files(t, f, a, o, written, d)) ||
+		    (e = put_tile_stats(t, fd, a, o, d)))
+			return e;
 	}
 	{
 		/* The __coords slot: no file, zeros in every per-tile list. */
