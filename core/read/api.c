@@ -652,6 +652,13 @@ static enum tfs_err resolve_fields(struct tfs_query *q,
 	return TFS_E_OK;
 }
 
+/* The plain queries a filtered reading sits on (tfs__where_open). */
+static const struct tfs__inner_queries inner_queries = {
+	.open = tfs__query_open_hooked,
+	.next = tfs_query_next,
+	.close = tfs_query_close,
+};
+
 /* Checks and copies the subarray, then opens the reader that serves the
  * query: the condition's, the dense or the sparse one. */
 static enum tfs_err open_reader(struct tfs_query *q,
@@ -666,7 +673,7 @@ static enum tfs_err open_reader(struct tfs_query *q,
 	if (copy_ranges(q->sub, &q->sub_bytes, sub, q->schema->dim_num))
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	if (opts && opts->condition)
-		return tfs__where_open(q, opts, d);
+		return tfs__where_open(q, opts, &inner_queries, d);
 	if (q->schema->array_type == TFS_DENSE)
 		return tfs_dense_reader_open(q, d);
 	return tfs_sparse_reader_open(q, d);

@@ -179,10 +179,26 @@ enum tfs_err tfs__query_open_hooked(
 	bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
 			       uint64_t tile, const struct tfs_range *box),
 	void *tile_arg, struct tfs_query **out, struct tfs_diag *d) TFS_WUR;
+/* How a filtered reading opens, reads and closes the plain queries it
+ * sits on: the query layer's own functions, handed down by the query
+ * layer, which also dispatches to the filtered reader. */
+struct tfs__inner_queries {
+	enum tfs_err (*open)(
+		struct tfs_array *a, const struct tfs_query_opts *opts,
+		bool (*tile_may_match)(void *arg, const struct tfs_fragment *f,
+				       uint64_t tile,
+				       const struct tfs_range *box),
+		void *tile_arg, struct tfs_query **out, struct tfs_diag *d);
+	enum tfs_err (*next)(struct tfs_query *q, const struct tfs_batch **out,
+			     struct tfs_diag *d);
+	void (*close)(struct tfs_query *q);
+};
 /* Opens q's filtered reading of opts->condition (the query's fields and
- * subarray are set; sets q->reader_ops). */
+ * subarray are set; sets q->reader_ops), its plain queries through
+ * inner (which must outlive q). */
 enum tfs_err tfs__where_open(struct tfs_query *q,
 			     const struct tfs_query_opts *opts,
+			     const struct tfs__inner_queries *inner,
 			     struct tfs_diag *d) TFS_WUR;
 
 /* Appends one cell to an output column (value bytes of `len`; validity

@@ -39,6 +39,7 @@ struct run {
 };
 
 struct tfs__where {
+	const struct tfs__inner_queries *iq;
 	struct tfs_qc_node qc;
 	struct tfs_cond *cond;
 	size_t cf_num;
@@ -624,9 +625,8 @@ static enum tfs_err open_inner(struct tfs_query *q, struct tfs__where *w,
 		sub[0].hi = hi;
 	}
 	o.subarray = sub;
-	e = tfs__query_open_hooked(q->array, &o,
-				   w->dense ? NULL : sparse_tile_may_match, q,
-				   &w->inner, d);
+	e = w->iq->open(q->array, &o, w->dense ? NULL : sparse_tile_may_match,
+			q, &w->inner, d);
 	if (w->dense)
 		sub[0] = first;
 	return e;
@@ -725,10 +725,10 @@ static enum tfs_err where_next(struct tfs_query *q, struct tfs_diag *d)
 			if ((e = open_inner(q, w, d)))
 				return e;
 		}
-		if ((e = tfs_query_next(w->inner, &b, d)))
+		if ((e = w->iq->next(w->inner, &b, d)))
 			return e;
 		if (!b) {
-			tfs_query_close(w->inner);
+			w->iq->close(w->inner);
 			w->inner = NULL;
 			w->run_i++;
 			continue;
@@ -746,7 +746,8 @@ static void where_free(struct tfs_query *q)
 
 	if (!w)
 		return;
-	tfs_query_close(w->inner);
+	if (w->inner)
+		w->iq->close(w->inner);
 	tfs_cond_free(w->cond);
 	tfs_condition_release(&w->qc);
 	tfs_free(w->cf);
@@ -826,6 +827,7 @@ static enum tfs_err map_fields(struct tfs_query *q, struct tfs__where *w,
 
 enum tfs_err tfs__where_open(struct tfs_query *q,
 			     const struct tfs_query_opts *opts,
+			     const struct tfs__inner_queries *inner,
 			     struct tfs_diag *d)
 {
 	const struct tfs_schema *s = q->schema;
@@ -835,6 +837,7 @@ enum tfs_err tfs__where_open(struct tfs_query *q,
 	w = tfs_callocn(1, sizeof(*w));
 	if (!w)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	w->iq = inner;
 	q->where = w;
 	q->reader_ops = &where_ops;
 	q->total_cells = UINT64_MAX;
