@@ -175,20 +175,12 @@ static enum tfs_err refill(struct tfs__csv_lexer *lx, struct tfs_diag *d)
 		lx->len = keep;
 	}
 	if (lx->cap - lx->len < lx->block) {
-		size_t cap = lx->cap ? lx->cap : lx->block;
-		uint8_t *nb;
-
-		while (cap - keep < lx->block)
-			cap *= 2;
 		if (keep > TFS__CSV_RECORD_MAX)
 			return tfs__csv_fail(lx, d, TFS_E_INVALID, lx->line, 0,
 					     "record longer than %zu MiB (an unterminated quote?)",
 					     TFS__CSV_RECORD_MAX >> 20);
-		nb = tfs_realloc(lx->buf, cap);
-		if (!nb)
+		if (tfs_grow(&lx->buf, &lx->cap, keep + lx->block, 1))
 			return tfs_fail(d, TFS_E_NOMEM, "%s: out of memory", lx->name);
-		lx->buf = nb;
-		lx->cap = cap;
 	}
 	size_t want = lx->cap - lx->len;
 

@@ -138,17 +138,13 @@ void tfs__s3_icache_put(struct s3 *s, const char *key, uint64_t size,
 			break;
 		}
 	if (en.key) {
+		/* Past the limit (or out of memory) the oldest is replaced. */
 		if (s->icache_num == s->icache_cap &&
-		    s->icache_cap < ICACHE_MAX_ENTRIES) {
-			size_t ncap = s->icache_cap ? 2 * s->icache_cap : 64;
-			struct icache_entry *n =
-				tfs_reallocn(s->icache, ncap, sizeof(*n));
-
-			if (n) {
-				s->icache = n;
-				s->icache_cap = ncap;
-			}
-		}
+		    s->icache_cap < ICACHE_MAX_ENTRIES &&
+		    tfs_grow(&s->icache, &s->icache_cap, s->icache_num + 1,
+			     sizeof(*s->icache)) != TFS_E_OK)
+			tfs_log(TFS_LOG_DEBUG, "s3: the object cache did not "
+				"grow (out of memory)");
 		if (s->icache_num < s->icache_cap) {
 			s->icache[s->icache_num++] = en;
 		} else if (s->icache_num) {

@@ -408,15 +408,8 @@ static bool add_name(struct tfs_dirlist *l, size_t *cap, const char *name,
 {
 	if (!n)
 		return true;
-	if (l->count == *cap) {
-		size_t ncap = *cap ? 2 * *cap : 32;
-		char **nn = tfs_reallocn(l->names, ncap, sizeof(*nn));
-
-		if (!nn)
-			return false;
-		l->names = nn;
-		*cap = ncap;
-	}
+	if (tfs_grow(&l->names, cap, l->count + 1, sizeof(*l->names)))
+		return false;
 	l->names[l->count] = tfs_strndup(name, n);
 	if (!l->names[l->count])
 		return false;

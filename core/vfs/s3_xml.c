@@ -134,24 +134,17 @@ static bool is_list_leaf(const struct xml_state *s)
 static void contents_end(struct xml_state *s)
 {
 	struct tfs__s3_listing *l = s->l;
-	struct tfs__s3_object *o;
 
 	if (!s->have_key) {
 		s->failed = true;
 		return;
 	}
-	if (l->nobjects == l->objects_cap) {
-		size_t ncap = l->objects_cap ? 2 * l->objects_cap : 64;
-
-		o = tfs_reallocn(l->objects, ncap, sizeof(*o));
-		if (!o) {
-			tfs_free(s->cur.key);
-			s->cur.key = NULL;
-			s->failed = true;
-			return;
-		}
-		l->objects = o;
-		l->objects_cap = ncap;
+	if (tfs_grow(&l->objects, &l->objects_cap, l->nobjects + 1,
+		     sizeof(*l->objects))) {
+		tfs_free(s->cur.key);
+		s->cur.key = NULL;
+		s->failed = true;
+		return;
 	}
 	l->objects[l->nobjects++] = s->cur;
 	memset(&s->cur, 0, sizeof(s->cur));
@@ -163,17 +156,11 @@ static void prefix_add(struct xml_state *s, char *t)
 {
 	struct tfs__s3_listing *l = s->l;
 
-	if (l->nprefixes == l->prefixes_cap) {
-		size_t ncap = l->prefixes_cap ? 2 * l->prefixes_cap : 16;
-		char **np = tfs_reallocn(l->prefixes, ncap, sizeof(*np));
-
-		if (!np) {
-			s->failed = true;
-			tfs_free(t);
-			return;
-		}
-		l->prefixes = np;
-		l->prefixes_cap = ncap;
+	if (tfs_grow(&l->prefixes, &l->prefixes_cap, l->nprefixes + 1,
+		     sizeof(*l->prefixes))) {
+		s->failed = true;
+		tfs_free(t);
+		return;
 	}
 	l->prefixes[l->nprefixes++] = t;
 }
