@@ -37,7 +37,9 @@
  * When a vacuum removes fragments that a file still reads, the file goes
  * on with the array opened again at its own time, if that shows the same
  * cells (tfsd_arrays_reopen); a stream first produces itself again up to
- * where it was, comparing the bytes it still holds. */
+ * where it was, comparing the bytes it still holds.
+ * The counting pass and whole renderings are in render_work.c; the cache
+ * of rendered files, sizes and indexes in render_cache.c. */
 #include "tfsd.h"
 
 #include <inttypes.h>
