@@ -177,16 +177,18 @@ static void slice_hi_checks(struct tfsr_slice *sl)
 	}
 }
 
-/* Sparse streams (text, raw, .npy) are indexed by their first
- * coordinate when it has a fixed size (struct tfsr_mark); pictures are
- * rendered whole. */
+/* Sparse text and raw streams are indexed by their first coordinate
+ * when it has a fixed size (struct tfsr_mark). Not pictures (rendered
+ * whole), nor .npy: its header, built at the first begin from a measuring
+ * pass into the slice, is not to be built by two parts at once. */
 static void slice_index_key(struct tfsr_slice *sl)
 {
 	struct tfs_field_info f;
 
 	sl->key_col = -1;
 	/* Stored order is not ordered by the first coordinate. */
-	if (sl->dense || sl->sel->stored || (sl->r->flags & TFSR_R_IMAGE))
+	if (sl->dense || sl->sel->stored || (sl->r->flags & TFSR_R_IMAGE) ||
+	    sl->r->fmt == TFSR_FMT_NPY)
 		return;
 	tfs_schema_field(sl->s, 0, &f);
 	if (f.var || f.cell_val_num != 1 || tfs_datatype_size(f.type) > 8 ||

@@ -1171,15 +1171,14 @@ Test(content, sparse_index)
 			   sizeof(paths) / sizeof(paths[0]), (uint64_t)4 << 20);
 }
 
-/* Sparse raw and .npy files have an exact size from fragment metadata,
- * so no stat counts them; their index is found at the first read far
- * into one (the last quarter), after which a read near the end produces
- * only the cells after the last mark before it, in that file and in
- * every file of the same path read later. */
+/* Sparse raw files have an exact size from fragment metadata, so no
+ * stat counts them; their index is found at the first read far into one
+ * (the last quarter), after which a read near the end produces only the
+ * cells after the last mark before it, in that file and in every file of
+ * the same path read later. */
 Test(content, sparse_raw_index)
 {
-	static const char *const paths[] = {"sp/v/slice[:,:]",
-					    "sp/v/slice[:,:].npy"};
+	static const char *const paths[] = {"sp/v/slice[:,:]"};
 
 	check_sparse_seeks("tfs_sparse_raw_index_", 760000, paths,
 			   sizeof(paths) / sizeof(paths[0]), (uint64_t)5 << 20);
