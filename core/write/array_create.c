@@ -303,11 +303,8 @@ enum tfs_err tfs_array_create(const char *path, const struct tfs_schema *schema,
 				"array '%s': creating arrays with dimension "
 				"labels is not supported",
 				path);
-	if (!vfs) {
-		if ((e = tfs_vfs_default_new(path, &own, d)))
-			return e;
-		vfs = own;
-	}
+	if ((e = tfs__vfs_or_default(path, &vfs, &own, d)))
+		return e;
 	if ((e = check_target(vfs, path, &st, d)))
 		goto out_free;
 	copy = *schema;

@@ -214,11 +214,8 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 		*removed = 0;
 	if (!path)
 		return tfs_fail(d, TFS_E_INVALID, "cleanup: no path");
-	if (!vfs) {
-		if ((e = tfs_vfs_default_new(path, &own, d)))
-			return e;
-		vfs = own;
-	}
+	if ((e = tfs__vfs_or_default(path, &vfs, &own, d)))
+		return e;
 	memset(&commits, 0, sizeof(commits));
 	memset(&root, 0, sizeof(root));
 	cdir = tfs_path_join(path, "__commits");

@@ -138,11 +138,8 @@ enum tfs_err tfs_array_delete(const char *path, const struct tfs_where *cond,
 	if (name_cap)
 		name_out[0] = '\0';
 	tfs_buf_init(&tile, TFS_BUF_NO_MAX);
-	if (!vfs) {
-		if ((e = tfs_vfs_default_new(path, &own, d)))
-			return e;
-		vfs = own;
-	}
+	if ((e = tfs__vfs_or_default(path, &vfs, &own, d)))
+		return e;
 	if ((e = tfs__arraydir_open_all(vfs, path, key, &ad, d)) ||
 	    (e = check_deletable(path, ad->schema, d)) ||
 	    (e = check_fields(path, ad->schema, cond, 0, d)) ||

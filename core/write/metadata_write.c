@@ -128,11 +128,8 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 		return tfs_fail(d, TFS_E_INVALID, "metadata: no path or entries");
 	if (count == 0)
 		return TFS_E_OK;
-	if (!vfs) {
-		if ((e = tfs_vfs_default_new(path, &own, d)))
-			return e;
-		vfs = own;
-	}
+	if ((e = tfs__vfs_or_default(path, &vfs, &own, d)))
+		return e;
 	if ((e = sort_entries(entries, count, &sorted, d)) ||
 	    (e = encode_meta_tile(&tile, sorted, count, key, d)))
 		goto out;

@@ -444,11 +444,8 @@ enum tfs_err tfs_array_evolve(const char *path, const struct tfs_schema *next,
 	*changed = false;
 	memset(&ev, 0, sizeof(ev));
 	tfs_buf_init(&tile, TFS_BUF_NO_MAX);
-	if (!vfs) {
-		if ((e = tfs_vfs_default_new(path, &own, d)))
-			return e;
-		vfs = own;
-	}
+	if ((e = tfs__vfs_or_default(path, &vfs, &own, d)))
+		return e;
 	if ((e = tfs__arraydir_open_all(vfs, path, key, &ad, d)) ||
 	    (e = plan_evolution(path, ad, next, key, &ev, changed, d)) ||
 	    !*changed)

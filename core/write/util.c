@@ -82,6 +82,20 @@ void tfs__empty_dir(struct tfs_vfs *vfs, const char *path)
 	tfs_dirlist_release(&l);
 }
 
+enum tfs_err tfs__vfs_or_default(const char *path, struct tfs_vfs **vfs,
+				 struct tfs_vfs **own, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	*own = NULL;
+	if (*vfs)
+		return TFS_E_OK;
+	e = tfs_vfs_default_new(path, own, d);
+	if (!e)
+		*vfs = *own;
+	return e;
+}
+
 enum tfs_err tfs__arraydir_open_all(struct tfs_vfs *vfs, const char *path,
 				    const uint8_t *key,
 				    struct tfs_arraydir **out,

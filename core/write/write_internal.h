@@ -235,6 +235,12 @@ enum tfs_err tfs__max_timestamp(struct tfs_vfs *vfs, const char *path,
 				struct tfs_diag *d) TFS_WUR;
 struct tfs_arraydir;
 
+/* *vfs, or when it is NULL a new default storage for path, which *own
+ * then holds for the caller to free (NULL otherwise). */
+enum tfs_err tfs__vfs_or_default(const char *path, struct tfs_vfs **vfs,
+				 struct tfs_vfs **own,
+				 struct tfs_diag *d) TFS_WUR;
+
 /* The array folder at path with every schema, also those stamped ahead
  * of now (key: the array's encryption key, or NULL). */
 enum tfs_err tfs__arraydir_open_all(struct tfs_vfs *vfs, const char *path,
