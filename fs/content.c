@@ -409,9 +409,16 @@ static void part_run(void *arg)
 	}
 	tfsr_stream_init(&st, f->plan.sl, pt->src->a);
 	st.pool = NULL; /* parts run side by side */
-	e = tfsr_stream_start_part(&st, i ? &f->marks[i - 1] : NULL,
-				   i < f->mark_num ? &f->marks[i] : NULL,
-				   &pt->d);
+	/* The part's bytes are counted before they are rendered: parts in
+	 * flight wait for room (and the sparse pieces under them too)
+	 * rather than go over the budget together. */
+	e = tfsd__charge(pt->fs, want, &pt->d);
+	if (!e) {
+		pt->charged = want;
+		e = tfsr_stream_start_part(&st, i ? &f->marks[i - 1] : NULL,
+					   i < f->mark_num ? &f->marks[i] : NULL,
+					   &pt->d);
+	}
 	while (!e && !st.done)
 		e = tfsr_stream_step(&st, &pt->d);
 	if (!e && st.out.len != want)
@@ -421,10 +428,13 @@ static void part_run(void *arg)
 	if (!e) {
 		pt->out = st.out;
 		tfs_buf_init(&st.out, TFS_BUF_NO_MAX);
-		/* Counted only when it fits (charge counts nothing else). */
-		e = tfsd__charge(pt->fs, pt->out.cap, &pt->d);
-		if (!e)
-			pt->charged = pt->out.cap;
+		/* The buffer's slack past the part's bytes. */
+		if (pt->out.cap > pt->charged) {
+			e = tfsd__charge(pt->fs, pt->out.cap - pt->charged,
+					 &pt->d);
+			if (!e)
+				pt->charged = pt->out.cap;
+		}
 		__atomic_add_fetch(&f->part_cells, st.em.count - st.first_cell,
 				   __ATOMIC_RELAXED);
 	}

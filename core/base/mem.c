@@ -12,6 +12,8 @@
 /* A charge that waits asks the reclaimers again this often. */
 #define WAIT_SLICE_MS 50
 #define DEFAULT_WAIT_MS 2000
+/* A reclaim frees 1/RECLAIM_SLACK of the budget more than it must. */
+#define RECLAIM_SLACK 64
 
 struct reclaimer {
 	tfs_mem_reclaim_fn fn;
@@ -162,9 +164,13 @@ void tfs_mem_uncharge(struct tfs_mem *m, uint64_t n)
 	}
 }
 
-/* Asks the reclaimers for room for n more bytes. */
+/* Asks the reclaimers for room for n more bytes, and RECLAIM_SLACK of
+ * the budget besides: small charges in a full budget (tiles of a few
+ * cells) would otherwise each reclaim a few bytes and wait. */
 static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 {
+	uint64_t slack = budget / RECLAIM_SLACK;
+
 	atomic_fetch_add(&m->reclaiming, 1);
 	pthread_mutex_lock(&m->reclaim_lock);
 	for (unsigned i = 0; i < m->reclaimer_num; i++) {
@@ -174,7 +180,8 @@ static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 			break;
 		if (used > budget)
 			used = budget;
-		m->reclaimers[i].fn(m->reclaimers[i].ctx, used + n - budget);
+		m->reclaimers[i].fn(m->reclaimers[i].ctx,
+				    used + n - budget + slack);
 	}
 	pthread_mutex_unlock(&m->reclaim_lock);
 	atomic_fetch_sub(&m->reclaiming, 1);
@@ -202,7 +209,7 @@ static void raise_reserve(struct tfs_mem *m, uint64_t n)
 
 static enum tfs_err charge(struct tfs_mem *m, uint64_t n, bool wait)
 {
-	uint64_t budget = atomic_load(&m->budget), mine;
+	uint64_t budget = atomic_load(&m->budget), mine, reserve;
 	unsigned left = wait ? atomic_load(&m->wait_ms) : 0;
 	enum tfs_err e = TFS_E_NOMEM;
 	bool ok;
@@ -213,7 +220,11 @@ static enum tfs_err charge(struct tfs_mem *m, uint64_t n, bool wait)
 		goto refuse;
 	if (add_if_fits(m, n, budget, atomic_load(&m->reserve)))
 		return TFS_E_OK;
-	reclaim(m, n, budget);
+	/* Room for the charge and for the largest one waiting, which it
+	 * must leave free. */
+	reserve = atomic_load(&m->reserve);
+	reclaim(m, reserve < budget && n < budget - reserve ? n + reserve : n,
+		budget);
 	if (add_if_fits(m, n, budget, atomic_load(&m->reserve)))
 		return TFS_E_OK;
 	if (!left)

@@ -180,22 +180,38 @@ static uint64_t piece_cell_bytes(const struct sp_reader *r)
 	return 2 * n;
 }
 
-/* Counts the piece's cells (those of its candidate tiles) before they are
+/* The cells a piece may gather: PIECE_CELLS (or the reader's cap), and
+ * within PIECE_SHARE of the memory budget, so that parallel readers, the
+ * parts of a file read ahead and the counting pass each hold a small
+ * share of it. */
+static uint64_t piece_cap(const struct sp_reader *r)
+{
+	uint64_t budget = tfs_mem_budget(tfs_mem_global()), cap = r->piece_cap;
+	uint64_t fit;
+
+	if (!budget)
+		return cap;
+	fit = budget / PIECE_SHARE / piece_cell_bytes(r);
+	if (fit < PIECE_CELLS_MIN)
+		fit = PIECE_CELLS_MIN;
+	return fit < cap ? fit : cap;
+}
+
+/* Counts the piece's cells (its estimate, r->p_cells) before they are
  * gathered, waiting for room like a tile: parallel readers of big pieces
- * take turns instead of going over the budget. A piece larger than a
- * quarter of the budget counts that quarter (it could never wait for
- * more). */
+ * take turns instead of going over the budget. A piece larger than half
+ * of the budget (one that could not be cut smaller: many cells at one
+ * coordinate, or string coordinates) counts that half, and what it
+ * gathers past its charge is counted once gathered (piece_settle). */
 static enum tfs_err piece_charge(struct sp_reader *r, struct tfs_diag *d)
 {
 	struct tfs_mem *m = tfs_mem_global();
-	uint64_t cells = 0, n, budget = tfs_mem_budget(m);
+	uint64_t cells = r->p_cells, n, budget = tfs_mem_budget(m);
 	enum tfs_err e;
 
-	for (uint32_t i = 0; i < r->ptile_num; i++)
-		cells += r->tiles[r->ptiles[i]].cells;
 	n = cells > UINT64_MAX / 1024 ? UINT64_MAX : cells * piece_cell_bytes(r);
-	if (budget && n > budget / 4)
-		n = budget / 4;
+	if (budget && n > budget / 2)
+		n = budget / 2;
 	e = tfs_mem_charge(m, n);
 	if (e == TFS_E_INTR)
 		return tfs_fail(d, e, "interrupted while waiting for memory");
@@ -208,6 +224,92 @@ static enum tfs_err piece_charge(struct sp_reader *r, struct tfs_diag *d)
 	return TFS_E_OK;
 }
 
+/* Counts what the piece gathered past its charge (an estimate that its
+ * cells, bunched where the estimate spread them evenly, outgrew). */
+static void piece_settle(struct sp_reader *r)
+{
+	uint64_t n = r->cells.n * piece_cell_bytes(r);
+
+	if (n <= r->piece_charged)
+		return;
+	tfs_mem_force_charge(tfs_mem_global(), n - r->piece_charged);
+	r->piece_charged = n;
+}
+
+/* The cells of candidate tiles estimated to lie in [lo, x) along
+ * dimension 0 (fixed-size, in key order), each tile's cells spread evenly
+ * over its MBR. */
+static double piece_estimate(const struct sp_reader *r, uint64_t lo,
+			     uint64_t x)
+{
+	double sum = 0;
+
+	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
+		const struct sp_tile *t = &r->tiles[k];
+		uint64_t a = t->lo0.key > lo ? t->lo0.key : lo, b = t->hi0.key;
+
+		if (t->lo0.key >= x)
+			break;
+		if (b < lo)
+			continue;
+		if (b > x - 1)
+			b = x - 1;
+		sum += (double)t->cells * ((double)(b - a) + 1) /
+		       ((double)(t->hi0.key - t->lo0.key) + 1);
+	}
+	return sum;
+}
+
+/* Cuts the planned piece inside its tiles when its candidate tiles hold
+ * more than cap cells (tiles of many fragments overlapping along
+ * dimension 0): the upper bound moves down to the largest key whose
+ * estimated cells stay within cap, one key at least. Only for fixed-size
+ * dimension 0, whose keys can be cut anywhere; r->p_cells: the cells the
+ * piece is estimated to gather. */
+static void piece_narrow(struct sp_reader *r, uint64_t whole, uint64_t cap)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, good, bad;
+
+	r->p_cells = whole;
+	if (whole <= cap || r->dims[0].var)
+		return;
+	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
+		const struct sp_tile *t = &r->tiles[k];
+
+		if (r->have_lower && t->hi0.key < r->lower.key)
+			continue;
+		if (r->p_has_hi && t->lo0.key >= r->p_hi.key)
+			break;
+		if (t->lo0.key < lo)
+			lo = t->lo0.key;
+		if (t->hi0.key > hi)
+			hi = t->hi0.key;
+	}
+	if (r->have_lower && r->lower.key > lo)
+		lo = r->lower.key;
+	if (r->p_has_hi && r->p_hi.key - 1 < hi)
+		hi = r->p_hi.key - 1;
+	if (lo >= hi || lo == UINT64_MAX)
+		return;
+	/* The largest x in (lo, hi] with the estimate of [lo, x) within cap:
+	 * good stays within it, bad does not. */
+	good = lo + 1;
+	bad = hi + 1 > hi ? hi + 1 : hi;
+	if (piece_estimate(r, lo, bad) <= (double)cap)
+		return;
+	while (bad - good > 1) {
+		uint64_t mid = good + (bad - good) / 2;
+
+		if (piece_estimate(r, lo, mid) <= (double)cap)
+			good = mid;
+		else
+			bad = mid;
+	}
+	r->p_has_hi = true;
+	r->p_hi = (struct sp_val){.key = good, .len = r->dims[0].size};
+	r->p_cells = (uint64_t)piece_estimate(r, lo, good) + 1;
+}
+
 /* Chooses the next piece [lower, upper) along dimension 0: the largest
  * whose candidate tiles hold at most piece_cap cells, cut at a tile's
  * lower bound; when even the smallest cut holds more, the smallest. */
@@ -215,7 +317,7 @@ static void piece_plan(struct sp_reader *r)
 {
 	const struct sp_dim *dm = &r->dims[0];
 	const struct sp_val *prev = NULL;
-	uint64_t acc = 0;
+	uint64_t acc = 0, cap = piece_cap(r), best_acc = 0, first_acc = 0;
 	int64_t best = -1, first = -1;
 	bool over = false;
 
@@ -229,24 +331,34 @@ static void piece_plan(struct sp_reader *r)
 		if ((!r->have_lower || val_cmp(dm, &t->lo0, &r->lower) > 0) &&
 		    (!prev || val_cmp(dm, &t->lo0, prev) != 0)) {
 			prev = &t->lo0;
-			if (acc > 0 && acc <= r->piece_cap) {
+			if (acc > 0 && acc <= cap) {
 				best = k;
-			} else if (acc > r->piece_cap) {
-				if (best < 0)
+				best_acc = acc;
+			} else if (acc > cap) {
+				if (best < 0) {
 					first = k;
+					first_acc = acc;
+				}
 				over = true;
 				break;
 			}
 		}
 		acc = t->cells > UINT64_MAX - acc ? UINT64_MAX : acc + t->cells;
 	}
-	if (!over && acc <= r->piece_cap)
+	if (!over && acc <= cap) {
 		best = first = -1;
-	if (best < 0)
+		best_acc = acc;
+	}
+	if (best < 0 && first >= 0) {
 		best = first;
+		best_acc = first_acc;
+	} else if (best < 0) {
+		best_acc = acc;
+	}
 	r->p_has_hi = best >= 0;
 	if (r->p_has_hi)
 		r->p_hi = r->tiles[best].lo0;
+	piece_narrow(r, best_acc, cap);
 }
 
 static enum tfs_err piece_tiles(struct sp_reader *r, struct tfs_diag *d)
@@ -311,6 +423,7 @@ static enum tfs_err piece_build(struct sp_reader *r, struct tfs_diag *d)
 		e = tfs__sp_gather_coords(r, d);
 	if (e)
 		return e;
+	piece_settle(r);
 	n = (uint32_t)r->cells.n;
 	r->order = tfs_mallocn(n ? n : 1, sizeof(*r->order));
 	if (!r->order)
@@ -434,6 +547,7 @@ static void reader_free(struct sp_reader *r)
 	tfs_free(r->fills);
 	tfs_free(r->gnames);
 	tfs_free(r->tiles);
+	tfs_mem_uncharge(tfs_mem_global(), r->tiles_charged);
 	tfs_free(r->dims);
 	tfs_free(r);
 }
@@ -521,6 +635,9 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 		e = tfs__sp_open_frag(r, &r->frags[fi], f, (uint32_t)i, d);
 		if (!e)
 			e = tfs__sp_add_tiles(r, fi, &cap, d);
+		if (!e)
+			e = tfs__sp_tiles_charge(r, (uint64_t)cap *
+							sizeof(*r->tiles), d);
 		if (e)
 			return e;
 	}

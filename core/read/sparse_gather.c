@@ -84,7 +84,9 @@ static enum tfs_err coord_tiles_read(struct coord_job *j,
 }
 
 /* Room for `cells` more cells in out, var-size coordinates aside (they
- * grow as they come). */
+ * grow as they come). A tile's cells are reserved a step at a time as
+ * they are kept (CELLS_STEP, then doubling), not all at once: a tile that
+ * reaches across many pieces keeps only a few of its cells in each. */
 static enum tfs_err cells_reserve(struct sp_cells *out,
 				  const struct sp_reader *r, uint64_t cells)
 {
@@ -184,6 +186,7 @@ static void coord_job_run(void *arg)
 	uint32_t nt = sf->zipped ? 1 : r->dim_num;
 	struct tfs_tile *ct, ts = {0}, dt = {0};
 	struct sp_val *v;
+	uint64_t room = 0; /* cells reserved in j->out */
 	enum tfs_err e;
 
 	tfs_diag_init(&j->diag);
@@ -194,14 +197,24 @@ static void coord_job_run(void *arg)
 		goto out;
 	}
 	e = coord_tiles_read(j, st, sf, ct, &ts, &dt);
-	if (!e && cells_reserve(&j->out, r, st->cells))
-		e = tfs_fail(&j->diag, TFS_E_NOMEM, "out of memory");
 	for (uint64_t c = 0; c < st->cells && !e; c++) {
 		uint64_t t = sf->t1;
 		uint8_t gone = 0;
 
 		if (!cell_in(r, sf, ct, c, v))
 			continue;
+		if (j->out.n == room) {
+			uint64_t more = room ? room : CELLS_STEP;
+
+			if (more > st->cells - c)
+				more = st->cells - c;
+			if (cells_reserve(&j->out, r, more)) {
+				e = tfs_fail(&j->diag, TFS_E_NOMEM,
+					     "out of memory");
+				break;
+			}
+			room += more;
+		}
 		if (sf->read_ts) {
 			t = tfs_get_u64(ts.fixed + c * 8);
 			if (sf->time_filter && (t < r->t0 || t > r->t1))

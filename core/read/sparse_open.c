@@ -367,14 +367,43 @@ enum tfs_err tfs__sp_add_tiles(struct sp_reader *r, uint32_t fi, size_t *cap,
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs__sp_tiles_charge(struct sp_reader *r, uint64_t bytes,
+				  struct tfs_diag *d)
+{
+	struct tfs_mem *m = tfs_mem_global();
+	enum tfs_err e;
+
+	if (bytes <= r->tiles_charged) {
+		tfs_mem_uncharge(m, r->tiles_charged - bytes);
+		r->tiles_charged = bytes;
+		return TFS_E_OK;
+	}
+	e = tfs_mem_charge(m, bytes - r->tiles_charged);
+	if (e == TFS_E_INTR)
+		return tfs_fail(d, e, "interrupted while waiting for memory");
+	if (e)
+		return tfs_fail(d, TFS_E_NOMEM,
+				"a list of %" PRIu32 " tiles needs %" PRIu64
+				" bytes, no room within the memory budget of %"
+				PRIu64, r->tile_num, bytes, tfs_mem_budget(m));
+	r->tiles_charged = bytes;
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs__sp_sort_tiles(struct sp_reader *r, struct tfs_diag *d)
 {
+	uint64_t kept = r->tiles_charged;
 	uint32_t *idx;
 	struct sp_tile *sorted;
 	enum tfs_err e;
 
 	if (r->tile_num < 2)
 		return TFS_E_OK;
+	/* The sorted copy and the index, counted before they exist. */
+	e = tfs__sp_tiles_charge(r, kept + (uint64_t)r->tile_num *
+					 (sizeof(*sorted) + sizeof(*idx)), d);
+	if (e)
+		return e;
 	idx = tfs_mallocn(r->tile_num, sizeof(*idx));
 	sorted = tfs_mallocn(r->tile_num, sizeof(*sorted));
 	if (!idx || !sorted) {
@@ -394,6 +423,9 @@ enum tfs_err tfs__sp_sort_tiles(struct sp_reader *r, struct tfs_diag *d)
 out_free:
 	tfs_free(idx);
 	tfs_free(sorted);
+	/* What stays: the sorted list, or the list as it was. */
+	(void)tfs__sp_tiles_charge(r, e ? kept : (uint64_t)r->tile_num *
+						   sizeof(*r->tiles), d);
 	return e ? tfs_fail(d, e, "out of memory") : TFS_E_OK;
 }
 

@@ -23,6 +23,12 @@
 
 /* Candidate cells per piece (an estimate from whole tiles). */
 #define PIECE_CELLS (UINT64_C(1) << 22)
+/* A piece gathers at most 1/PIECE_SHARE of the memory budget (its cells
+ * at piece_cell_bytes each), PIECE_CELLS_MIN cells at least. */
+#define PIECE_SHARE 8
+#define PIECE_CELLS_MIN 4096
+/* Cells of a tile's first reservation of kept cells (sparse_gather.c). */
+#define CELLS_STEP 1024
 /* Tiles decoded per wave of pool jobs. */
 #define WAVE_TILES 256
 /* Hard ceilings of the piece buffers. */
@@ -139,6 +145,10 @@ struct sp_reader {
 	uint64_t piece_cap;
 	/* Bytes of the current piece counted in the memory accountant. */
 	uint64_t piece_charged;
+	/* Cells the current piece is estimated to gather (piece_plan). */
+	uint64_t p_cells;
+	/* Bytes of the tile list counted in the memory accountant. */
+	uint64_t tiles_charged;
 
 	/* Progress along dimension 0. */
 	bool finished;
@@ -422,6 +432,11 @@ enum tfs_err tfs__sp_open_frag(struct sp_reader *r, struct sp_frag *sf,
 			       struct tfs_diag *d);
 enum tfs_err tfs__sp_add_tiles(struct sp_reader *r, uint32_t fi, size_t *cap,
 			       struct tfs_diag *d);
+/* Counts `bytes` for the tile list in the memory accountant: a growth
+ * waits for room like a tile (readers of arrays of many small tiles take
+ * turns), a drop is given back. */
+enum tfs_err tfs__sp_tiles_charge(struct sp_reader *r, uint64_t bytes,
+				  struct tfs_diag *d);
 enum tfs_err tfs__sp_sort_tiles(struct sp_reader *r, struct tfs_diag *d);
 enum tfs_err tfs__sp_open_deletes(struct sp_reader *r, struct tfs_diag *d);
 

@@ -10,8 +10,11 @@
  * pay off.
  *
  * The decoded buffers are counted in the memory accountant (tfs_mem.h)
- * from their decoding to their freeing; the cache is one of its
- * reclaimers: a charge that does not fit evicts tiles no reader holds. */
+ * from their decoding to their freeing, and the rest of what an entry
+ * costs (the entry, its name, the allocator's rounding: more than the
+ * cells in tiles of a few cells) from its caching; the cache is one of
+ * its reclaimers: a charge that does not fit evicts tiles no reader
+ * holds. */
 #include "tfs_read.h"
 
 #include <string.h>
@@ -32,6 +35,9 @@ struct tfs_cached_tile {
 	int refs;     /* readers holding the tile */
 	struct tfs_tile tile;
 	uint64_t bytes;
+	/* What the entry costs past tile.charged (itself, its name, the
+	 * allocator's rounding), counted in the accountant while ready. */
+	uint64_t extra;
 	struct tfs_cached_tile *next_in_bucket;
 	struct tfs_cached_tile *lru_prev, *lru_next; /* ready entries in the table */
 };
@@ -69,6 +75,7 @@ enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
 
 static void entry_free(struct tfs_cached_tile *en)
 {
+	tfs_mem_uncharge(tfs_mem_global(), en->extra);
 	en->tile.shared = NULL; /* the buffers are the entry's own */
 	tfs__tile_free_buffers(&en->tile);
 	tfs_free(en->name);
@@ -127,11 +134,26 @@ static bool entry_is(const struct tfs_cached_tile *en, uint64_t hash, const char
 	       strcmp(en->name + dl + 1, frag) == 0;
 }
 
-static uint64_t tile_bytes(const struct tfs_tile *t)
+/* What a heap block of n bytes takes (a header and 16-byte rounding):
+ * an array of tiles of a few cells holds hundreds of thousands of
+ * entries, where the rounding and the entries themselves weigh more than
+ * the cells. */
+static uint64_t block_bytes(uint64_t n)
 {
-	return sizeof(struct tfs_cached_tile) + t->fixed_len + t->var_len +
-	       (t->offsets ? (t->cell_num + 1) * 8 : 0) +
-	       (t->validity ? t->cell_num : 0);
+	if (!n)
+		return 0;
+	n += 8;
+	return n < 32 ? 32 : (n + 15) & ~(uint64_t)15;
+}
+
+/* What entry en holding t costs: the entry, its name and the buffers. */
+static uint64_t tile_bytes(const struct tfs_cached_tile *en,
+			   const struct tfs_tile *t)
+{
+	return block_bytes(sizeof(*en)) + block_bytes(strlen(en->name) + 1) +
+	       block_bytes(t->fixed_len) + block_bytes(t->var_len) +
+	       block_bytes(t->offsets ? (t->cell_num + 1) * 8 : 0) +
+	       block_bytes(t->validity ? t->cell_num : 0);
 }
 
 static void lru_unlink(struct tfs_cached_tile *en)
@@ -186,7 +208,7 @@ static uint64_t reclaim(void *ctx, uint64_t want)
 		prev = en->lru_prev;
 		if (en->refs)
 			continue;
-		freed += en->tile.charged;
+		freed += en->tile.charged + en->extra;
 		table_remove(c, en);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -272,11 +294,15 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 
 	e = tfs_tile_read(a, f, slot, tile, out, d);
 	pthread_mutex_lock(&c->lock);
-	mine->bytes = e ? 0 : tile_bytes(out);
+	mine->bytes = e ? 0 : tile_bytes(mine, out);
 	if (e || mine->bytes > c->budget) {
 		table_remove(c, mine); /* waiters decode it themselves */
 	} else {
 		/* The entry takes the buffers; the caller shares them. */
+		if (mine->bytes > out->charged) {
+			mine->extra = mine->bytes - out->charged;
+			tfs_mem_force_charge(tfs_mem_global(), mine->extra);
+		}
 		mine->tile = *out;
 		mine->ready = true;
 		mine->refs = 1;

@@ -11,30 +11,24 @@
 # CPUs a few reads of the 32 MB tiles, which need 52 MB of the 80 MB
 # budget at once, wait out the 10 s).
 #
-# SOAK_MEMORY_SECONDS (60 by default; 1800 in the long run of an hour,
+# SOAK_MEMORY_SECONDS (45 by default; 1800 in the long run of an hour,
 # docs/ROBUSTNESS.md) is the length of each of the two phases;
 # SOAK_MEMORY_READERS (8) readers run at once.
 source "$(dirname "$0")/lib/common.sh"
 
-SECONDS_EACH=${SOAK_MEMORY_SECONDS:-60}
+SECONDS_EACH=${SOAK_MEMORY_SECONDS:-45}
 READERS=${SOAK_MEMORY_READERS:-8}
 CACHE_MB=64
 MAXMEM_MB=128
 BENCH=$(dirname "$TFS")/tfs-bench-read
 [ -x "$BENCH" ] || { echo "SKIP: no $BENCH"; exit 77; }
-# Sanitizers' shadow memory and quarantine are no measure of the daemon's.
-# The bound does not hold yet on every read this test makes (with read
-# batches, sparse pieces and spare buffers counted: peaks of 178 and 180
-# MB against 141 MB, nearly all from data.csv of the sparse array the
-# writer fills; docs/ROBUSTNESS.md), so the CI run leaves it out until it
-# does; TFS_SOAK_MEMORY=1 runs it.
-if [ "${TFS_SOAK_MEMORY:-0}" != 1 ]; then
-  echo "SKIP: the memory bound is not met yet; TFS_SOAK_MEMORY=1 runs this"
-  exit 77
-fi
-if ldd "$TILEFS" 2>/dev/null | grep -q -e libasan -e libtsan; then
-  echo "SKIP: the daemon runs under a sanitizer"
-  exit 77
+# Sanitizers' shadow memory and quarantine are no measure of the daemon's:
+# under one the workload runs (reads and writes must succeed) and the RSS
+# bound is not checked.
+SANITIZED=0
+if ldd "$TILEFS" 2>/dev/null | grep -q -e libasan -e libtsan -e libubsan; then
+  SANITIZED=1
+  echo "the daemon runs under a sanitizer: the RSS bound is not checked"
 fi
 
 SRC=$WORK/src
@@ -193,7 +187,7 @@ PYEOF
   [ "$nomem" -eq 0 ] || echo "$name: refused: $(cat "$WORK"/nomem.* | sort | uniq -c | tr '\n' ' ')"
   [ "$nomem" -le $((reads / 8)) ] || fail "$name: $nomem of $reads reads refused"
   [ "$logged" -ge "$nomem" ] || fail "$name: $nomem reads refused, $logged log lines"
-  [ "$peak" -le $((base + limit_mb * 1024)) ] ||
+  [ "$SANITIZED" = 1 ] || [ "$peak" -le $((base + limit_mb * 1024)) ] ||
     fail "$name: peak RSS $((peak / 1024)) MB over the bound of $((base / 1024 + limit_mb)) MB"
 }
 
