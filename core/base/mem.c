@@ -12,7 +12,7 @@
 /* A charge that waits asks the reclaimers again this often. */
 #define WAIT_SLICE_MS 50
 #define DEFAULT_WAIT_MS 2000
-/* A reclaim frees 1/RECLAIM_SLACK of the budget more than it must. */
+/* A reclaim asks for 1/RECLAIM_SLACK of the budget at least. */
 #define RECLAIM_SLACK 64
 
 struct reclaimer {
@@ -164,9 +164,9 @@ void tfs_mem_uncharge(struct tfs_mem *m, uint64_t n)
 	}
 }
 
-/* Asks the reclaimers for room for n more bytes, and RECLAIM_SLACK of
- * the budget besides: small charges in a full budget (tiles of a few
- * cells) would otherwise each reclaim a few bytes and wait. */
+/* Asks the reclaimers for room for n more bytes, and for 1/RECLAIM_SLACK
+ * of the budget at least: small charges in a full budget (tiles of a few
+ * cells) would otherwise each reclaim a few bytes, and wait. */
 static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 {
 	uint64_t slack = budget / RECLAIM_SLACK;
@@ -181,7 +181,8 @@ static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 		if (used > budget)
 			used = budget;
 		m->reclaimers[i].fn(m->reclaimers[i].ctx,
-				    used + n - budget + slack);
+				    used + n - budget > slack ? used + n - budget
+							      : slack);
 	}
 	pthread_mutex_unlock(&m->reclaim_lock);
 	atomic_fetch_sub(&m->reclaiming, 1);
