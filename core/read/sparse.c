@@ -6,11 +6,15 @@
  *
  * Memory stays bounded whatever the selection: the subarray is cut along
  * dimension 0 into pieces whose candidate tiles (R-tree leaves that meet
- * the subarray) hold at most PIECE_CELLS cells, split at the leaves' lower
- * bounds (a piece can only be larger where more tiles than that all reach
- * across one such bound). A tile reaching into several pieces is decoded
- * once per piece; only a few tiles are decoded at a time, and only the
- * cells that survive are kept, as compact columns.
+ * the subarray) hold at most PIECE_CELLS cells and an eighth of the
+ * memory budget (piece_cap), split at the leaves' lower bounds; where
+ * more tiles than that all reach across one such bound (many overlapping
+ * fragments), a fixed-size dimension 0 is cut inside the tiles at the key
+ * where the estimated cells fit (piece_narrow). Each piece is counted in
+ * the memory accountant before it is gathered. A tile reaching into
+ * several pieces is decoded once per piece; only a few tiles are decoded
+ * at a time, and only the cells that survive are kept, as compact
+ * columns.
  * Per piece:
  *   1. decode the coordinates (and timestamps, delete times) of each
  *      candidate tile on the pool, keep the cells inside the subarray,
