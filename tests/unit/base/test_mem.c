@@ -176,6 +176,29 @@ Test(mem, reclaimers_make_room_before_anyone_waits)
 	tfs_mem_free(m);
 }
 
+/* A small charge in a full budget asks the reclaimers for a 64th of the
+ * budget, not for the few bytes it lacks: the next small charges find
+ * room without reclaiming again. */
+Test(mem, reclaim_frees_a_slack_for_small_charges)
+{
+	struct tfs_mem *m;
+	struct held h;
+
+	cr_assert_eq(tfs_mem_new(64000, &m), TFS_E_OK);
+	tfs_mem_configure(m, 64000, 0);
+	h = (struct held){m, 64000, 0};
+	tfs_mem_force_charge(m, 64000);
+	cr_assert_eq(tfs_mem_reclaimer_add(m, give_back, &h), TFS_E_OK);
+	cr_expect_eq(tfs_mem_try_charge(m, 10), TFS_E_OK);
+	cr_expect_eq(h.calls, 1);
+	cr_expect_eq(h.bytes, 63000, "gave back a 64th of the budget");
+	for (int i = 0; i < 99; i++)
+		cr_expect_eq(tfs_mem_try_charge(m, 10), TFS_E_OK);
+	cr_expect_eq(h.calls, 1, "the next charges fit without reclaiming");
+	tfs_mem_reclaimer_remove(m, give_back, &h);
+	tfs_mem_free(m);
+}
+
 struct waiter {
 	struct tfs_mem *m;
 	uint64_t n;
