@@ -16,6 +16,7 @@
 #include "../support/json_test.h"
 #include "../../../core/read/tfs_read.h"
 #include "../../../core/read/tfs_sparse.h"
+#include "../../../core/read/sparse_reader.h"
 
 #define CORPUS TFS_CORPUS_DIR
 
@@ -450,6 +451,59 @@ static void oom_sweep(const char *name, uint64_t piece_cells)
 	}
 	cr_assert(completed);
 	tfs_array_close(a);
+}
+
+/* Pieces of one cell at most: where the tiles of overlapping fragments
+ * hold more than that across every tile bound, a piece is cut inside the
+ * tiles (its upper bound a key of no tile's, p_hi.p NULL), and the cells
+ * still come out complete. Returns how many pieces were cut so. */
+static unsigned narrowed_pieces(const char *name)
+{
+	struct tfs_array *a = open_at(name, 0, 1);
+	struct run_opts ro = {1, 1, 0, NULL, 0};
+	struct tfs_query *q;
+	const struct tfs_batch *b;
+	struct tfs_diag d;
+	uint64_t full = 0, got = 0;
+	unsigned narrowed = 0;
+	bool was = false;
+
+	q = query_open(a, NULL, &ro);
+	tfs_diag_init(&d);
+	while (tfs_query_next(q, &b, &d) == TFS_E_OK && b)
+		full += b->cell_num;
+	tfs_query_close(q);
+	q = query_open(a, NULL, &ro);
+	q->reader_ops->free(q);
+	q->reader_ops = NULL;
+	cr_assert_eq(tfs_sparse_reader_open_capped(q, 1, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	for (;;) {
+		const struct sp_reader *r;
+		bool now;
+
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		if (!b)
+			break;
+		got += b->cell_num;
+		r = q->reader;
+		now = r->p_has_hi && !r->p_hi.p;
+		if (now && !was)
+			narrowed++;
+		was = now;
+	}
+	cr_assert_eq(got, full, "%s", name);
+	tfs_query_close(q);
+	tfs_array_close(a);
+	return narrowed;
+}
+
+Test(sparse, pieces_cut_inside_overlapping_tiles)
+{
+	cr_expect_gt(narrowed_pieces("sparse_hilbert") +
+			     narrowed_pieces("many_fragments"),
+		     0);
 }
 
 Test(sparse, allocation_failures)
