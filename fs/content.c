@@ -479,19 +479,30 @@ static void ring_drop(struct tfsd *fs, struct tfsd_file *f, size_t k)
  * to produce them ahead and no part too large to hold. */
 static void parts_plan(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
 {
+	struct tfs_diag d;
+	bool ok = true;
+
 	if (!tfsr_slice_seekable(f->plan.sl) || !fs->pool ||
 	    !tfs_pool_threads(fs->pool) ||
 	    !tfsd_sizes_copy(fs->renders, gen, f->vpath, &f->marks,
 			     &f->mark_num, &f->size))
 		return;
-	for (size_t i = 0; i <= f->mark_num; i++) {
-		if (part_end(f, i) < part_start(f, i) ||
-		    part_end(f, i) - part_start(f, i) > PART_MAX) {
-			tfs_free(f->marks);
-			f->marks = NULL;
-			f->mark_num = 0;
-			return;
-		}
+	for (size_t i = 0; ok && i <= f->mark_num; i++)
+		ok = part_end(f, i) >= part_start(f, i) &&
+		     part_end(f, i) - part_start(f, i) <= PART_MAX;
+	/* The parts run side by side on the pool: what their streams share
+	 * (a .npy header) is built first, here. */
+	tfs_diag_init(&d);
+	if (ok && tfsr_slice_prepare(f->plan.sl, f->src->a, &d)) {
+		tfs_log(TFS_LOG_INFO, "'/%s': streaming from the start (%s)",
+			f->vpath, tfs_diag_msg(&d));
+		ok = false;
+	}
+	if (!ok) {
+		tfs_free(f->marks);
+		f->marks = NULL;
+		f->mark_num = 0;
+		return;
 	}
 	f->parts_on = true;
 }
@@ -1044,7 +1055,7 @@ static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
 }
 
 /* Indexes a seekable stream whose size was known without a counting
- * pass (sparse raw and .npy: fragment metadata gives their cell count),
+ * pass (sparse raw: fragment metadata gives its cell count),
  * or one whose index was forgotten since, at its first read far into
  * it: the pass finds the marks on both CPUs and costs about what reading
  * up to the offset would, and every later seek is cheap. A read in the
