@@ -15,15 +15,17 @@
  *    Its exact size comes from a counting pass at the first stat (the
  *    cells rendered and dropped, numeric text counted without being
  *    written, in two parts on two threads: dense selections by halves,
- *    sparse text by halves of the first coordinate's range),
+ *    sparse ones of a numeric first coordinate by halves of its range),
  *    remembered per array version with an index of where the text of
  *    each step's cells begins (dense) or of marks where the first
  *    coordinate changes, one per TFSR_MARK_CELLS cells or so (sparse
- *    text), so that a read at any offset starts at the mark before it.
- *    A file opened once its index is known is read in parts between
- *    marks, produced on the pool ahead of the reader (AHEAD_PARTS) while
- *    it copies the part before. The pass keeps no cells: its memory is
- *    one step's output and an index of at most MARKS_MAX marks.
+ *    text, raw and .npy; not stored order), so that a read at any offset
+ *    starts at the mark before it. A file opened once its index is known
+ *    is read in parts between marks, produced on the pool ahead of the
+ *    reader (AHEAD_PARTS) while it copies the part before; what the
+ *    parts share (a .npy header) is built first (tfsr_slice_prepare).
+ *    The pass keeps no cells: its memory is one step's output and an
+ *    index of at most MARKS_MAX marks.
  *    Every stream is counted, however large: the pass stops between
  *    steps when its caller goes away (a FUSE interrupt, the daemon
  *    stopping), so a lookup that takes long can always be killed. Such
