@@ -14,6 +14,10 @@
 #include "tfs_bytes.h"
 #include "text_render.h"
 
+_Static_assert(TFSR_STORED_POS_BYTES <= TFSR_MARK_KEY &&
+		       TFSR_STORED_POS_BYTES == 2 * sizeof(uint64_t),
+	       "a mark holds a stored position");
+
 /* Output produced per step of a dense stream. */
 #define STEP_BYTES ((uint64_t)1 << 20)
 
@@ -188,9 +192,14 @@ static void slice_index_key(struct tfsr_slice *sl)
 	struct tfs_field_info f;
 
 	sl->key_col = -1;
-	/* Stored order is not ordered by the first coordinate. */
-	if (sl->dense || sl->sel->stored || (sl->r->flags & TFSR_R_IMAGE))
+	if (sl->dense || (sl->r->flags & TFSR_R_IMAGE))
 		return;
+	/* Stored order is not ordered by the first coordinate: its marks
+	 * are positions of the query. */
+	if (sl->sel->stored) {
+		sl->stored_index = true;
+		return;
+	}
 	tfs_schema_field(sl->s, 0, &f);
 	if (f.var && tfs_datatype_class(f.type) == TFS_CLASS_STRING) {
 		sl->key_var = true;
@@ -458,7 +467,7 @@ uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl)
 bool tfsr_slice_seekable(const struct tfsr_slice *sl)
 {
 	if (!sl->dense)
-		return sl->key_col >= 0;
+		return sl->key_col >= 0 || sl->stored_index;
 	return (sl->r->flags & TFSR_R_TEXT) || sl->r->fmt == TFSR_FMT_RAW;
 }
 
@@ -466,6 +475,8 @@ bool tfsr_slice_seekable(const struct tfsr_slice *sl)
 static size_t mark_key_len(const struct tfsr_slice *p,
 			   const struct tfsr_mark *m)
 {
+	if (p->stored_index)
+		return TFSR_STORED_POS_BYTES;
 	if (!p->key_var)
 		return p->key_size;
 	return m->key_len < TFSR_MARK_KEY ? m->key_len : TFSR_MARK_KEY;
@@ -595,7 +606,7 @@ enum tfs_err tfsr_stream_start_part(struct tfsr_stream *st,
 			 * goes up to the key and the part stops at it. */
 			st->end_before = p->key_var;
 			if (!tfsr_slice_seekable(p) ||
-			    (!p->key_var &&
+			    (!p->key_var && !p->stored_index &&
 			     !key_before(tfs_schema_dim_type(p->s, 0),
 					 st->end_key, p->key_size)))
 				return tfs_fail(d, TFS_E_INTERNAL,
@@ -687,10 +698,26 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 	}
 	if (!p->dense && st->q) {
 		const struct tfs_batch *b;
+		uint64_t pos[2];
+		/* Stored order: a mark where a batch begins, about every
+		 * TFSR_MARK_CELLS cells. */
+		bool mark = st->indexing && p->stored_index &&
+			    st->since_mark >= TFSR_MARK_CELLS &&
+			    tfs_query_stored_pos(st->q, pos);
 
 		e = tfs_query_next(st->q, &b, d);
 		if (e)
 			return e;
+		if (b && mark && b->cell_num) {
+			uint8_t key[TFSR_STORED_POS_BYTES];
+
+			memcpy(key, pos, sizeof(key));
+			e = tfsr__mark_push(st, key, sizeof(key));
+			if (e)
+				return tfs_fail(d, e, "out of memory");
+		}
+		if (b && p->stored_index)
+			st->since_mark += b->cell_num;
 		if (b) {
 			uint64_t n = st->end_before
 					     ? tfsr__sparse_before_end(st, b)

@@ -52,6 +52,9 @@ struct tfsr_slice {
 	int key_col;
 	size_t key_size;
 	bool key_var;
+	/* Sparse in stored order: the index marks positions of the query
+	 * (tfs_query_stored_pos) instead of keys. */
+	bool stored_index;
 	uint64_t cells; /* dense: cells of the selection */
 	bool fixed;     /* dense: every record has the same size (random access) */
 	uint64_t record; /* bytes per cell when fixed */
@@ -150,13 +153,16 @@ void tfsr_slice_prefetch(const struct tfsr_slice *sl,
  * that gets no mark (the next change of coordinate to a shorter one
  * does), so an index stays within MARKS_MAX of these. */
 #define TFSR_MARK_KEY 32
+#define TFSR_STORED_POS_BYTES 16
 
 /* An entry of a seekable stream's index: the bytes of output cell `cell`
  * begin at offset `off`. Sparse cells come sorted with the first
  * dimension slowest, and a mark is put where the first coordinate
  * changes, so the cells from a mark on are those whose first coordinate
  * is `key` or more (key_len bytes of a string; a fixed-size value's
- * bytes, zero-padded): a query from there gives them. Dense marks leave
+ * bytes, zero-padded): a query from there gives them. In stored order
+ * the key holds the query's position there instead (STORED_POS_BYTES: a
+ * tile and the cells of it before, as two uint64_t). Dense marks leave
  * key unused. */
 struct tfsr_mark {
 	uint64_t cell;

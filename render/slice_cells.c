@@ -275,6 +275,16 @@ enum tfs_err tfsr__sparse_open(const struct tfsr_slice *p,
 		return TFS_E_OK;
 	for (uint32_t k = 0; k < tfs_schema_dim_count(p->s); k++)
 		sub[k] = p->sel->dims[k].range;
+	if (p->stored_index) {
+		/* Positions of the query's stored order, where batches begin:
+		 * batches of about the cells between marks. */
+		qo.batch_cells = TFSR_MARK_CELLS;
+		if (from_key && from_len == sizeof(qo.stored_from))
+			memcpy(qo.stored_from, from_key, sizeof(qo.stored_from));
+		if (to_key && to_len == sizeof(qo.stored_to))
+			memcpy(qo.stored_to, to_key, sizeof(qo.stored_to));
+		return tfs_query_open(src, &qo, q, d);
+	}
 	if (from_key) {
 		sub[0].lo = from_key;
 		sub[0].lo_len = from_len;
@@ -391,8 +401,8 @@ static uint64_t key_change(const struct tfsr_stream *st,
 	return n;
 }
 
-static enum tfs_err mark_push(struct tfsr_stream *st, const uint8_t *key,
-			      uint64_t len)
+enum tfs_err tfsr__mark_push(struct tfsr_stream *st, const uint8_t *key,
+			     uint64_t len)
 {
 	struct tfsr_mark *m;
 
@@ -440,7 +450,7 @@ enum tfs_err tfsr__emit_sparse_first(struct tfsr_stream *st,
 		e = emit_sparse_range(&st->em, b, start, at);
 		key = key_of(kc, p->key_size, at, &len);
 		if (!e)
-			e = mark_push(st, key, len);
+			e = tfsr__mark_push(st, key, len);
 		start = at;
 	}
 	if (!e)

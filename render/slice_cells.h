@@ -13,6 +13,9 @@ enum tfs_err tfsr__sparse_open(const struct tfsr_slice *p,
 			       size_t from_len, const uint8_t *to_key,
 			       size_t to_len, struct tfs_query **q,
 			       struct tfs_diag *d);
+/* Adds a mark at the stream's cell and offset now, of key (len bytes). */
+enum tfs_err tfsr__mark_push(struct tfsr_stream *st, const uint8_t *key,
+			     uint64_t len) TFS_WUR;
 /* A sparse batch's cells, all of them. */
 enum tfs_err tfsr__emit_sparse_batch(struct tfsr_emit *em,
 				     const struct tfs_batch *b);

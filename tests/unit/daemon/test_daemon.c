@@ -1296,3 +1296,19 @@ Test(content, sparse_string_index)
 			      600000, paths, sizeof(paths) / sizeof(paths[0]),
 			      (uint64_t)4 << 20);
 }
+
+/* Views in stored order are indexed by positions of their query (a tile
+ * and the cells of it before), one where a batch begins about every
+ * 65 536 cells: text counted at the stat, raw at the first far read,
+ * .npy, each read at the end producing only the cells after the last
+ * mark before it, parts between positions giving the bytes of a
+ * front-to-back read. */
+Test(content, stored_index)
+{
+	static const char *const paths[] = {"sp/slice[:,:;stored].csv",
+					    "sp/v/slice[:,:;stored]",
+					    "sp/v/slice[:,:;stored].npy"};
+
+	check_sparse_seeks("tfs_stored_index_", 760000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)5 << 20);
+}
