@@ -541,6 +541,15 @@ static enum tfs_err parts_at(struct tfsd *fs, struct tfsd_file *f,
 	return e ? e : TFS_E_INTERNAL;
 }
 
+/* Whether the marks of f's index hold for the array f reads (the caller
+ * holds f->lock): always, but for positions in stored order, which are
+ * those of the opening the index was found on; a new opening after a
+ * vacuum may store the same cells in other tiles. */
+static bool marks_hold(const struct tfsd_file *f)
+{
+	return !f->plan.sl->stored_index || f->src == f->plan.arr;
+}
+
 /* A read of an indexed stream through its parts. On a failure the file
  * goes on as a plain stream (*fallback), which starts again at the
  * index's mark and knows how to go on after a vacuum. */
@@ -554,7 +563,7 @@ static enum tfs_err read_parts(struct tfsd *fs, struct tfsd_file *f,
 	*got = 0;
 	*fallback = false;
 	pthread_mutex_lock(&f->lock);
-	if (!f->parts_on) {
+	if (!f->parts_on || !marks_hold(f)) {
 		pthread_mutex_unlock(&f->lock);
 		*fallback = true;
 		return TFS_E_OK;
@@ -1102,10 +1111,10 @@ static enum tfs_err stream_seek(struct tfsd *fs, struct tfsd_file *f,
 
 	if (off >= st->base && !st->failed && !ahead)
 		return TFS_E_OK;
-	jump = tfsr_slice_seekable(f->plan.sl) &&
+	jump = tfsr_slice_seekable(f->plan.sl) && marks_hold(f) &&
 	       tfsd_sizes_mark(fs->renders, f->plan.arr->gen, f->vpath, off,
 			       &m);
-	if (!jump && ahead) {
+	if (!jump && ahead && marks_hold(f)) {
 		e = stream_index(fs, f, off, d);
 		jump = !e && tfsd_sizes_mark(fs->renders, f->plan.arr->gen,
 					     f->vpath, off, &m);
