@@ -668,6 +668,40 @@ bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid)
 	}
 }
 
+/* The next batch of a sparse stream into its output (*b NULL at the
+ * end of the query): in stored order a mark where a batch begins, about
+ * every TFSR_MARK_CELLS cells, when indexing; a part that ends before a
+ * string key done at its first cell. */
+static enum tfs_err sparse_step(struct tfsr_stream *st,
+				const struct tfs_batch **b, struct tfs_diag *d)
+{
+	const struct tfsr_slice *p = st->em.sl;
+	uint64_t pos[2], n;
+	bool mark = st->indexing && p->stored_index &&
+		    st->since_mark >= TFSR_MARK_CELLS &&
+		    tfs_query_stored_pos(st->q, pos);
+	enum tfs_err e = tfs_query_next(st->q, b, d);
+
+	if (e || !*b)
+		return e;
+	if (mark && (*b)->cell_num) {
+		uint8_t key[TFSR_STORED_POS_BYTES];
+
+		memcpy(key, pos, sizeof(key));
+		if (tfsr__mark_push(st, key, sizeof(key)))
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	if (p->stored_index)
+		st->since_mark += (*b)->cell_num;
+	n = st->end_before ? tfsr__sparse_before_end(st, *b) : (*b)->cell_num;
+	e = tfsr__emit_sparse_first(st, *b, n, d);
+	if (!e)
+		e = check_max_cells(&st->em, d);
+	if (!e && n < (*b)->cell_num)
+		st->done = true;
+	return e;
+}
+
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
@@ -697,41 +731,11 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		return e;
 	}
 	if (!p->dense && st->q) {
-		const struct tfs_batch *b;
-		uint64_t pos[2];
-		/* Stored order: a mark where a batch begins, about every
-		 * TFSR_MARK_CELLS cells. */
-		bool mark = st->indexing && p->stored_index &&
-			    st->since_mark >= TFSR_MARK_CELLS &&
-			    tfs_query_stored_pos(st->q, pos);
+		const struct tfs_batch *b = NULL;
 
-		e = tfs_query_next(st->q, &b, d);
-		if (e)
+		e = sparse_step(st, &b, d);
+		if (e || b)
 			return e;
-		if (b && mark && b->cell_num) {
-			uint8_t key[TFSR_STORED_POS_BYTES];
-
-			memcpy(key, pos, sizeof(key));
-			e = tfsr__mark_push(st, key, sizeof(key));
-			if (e)
-				return tfs_fail(d, e, "out of memory");
-		}
-		if (b && p->stored_index)
-			st->since_mark += b->cell_num;
-		if (b) {
-			uint64_t n = st->end_before
-					     ? tfsr__sparse_before_end(st, b)
-					     : b->cell_num;
-
-			e = tfsr__emit_sparse_first(st, b, n, d);
-			if (!e)
-				e = check_max_cells(&st->em, d);
-			/* A part that ends before a string key is done at
-			 * its first cell. */
-			if (!e && n < b->cell_num)
-				st->done = true;
-			return e;
-		}
 	}
 	st->done = true;
 	if (p->r->end && !st->bounded)
