@@ -27,9 +27,9 @@
  * place of its path's hash (a collision replaces). */
 #define KIND_ENTRIES 4096
 /* Folders whose change means new fragments, metadata or schemas. */
-static const char *const watched[] = {"", "/__fragments", "/__commits",
-				      "/__fragment_meta", "/__meta",
-				      "/__schema"};
+static const char *const watched[] = {"", "__fragments", "__commits",
+				      "__fragment_meta", "__meta",
+				      "__schema"};
 #define WATCHED_NUM (sizeof(watched) / sizeof(watched[0]))
 
 struct entry {
@@ -197,22 +197,28 @@ static int64_t stamp_of_listing(struct tfs_vfs *v, const char *path)
 static void stamp_read(const struct tfsd_arrays *c, const char *rel,
 		       int64_t *out)
 {
+	struct tfs_stat st[WATCHED_NUM];
 	char path[4096];
 	bool bucket = tfs_s3_is_uri(c->cfg->source);
 
-	for (size_t i = 0; i < WATCHED_NUM; i++) {
-		struct tfs_stat st;
+	snprintf(path, sizeof(path), "%s%s%s", c->cfg->source, *rel ? "/" : "",
+		 rel);
+	if (bucket) {
+		for (size_t i = 0; i < WATCHED_NUM; i++) {
+			char *p = *watched[i] ? tfs_path_join(path, watched[i])
+					      : NULL;
 
-		snprintf(path, sizeof(path), "%s%s%s%s", c->cfg->source,
-			 *rel ? "/" : "", rel, watched[i]);
-		if (bucket)
-			out[i] = stamp_of_listing(c->vfs, path);
-		else if (tfs_vfs_stat(c->vfs, path, &st, NULL) == TFS_E_OK &&
-			 st.exists)
-			out[i] = st.mtime_ns;
-		else
-			out[i] = 0;
+			out[i] = !*watched[i] || p
+					 ? stamp_of_listing(c->vfs, p ? p : path)
+					 : 0;
+			tfs_free(p);
+		}
+		return;
 	}
+	if (tfs_vfs_stat_names(c->vfs, path, watched, WATCHED_NUM, st, NULL))
+		memset(st, 0, sizeof(st));
+	for (size_t i = 0; i < WATCHED_NUM; i++)
+		out[i] = st[i].exists ? st[i].mtime_ns : 0;
 }
 
 static bool stamp_equal(const int64_t *a, const int64_t *b)

@@ -124,6 +124,28 @@ static void learn_times(struct tfsd *fs, const struct tfsd_node *dir,
 		pthread_join(tid[t], NULL);
 }
 
+/* Names of a listing whose stats are asked in one call. */
+#define STAT_BATCH 256
+
+/* Adds to nl the names among names[0..n) that are folders (a link is
+ * none), hidden and reserved names left out. */
+static void add_subfolders(struct tfs_vfs *vfs, const char *dir,
+			   char *const *names, size_t n, struct name_list *nl)
+{
+	const char *ask[STAT_BATCH];
+	struct tfs_stat st[STAT_BATCH];
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (names[i][0] != '.' && strncmp(names[i], "__", 2) != 0)
+			ask[k++] = names[i];
+	if (tfs_vfs_stat_names(vfs, dir, ask, k, st, NULL))
+		return;
+	for (size_t i = 0; i < k && !nl->failed; i++)
+		if (st[i].exists && st[i].is_dir)
+			name_list_add(nl, ask[i], NULL);
+}
+
 static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 				tfsd_list_fn fn, void *ctx, struct tfs_diag *d)
 {
@@ -140,22 +162,11 @@ static enum tfs_err list_folder(struct tfsd *fs, const struct tfsd_node *dir,
 								       : TFS_E_IO,
 				"folder '%s': %s", dir->src, tfs_diag_msg(&ld));
 	/* Subfolders only, and not through a symbolic link. */
-	for (size_t i = 0; !nl.failed && i < l.count; i++) {
-		const char *name = l.names[i];
-		struct tfs_stat st;
-		char *child;
-
-		if (name[0] == '.' || strncmp(name, "__", 2) == 0)
-			continue;
-		child = tfs_path_join(dir->src, name);
-		if (!child) {
-			nl.failed = true;
-			break;
-		}
-		if (!tfs_vfs_lstat(vfs, child, &st, NULL) && st.is_dir)
-			name_list_add(&nl, name, NULL);
-		tfs_free(child);
-	}
+	for (size_t i = 0; !nl.failed && i < l.count; i += STAT_BATCH)
+		add_subfolders(vfs, dir->src, l.names + i,
+			       l.count - i < STAT_BATCH ? l.count - i
+							: STAT_BATCH,
+			       &nl);
 	tfs_dirlist_release(&l);
 	e = TFS_E_OK;
 	if (!nl.failed)

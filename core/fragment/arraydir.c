@@ -14,59 +14,38 @@
 
 /* ---- object kind -------------------------------------------------------- */
 
-static enum tfs_err stat_child(struct tfs_vfs *vfs, const char *dir,
-			       const char *name, struct tfs_stat *st,
-			       struct tfs_diag *d)
-{
-	char *p = tfs_path_join(dir, name);
-	enum tfs_err err;
-
-	if (!p)
-		return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", dir);
-	err = tfs_vfs_stat(vfs, p, st, d);
-	tfs_free(p);
-	return err;
-}
-
+/* A folder is an array when it holds __schema/ (or, before format 10,
+ * __array_schema.tdb), a group when it holds __group/ (or
+ * __tiledb_group.tdb). */
 enum tfs_err tfs_object_kind_of(struct tfs_vfs *vfs, const char *path,
 				enum tfs_object_kind *out, struct tfs_diag *d)
 {
-	struct tfs_stat st;
+	static const char *const first[] = {"", "__schema"};
+	static const char *const rest[] = {"__array_schema.tdb", "__group",
+					   "__tiledb_group.tdb"};
+	struct tfs_stat st[3];
 	enum tfs_err err;
 
 	*out = TFS_OBJ_NONE;
-	err = tfs_vfs_stat(vfs, path, &st, d);
+	err = tfs_vfs_stat_names(vfs, path, first, 2, st, d);
 	if (err)
 		return err;
-	if (!st.exists)
+	if (!st[0].exists)
 		return tfs_fail(d, TFS_E_NOT_FOUND, "'%s': no such folder", path);
-	if (!st.is_dir)
+	if (!st[0].is_dir)
 		return TFS_E_OK;
-	err = stat_child(vfs, path, "__schema", &st, d);
-	if (err)
-		return err;
-	if (st.exists && st.is_dir) {
+	if (st[1].exists && st[1].is_dir) {
 		*out = TFS_OBJ_ARRAY;
 		return TFS_E_OK;
 	}
-	err = stat_child(vfs, path, "__array_schema.tdb", &st, d);
+	err = tfs_vfs_stat_names(vfs, path, rest, 3, st, d);
 	if (err)
 		return err;
-	if (st.exists && !st.is_dir) {
+	if (st[0].exists && !st[0].is_dir)
 		*out = TFS_OBJ_ARRAY;
-		return TFS_E_OK;
-	}
-	err = stat_child(vfs, path, "__group", &st, d);
-	if (err)
-		return err;
-	if (st.exists && st.is_dir) {
+	else if (st[1].exists && st[1].is_dir)
 		*out = TFS_OBJ_GROUP;
-		return TFS_E_OK;
-	}
-	err = stat_child(vfs, path, "__tiledb_group.tdb", &st, d);
-	if (err)
-		return err;
-	if (st.exists && !st.is_dir)
+	else if (st[2].exists && !st[2].is_dir)
 		*out = TFS_OBJ_GROUP;
 	return TFS_E_OK;
 }

@@ -50,6 +50,27 @@ enum tfs_err tfs_vfs_read_all(struct tfs_vfs *v, const char *path, size_t max,
 	return TFS_E_OK;
 }
 
+enum tfs_err tfs_vfs_stat_names(struct tfs_vfs *v, const char *dir,
+				 const char *const *names, size_t n,
+				 struct tfs_stat *sts, struct tfs_diag *d)
+{
+	if (v->ops->stat_names)
+		return v->ops->stat_names(v, dir, names, n, sts, d);
+	for (size_t i = 0; i < n; i++) {
+		char *path = *names[i] ? tfs_path_join(dir, names[i]) : NULL;
+		enum tfs_err e;
+
+		if (*names[i] && !path)
+			return tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory",
+					dir);
+		e = tfs_vfs_stat(v, path ? path : dir, &sts[i], d);
+		tfs_free(path);
+		if (e)
+			return e;
+	}
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_vfs_list_or_empty(struct tfs_vfs *v, const char *dir,
 				   struct tfs_dirlist *out, struct tfs_diag *d)
 {

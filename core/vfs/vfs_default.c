@@ -48,6 +48,13 @@ static enum tfs_err h_lstat(struct tfs_vfs *v, const char *p,
 	return in(v)->ops->lstat(in(v), p, st, d);
 }
 
+static enum tfs_err h_stat_names(struct tfs_vfs *v, const char *dir,
+				  const char *const *names, size_t n,
+				  struct tfs_stat *sts, struct tfs_diag *d)
+{
+	return tfs_vfs_stat_names(in(v), dir, names, n, sts, d);
+}
+
 static enum tfs_err h_read(struct tfs_vfs *v, const char *p, uint64_t off,
 			   void *dst, size_t len, struct tfs_diag *d)
 {
@@ -107,6 +114,7 @@ static void h_destroy(struct tfs_vfs *v)
 static const struct tfs_vfs_ops handle_ops = {
 	.stat = h_stat,
 	.lstat = h_lstat,
+	.stat_names = h_stat_names,
 	.read = h_read,
 	.list = h_list,
 	.write = h_write,

@@ -352,6 +352,81 @@ static enum tfs_err rooted_lstat(struct tfs_vfs *vfs, const char *path,
 	return TFS_E_OK;
 }
 
+/* A name stat_names takes from an opened folder: one component. */
+static bool plain_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len <= NAME_MAX && !strchr(name, '/') && strcmp(name, ".") &&
+	       strcmp(name, "..");
+}
+
+/* stat of name (one component, "" for the folder) in the folder fd of
+ * path: a link is not followed, and is as missing (logged), as in
+ * rooted_stat. */
+static int stat_in(int fd, const char *path, const char *name,
+		   struct tfs_stat *st)
+{
+	struct stat sb;
+
+	if (*name ? fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0
+		  : fstat(fd, &sb) != 0)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+	if (S_ISLNK(sb.st_mode)) {
+		tfs_log(TFS_LOG_WARN,
+			"'%s/%s': symbolic link (or '..') not followed", path,
+			name);
+		return 0;
+	}
+	tfs__posix_fill_stat(st, &sb);
+	return 0;
+}
+
+/* stat_names: the folder resolved once (openat2 below the root), then
+ * each name from its descriptor; a name that is more than one component
+ * is asked as a path of its own. */
+static enum tfs_err rooted_stat_names(struct tfs_vfs *vfs, const char *dir,
+				      const char *const *names, size_t n,
+				      struct tfs_stat *sts, struct tfs_diag *d)
+{
+	struct rooted *r = as_rooted(vfs);
+	const char *rel = below_root(r, dir);
+	enum tfs_err err = TFS_E_OK;
+	int fd, e;
+
+	memset(sts, 0, n * sizeof(*sts));
+	fd = rel ? rooted_open(r, rel, O_PATH | O_DIRECTORY, 0) : -1;
+	if (rel && fd < 0) {
+		e = errno;
+		if (e == ENOENT)
+			return TFS_E_OK;
+		/* A file, or a link on the way: each name as stat says. */
+		if (e != ENOTDIR && !refused(e))
+			return tfs__posix_sys_fail(d, e, "stat", dir);
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		char *path;
+
+		if (fd >= 0 && (!*names[i] || plain_name(names[i]))) {
+			e = stat_in(fd, dir, names[i], &sts[i]);
+			if (e)
+				err = tfs__posix_sys_fail(d, e, "stat", dir);
+			continue;
+		}
+		/* Outside the root, through a link, or not one name: as stat
+		 * of the path says (and logs). */
+		path = *names[i] ? tfs_path_join(dir, names[i]) : NULL;
+		if (*names[i] && !path)
+			err = tfs_fail(d, TFS_E_NOMEM, "'%s': out of memory", dir);
+		else
+			err = rooted_stat(vfs, path ? path : dir, &sts[i], d);
+		tfs_free(path);
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
 static enum tfs_err rooted_read(struct tfs_vfs *vfs, const char *path,
 				uint64_t off, void *dst, size_t len,
 				struct tfs_diag *d)
@@ -547,6 +622,7 @@ static enum tfs_err rooted_space(struct tfs_vfs *vfs, const char *path,
 static const struct tfs_vfs_ops rooted_ops = {
 	.stat = rooted_stat,
 	.lstat = rooted_lstat,
+	.stat_names = rooted_stat_names,
 	.read = rooted_read,
 	.list = rooted_list,
 	.write = rooted_write,

@@ -54,6 +54,14 @@ struct tfs_vfs_ops {
 	 * (st->is_link). Backends without links: the same as stat. */
 	enum tfs_err (*lstat)(struct tfs_vfs *vfs, const char *path,
 			      struct tfs_stat *st, struct tfs_diag *d);
+	/* Optional (NULL: stat of each path): stat of n names in folder
+	 * dir, each one component, "" for dir itself; a missing folder
+	 * gives every name exists = false. A backend that resolves a path
+	 * per call does it once here (a listing asks six stamps of every
+	 * array). */
+	enum tfs_err (*stat_names)(struct tfs_vfs *vfs, const char *dir,
+				    const char *const *names, size_t n,
+				    struct tfs_stat *sts, struct tfs_diag *d);
 	/* Reads exactly len bytes at off; a short file is TFS_E_CORRUPT. */
 	enum tfs_err (*read)(struct tfs_vfs *vfs, const char *path,
 			     uint64_t off, void *dst, size_t len,
@@ -168,6 +176,9 @@ static inline enum tfs_err tfs_vfs_lstat(struct tfs_vfs *v, const char *path,
 {
 	return v->ops->lstat(v, path, st, d);
 }
+enum tfs_err tfs_vfs_stat_names(struct tfs_vfs *v, const char *dir,
+				 const char *const *names, size_t n,
+				 struct tfs_stat *sts, struct tfs_diag *d) TFS_WUR;
 static inline enum tfs_err tfs_vfs_read(struct tfs_vfs *v, const char *path,
 					uint64_t off, void *dst, size_t len,
 					struct tfs_diag *d)

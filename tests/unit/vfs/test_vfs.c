@@ -577,6 +577,32 @@ static void rooted_links(bool walk)
 	cr_assert_eq(tfs_vfs_lstat(v, p, &st, &d), TFS_E_OK);
 	cr_assert(st.exists && !st.is_link && st.size == 1);
 	tfs_free(p);
+	/* Stats of names in one folder: each as tfs_vfs_stat says (a link
+	 * as missing), from the folder itself to a path of several names; a
+	 * folder reached through a link gives nothing. */
+	{
+		const char *names[] = {"", "f", "filelink", "none",
+				       "../real/f"};
+		struct tfs_stat sts[5];
+
+		p = join(root, "real");
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_vfs_stat_names(v, p, names, 5, sts, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		cr_assert(sts[0].exists && sts[0].is_dir);
+		cr_assert(sts[1].exists && !sts[1].is_dir && sts[1].size == 1);
+		cr_assert(!sts[2].exists && !sts[3].exists);
+		tfs_free(p);
+		p = join(root, "real/../real/f");
+		cr_assert_eq(tfs_vfs_stat(v, p, &st, &d), TFS_E_OK);
+		cr_assert_eq(sts[4].exists, st.exists);
+		tfs_free(p);
+		p = join(root, "dirlink");
+		cr_assert_eq(tfs_vfs_stat_names(v, p, names, 2, sts, &d),
+			     TFS_E_OK);
+		cr_assert(!sts[0].exists && !sts[1].exists);
+		tfs_free(p);
+	}
 	/* Removing a link removes the link, not what it names. */
 	p = join(root, "real/filelink");
 	tfs_diag_init(&d);
@@ -625,6 +651,69 @@ Test(vfs, rooted_refuses_links)
 Test(vfs, rooted_refuses_links_walk)
 {
 	rooted_links(true);
+}
+
+/* stat_names gives what a stat of each path gives, on every backend:
+ * the folder itself (""), files, folders, missing names, a missing
+ * folder and a file taken for a folder. */
+static void stat_names_as_stat(struct tfs_vfs *v, const char *dir)
+{
+	const char *names[] = {"", "a", "sub", "none", "sub/b"};
+	const size_t n = sizeof(names) / sizeof(*names);
+	const char *folders[] = {"", "sub", "none", "a"};
+	struct tfs_stat sts[5], one;
+	struct tfs_diag d;
+
+	put(v, dir, "a", "12345");
+	mk(v, dir, "sub");
+	put(v, dir, "sub/b", "xy");
+	for (size_t f = 0; f < sizeof(folders) / sizeof(*folders); f++) {
+		char *folder = *folders[f] ? join(dir, folders[f])
+					   : tfs_strdup(dir);
+
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_vfs_stat_names(v, folder, names, n, sts, &d),
+			     TFS_E_OK, "%s", tfs_diag_msg(&d));
+		for (size_t i = 0; i < n; i++) {
+			char *p = *names[i] ? join(folder, names[i])
+					    : tfs_strdup(folder);
+
+			cr_assert_eq(tfs_vfs_stat(v, p, &one, &d), TFS_E_OK);
+			cr_assert_eq(sts[i].exists, one.exists, "%s", p);
+			cr_assert_eq(sts[i].is_dir, one.is_dir, "%s", p);
+			if (one.exists && !one.is_dir)
+				cr_assert_eq(sts[i].size, one.size, "%s", p);
+			tfs_free(p);
+		}
+		tfs_free(folder);
+	}
+	vt_rm_tree(v, dir);
+}
+
+Test(vfs, stat_names_as_stat)
+{
+	char *dir = make_tmpdir();
+	struct tfs_vfs *v;
+	struct tfs_diag d;
+
+	cr_assert_eq(tfs_vfs_posix_new(&v), TFS_E_OK);
+	stat_names_as_stat(v, dir);
+	tfs_vfs_free(v);
+	for (int walk = 0; walk < 2; walk++) {
+		cr_assert_eq(mkdir(dir, 0700), 0);
+		tfs_diag_init(&d);
+		cr_assert_eq(tfs_vfs_posix_new_rooted(dir, &v, &d), TFS_E_OK);
+		if (walk)
+			tfs_vfs_posix_rooted_walk(v);
+		stat_names_as_stat(v, dir);
+		cr_assert_eq(rmdir(dir), 0);
+		tfs_vfs_free(v);
+	}
+	cr_assert_eq(tfs_vfs_mem_new(&v), TFS_E_OK);
+	cr_assert_eq(tfs_vfs_mkdir(v, "/m", &d), TFS_E_OK);
+	stat_names_as_stat(v, "/m");
+	tfs_vfs_free(v);
+	tfs_free(dir);
 }
 
 /* Against a real S3 server when TFS_S3_TEST_URI names a bucket (the s3
