@@ -102,7 +102,8 @@ enum tfs_err tfsr_text_render_new(enum tfsr_text_style style,
 	if (r->coord_num) {
 		r->coord_of = tfs_callocn(r->coord_num, sizeof(*r->coord_of));
 		r->coord_data = tfs_callocn(r->coord_num * COORD_CHUNK, 8);
-		if (!r->coord_of || !r->coord_data || !shape || !ndim)
+		if (!r->coord_of || !r->coord_data || !shape || !ndim ||
+		    r->coord_num > MAX_NDIM)
 			e = r->coord_of && r->coord_data ? TFS_E_INTERNAL
 							 : TFS_E_NOMEM;
 		for (size_t i = 0, j = 0; !e && i < col_num; i++) {
@@ -317,32 +318,37 @@ static char *put_fast(char *p, const struct tfs_column *c, uint64_t i)
 	}
 }
 
-/* The text of a column's last value, written again by a copy when the
- * next cell holds the same bits (coordinates repeat along rows). */
+/* Where a column's last value was written in the output, copied again
+ * when the next cell holds the same bits (coordinates repeat along
+ * rows). Valid within one reservation of the output (see render_fast). */
 struct last_text {
 	uint64_t bits;
 	size_t len; /* 0: none yet */
-	char text[FAST_VALUE_MAX];
+	const char *text;
 };
 
 /* Value i of fast column c at p, through its last text; returns its
  * end. The copy writes FAST_VALUE_MAX bytes, within the room reserved
- * for the row. */
+ * for the row; it goes through tmp because the last text may be closer
+ * than that. A miss keeps where the text went, not a copy of it: reading
+ * back bytes just stored one by one stalled the loop. */
 static char *put_fast_cached(char *p, const struct tfs_column *c, uint64_t i,
 			     size_t w, struct last_text *lt)
 {
-	uint64_t bits = 0;
+	uint64_t bits = tfs_get_uint(c->data + i * w, w);
 	char *end;
 
-	memcpy(&bits, c->data + i * w, w);
 	if (lt->len && lt->bits == bits) {
-		memcpy(p, lt->text, FAST_VALUE_MAX);
+		char tmp[FAST_VALUE_MAX];
+
+		memcpy(tmp, lt->text, FAST_VALUE_MAX);
+		memcpy(p, tmp, FAST_VALUE_MAX);
 		return p + lt->len;
 	}
 	end = put_fast(p, c, i);
 	lt->bits = bits;
 	lt->len = (size_t)(end - p);
-	memcpy(lt->text, p, lt->len);
+	lt->text = p;
 	return end;
 }
 
@@ -374,6 +380,9 @@ static enum tfs_err render_fast(struct tfsr_text_render *r, struct tfs_buf *out,
 		if (e)
 			break;
 		p = (char *)out->data + out->len;
+		/* The reservation may have moved the output. */
+		for (size_t c = 0; c < r->col_num; c++)
+			last[c].len = 0;
 		for (uint64_t i = first; i < first + m; i++) {
 			for (size_t c = 0; c < r->col_num; c++) {
 				p = put_fast_cached(p, cols[c], i, widths[c],
@@ -528,18 +537,21 @@ static enum tfs_err render_split(struct tfsr_text_render *r,
 static void coords_fill(struct tfsr_text_render *r, uint64_t m)
 {
 	uint64_t idx[MAX_NDIM];
+	size_t width[MAX_NDIM];
 
 	for (size_t k = 0; k < r->ndim; k++)
 		idx[k] = r->r % r->blk[k] /
 			 (k + 1 < r->ndim ? r->blk[k + 1] : 1);
+	for (size_t j = 0; j < r->coord_num; j++)
+		width[j] = tfs_datatype_size(r->cols[r->coord_of[j]].type);
 	for (uint64_t i = 0; i < m; i++) {
 		for (size_t j = 0; j < r->coord_num; j++) {
 			const struct tfsr_text_column *col =
 				&r->cols[r->coord_of[j]];
-			size_t w = tfs_datatype_size(col->type);
 
-			tfs_put_uint(r->coord_data + j * COORD_CHUNK * 8 + i * w,
-				     w, col->lo + idx[col->dim] * col->stride);
+			tfs_put_uint(r->coord_data + j * COORD_CHUNK * 8 +
+					     i * width[j],
+				     width[j], col->lo + idx[col->dim] * col->stride);
 		}
 		for (size_t k = r->ndim; k-- > 0;) {
 			uint64_t extent = r->blk[k] /
