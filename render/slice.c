@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "npy.h"
 #include "png_picture.h"
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
@@ -365,7 +364,8 @@ static enum tfs_err npy_prepare(struct tfsr_slice *sl, struct tfs_array *src,
 	for (uint32_t i = 0; i < sl->nfields; i++)
 		if (!sl->widths[i])
 			sl->widths[i] = 1;
-	e = tfsr_npy_slice_header(sl, sl->widths, count);
+	/* Through the renderer table: the .npy renderer calls back here. */
+	e = sl->r->header(sl, sl->widths, count);
 	return e ? tfs_fail(d, e, "cannot build the .npy header") : e;
 }
 
