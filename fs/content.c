@@ -15,15 +15,17 @@
  *    Its exact size comes from a counting pass at the first stat (the
  *    cells rendered and dropped, numeric text counted without being
  *    written, in two parts on two threads: dense selections by halves,
- *    sparse text by halves of the first coordinate's range),
+ *    sparse ones of a numeric first coordinate by halves of its range),
  *    remembered per array version with an index of where the text of
  *    each step's cells begins (dense) or of marks where the first
  *    coordinate changes, one per TFSR_MARK_CELLS cells or so (sparse
- *    text), so that a read at any offset starts at the mark before it.
- *    A file opened once its index is known is read in parts between
- *    marks, produced on the pool ahead of the reader (AHEAD_PARTS) while
- *    it copies the part before. The pass keeps no cells: its memory is
- *    one step's output and an index of at most MARKS_MAX marks.
+ *    text, raw and .npy; not stored order), so that a read at any offset
+ *    starts at the mark before it. A file opened once its index is known
+ *    is read in parts between marks, produced on the pool ahead of the
+ *    reader (AHEAD_PARTS) while it copies the part before; what the
+ *    parts share (a .npy header) is built first (tfsr_slice_prepare).
+ *    The pass keeps no cells: its memory is one step's output and an
+ *    index of at most MARKS_MAX marks.
  *    Every stream is counted, however large: the pass stops between
  *    steps when its caller goes away (a FUSE interrupt, the daemon
  *    stopping), so a lookup that takes long can always be killed. Such
@@ -489,19 +491,30 @@ static void ring_drop(struct tfsd *fs, struct tfsd_file *f, size_t k)
  * to produce them ahead and no part too large to hold. */
 static void parts_plan(struct tfsd *fs, struct tfsd_file *f, uint64_t gen)
 {
+	struct tfs_diag d;
+	bool ok = true;
+
 	if (!tfsr_slice_seekable(f->plan.sl) || !fs->pool ||
 	    !tfs_pool_threads(fs->pool) ||
 	    !tfsd_sizes_copy(fs->renders, gen, f->vpath, &f->marks,
 			     &f->mark_num, &f->size))
 		return;
-	for (size_t i = 0; i <= f->mark_num; i++) {
-		if (part_end(f, i) < part_start(f, i) ||
-		    part_end(f, i) - part_start(f, i) > PART_MAX) {
-			tfs_free(f->marks);
-			f->marks = NULL;
-			f->mark_num = 0;
-			return;
-		}
+	for (size_t i = 0; ok && i <= f->mark_num; i++)
+		ok = part_end(f, i) >= part_start(f, i) &&
+		     part_end(f, i) - part_start(f, i) <= PART_MAX;
+	/* The parts run side by side on the pool: what their streams share
+	 * (a .npy header) is built first, here. */
+	tfs_diag_init(&d);
+	if (ok && tfsr_slice_prepare(f->plan.sl, f->src->a, &d)) {
+		tfs_log(TFS_LOG_INFO, "'/%s': streaming from the start (%s)",
+			f->vpath, tfs_diag_msg(&d));
+		ok = false;
+	}
+	if (!ok) {
+		tfs_free(f->marks);
+		f->marks = NULL;
+		f->mark_num = 0;
+		return;
 	}
 	f->parts_on = true;
 }
@@ -538,6 +551,15 @@ static enum tfs_err parts_at(struct tfsd *fs, struct tfsd_file *f,
 	return e ? e : TFS_E_INTERNAL;
 }
 
+/* Whether the marks of f's index hold for the array f reads (the caller
+ * holds f->lock): always, but for positions in stored order, which are
+ * those of the opening the index was found on; a new opening after a
+ * vacuum may store the same cells in other tiles. */
+static bool marks_hold(const struct tfsd_file *f)
+{
+	return !f->plan.sl->stored_index || f->src == f->plan.arr;
+}
+
 /* A read of an indexed stream through its parts. On a failure the file
  * goes on as a plain stream (*fallback), which starts again at the
  * index's mark and knows how to go on after a vacuum. */
@@ -551,7 +573,7 @@ static enum tfs_err read_parts(struct tfsd *fs, struct tfsd_file *f,
 	*got = 0;
 	*fallback = false;
 	pthread_mutex_lock(&f->lock);
-	if (!f->parts_on) {
+	if (!f->parts_on || !marks_hold(f)) {
 		pthread_mutex_unlock(&f->lock);
 		*fallback = true;
 		return TFS_E_OK;
@@ -1054,7 +1076,7 @@ static enum tfs_err stream_recover(struct tfsd *fs, struct tfsd_file *f,
 }
 
 /* Indexes a seekable stream whose size was known without a counting
- * pass (sparse raw and .npy: fragment metadata gives their cell count),
+ * pass (sparse raw: fragment metadata gives its cell count),
  * or one whose index was forgotten since, at its first read far into
  * it: the pass finds the marks on both CPUs and costs about what reading
  * up to the offset would, and every later seek is cheap. A read in the
@@ -1099,10 +1121,10 @@ static enum tfs_err stream_seek(struct tfsd *fs, struct tfsd_file *f,
 
 	if (off >= st->base && !st->failed && !ahead)
 		return TFS_E_OK;
-	jump = tfsr_slice_seekable(f->plan.sl) &&
+	jump = tfsr_slice_seekable(f->plan.sl) && marks_hold(f) &&
 	       tfsd_sizes_mark(fs->renders, f->plan.arr->gen, f->vpath, off,
 			       &m);
-	if (!jump && ahead) {
+	if (!jump && ahead && marks_hold(f)) {
 		e = stream_index(fs, f, off, d);
 		jump = !e && tfsd_sizes_mark(fs->renders, f->plan.arr->gen,
 					     f->vpath, off, &m);

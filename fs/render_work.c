@@ -297,6 +297,10 @@ enum tfs_err tfsd__count_plan(struct plan *p, uint64_t *size,
 
 	*marks = NULL;
 	*mark_num = 0;
+	/* What the parts' streams share is built before they split. */
+	e = tfsr_slice_prepare(p->sl, p->arr->a, d);
+	if (e)
+		return e;
 	memset(part, 0, sizeof(part));
 	for (size_t i = 0; i < 2; i++) {
 		part[i].p = p;

@@ -214,21 +214,7 @@ enum tfs_err tfsr_npy_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 enum tfs_err tfsr_npy_begin(struct tfsr_stream *st, struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
-	enum tfs_err e = TFS_E_OK;
+	enum tfs_err e = tfsr_slice_prepare(p, st->em.src, d);
 
-	if (!p->header.len) {
-		uint64_t count = 0;
-
-		e = tfsr_slice_measure(st, &count, d);
-		if (e)
-			return e;
-		/* A zero width is not a NumPy dtype. */
-		for (uint32_t i = 0; i < p->nfields; i++)
-			if (!p->widths[i])
-				p->widths[i] = 1;
-		e = tfsr_npy_slice_header(p, p->widths, count);
-		if (e)
-			return tfs_fail(d, e, "cannot build the .npy header");
-	}
-	return tfs_buf_append(&st->out, p->header.data, p->header.len);
+	return e ? e : tfs_buf_append(&st->out, p->header.data, p->header.len);
 }

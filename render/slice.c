@@ -13,6 +13,10 @@
 #include "tfs_bytes.h"
 #include "text_render.h"
 
+_Static_assert(TFSR_STORED_POS_BYTES <= TFSR_MARK_KEY &&
+		       TFSR_STORED_POS_BYTES == 2 * sizeof(uint64_t),
+	       "a mark holds a stored position");
+
 /* Output produced per step of a dense stream. */
 #define STEP_BYTES ((uint64_t)1 << 20)
 
@@ -30,6 +34,7 @@ void tfsr_slice_free(struct tfsr_slice *sl)
 	tfs_free(sl->enums);
 	tfs_free(sl->widths);
 	tfs_buf_release(&sl->header);
+	pthread_mutex_destroy(&sl->prepare_lock);
 	tfs_free(sl);
 }
 
@@ -177,20 +182,29 @@ static void slice_hi_checks(struct tfsr_slice *sl)
 	}
 }
 
-/* Sparse text and raw streams are indexed by their first coordinate
- * when it has a fixed size (struct tfsr_mark). Not pictures (rendered
- * whole), nor .npy: its header, built at the first begin from a measuring
- * pass into the slice, is not to be built by two parts at once. */
+/* Sparse text, raw and .npy streams are indexed by their first
+ * coordinate, one number or a string (struct tfsr_mark); pictures are
+ * rendered whole. A .npy header is built before parts run on several
+ * threads (tfsr_slice_prepare). */
 static void slice_index_key(struct tfsr_slice *sl)
 {
 	struct tfs_field_info f;
 
 	sl->key_col = -1;
-	/* Stored order is not ordered by the first coordinate. */
-	if (sl->dense || sl->sel->stored || (sl->r->flags & TFSR_R_IMAGE) ||
-	    sl->r->fmt == TFSR_FMT_NPY)
+	if (sl->dense || (sl->r->flags & TFSR_R_IMAGE))
 		return;
+	/* Stored order is not ordered by the first coordinate: its marks
+	 * are positions of the query. */
+	if (sl->sel->stored) {
+		sl->stored_index = true;
+		return;
+	}
 	tfs_schema_field(sl->s, 0, &f);
+	if (f.var && tfs_datatype_class(f.type) == TFS_CLASS_STRING) {
+		sl->key_var = true;
+		sl->key_col = slice_dim_column(sl, 0);
+		return;
+	}
 	if (f.var || f.cell_val_num != 1 || tfs_datatype_size(f.type) > 8 ||
 	    tfs_datatype_size(f.type) == 0)
 		return;
@@ -228,6 +242,7 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 	if (!sl)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	tfs_buf_init(&sl->header, TFS_BUF_NO_MAX);
+	pthread_mutex_init(&sl->prepare_lock, NULL);
 	sl->a = a;
 	sl->s = tfs_array_schema(a);
 	sl->r = tfsr_renderer_of(o->fmt);
@@ -266,6 +281,9 @@ enum tfs_err tfsr_slice_open(struct tfs_array *a,
 		sl->fixed = false;
 	if (e)
 		goto fail;
+	/* Only a .npy of a sparse or var-size slice has its header built
+	 * later (tfsr_slice_prepare). */
+	sl->prepared = sl->r->fmt != TFSR_FMT_NPY || sl->header.len;
 	*out = sl;
 	return TFS_E_OK;
 fail:
@@ -287,28 +305,87 @@ bool tfsr_slice_known_size(const struct tfsr_slice *sl, uint64_t *size)
 	       !__builtin_add_overflow(body, (uint64_t)sl->header.len, size);
 }
 
-bool tfsr_slice_sparse_size(const struct tfsr_slice *sl, uint64_t *size)
+/* The cells of a sparse slice without a filter when fragment metadata
+ * gives their count, within max_cells. */
+static bool sparse_cells_known(const struct tfsr_slice *sl,
+			       struct tfs_array *src, uint64_t *cells)
 {
 	struct tfs_query *q = NULL;
 	struct tfs_diag d;
-	uint64_t cells;
 	bool known;
 
-	if (sl->dense || !sl->sparse_record || sl->has_hi_check)
+	if (sl->dense || sl->has_hi_check || sl->where)
 		return false;
 	if (sl->sel->empty) {
-		*size = 0;
+		*cells = 0;
 		return true;
 	}
 	tfs_diag_init(&d);
-	if (tfsr__sparse_open(sl, sl->a, NULL, NULL, &q, &d))
+	if (tfsr__sparse_open(sl, src, NULL, 0, NULL, 0, &q, &d))
 		return false;
-	known = tfs_query_cells_known(q, &cells) &&
-		(!sl->max_cells || cells <= sl->max_cells) &&
-		!__builtin_mul_overflow(cells, sl->sparse_record, size) &&
-		*size <= (uint64_t)INT64_MAX;
+	known = tfs_query_cells_known(q, cells) &&
+		(!sl->max_cells || *cells <= sl->max_cells);
 	tfs_query_close(q);
 	return known;
+}
+
+bool tfsr_slice_sparse_size(const struct tfsr_slice *sl, uint64_t *size)
+{
+	uint64_t cells;
+
+	return sl->sparse_record && sparse_cells_known(sl, sl->a, &cells) &&
+	       !__builtin_mul_overflow(cells, sl->sparse_record, size) &&
+	       *size <= (uint64_t)INT64_MAX;
+}
+
+/* The .npy header of a slice whose cells are not known up front. */
+static enum tfs_err npy_prepare(struct tfsr_slice *sl, struct tfs_array *src,
+				struct tfs_diag *d)
+{
+	struct tfsr_stream st;
+	uint64_t count = 0;
+	bool var = false;
+	enum tfs_err e;
+
+	for (uint32_t i = 0; i < sl->nfields; i++) {
+		struct tfs_field_info f;
+
+		tfs_schema_field(sl->s, sl->fields[i], &f);
+		var |= f.var;
+	}
+	if (var || !sparse_cells_known(sl, src, &count)) {
+		tfsr_stream_init(&st, sl, src);
+		e = tfsr_slice_measure(&st, &count, d);
+		tfsr_stream_release(&st);
+		if (e)
+			return e;
+	}
+	/* A zero width is not a NumPy dtype. */
+	for (uint32_t i = 0; i < sl->nfields; i++)
+		if (!sl->widths[i])
+			sl->widths[i] = 1;
+	/* Through the renderer table: the .npy renderer calls back here. */
+	e = sl->r->header(sl, sl->widths, count);
+	return e ? tfs_fail(d, e, "cannot build the .npy header") : e;
+}
+
+enum tfs_err tfsr_slice_prepare(struct tfsr_slice *sl, struct tfs_array *src,
+				struct tfs_diag *d)
+{
+	enum tfs_err e = TFS_E_OK;
+
+	if (__atomic_load_n(&sl->prepared, __ATOMIC_ACQUIRE))
+		return TFS_E_OK;
+	/* Held over the measuring pass: whoever comes meanwhile needs its
+	 * result. */
+	pthread_mutex_lock(&sl->prepare_lock);
+	if (!__atomic_load_n(&sl->prepared, __ATOMIC_ACQUIRE)) {
+		e = npy_prepare(sl, src, d);
+		if (!e)
+			__atomic_store_n(&sl->prepared, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sl->prepare_lock);
+	return e;
 }
 
 /* ---- Streams ------------------------------------------------------------- */
@@ -356,7 +433,7 @@ enum tfs_err tfsr_slice_measure(struct tfsr_stream *st, uint64_t *count,
 	if (p->dense) {
 		e = tfsr_emit_dense_range(&m, 0, p->cells, d);
 	} else {
-		e = tfsr__sparse_open(p, m.src, NULL, NULL, &q, d);
+		e = tfsr__sparse_open(p, m.src, NULL, 0, NULL, 0, &q, d);
 		while (!e && q) {
 			const struct tfs_batch *b;
 
@@ -390,15 +467,32 @@ uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl)
 bool tfsr_slice_seekable(const struct tfsr_slice *sl)
 {
 	if (!sl->dense)
-		return sl->key_col >= 0;
+		return sl->key_col >= 0 || sl->stored_index;
 	return (sl->r->flags & TFSR_R_TEXT) || sl->r->fmt == TFSR_FMT_RAW;
 }
 
+/* The bytes of a mark's key in a stream of p. */
+static size_t mark_key_len(const struct tfsr_slice *p,
+			   const struct tfsr_mark *m)
+{
+	if (p->stored_index)
+		return TFSR_STORED_POS_BYTES;
+	if (!p->key_var)
+		return p->key_size;
+	return m->key_len < TFSR_MARK_KEY ? m->key_len : TFSR_MARK_KEY;
+}
+
+/* Where a part ends, in a query bounded at st->end_key (NULL: none). */
+static const uint8_t *end_bound(const struct tfsr_stream *st)
+{
+	return st->bounded ? st->end_key : NULL;
+}
+
 /* Starts st at output cell `cell` of offset base, the query of a sparse
- * stream at first coordinate key (key_size bytes). */
+ * stream at first coordinate key (key_len bytes). */
 static enum tfs_err stream_start(struct tfsr_stream *st, uint64_t cell,
 				 uint64_t base, const uint8_t *key,
-				 struct tfs_diag *d)
+				 size_t key_len, struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
 	enum tfs_err e = TFS_E_OK;
@@ -411,11 +505,13 @@ static enum tfs_err stream_start(struct tfsr_stream *st, uint64_t cell,
 	if (p->r->begin)
 		e = p->r->begin(st, d);
 	if (!e && !p->dense) {
-		memcpy(st->seek_key, key, p->key_size);
-		memcpy(st->last_key, key, p->key_size);
+		memcpy(st->seek_key, key, key_len);
+		st->seek_len = (uint32_t)key_len;
+		memcpy(st->last_key, key, key_len);
+		st->last_len = key_len;
 		st->has_last = true;
-		e = tfsr__sparse_open(p, st->em.src, st->seek_key,
-				st->bounded ? st->end_key : NULL, &st->q, d);
+		e = tfsr__sparse_open(p, st->em.src, st->seek_key, key_len,
+				      end_bound(st), st->end_len, &st->q, d);
 	}
 	if (e)
 		return e;
@@ -435,14 +531,15 @@ enum tfs_err tfsr_stream_start_at(struct tfsr_stream *st, uint64_t cell,
 	if (!st->em.sl->dense)
 		return tfs_fail(d, TFS_E_INTERNAL, "a sparse stream starts at "
 				"a mark of its index");
-	return stream_start(st, cell, base, NULL, d);
+	return stream_start(st, cell, base, NULL, 0, d);
 }
 
 enum tfs_err tfsr_stream_start_mark(struct tfsr_stream *st,
 				    const struct tfsr_mark *m,
 				    struct tfs_diag *d)
 {
-	return stream_start(st, m->cell, m->off, m->key, d);
+	return stream_start(st, m->cell, m->off, m->key,
+			    mark_key_len(st->em.sl, m), d);
 }
 
 /* The greatest value of the fixed-size type below the one at key (w
@@ -504,9 +601,14 @@ enum tfs_err tfsr_stream_start_part(struct tfsr_stream *st,
 					"the selection");
 		if (!p->dense) {
 			memcpy(st->end_key, to->key, sizeof(st->end_key));
+			st->end_len = (uint32_t)mark_key_len(p, to);
+			/* A string has no greatest one below it: the query
+			 * goes up to the key and the part stops at it. */
+			st->end_before = p->key_var;
 			if (!tfsr_slice_seekable(p) ||
-			    !key_before(tfs_schema_dim_type(p->s, 0),
-					st->end_key, p->key_size))
+			    (!p->key_var && !p->stored_index &&
+			     !key_before(tfs_schema_dim_type(p->s, 0),
+					 st->end_key, p->key_size)))
 				return tfs_fail(d, TFS_E_INTERNAL,
 						"no part ends at that key");
 		}
@@ -521,7 +623,8 @@ bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid)
 	size_t w = sl->key_size;
 
 	memset(mid, 0, sizeof(*mid));
-	if (sl->dense || sl->key_col < 0 || sl->sel->empty ||
+	mid->key_len = (uint32_t)w;
+	if (sl->dense || sl->key_col < 0 || sl->key_var || sl->sel->empty ||
 	    sl->r->text_style == TFSR_TEXT_JSON || r->lo_len != w ||
 	    r->hi_len != w)
 		return false;
@@ -565,6 +668,40 @@ bool tfsr_slice_mid_key(const struct tfsr_slice *sl, struct tfsr_mark *mid)
 	}
 }
 
+/* The next batch of a sparse stream into its output (*b NULL at the
+ * end of the query): in stored order a mark where a batch begins, about
+ * every TFSR_MARK_CELLS cells, when indexing; a part that ends before a
+ * string key done at its first cell. */
+static enum tfs_err sparse_step(struct tfsr_stream *st,
+				const struct tfs_batch **b, struct tfs_diag *d)
+{
+	const struct tfsr_slice *p = st->em.sl;
+	uint64_t pos[2], n;
+	bool mark = st->indexing && p->stored_index &&
+		    st->since_mark >= TFSR_MARK_CELLS &&
+		    tfs_query_stored_pos(st->q, pos);
+	enum tfs_err e = tfs_query_next(st->q, b, d);
+
+	if (e || !*b)
+		return e;
+	if (mark && (*b)->cell_num) {
+		uint8_t key[TFSR_STORED_POS_BYTES];
+
+		memcpy(key, pos, sizeof(key));
+		if (tfsr__mark_push(st, key, sizeof(key)))
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	if (p->stored_index)
+		st->since_mark += (*b)->cell_num;
+	n = st->end_before ? tfsr__sparse_before_end(st, *b) : (*b)->cell_num;
+	e = tfsr__emit_sparse_first(st, *b, n, d);
+	if (!e)
+		e = check_max_cells(&st->em, d);
+	if (!e && n < (*b)->cell_num)
+		st->done = true;
+	return e;
+}
+
 enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 {
 	struct tfsr_slice *p = st->em.sl;
@@ -576,9 +713,9 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		if (p->r->begin)
 			e = p->r->begin(st, d);
 		if (!e && !p->dense)
-			e = tfsr__sparse_open(p, st->em.src, NULL,
-					st->bounded ? st->end_key : NULL,
-					&st->q, d);
+			e = tfsr__sparse_open(p, st->em.src, NULL, 0,
+					      end_bound(st), st->end_len,
+					      &st->q, d);
 		return e;
 	}
 	if (p->dense && st->next_cell < end) {
@@ -594,16 +731,11 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st, struct tfs_diag *d)
 		return e;
 	}
 	if (!p->dense && st->q) {
-		const struct tfs_batch *b;
+		const struct tfs_batch *b = NULL;
 
-		e = tfs_query_next(st->q, &b, d);
-		if (e)
+		e = sparse_step(st, &b, d);
+		if (e || b)
 			return e;
-		if (b) {
-			e = st->indexing ? tfsr__emit_sparse_indexed(st, b, d)
-					 : tfsr__emit_sparse_batch(&st->em, b);
-			return e ? e : check_max_cells(&st->em, d);
-		}
 	}
 	st->done = true;
 	if (p->r->end && !st->bounded)

@@ -7,12 +7,14 @@
  *
  * Dense cells are produced by index (row-major over the selection), so a
  * stream needs no long-lived query; sparse cells come from one query.
- * A slice, its streams and emitters belong to one thread at a time (the
- * .npy header of a sparse or var-size slice is measured into the slice
- * when its first stream starts). */
+ * A stream and its emitter belong to one thread at a time; streams of
+ * one slice may run on several threads once the slice is prepared
+ * (tfsr_slice_prepare: the .npy header of a sparse or var-size slice,
+ * measured from its cells, is built into the slice once). */
 #ifndef TFSR_SLICE_H
 #define TFSR_SLICE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -44,11 +46,15 @@ struct tfsr_slice {
 	bool *computed;
 	int *hi_check; /* per dim: query column to compare with hi, or -1 */
 	bool has_hi_check;
-	/* Sparse text: the query column of the first dimension (the key of
-	 * the stream's index, see struct tfsr_mark), -1 when the slice has
-	 * no index; key_size its bytes. */
+	/* Sparse: the query column of the first dimension (the key of the
+	 * stream's index, see struct tfsr_mark), -1 when the slice has no
+	 * index; key_size its bytes, 0 with key_var (strings). */
 	int key_col;
 	size_t key_size;
+	bool key_var;
+	/* Sparse in stored order: the index marks positions of the query
+	 * (tfs_query_stored_pos) instead of keys. */
+	bool stored_index;
 	uint64_t cells; /* dense: cells of the selection */
 	bool fixed;     /* dense: every record has the same size (random access) */
 	uint64_t record; /* bytes per cell when fixed */
@@ -69,6 +75,10 @@ struct tfsr_slice {
 	void *prefetch_ctx;
 	/* Text formatted on two threads (borrowed); NULL: one. */
 	struct tfs_pool *pool;
+	/* tfsr_slice_prepare has built the header (atomic; set under
+	 * prepare_lock, which only that function takes). */
+	bool prepared;
+	pthread_mutex_t prepare_lock;
 };
 
 struct tfsr_slice_opts {
@@ -104,6 +114,17 @@ bool tfsr_slice_known_size(const struct tfsr_slice *sl, uint64_t *size);
  * array (R-trees, no tiles). */
 bool tfsr_slice_sparse_size(const struct tfsr_slice *sl, uint64_t *size);
 
+/* Builds what every stream of sl shares and would otherwise build at its
+ * first start: the header of a sparse or var-size .npy slice (its shape
+ * holds the cell count, its dtype the widest var-size values), from
+ * fragment metadata when that gives the count and no field has a var
+ * size, else from a measuring pass over the cells of src (the slice's
+ * array or another opening of it). Call it before streams of sl run on
+ * several threads. Thread-safe: it runs once; a caller that comes while
+ * another builds waits for it; a failure leaves it to the next call. */
+enum tfs_err tfsr_slice_prepare(struct tfsr_slice *sl, struct tfs_array *src,
+				struct tfs_diag *d) TFS_WUR;
+
 /* Produces cells into out. src is the array the queries read: the
  * slice's, or another opening of the same view. */
 struct tfsr_emit {
@@ -128,15 +149,26 @@ enum tfs_err tfsr_emit_dense_range(struct tfsr_emit *em, uint64_t c0,
 void tfsr_slice_prefetch(const struct tfsr_slice *sl,
 			 struct tfs_array *src, uint64_t c0, uint64_t c1);
 
+/* Bytes of a mark's key at most: a string first coordinate longer than
+ * that gets no mark (the next change of coordinate to a shorter one
+ * does), so an index stays within MARKS_MAX of these. */
+#define TFSR_MARK_KEY 32
+#define TFSR_STORED_POS_BYTES 16
+
 /* An entry of a seekable stream's index: the bytes of output cell `cell`
  * begin at offset `off`. Sparse cells come sorted with the first
- * dimension slowest, so the cells from a mark on are those whose first
- * coordinate is `key` or more (its bytes, zero-padded): a query from
- * there gives them. Dense marks leave key unused. */
+ * dimension slowest, and a mark is put where the first coordinate
+ * changes, so the cells from a mark on are those whose first coordinate
+ * is `key` or more (key_len bytes of a string; a fixed-size value's
+ * bytes, zero-padded): a query from there gives them. In stored order
+ * the key holds the query's position there instead (STORED_POS_BYTES: a
+ * tile and the cells of it before, as two uint64_t). Dense marks leave
+ * key unused. */
 struct tfsr_mark {
 	uint64_t cell;
 	uint64_t off;
-	uint8_t key[8];
+	uint8_t key[TFSR_MARK_KEY];
+	uint32_t key_len;
 };
 
 /* A rendering front to back, piece by piece into out. */
@@ -164,14 +196,21 @@ struct tfsr_stream {
 	size_t mark_num, mark_cap;
 	uint64_t since_mark; /* cells since the last mark */
 	bool has_last;       /* last_key holds the last cell's key */
-	uint8_t last_key[8];
-	uint8_t seek_key[8]; /* the key a started query begins at */
-	/* A part (tfsr_stream_start_part): done at end_cell (dense) or
-	 * after the first coordinate end_key (sparse, included), without
-	 * what end produces. */
+	/* its first TFSR_MARK_KEY bytes; last_len: all its bytes */
+	uint8_t last_key[TFSR_MARK_KEY];
+	uint64_t last_len;
+	/* the key a started query begins at */
+	uint8_t seek_key[TFSR_MARK_KEY];
+	uint32_t seek_len;
+	/* A part (tfsr_stream_start_part): done at end_cell (dense), after
+	 * the first coordinate end_key (sparse of a fixed-size key,
+	 * included), or before it (strings, end_before), without what end
+	 * produces. */
 	bool bounded;
+	bool end_before;
 	uint64_t end_cell;
-	uint8_t end_key[8];
+	uint8_t end_key[TFSR_MARK_KEY];
+	uint32_t end_len;
 };
 
 /* Cells between the marks of a sparse stream's index, at least. */
@@ -186,8 +225,8 @@ enum tfs_err tfsr_stream_step(struct tfsr_stream *st,
 void tfsr_stream_release(struct tfsr_stream *st);
 /* Whether a stream of sl can start at any cell (tfsr_stream_start_at):
  * a dense selection in a format whose bytes for a cell depend on the
- * cell and its index only (text, raw); or a sparse text rendering whose
- * first dimension is of a fixed size, at the marks of its index. */
+ * cell and its index only (text, raw); or, at the marks of its index, a
+ * sparse one in any format but pictures and stored order. */
 bool tfsr_slice_seekable(const struct tfsr_slice *sl);
 /* Cells a dense stream produces per step. */
 uint64_t tfsr_slice_step_cells(const struct tfsr_slice *sl);

@@ -3,6 +3,7 @@
  * query (slice.h; the plans and streams are slice.c's). */
 #include "slice_cells.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -256,12 +257,10 @@ void tfsr_slice_prefetch(const struct tfsr_slice *p,
 
 /* ---- Producing sparse cells ---------------------------------------------- */
 
-/* The query of a sparse slice; from_key, to_key: only its cells of a
- * first coordinate from *from_key on, up to *to_key included (the
- * slice's key_size bytes), NULL: no bound. */
 enum tfs_err tfsr__sparse_open(const struct tfsr_slice *p,
 			       struct tfs_array *src, const uint8_t *from_key,
-			       const uint8_t *to_key, struct tfs_query **q,
+			       size_t from_len, const uint8_t *to_key,
+			       size_t to_len, struct tfs_query **q,
 			       struct tfs_diag *d)
 {
 	struct tfs_range sub[TFSR_MAX_DIMS];
@@ -276,13 +275,23 @@ enum tfs_err tfsr__sparse_open(const struct tfsr_slice *p,
 		return TFS_E_OK;
 	for (uint32_t k = 0; k < tfs_schema_dim_count(p->s); k++)
 		sub[k] = p->sel->dims[k].range;
+	if (p->stored_index) {
+		/* Positions of the query's stored order, where batches begin:
+		 * batches of about the cells between marks. */
+		qo.batch_cells = TFSR_MARK_CELLS;
+		if (from_key && from_len == sizeof(qo.stored_from))
+			memcpy(qo.stored_from, from_key, sizeof(qo.stored_from));
+		if (to_key && to_len == sizeof(qo.stored_to))
+			memcpy(qo.stored_to, to_key, sizeof(qo.stored_to));
+		return tfs_query_open(src, &qo, q, d);
+	}
 	if (from_key) {
 		sub[0].lo = from_key;
-		sub[0].lo_len = p->key_size;
+		sub[0].lo_len = from_len;
 	}
 	if (to_key) {
 		sub[0].hi = to_key;
-		sub[0].hi_len = p->key_size;
+		sub[0].hi_len = to_len;
 	}
 	return tfs_query_open(src, &qo, q, d);
 }
@@ -333,30 +342,71 @@ enum tfs_err tfsr__emit_sparse_batch(struct tfsr_emit *em,
 	return emit_sparse_range(em, b, 0, b->cell_num);
 }
 
-/* The first cell at or after `from` of batch b whose first coordinate
- * differs from the cell's before it (the stream's last for cell 0), or
- * b->cell_num. Compared as values: -0.0 and 0.0 are one key. */
+/* The first coordinate of cell i of a batch: its bytes and length. */
+static const uint8_t *key_of(const struct tfs_column *c, size_t w, uint64_t i,
+			     uint64_t *len)
+{
+	if (!c->var) {
+		*len = w;
+		return c->data + i * w;
+	}
+	*len = c->offsets[i + 1] - c->offsets[i];
+	return c->data + c->offsets[i];
+}
+
+/* Whether cell i of column c has another first coordinate than the cell
+ * before it (the stream's last for cell 0; none: false). Fixed-size keys
+ * compare as values (-0.0 and 0.0 are one key); strings as bytes, and a
+ * string of more than TFSR_MARK_KEY bytes (which takes no mark) compares
+ * equal to the last one of the same length. */
+static bool key_changes(const struct tfsr_stream *st,
+			const struct tfs_column *c, uint64_t i)
+{
+	const struct tfsr_slice *p = st->em.sl;
+	uint64_t len, prev_len;
+	const uint8_t *key = key_of(c, p->key_size, i, &len), *prev;
+
+	if (i) {
+		prev = key_of(c, p->key_size, i - 1, &prev_len);
+	} else if (st->has_last) {
+		prev = st->last_key;
+		prev_len = st->last_len;
+	} else {
+		return false;
+	}
+	if (!c->var)
+		return tfs_value_cmp(c->type, prev, key) != 0;
+	if (len != prev_len)
+		return true;
+	if (i == 0 && len > TFSR_MARK_KEY)
+		return false;
+	return memcmp(prev, key, len) != 0;
+}
+
+/* The first cell in [from, n) of batch b where a mark can go: its first
+ * coordinate differs from the cell's before it and fits in a mark; or
+ * n. */
 static uint64_t key_change(const struct tfsr_stream *st,
-			   const struct tfs_batch *b, uint64_t from)
+			   const struct tfs_batch *b, uint64_t from, uint64_t n)
 {
 	const struct tfsr_slice *p = st->em.sl;
 	const struct tfs_column *c = &b->columns[p->key_col];
-	size_t w = p->key_size;
 
-	for (uint64_t i = from; i < b->cell_num; i++) {
-		const uint8_t *prev = i ? c->data + (i - 1) * w : st->last_key;
-
-		if ((i || st->has_last) &&
-		    tfs_value_cmp(c->type, prev, c->data + i * w) != 0)
+	for (uint64_t i = from; i < n; i++) {
+		if (!key_changes(st, c, i))
+			continue;
+		if (!c->var || c->offsets[i + 1] - c->offsets[i] <= TFSR_MARK_KEY)
 			return i;
 	}
-	return b->cell_num;
+	return n;
 }
 
-static enum tfs_err mark_push(struct tfsr_stream *st, const uint8_t *key)
+enum tfs_err tfsr__mark_push(struct tfsr_stream *st, const uint8_t *key,
+			     uint64_t len)
 {
 	struct tfsr_mark *m;
 
+	assert(len <= TFSR_MARK_KEY);
 	if (tfs_grow(&st->marks, &st->mark_cap, st->mark_num + 1,
 		     sizeof(*st->marks)))
 		return TFS_E_NOMEM;
@@ -364,46 +414,70 @@ static enum tfs_err mark_push(struct tfsr_stream *st, const uint8_t *key)
 	m->cell = st->em.count;
 	m->off = st->base + st->out.len;
 	memset(m->key, 0, sizeof(m->key));
-	memcpy(m->key, key, st->em.sl->key_size);
+	memcpy(m->key, key, len);
+	m->key_len = (uint32_t)len;
 	st->since_mark = 0;
 	return TFS_E_OK;
 }
 
-/* A sparse batch with the marks of the stream's index in it: after at
- * least TFSR_MARK_CELLS cells, at the next change of first coordinate. */
-enum tfs_err tfsr__emit_sparse_indexed(struct tfsr_stream *st,
-				       const struct tfs_batch *b,
-				       struct tfs_diag *d)
+/* Marks are put after at least TFSR_MARK_CELLS cells, at the next change
+ * of first coordinate. */
+enum tfs_err tfsr__emit_sparse_first(struct tfsr_stream *st,
+				     const struct tfs_batch *b, uint64_t n,
+				     struct tfs_diag *d)
 {
 	const struct tfsr_slice *p = st->em.sl;
 	const struct tfs_column *kc;
-	uint64_t start = 0;
+	const uint8_t *key;
+	uint64_t start = 0, len;
 	enum tfs_err e = TFS_E_OK;
 
-	if (p->key_col < 0 || (size_t)p->key_col >= b->column_num ||
-	    b->columns[p->key_col].var || !b->cell_num)
-		return tfsr__emit_sparse_batch(&st->em, b);
+	if (!st->indexing || p->key_col < 0 ||
+	    (size_t)p->key_col >= b->column_num ||
+	    b->columns[p->key_col].var != p->key_var || !n)
+		return emit_sparse_range(&st->em, b, 0, n);
 	kc = &b->columns[p->key_col];
 	while (!e) {
 		uint64_t wait = TFSR_MARK_CELLS > st->since_mark
 					? TFSR_MARK_CELLS - st->since_mark
 					: 0;
-		uint64_t at = key_change(st, b, start + wait < b->cell_num
-							? start + wait
-							: b->cell_num);
+		uint64_t at = key_change(st, b, start + wait < n ? start + wait
+								 : n,
+					 n);
 
-		if (at == b->cell_num)
+		if (at == n)
 			break;
 		e = emit_sparse_range(&st->em, b, start, at);
+		key = key_of(kc, p->key_size, at, &len);
 		if (!e)
-			e = mark_push(st, kc->data + at * p->key_size);
+			e = tfsr__mark_push(st, key, len);
 		start = at;
 	}
 	if (!e)
-		e = emit_sparse_range(&st->em, b, start, b->cell_num);
-	st->since_mark += b->cell_num - start;
-	memcpy(st->last_key, kc->data + (b->cell_num - 1) * p->key_size,
-	       p->key_size);
+		e = emit_sparse_range(&st->em, b, start, n);
+	st->since_mark += n - start;
+	key = key_of(kc, p->key_size, n - 1, &len);
+	memcpy(st->last_key, key, len < TFSR_MARK_KEY ? len : TFSR_MARK_KEY);
+	st->last_len = len;
 	st->has_last = true;
 	return e ? tfs_fail(d, e, "out of memory") : e;
+}
+
+uint64_t tfsr__sparse_before_end(const struct tfsr_stream *st,
+				 const struct tfs_batch *b)
+{
+	const struct tfsr_slice *p = st->em.sl;
+	const struct tfs_column *c;
+
+	if (p->key_col < 0 || (size_t)p->key_col >= b->column_num)
+		return b->cell_num;
+	c = &b->columns[p->key_col];
+	for (uint64_t i = 0; i < b->cell_num; i++) {
+		uint64_t len;
+		const uint8_t *key = key_of(c, p->key_size, i, &len);
+
+		if (len == st->end_len && memcmp(key, st->end_key, len) == 0)
+			return i;
+	}
+	return b->cell_num;
 }

@@ -402,47 +402,56 @@ static enum tfs_err render_fast(struct tfsr_text_render *r, struct tfs_buf *out,
 	return e;
 }
 
+/* The text length of value i of an integer column of w bytes. */
+static inline uint64_t int_len(const uint8_t *data, size_t w, bool is_signed,
+			       uint64_t i)
+{
+	uint64_t u = tfs_get_uint(data + i * w, w);
+	unsigned shift = (unsigned)(64 - 8 * w);
+	int64_t v;
+
+	if (!is_signed)
+		return tfs_fmt_u64_len(u);
+	v = (int64_t)(u << shift) >> shift;
+	return v < 0 ? 1 + tfs_fmt_u64_len(0 - (uint64_t)v)
+		     : tfs_fmt_u64_len((uint64_t)v);
+}
+
+/* The text bytes of values first .. first+n-1 of fast column col:
+ * integers by their digit count, floats formatted on the stack (through
+ * the last value's text). */
+static uint64_t count_column(const struct tfs_column *col, uint64_t first,
+			     uint64_t n)
+{
+	size_t w = tfs_datatype_size(col->type);
+	bool is_signed = col->type == TFS_INT8 || col->type == TFS_INT16 ||
+			 col->type == TFS_INT32 || col->type == TFS_INT64;
+	struct last_text lt = {0};
+	char text[2 * FAST_VALUE_MAX];
+	uint64_t total = 0;
+
+	if (col->type == TFS_FLOAT32 || col->type == TFS_FLOAT64) {
+		for (uint64_t i = first; i < first + n; i++)
+			total += (uint64_t)(put_fast_cached(text, col, i, w, &lt) -
+					    text);
+		return total;
+	}
+	for (uint64_t i = first; i < first + n; i++)
+		total += int_len(col->data, w, is_signed, i);
+	return total;
+}
+
 /* The bytes render_fast would write for cells first .. first+n-1, added
- * to *bytes: integers by their digit count, floats formatted on the
- * stack (through the last value's text). */
+ * to *bytes. */
 static void count_fast(const struct tfsr_text_render *r,
 		       const struct tfs_batch *b, uint64_t first, uint64_t n,
 		       uint64_t *bytes)
 {
 	uint64_t total = n * r->col_num; /* separators and newlines */
 
-	for (size_t c = 0; c < r->col_num; c++) {
-		const struct tfs_column *col = &b->columns[r->cols[c].batch_index];
-		size_t w = tfs_datatype_size(col->type);
-		struct last_text lt = {0};
-		char text[2 * FAST_VALUE_MAX];
-
-		for (uint64_t i = first; i < first + n; i++) {
-			uint64_t u = 0;
-			int64_t v;
-
-			switch (col->type) {
-			case TFS_UINT8: case TFS_UINT16: case TFS_UINT32:
-			case TFS_UINT64:
-				memcpy(&u, col->data + i * w, w);
-				total += tfs_fmt_u64_len(u);
-				break;
-			case TFS_INT8:
-			case TFS_INT16:
-			case TFS_INT32:
-			case TFS_INT64:
-				v = tfs_value_as_i64(col->type, col->data + i * w);
-				total += v < 0 ? 1 + tfs_fmt_u64_len(0 - (uint64_t)v)
-					       : tfs_fmt_u64_len((uint64_t)v);
-				break;
-			default:
-				total += (uint64_t)(put_fast_cached(text, col, i,
-								    w, &lt) -
-						    text);
-				break;
-			}
-		}
-	}
+	for (size_t c = 0; c < r->col_num; c++)
+		total += count_column(&b->columns[r->cols[c].batch_index], first,
+				      n);
 	*bytes += total;
 }
 
@@ -600,6 +609,120 @@ static enum tfs_err view_of(struct tfsr_text_render *r,
 	return TFS_E_OK;
 }
 
+/* ---- Computed coordinates counted without writing them ----------------
+ *
+ * Along dimension k the selection's cell q has index j = q / inner %
+ * extent (inner: the cells of one step of k), and the coordinate
+ * lo + j * stride, which rises with j. Its text is one digit, one more
+ * for each power of ten its magnitude reaches, and a sign below zero:
+ * each of those is a threshold that a count of indexes j answers. */
+
+/* The indexes j < J whose value lo + j * stride is at least t. */
+static uint64_t count_at_least(__int128 lo, uint64_t stride, uint64_t J,
+			       __int128 t)
+{
+	__int128 first; /* the smallest j that reaches t */
+
+	if (lo >= t)
+		return J;
+	first = (t - lo + (__int128)stride - 1) / (__int128)stride;
+	return first >= (__int128)J ? 0 : J - (uint64_t)first;
+}
+
+/* The text bytes of the values lo + j * stride for j < J. */
+static uint64_t coord_text_sum(__int128 lo, uint64_t stride, bool is_signed,
+			       uint64_t J)
+{
+	uint64_t total = J;
+	__int128 p = 1;
+
+	if (J == 0)
+		return 0;
+	if (is_signed)
+		total += J - count_at_least(lo, stride, J, 0); /* '-' */
+	for (int d = 1; d <= 19; d++) {
+		p *= 10;
+		total += count_at_least(lo, stride, J, p);
+		if (is_signed) /* at most -p */
+			total += J - count_at_least(lo, stride, J, 1 - p);
+	}
+	return total;
+}
+
+/* The text bytes of coordinate col over the selection's cells 0 .. q-1. */
+static uint64_t coord_prefix(const struct tfsr_text_render *r,
+			     const struct tfsr_text_column *col, uint64_t q)
+{
+	size_t k = col->dim, w = tfs_datatype_size(col->type);
+	uint64_t inner = k + 1 < r->ndim ? r->blk[k + 1] : 1;
+	uint64_t extent = r->blk[k] / inner;
+	uint64_t rem = q % r->blk[k], j = rem / inner;
+	bool is_signed = col->type == TFS_INT8 || col->type == TFS_INT16 ||
+			 col->type == TFS_INT32 || col->type == TFS_INT64;
+	unsigned shift = (unsigned)(64 - 8 * w);
+	uint64_t bits = w < 8 ? col->lo & ((UINT64_C(1) << (8 * w)) - 1)
+			      : col->lo;
+	__int128 lo = is_signed ? (__int128)((int64_t)(bits << shift) >> shift)
+				: (__int128)bits;
+	uint64_t upto_j = coord_text_sum(lo, col->stride, is_signed, j);
+
+	return q / r->blk[k] * inner *
+		       coord_text_sum(lo, col->stride, is_signed, extent) +
+	       inner * upto_j +
+	       rem % inner *
+		       (coord_text_sum(lo, col->stride, is_signed, j + 1) - upto_j);
+}
+
+/* Whether cells of b with r's computed coordinates can be counted
+ * without a view: every coordinate an integer, every other column fast. */
+static bool coords_countable(const struct tfsr_text_render *r,
+			     const struct tfs_batch *b)
+{
+	if (r->style == TFSR_TEXT_JSON)
+		return false;
+	for (size_t c = 0; c < r->col_num; c++) {
+		const struct tfsr_text_column *col = &r->cols[c];
+
+		if (!col->coord) {
+			if (!fast_column(&b->columns[col->batch_index], col))
+				return false;
+			continue;
+		}
+		switch (col->type) {
+		case TFS_INT8: case TFS_INT16: case TFS_INT32: case TFS_INT64:
+		case TFS_UINT8: case TFS_UINT16: case TFS_UINT32:
+		case TFS_UINT64:
+			if (col->enumeration || col->stride == 0)
+				return false;
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The bytes of cells first .. first+n-1 of b (the selection's cells r->r
+ * on): the columns of b value by value, the coordinates by their counts. */
+static uint64_t count_coords(const struct tfsr_text_render *r,
+			     const struct tfs_batch *b, uint64_t first,
+			     uint64_t n)
+{
+	uint64_t total = n * r->col_num; /* separators and newlines */
+
+	for (size_t c = 0; c < r->col_num; c++) {
+		const struct tfsr_text_column *col = &r->cols[c];
+
+		if (col->coord)
+			total += coord_prefix(r, col, r->r + n) -
+				 coord_prefix(r, col, r->r);
+		else
+			total += count_column(&b->columns[col->batch_index],
+					      first, n);
+	}
+	return total;
+}
+
 /* Renders (out) or counts (bytes) cells first .. first+n-1 of b through
  * views with the computed coordinates, COORD_CHUNK cells at a time. */
 static enum tfs_err coords_chunks(struct tfsr_text_render *r,
@@ -609,6 +732,11 @@ static enum tfs_err coords_chunks(struct tfsr_text_render *r,
 {
 	enum tfs_err e = TFS_E_OK;
 
+	if (!out && coords_countable(r, b)) {
+		*bytes += count_coords(r, b, first, n);
+		r->r += n;
+		return TFS_E_OK;
+	}
 	while (!e && n) {
 		uint64_t m = n < COORD_CHUNK ? n : COORD_CHUNK;
 		struct tfs_batch view;

@@ -596,6 +596,12 @@ static struct tfs_query *query_new(
 	q->batch_cells = opts && opts->batch_cells ? opts->batch_cells
 						   : DEFAULT_BATCH_CELLS;
 	q->stored_order = opts && opts->stored_order;
+	if (opts) {
+		memcpy(q->stored_from, opts->stored_from, sizeof(q->stored_from));
+		memcpy(q->stored_to, opts->stored_to, sizeof(q->stored_to));
+		q->stored_bounded = opts->stored_from[0] || opts->stored_from[1] ||
+				    opts->stored_to[0] || opts->stored_to[1];
+	}
 	q->decode_only = opts && opts->decode_only;
 	q->out_num = opts && opts->fields ? opts->field_num
 					  : (size_t)s->dim_num + s->attr_num;
@@ -774,6 +780,15 @@ bool tfs_query_cells_known(const struct tfs_query *q, uint64_t *cells)
 	if (q->where || (!q->cells_known && q->total_cells == UINT64_MAX))
 		return false;
 	*cells = q->cells_known ? q->known_cells : q->total_cells;
+	return true;
+}
+
+bool tfs_query_stored_pos(const struct tfs_query *q, uint64_t pos[2])
+{
+	if (!q->stored_pos_ok)
+		return false;
+	pos[0] = q->stored_pos[0];
+	pos[1] = q->stored_pos[1];
 	return true;
 }
 

@@ -646,13 +646,16 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 			return e;
 	}
 	r->plain = tfs__sp_plain(r);
+	if (r->q->stored_bounded && !(r->plain && r->q->stored_order))
+		return tfs_fail(d, TFS_E_INVALID, "a position in stored order "
+				"needs a read that goes tile by tile");
 	if (!r->tile_num) {
 		r->finished = true;
 		r->count_known = r->plain;
 		return TFS_E_OK;
 	}
 	if (r->plain) {
-		r->count_known = true;
+		r->count_known = !r->q->stored_bounded;
 		for (uint32_t k = 0; k < r->tile_num && r->count_known; k++) {
 			r->count_known = r->tiles[k].inside;
 			r->count += r->tiles[k].cells;

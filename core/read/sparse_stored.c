@@ -5,7 +5,9 @@
  * pool while the caller consumes the current one; a tile whose MBR lies
  * inside the subarray needs no coordinates unless they are asked for, and
  * its fixed-size values are copied in runs. Tiles only partly inside keep
- * the positions of their cells in the subarray. */
+ * the positions of their cells in the subarray. A position in this order
+ * is a tile and the cells of it handed out before (tfs_query_stored_pos):
+ * a query can start at one and stop at another. */
 #include "sparse_reader.h"
 
 /* Tiles decoded ahead of the one being handed out. */
@@ -31,6 +33,14 @@ struct sp_stored {
 	uint32_t next_tile; /* next tile to queue */
 	uint32_t cur;       /* job being handed out */
 	uint32_t queued;    /* jobs queued or holding cells */
+	uint32_t end_tile;  /* tiles queued: those before it */
+	/* The first tile's cells to skip (stored_from), until it is
+	 * waited for; the last tile's cells to hand out (stored_to). */
+	bool skip_pending;
+	uint64_t skip;
+	bool cut;
+	uint32_t cut_tile;
+	uint64_t cut_cells;
 };
 
 static bool frags_apart(const struct sp_reader *r)
@@ -344,16 +354,73 @@ static void queue_ahead(struct sp_reader *r)
 {
 	struct sp_stored *s = r->stored;
 
-	while (s->queued < AHEAD && s->next_tile < r->tile_num)
+	while (s->queued < AHEAD && s->next_tile < s->end_tile)
 		job_queue(r, &s->jobs[(s->cur + s->queued) % AHEAD]);
+}
+
+/* Where the next cell comes from (tfs_query_stored_pos). */
+static void note_pos(struct sp_reader *r)
+{
+	struct sp_stored *s = r->stored;
+	struct tfs_query *q = r->q;
+
+	q->stored_pos_ok = true;
+	if (!s->queued) {
+		q->stored_pos[0] = s->next_tile;
+		q->stored_pos[1] = s->skip_pending ? s->skip : 0;
+		return;
+	}
+	q->stored_pos[0] = s->jobs[s->cur].tile;
+	if (s->jobs[s->cur].queued)
+		q->stored_pos[1] = s->skip_pending ? s->skip : 0;
+	else
+		q->stored_pos[1] = s->jobs[s->cur].next;
 }
 
 enum tfs_err tfs__sp_stored_open(struct sp_reader *r, struct tfs_diag *d)
 {
-	r->stored = tfs_callocn(1, sizeof(*r->stored));
-	if (!r->stored)
+	const struct tfs_query *q = r->q;
+	struct sp_stored *s;
+
+	r->stored = s = tfs_callocn(1, sizeof(*r->stored));
+	if (!s)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	s->end_tile = r->tile_num;
+	if (q->stored_to[0] || q->stored_to[1]) {
+		if (q->stored_to[0] > r->tile_num ||
+		    (q->stored_to[0] == r->tile_num && q->stored_to[1]))
+			return tfs_fail(d, TFS_E_INVALID,
+					"stored position %" PRIu64 " past the "
+					"query's %" PRIu32 " tiles",
+					q->stored_to[0], r->tile_num);
+		s->end_tile = (uint32_t)q->stored_to[0] +
+			      (q->stored_to[1] ? 1 : 0);
+		s->cut = q->stored_to[1] != 0;
+		s->cut_tile = (uint32_t)q->stored_to[0];
+		s->cut_cells = q->stored_to[1];
+	}
+	if (q->stored_from[0] > s->end_tile ||
+	    (q->stored_from[0] == s->end_tile && q->stored_from[1]))
+		return tfs_fail(d, TFS_E_INVALID,
+				"stored position %" PRIu64 " past the end",
+				q->stored_from[0]);
+	s->next_tile = (uint32_t)q->stored_from[0];
+	s->skip = q->stored_from[1];
+	s->skip_pending = s->skip != 0;
+	note_pos(r);
 	return TFS_E_OK;
+}
+
+/* A tile just decoded: the cells of it before stored_from and from
+ * stored_to on are not handed out. */
+static void job_bound(struct sp_stored *s, struct st_job *j)
+{
+	if (s->cut && j->tile == s->cut_tile && j->n > s->cut_cells)
+		j->n = s->cut_cells;
+	if (s->skip_pending) {
+		j->next = s->skip < j->n ? s->skip : j->n;
+		s->skip_pending = false;
+	}
 }
 
 enum tfs_err tfs__sp_stored_next(struct sp_reader *r, struct tfs_diag *d)
@@ -376,6 +443,7 @@ enum tfs_err tfs__sp_stored_next(struct sp_reader *r, struct tfs_diag *d)
 			if (j->err)
 				return tfs_fail(d, j->err, "%s",
 						tfs_diag_msg(&j->diag));
+			job_bound(s, j);
 		}
 		e = job_emit(r, j, q->batch_cells - q->batch_cell_num);
 		if (e)
@@ -388,6 +456,7 @@ enum tfs_err tfs__sp_stored_next(struct sp_reader *r, struct tfs_diag *d)
 		s->cur = (s->cur + 1) % AHEAD;
 		s->queued--;
 	}
+	note_pos(r);
 	return TFS_E_OK;
 }
 

@@ -138,6 +138,14 @@ struct tfs_query {
 	uint64_t batch_cells;
 	uint64_t total_cells; /* dense: known; sparse: UINT64_MAX */
 	bool stored_order;    /* tfs_query_opts.stored_order */
+	/* tfs_query_opts.stored_from, stored_to; stored_bounded: either is
+	 * set */
+	uint64_t stored_from[2], stored_to[2];
+	bool stored_bounded;
+	/* tfs_query_stored_pos, kept by the stored reader after each
+	 * batch */
+	uint64_t stored_pos[2];
+	bool stored_pos_ok;
 	bool decode_only;     /* tfs_query_opts.decode_only */
 	bool cells_known;     /* tfs_query_cells_known */
 	uint64_t known_cells;

@@ -246,6 +246,14 @@ struct tfs_query_opts {
 	 * order. The same cells as the sorted read, and the same order for
 	 * any choice of fields. */
 	bool stored_order;
+	/* Stored order when the cells go out tile by tile (see
+	 * tfs_query_stored_pos): start at position stored_from and stop
+	 * before stored_to ({0, 0}: at the end), each {tile, cell} as a
+	 * query of the same array, subarray and fields gave it; such a
+	 * query's cell count is not known up front. Any other query:
+	 * TFS_E_INVALID unless both are {0, 0}. */
+	uint64_t stored_from[2];
+	uint64_t stored_to[2];
 	/* Dense queries without a condition: decode the tiles into the
 	 * array's tile cache and hand out no cells (read-ahead); the first
 	 * tfs_query_next does the work and ends the query. */
@@ -291,6 +299,12 @@ uint64_t tfs_query_cell_count(const struct tfs_query *q);
  * fragment metadata gives it (every tile the subarray meets lies wholly
  * inside it, and nothing needs sorting out: see stored_order). */
 bool tfs_query_cells_known(const struct tfs_query *q, uint64_t *cells);
+/* Where a query in stored order that goes tile by tile stands: pos[0]
+ * the tile of its next cell (in the query's order of tiles), pos[1] the
+ * cells of that tile handed out before it; a query opened with
+ * stored_from at pos gives the cells from there. False for any other
+ * query (sorted, or stored order resolved by sorting). */
+bool tfs_query_stored_pos(const struct tfs_query *q, uint64_t pos[2]);
 void tfs_query_close(struct tfs_query *q);
 
 /* ---- Statistics --------------------------------------------------------- */

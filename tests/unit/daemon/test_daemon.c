@@ -1114,14 +1114,15 @@ static void check_seeks(const char *path, struct tfsd_file *f,
  * a file opened before its stat and one opened after, both read at the
  * offsets of check_seeks against a front-to-back read of more than
  * min_len bytes. */
-static void check_sparse_seeks(const char *prefix, uint64_t cells,
-			       const char *const *paths, size_t path_num,
-			       uint64_t min_len)
+static void check_sparse_seeks_of(const char *prefix,
+				  void (*make)(const char *, uint64_t),
+				  uint64_t cells, const char *const *paths,
+				  size_t path_num, uint64_t min_len)
 {
 	char root[128];
 
 	dfx_temp_dir(root, sizeof(root), prefix);
-	make_sparse_big(root, cells);
+	make(root, cells);
 	dfx_start(&fs, root, 1024, 8 << 20, 8 << 20);
 	for (size_t i = 0; i < path_num; i++) {
 		struct tfsd_size sz;
@@ -1153,6 +1154,85 @@ static void check_sparse_seeks(const char *prefix, uint64_t cells,
 	dfx_remove(root);
 }
 
+static void check_sparse_seeks(const char *prefix, uint64_t cells,
+			       const char *const *paths, size_t path_num,
+			       uint64_t min_len)
+{
+	check_sparse_seeks_of(prefix, make_sparse_big, cells, paths, path_num,
+			      min_len);
+}
+
+/* A sparse array of n cells under root/sd: a string first dimension k
+ * (runs of 50 cells; every seventh key 45 bytes long, too long for a
+ * mark), y, and a FLOAT64 attribute v. */
+static void make_sparse_strings(const char *root, uint64_t n)
+{
+	static const char json[] =
+		"{\"array_type\": \"sparse\", \"capacity\": 4000, \"dims\": ["
+		"{\"name\": \"k\", \"type\": \"STRING_ASCII\"}, "
+		"{\"name\": \"y\", \"type\": \"INT32\", "
+		"\"domain\": [0, 99], \"tile\": 100}], \"attrs\": ["
+		"{\"name\": \"v\", \"type\": \"FLOAT64\"}]}";
+	int32_t *y = malloc(n * 4);
+	uint64_t *off = malloc((n + 1) * 8);
+	double *v = malloc(n * 8);
+	struct tfs_column cols[3] = {
+		{.name = "k", .type = TFS_STRING_ASCII,
+		 .cell_val_num = TFS_VAR_NUM, .var = true, .is_dim = true,
+		 .offsets = off},
+		{.name = "y", .type = TFS_INT32, .cell_val_num = 1,
+		 .is_dim = true, .data = (uint8_t *)y, .data_len = n * 4},
+		{.name = "v", .type = TFS_FLOAT64, .cell_val_num = 1,
+		 .data = (uint8_t *)v, .data_len = n * 8}};
+	struct tfs_batch b = {.cell_num = n, .column_num = 3, .columns = cols};
+	struct tfs_write_opts wo = {.threads = 2};
+	struct tfs_write_result res;
+	struct tfs_writer *w;
+	struct tfs_schema *s;
+	struct tfs_buf keys;
+	struct tfs_diag d;
+	char path[256];
+
+	cr_assert(y && off && v);
+	tfs_buf_init(&keys, TFS_BUF_NO_MAX);
+	for (uint64_t i = 0; i < n; i++) {
+		/* written backwards: the writer sorts */
+		uint64_t r = n / 50 - i / 50;
+
+		off[i] = keys.len;
+		cr_assert_eq(tfs_buf_printf(&keys,
+					    r % 7 ? "key%07llu"
+						  : "key%07llu-a-long-key-"
+						    "past-a-mark-s-bytes",
+					    (unsigned long long)r),
+			     TFS_E_OK);
+		y[i] = (int32_t)(i % 50);
+		v[i] = (double)i / 3.0;
+	}
+	off[n] = keys.len;
+	cols[0].data = keys.data;
+	cols[0].data_len = keys.len;
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json_new(json, sizeof(json) - 1, &s, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	snprintf(path, sizeof(path), "%s/sd", root);
+	cr_assert_eq(tfs_array_create(path, s, &wo, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_schema_free(s);
+	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+	tfs_buf_release(&keys);
+	free(y);
+	free(off);
+	free(v);
+}
+
 /* Sparse text renderings have an index too (one mark per 65 536 cells
  * or so, where the first coordinate changes), found by the counting
  * pass at the first stat: reads at any offset give the bytes of a
@@ -1181,5 +1261,54 @@ Test(content, sparse_raw_index)
 	static const char *const paths[] = {"sp/v/slice[:,:]"};
 
 	check_sparse_seeks("tfs_sparse_raw_index_", 760000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)5 << 20);
+}
+
+/* Sparse .npy files are indexed by the counting pass of their stat, the
+ * header built once before its two parts run: a read at the end of one
+ * (one field, all four in a structured dtype, and a selection whose
+ * count fragment metadata does not give) produces only the
+ * cells after the last mark before it, at the offsets of a front-to-back
+ * read (header included). */
+Test(content, sparse_npy_index)
+{
+	static const char *const paths[] = {"sp/v/slice[:,:].npy",
+					    "sp/slice[:,:].npy",
+					    "sp/v/slice[20:1500,:].npy"};
+
+	check_sparse_seeks("tfs_sparse_npy_index_", 760000, paths,
+			   sizeof(paths) / sizeof(paths[0]), (uint64_t)4 << 20);
+}
+
+/* Sparse files whose first dimension holds strings are indexed too, at
+ * the changes of key to one that fits in a mark: text (counted at the
+ * stat), raw (at the first far read) and .npy, each read at the end
+ * producing only the cells after the last mark before it, and parts
+ * between marks (a file opened after the stat) that end before a key
+ * give the bytes of a front-to-back read. */
+Test(content, sparse_string_index)
+{
+	static const char *const paths[] = {
+		"sd/data.csv", "sd/v/slice[:,:]", "sd/slice[:,:].npy",
+		"sd/v/slice[:,:].txt"};
+
+	check_sparse_seeks_of("tfs_sparse_string_index_", make_sparse_strings,
+			      600000, paths, sizeof(paths) / sizeof(paths[0]),
+			      (uint64_t)4 << 20);
+}
+
+/* Views in stored order are indexed by positions of their query (a tile
+ * and the cells of it before), one where a batch begins about every
+ * 65 536 cells: text counted at the stat, raw at the first far read,
+ * .npy, each read at the end producing only the cells after the last
+ * mark before it, parts between positions giving the bytes of a
+ * front-to-back read. */
+Test(content, stored_index)
+{
+	static const char *const paths[] = {"sp/slice[:,:;stored].csv",
+					    "sp/v/slice[:,:;stored]",
+					    "sp/v/slice[:,:;stored].npy"};
+
+	check_sparse_seeks("tfs_stored_index_", 760000, paths,
 			   sizeof(paths) / sizeof(paths[0]), (uint64_t)5 << 20);
 }

@@ -2,8 +2,10 @@
  * for every sparse array of the corpus, whole and cut to part of its
  * non-empty domain, the cells are exactly those of the sorted read (the
  * same multiset of whole cells), every choice of fields gives them in
- * the same order, small batches change nothing, and a cell count known
- * up front (tfs_query_cells_known) is the count read. */
+ * the same order, small batches change nothing, a cell count known up
+ * front (tfs_query_cells_known) is the count read, and a query started
+ * at a position of that order (tfs_query_stored_pos), or between two,
+ * gives the cells from there. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +15,9 @@
 
 #define CORPUS TFS_CORPUS_DIR
 
-/* Arrays whose stored order differs from the sorted one. */
-static unsigned reordered;
+/* Arrays whose stored order differs from the sorted one; whose read
+ * tile by tile gave positions. */
+static unsigned reordered, positioned;
 
 /* Cells as byte strings: one record per cell, the fields' values in
  * query order, each as validity, length and bytes. */
@@ -106,6 +109,97 @@ static void read_all(struct tfs_array *a, const struct tfs_range *sub,
 		batch_cells(out, b);
 	}
 	tfs_query_close(q);
+}
+
+/* Batches of 3 cells in stored order: the position before each batch
+ * (pos[i], before cell 3i) while the query gives them. */
+static size_t positions(struct tfs_array *a, const struct tfs_range *sub,
+			uint64_t (*pos)[2], size_t cap)
+{
+	struct tfs_query_opts qo = {.subarray = sub, .batch_cells = 3,
+				    .stored_order = true};
+	struct tfs_query *q;
+	const struct tfs_batch *b;
+	struct tfs_diag d;
+	size_t n = 0;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	while (n < cap && tfs_query_stored_pos(q, pos[n])) {
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		if (!b)
+			break;
+		n++;
+	}
+	tfs_query_close(q);
+	return n;
+}
+
+/* The cells of a stored-order query from position from to position to
+ * (NULL: the end) are cells [c0, c1) of the whole read. */
+static void check_range(const char *name, struct tfs_array *a,
+			const struct tfs_range *sub, const struct cells *all,
+			const uint64_t *from, const uint64_t *to, size_t c0,
+			size_t c1)
+{
+	struct tfs_query_opts qo = {.subarray = sub, .stored_order = true,
+				    .batch_cells = 5};
+	struct tfs_query *q;
+	const struct tfs_batch *b;
+	struct cells got = {0};
+	struct tfs_diag d;
+	uint64_t cells;
+
+	memcpy(qo.stored_from, from, sizeof(qo.stored_from));
+	if (to)
+		memcpy(qo.stored_to, to, sizeof(qo.stored_to));
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s: %s", name,
+		     tfs_diag_msg(&d));
+	cr_assert(!tfs_query_cells_known(q, &cells) || c0 == 0,
+		  "%s: a count known from a position", name);
+	for (;;) {
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		if (!b)
+			break;
+		batch_cells(&got, b);
+	}
+	tfs_query_close(q);
+	cr_assert_eq(got.n, c1 - c0, "%s: %zu cells from %zu, not %zu", name,
+		     got.n, c0, c1 - c0);
+	for (size_t i = 0; i < got.n; i++)
+		cr_assert(got.len[i] == all->len[c0 + i] &&
+				  !memcmp(got.rec[i], all->rec[c0 + i],
+					  got.len[i]),
+			  "%s: cell %zu from position of %zu differs", name,
+			  c0 + i, c0);
+	cells_free(&got);
+}
+
+/* Positions every 3 cells: the cells from each of a few, and between
+ * two of them, are those of the whole read (all) from there. */
+static void check_positions(const char *name, struct tfs_array *a,
+			    const struct tfs_range *sub,
+			    const struct cells *all)
+{
+	static uint64_t pos[4096][2];
+	size_t n = positions(a, sub, pos, 4096), step;
+
+	if (!n)
+		return;
+	positioned++;
+	step = n / 7 ? n / 7 : 1;
+	for (size_t i = 0; i < n; i += step) {
+		size_t j = i + step < n ? i + step : n - 1;
+
+		check_range(name, a, sub, all, pos[i], NULL, 3 * i, all->n);
+		if (j > i)
+			check_range(name, a, sub, all, pos[i], pos[j], 3 * i,
+				    3 * j);
+	}
 }
 
 static int rec_cmp(const void *pa, const void *pb, void *ctx)
@@ -247,6 +341,8 @@ static void check_array(const char *name, bool half)
 				  !memcmp(small.rec[i], stored.rec[i],
 					  stored.len[i]),
 			  "%s: cell %zu moved with small batches", name, i);
+	if (stored.n <= 3 * 4096)
+		check_positions(name, a, half ? sub : NULL, &stored);
 	/* Each field alone comes in the order of the whole cells. */
 	for (size_t k = 0; k < nf; k++) {
 		struct tfs_field_info f;
@@ -310,6 +406,8 @@ static void each_sparse(bool half)
 	/* The view is not the sorted one under another name. */
 	if (!half)
 		cr_assert_geq(reordered, 1, "stored order is sorted everywhere");
+	cr_assert_geq(positioned, 3, "only %u arrays read tile by tile",
+		      positioned);
 }
 
 Test(sparse_stored, corpus_same_cells_as_sorted)
@@ -337,6 +435,13 @@ Test(sparse_stored, known_count_of_one_fragment)
 	cr_assert_eq(tfs_array_open(path, &o, &a, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
 	read_all(a, NULL, NULL, 0, true, 0, &c, &known, &cells);
+	{
+		/* A position is refused by a sorted read. */
+		struct tfs_query_opts qo = {.stored_from = {0, 1}};
+		struct tfs_query *q;
+
+		cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_INVALID);
+	}
 	if (tfs_array_fragment_count(a) == 1) {
 		cr_assert(known);
 		cr_assert_eq(cells, c.n);

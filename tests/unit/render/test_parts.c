@@ -401,6 +401,123 @@ Test(text_render, dense_json_nests_like_the_selection)
 	tfs_buf_release(&out);
 }
 
+/* A counting pass gives the bytes of the rendering for any split of the
+ * cells: computed coordinates (counted without writing them) of every
+ * integer type, negative and large origins, steps, 1 to 3 dimensions,
+ * beside a value column. */
+static uint64_t next_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static const uint8_t coord_types[] = {TFS_INT8,  TFS_UINT8,  TFS_INT16,
+				      TFS_UINT16, TFS_INT32, TFS_UINT32,
+				      TFS_INT64, TFS_UINT64};
+
+/* A first coordinate whose values stay in the type: near its ends, near
+ * zero, or around powers of ten. */
+static uint64_t coord_lo(uint64_t *s, uint8_t type, uint64_t span)
+{
+	size_t w = tfs_datatype_size(type);
+	bool is_signed = type == TFS_INT8 || type == TFS_INT16 ||
+			 type == TFS_INT32 || type == TFS_INT64;
+	uint64_t max = w == 8 ? UINT64_MAX : (UINT64_C(1) << (8 * w)) - 1;
+	uint64_t smin = is_signed ? 0 - ((max >> 1) + 1) : 0;
+	uint64_t top = is_signed ? max >> 1 : max;
+
+	switch (next_rand(s) % 4) {
+	case 0: /* the lowest values */
+		return smin;
+	case 1: /* the highest */
+		return top - span;
+	case 2: /* around zero */
+		return is_signed ? 0 - span / 2 : 0;
+	default: { /* around a power of ten the type holds */
+		uint64_t p = 1;
+
+		for (uint64_t k = next_rand(s) % 19; k-- > 0 && p <= top / 10;)
+			p *= 10;
+		if (p > top - span)
+			return top - span;
+		return p > span ? p - span / 2 : 0;
+	}
+	}
+}
+
+Test(text_render, counts_computed_coordinates_exactly)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15u;
+	struct tfs_buf out;
+
+	tfs_buf_init(&out, TFS_BUF_NO_MAX);
+	for (int round = 0; round < 300; round++) {
+		size_t ndim = 1 + next_rand(&seed) % 3;
+		struct tfsr_text_column tc[4];
+		uint64_t shape[3], cells = 1;
+		struct tfsr_text_render *r, *c;
+		int32_t v[1728];
+		struct tfs_column col = {.type = TFS_INT32, .cell_val_num = 1,
+					 .data = (const uint8_t *)v};
+		struct tfs_batch b = {.column_num = 1, .columns = &col};
+		uint64_t counted = 0;
+
+		for (size_t k = 0; k < ndim; k++) {
+			uint8_t type = coord_types[next_rand(&seed) % 8];
+			uint64_t stride = 1 + next_rand(&seed) % 40;
+
+			shape[k] = 1 + next_rand(&seed) % (ndim == 1 ? 400 : 12);
+			/* Values that stay in a byte. */
+			if (tfs_datatype_size(type) == 1) {
+				stride = 1 + stride % 3;
+				shape[k] = shape[k] > 40 ? 40 : shape[k];
+			}
+			cells *= shape[k];
+			tc[k] = (struct tfsr_text_column){
+				.name = "d", .batch_index = 1 + k, .coord = true,
+				.dim = (uint32_t)k, .type = type, .stride = stride,
+				.lo = coord_lo(&seed, type, shape[k] * stride)};
+		}
+		tc[ndim] = (struct tfsr_text_column){.name = "a",
+						     .batch_index = 0};
+		for (uint64_t i = 0; i < cells; i++)
+			v[i] = (int32_t)(next_rand(&seed) % 200001) - 100000;
+		col.data_len = cells * 4;
+		b.cell_num = cells;
+		cr_assert_eq(tfsr_text_render_new(round % 2 ? TFSR_TEXT_CSV
+							    : TFSR_TEXT_TXT,
+						  tc, ndim + 1, shape, ndim, &r),
+			     TFS_E_OK);
+		cr_assert_eq(tfsr_text_render_new(round % 2 ? TFSR_TEXT_CSV
+							    : TFSR_TEXT_TXT,
+						  tc, ndim + 1, shape, ndim, &c),
+			     TFS_E_OK);
+		out.len = 0;
+		cr_assert_eq(tfsr_text_render_cells(r, &out, &b, 0, cells),
+			     TFS_E_OK);
+		/* The count in pieces of random lengths. */
+		for (uint64_t first = 0; first < cells;) {
+			uint64_t n = 1 + next_rand(&seed) % (cells - first);
+
+			cr_assert_eq(tfsr_text_render_count(c, &b, first, n,
+							    &counted),
+				     TFS_E_OK);
+			first += n;
+		}
+		if (counted != out.len)
+			fprintf(stderr,
+				"round %d: %zu dimensions, %" PRIu64
+				" cells: counted %" PRIu64 ", rendered %zu\n",
+				round, ndim, cells, counted, out.len);
+		cr_assert(counted == out.len);
+		tfsr_text_render_free(r);
+		tfsr_text_render_free(c);
+	}
+	tfs_buf_release(&out);
+}
+
 Test(npy, header_is_padded_and_describes_the_array)
 {
 	struct tfs_buf b;
