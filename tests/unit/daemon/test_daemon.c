@@ -1019,6 +1019,36 @@ Test(content, counted_size_and_index)
 /* A sparse array of n cells (at most 796 800) under root/sp: x from 7
  * (a run of 4 000 cells) and 17 on (400 cells each), y, an INT32 and a
  * FLOAT64 attribute. */
+/* Array root/name made from a schema's JSON, with the cells of b as one
+ * fragment. */
+static void write_new_array(const char *root, const char *name,
+			    const char *json, size_t len,
+			    const struct tfs_batch *b)
+{
+	struct tfs_write_opts wo = {.threads = 2};
+	struct tfs_write_result res;
+	struct tfs_schema *s;
+	struct tfs_writer *w;
+	struct tfs_diag d;
+	char path[256];
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json_new(json, len, &s, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	snprintf(path, sizeof(path), "%s/%s", root, name);
+	cr_assert_eq(tfs_array_create(path, s, &wo, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_schema_free(s);
+	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+}
+
 static void make_sparse_big(const char *root, uint64_t n)
 {
 	static const char json[] =
@@ -1040,12 +1070,6 @@ static void make_sparse_big(const char *root, uint64_t n)
 		{.name = "v", .type = TFS_FLOAT64, .cell_val_num = 1,
 		 .data = (uint8_t *)v, .data_len = n * 8}};
 	struct tfs_batch b = {.cell_num = n, .column_num = 4, .columns = cols};
-	struct tfs_write_opts wo = {.threads = 2};
-	struct tfs_write_result res;
-	struct tfs_writer *w;
-	struct tfs_schema *s;
-	struct tfs_diag d;
-	char path[256];
 
 	cr_assert(x && y && iv && v);
 	for (uint64_t k = 0; k < n; k++) {
@@ -1056,21 +1080,7 @@ static void make_sparse_big(const char *root, uint64_t n)
 		iv[k] = (int32_t)(k * 2654435761u) - 7;
 		v[k] = (double)((int64_t)k - 240000) / 7.0;
 	}
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_schema_from_json_new(json, sizeof(json) - 1, &s, &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	snprintf(path, sizeof(path), "%s/sp", root);
-	cr_assert_eq(tfs_array_create(path, s, &wo, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_schema_free(s);
-	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
-				     &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_writer_free(w);
+	write_new_array(root, "sp", json, sizeof(json) - 1, &b);
 	free(x);
 	free(y);
 	free(iv);
@@ -1185,13 +1195,7 @@ static void make_sparse_strings(const char *root, uint64_t n)
 		{.name = "v", .type = TFS_FLOAT64, .cell_val_num = 1,
 		 .data = (uint8_t *)v, .data_len = n * 8}};
 	struct tfs_batch b = {.cell_num = n, .column_num = 3, .columns = cols};
-	struct tfs_write_opts wo = {.threads = 2};
-	struct tfs_write_result res;
-	struct tfs_writer *w;
-	struct tfs_schema *s;
 	struct tfs_buf keys;
-	struct tfs_diag d;
-	char path[256];
 
 	cr_assert(y && off && v);
 	tfs_buf_init(&keys, TFS_BUF_NO_MAX);
@@ -1212,21 +1216,7 @@ static void make_sparse_strings(const char *root, uint64_t n)
 	off[n] = keys.len;
 	cols[0].data = keys.data;
 	cols[0].data_len = keys.len;
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_schema_from_json_new(json, sizeof(json) - 1, &s, &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	snprintf(path, sizeof(path), "%s/sd", root);
-	cr_assert_eq(tfs_array_create(path, s, &wo, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_schema_free(s);
-	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
-				     &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_writer_free(w);
+	write_new_array(root, "sd", json, sizeof(json) - 1, &b);
 	tfs_buf_release(&keys);
 	free(y);
 	free(off);
