@@ -346,12 +346,15 @@ enum tfs_err tfsr__emit_sparse_batch(struct tfsr_emit *em,
 static const uint8_t *key_of(const struct tfs_column *c, size_t w, uint64_t i,
 			     uint64_t *len)
 {
+	static const uint8_t empty;
+
 	if (!c->var) {
 		*len = w;
 		return c->data + i * w;
 	}
 	*len = c->offsets[i + 1] - c->offsets[i];
-	return c->data + c->offsets[i];
+	/* An empty string may come from a column with no data at all. */
+	return *len ? c->data + c->offsets[i] : &empty;
 }
 
 /* Whether cell i of column c has another first coordinate than the cell
