@@ -96,11 +96,14 @@ done
 # consolidation holds no per-cell times (test_vacuum.c checks that case);
 # so would one whose view lacks a write stamped before its time but
 # committed after. A consolidation here therefore merges only fragments
-# stamped 2 s before the oldest read still under way began and before
-# every write that finished less than 1.5 s before that read or is still
-# under way. The margins cover a view the daemon opened up to half a
-# second before the read began; a fixed margin behind the present was
-# seen to be too short on a busy machine.
+# stamped 6 s before the oldest read still under way began and before
+# every write that finished less than 5.5 s before that read or is still
+# under way. The margins cover the view a read is served from: the one
+# its name was last looked up in, which the kernel keeps for half a
+# second from the lookup's answer, and a lookup that sizes a streamed
+# file by its counting pass answers seconds after it opened the view
+# under a sanitizer on a busy machine (a 2 s margin was seen to be too
+# short there, and so was a fixed margin behind the present).
 maintain() {
   local n=0 mode range end oldest f t w c
   while [ -e "$WORK/go" ]; do
@@ -117,9 +120,9 @@ maintain() {
         t=$(cat "$WORK/writing" 2>/dev/null) || t=
         [ -z "$t" ] || [ "$t" -ge "$end" ] || end=$t
         while read -r w c; do
-          [ "$c" -le $((oldest - 1500)) ] || [ "$w" -ge "$end" ] || end=$w
-        done < <(tail -n 5 "$WORK/wrote" 2>/dev/null)
-        range=(--end $((end - 2000)))
+          [ "$c" -le $((oldest - 5500)) ] || [ "$w" -ge "$end" ] || end=$w
+        done < <(tail -n 20 "$WORK/wrote" 2>/dev/null)
+        range=(--end $((end - 6000)))
       fi
       "$TFS" consolidate "$a" --mode "$mode" "${range[@]}" >/dev/null ||
         { echo "consolidate --mode $mode failed" >&2; return 1; }
