@@ -3,6 +3,9 @@
 #include "tfs_mem.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -273,6 +276,29 @@ refuse:
 enum tfs_err tfs_mem_charge(struct tfs_mem *m, uint64_t n)
 {
 	return charge(m, n, true);
+}
+
+enum tfs_err tfs_mem_charge_for(struct tfs_mem *m, uint64_t n,
+				struct tfs_diag *d, const char *fmt, ...)
+{
+	enum tfs_err e = tfs_mem_charge(m, n);
+	struct tfs_mem_stats ms;
+	char what[256];
+	va_list ap;
+
+	if (!e)
+		return TFS_E_OK;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (e == TFS_E_INTR)
+		return tfs_fail(d, e, "%s: interrupted while waiting for memory",
+				what);
+	tfs_mem_get_stats(m, &ms);
+	return tfs_fail(d, TFS_E_NOMEM,
+			"%s needs %" PRIu64 " bytes, no room within the memory "
+			"budget of %" PRIu64 " (%" PRIu64 " in use)",
+			what, n, ms.budget, ms.used);
 }
 
 enum tfs_err tfs_mem_try_charge(struct tfs_mem *m, uint64_t n)

@@ -216,14 +216,9 @@ static enum tfs_err piece_charge(struct sp_reader *r, struct tfs_diag *d)
 	n = cells > UINT64_MAX / 1024 ? UINT64_MAX : cells * piece_cell_bytes(r);
 	if (budget && n > budget / 2)
 		n = budget / 2;
-	e = tfs_mem_charge(m, n);
-	if (e == TFS_E_INTR)
-		return tfs_fail(d, e, "interrupted while waiting for memory");
+	e = tfs_mem_charge_for(m, n, d, "a piece of %" PRIu64 " cells", cells);
 	if (e)
-		return tfs_fail(d, TFS_E_NOMEM,
-				"a piece of %" PRIu64 " cells needs %" PRIu64
-				" bytes, no room within the memory budget of %"
-				PRIu64, cells, n, budget);
+		return e;
 	r->piece_charged = n;
 	return TFS_E_OK;
 }

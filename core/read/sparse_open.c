@@ -378,14 +378,10 @@ enum tfs_err tfs__sp_tiles_charge(struct sp_reader *r, uint64_t bytes,
 		r->tiles_charged = bytes;
 		return TFS_E_OK;
 	}
-	e = tfs_mem_charge(m, bytes - r->tiles_charged);
-	if (e == TFS_E_INTR)
-		return tfs_fail(d, e, "interrupted while waiting for memory");
+	e = tfs_mem_charge_for(m, bytes - r->tiles_charged, d,
+			       "a list of %" PRIu32 " tiles", r->tile_num);
 	if (e)
-		return tfs_fail(d, TFS_E_NOMEM,
-				"a list of %" PRIu32 " tiles needs %" PRIu64
-				" bytes, no room within the memory budget of %"
-				PRIu64, r->tile_num, bytes, tfs_mem_budget(m));
+		return e;
 	r->tiles_charged = bytes;
 	return TFS_E_OK;
 }

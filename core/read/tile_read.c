@@ -137,22 +137,9 @@ static enum tfs_err check_tile_limit(const struct tfs_arraydir *a,
 static enum tfs_err mem_charge(const struct tfs_fragment *f, uint32_t slot,
 			       uint64_t tile, uint64_t n, struct tfs_diag *d)
 {
-	struct tfs_mem *m = tfs_mem_global();
-	struct tfs_mem_stats ms;
-	enum tfs_err e = tfs_mem_charge(m, n);
-
-	if (!e)
-		return TFS_E_OK;
-	tfs_mem_get_stats(m, &ms);
-	if (e == TFS_E_INTR)
-		return tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
-				": interrupted while waiting for memory",
-				f->name, slot, tile);
-	return tfs_fail(d, TFS_E_NOMEM,
-			"fragment '%s': slot %u tile %" PRIu64
-			" needs %" PRIu64 " bytes, no room within the "
-			"memory budget of %" PRIu64 " (%" PRIu64 " in use)",
-			f->name, slot, tile, n, ms.budget, ms.used);
+	return tfs_mem_charge_for(tfs_mem_global(), n, d,
+				  "fragment '%s': slot %u tile %" PRIu64,
+				  f->name, slot, tile);
 }
 
 /* Frees persisted bytes that read_persisted gave (and their charge). */

@@ -37,6 +37,12 @@ uint64_t tfs_mem_budget(const struct tfs_mem *m);
  * it waited (nothing counted then). While charges wait, new ones leave
  * room for the largest waiting. */
 enum tfs_err tfs_mem_charge(struct tfs_mem *m, uint64_t n) TFS_WUR;
+/* tfs_mem_charge, and on failure d says what needed the bytes (fmt: what,
+ * e.g. "a list of 80 tiles"): interrupted while waiting, or the bytes, the
+ * budget and what is in use. */
+enum tfs_err tfs_mem_charge_for(struct tfs_mem *m, uint64_t n,
+				struct tfs_diag *d, const char *fmt, ...)
+	TFS_WUR TFS_PRINTF(4, 5);
 /* tfs_mem_charge without waiting (read-ahead: skipped when there is no
  * room rather than delaying anyone). */
 enum tfs_err tfs_mem_try_charge(struct tfs_mem *m, uint64_t n) TFS_WUR;
