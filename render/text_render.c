@@ -424,8 +424,8 @@ static uint64_t count_column(const struct tfs_column *col, uint64_t first,
 			     uint64_t n)
 {
 	size_t w = tfs_datatype_size(col->type);
-	bool is_signed = col->type == TFS_INT8 || col->type == TFS_INT16 ||
-			 col->type == TFS_INT32 || col->type == TFS_INT64;
+	bool is_signed =
+		tfs_datatype_class(col->type) == TFS_CLASS_SIGNED;
 	struct last_text lt = {0};
 	char text[2 * FAST_VALUE_MAX];
 	uint64_t total = 0;
@@ -657,8 +657,8 @@ static uint64_t coord_prefix(const struct tfsr_text_render *r,
 	uint64_t inner = k + 1 < r->ndim ? r->blk[k + 1] : 1;
 	uint64_t extent = r->blk[k] / inner;
 	uint64_t rem = q % r->blk[k], j = rem / inner;
-	bool is_signed = col->type == TFS_INT8 || col->type == TFS_INT16 ||
-			 col->type == TFS_INT32 || col->type == TFS_INT64;
+	bool is_signed =
+		tfs_datatype_class(col->type) == TFS_CLASS_SIGNED;
 	unsigned shift = (unsigned)(64 - 8 * w);
 	uint64_t bits = w < 8 ? col->lo & ((UINT64_C(1) << (8 * w)) - 1)
 			      : col->lo;
