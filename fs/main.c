@@ -596,6 +596,18 @@ int main(int argc, char *argv[])
 		ret = run(&ll, &args, &fo);
 out_daemon:
 	daemon_release(&ll);
+	{
+		/* Everything is closed: what stays counted past the spare
+		 * buffers is a charge never given back. */
+		struct tfs_mem_stats ms;
+
+		tfs_mem_reclaim_all(tfs_mem_global());
+		tfs_mem_get_stats(tfs_mem_global(), &ms);
+		if (ms.used)
+			tfs_log(TFS_LOG_ERROR, "memory: %" PRIu64 " bytes still "
+				"counted after every file, array and cache "
+				"was closed", ms.used);
+	}
 out_args:
 	free(fo.mountpoint);
 	cli_release(&c);

@@ -197,6 +197,14 @@ void tfs_mem_rebalance(struct tfs_mem *m)
 		reclaim(m, 0, budget);
 }
 
+void tfs_mem_reclaim_all(struct tfs_mem *m)
+{
+	pthread_mutex_lock(&m->reclaim_lock);
+	for (unsigned i = 0; i < m->reclaimer_num; i++)
+		m->reclaimers[i].fn(m->reclaimers[i].ctx, UINT64_MAX);
+	pthread_mutex_unlock(&m->reclaim_lock);
+}
+
 void tfs_mem_charge_held(struct tfs_mem *m, uint64_t n)
 {
 	tfs_mem_force_charge(m, n);

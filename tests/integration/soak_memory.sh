@@ -187,6 +187,8 @@ PYEOF
     sleep 0.05
   done
   grep "memory: at most" "$LOG" || true
+  ! grep "still counted after" "$LOG" ||
+    fail "$name: charges were never given back"
   # What the refused reads needed (the first few).
   grep "no room within the memory budget" "$LOG" | head -3 || true
   logged=$(grep -c "no room within the memory budget" "$LOG" || true)

@@ -55,6 +55,9 @@ void tfs_mem_force_charge(struct tfs_mem *m, uint64_t n);
  * from cached tiles and idle arrays at once, not at the next charge that
  * waits. Never waits. Call holding no lock that a reclaimer takes. */
 void tfs_mem_rebalance(struct tfs_mem *m);
+/* Asks every reclaimer for all it holds (spare buffers, cached tiles,
+ * idle arrays): what stays counted afterwards is held by someone. */
+void tfs_mem_reclaim_all(struct tfs_mem *m);
 /* tfs_mem_force_charge, then tfs_mem_rebalance: for bytes already held
  * by a caller that holds no lock a reclaimer takes. */
 void tfs_mem_charge_held(struct tfs_mem *m, uint64_t n);
