@@ -6,9 +6,12 @@
  * the reader lists, per space tile, the fragments that survive pruning and
  * the tiles to decode, decodes them on the thread pool, and copies cells
  * oldest fragment first. The next batch's tiles are decoding while the
- * caller consumes the current one. All coordinates are handled as unsigned
- * offsets from the domain's low bound ("rel"), which works for negative
- * and full-range domains alike. */
+ * caller consumes the current one. A fixed-size tile too big to decode
+ * whole within the memory budget is instead read chunk by chunk as its
+ * cells are copied, only the chunks that hold them (tile_chunks.h); a
+ * batch may then be part of a tile row. All coordinates are handled as
+ * unsigned offsets from the domain's low bound ("rel"), which works for
+ * negative and full-range domains alike. */
 #include "dense_reader.h"
 
 #include "tfs_mem.h"
