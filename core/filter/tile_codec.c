@@ -625,7 +625,8 @@ enum tfs_err tfs_chunk_decoder_run(struct tfs_chunk_decoder *dec,
 	if (dst_len != ch->orig || src_len != tfs_tile_chunk_size(ch) ||
 	    (!dst && dst_len))
 		return tfs_fail(d, TFS_E_INVALID,
-				"tile chunk %" PRIu64 ": %zu bytes into %zu for "
+				"tile chunk %" PRIu64
+				": %zu bytes into %zu for "
 				"a chunk of %" PRIu64 " into %" PRIu32,
 				index, src_len, dst_len,
 				tfs_tile_chunk_size(ch), ch->orig);
@@ -677,12 +678,11 @@ enum tfs_err tfs_tile_decode_chunks(const struct tfs_pipeline *p,
 	e = tfs_chunk_decoder_new(p, ctx, &dec, d);
 	base = count ? table[first].out_at : 0;
 	for (uint64_t i = first; !e && i < first + count; i++)
-		e = tfs_chunk_decoder_run(dec, &table[i], i,
-					  dst ? dst + (table[i].out_at - base)
-					      : NULL,
-					  table[i].orig, src + table[i].at,
-					  (size_t)tfs_tile_chunk_size(&table[i]),
-					  d);
+		e = tfs_chunk_decoder_run(
+			dec, &table[i], i,
+			dst ? dst + (table[i].out_at - base) : NULL,
+			table[i].orig, src + table[i].at,
+			(size_t)tfs_tile_chunk_size(&table[i]), d);
 	tfs_chunk_decoder_free(dec);
 out_free_table:
 	tfs_free(table);

@@ -106,9 +106,9 @@ static void copy_region(const struct dense_reader *r, const struct batch *b,
 /* Where the cells of one region of a tile read chunk by chunk go. */
 struct region_copy {
 	const struct dense_reader *r;
-	uint8_t *out;  /* the batch's output of the field */
-	uint64_t cs;   /* bytes per cell */
-	const uint64_t *k, *lo, *hi; /* space tile, region (rel) */
+	uint8_t *out;                  /* the batch's output of the field */
+	uint64_t cs;                   /* bytes per cell */
+	const uint64_t *k, *lo, *hi;   /* space tile, region (rel) */
 	uint64_t base[MAX_DIMS];       /* the batch output's first cell */
 	uint64_t out_stride[MAX_DIMS]; /* cells of the output per step */
 };
@@ -139,8 +139,7 @@ static void region_copy_init(struct region_copy *rc,
  * one inside is copied in one run when the output is in the same order
  * (a part may start or end inside a cell: before format version 11 a
  * chunk could split one). */
-static void copy_cells(void *arg, uint64_t at, const uint8_t *bytes,
-		       size_t len)
+static void copy_cells(void *arg, uint64_t at, const uint8_t *bytes, size_t len)
 {
 	const struct region_copy *rc = arg;
 	const struct dense_reader *r = rc->r;
@@ -168,8 +167,8 @@ static void copy_cells(void *arg, uint64_t at, const uint8_t *bytes,
 		c = line0 + r->ext[f];
 		if (!in || first > last)
 			continue;
-		o = out + (t0 + (first - line0) - rc->base[f]) *
-				  rc->out_stride[f];
+		o = out +
+		    (t0 + (first - line0) - rc->base[f]) * rc->out_stride[f];
 		if (rc->out_stride[f] == 1) {
 			uint64_t b0 = tfs__max_u64(first * cs, at);
 			uint64_t b1 = tfs__min_u64((last + 1) * cs, end);
@@ -194,8 +193,7 @@ static void copy_cells(void *arg, uint64_t at, const uint8_t *bytes,
  * stores no validity for a nullable field, valid cells. */
 static void mark_region(const struct dense_reader *r, const struct batch *b,
 			struct tfs_out_column *col, bool valid,
-			const uint64_t *lo, const uint64_t *hi,
-			uint32_t writer)
+			const uint64_t *lo, const uint64_t *hi, uint32_t writer)
 {
 	struct region_copy rc;
 	uint32_t dims = r->dim_num, last = dims - 1;
@@ -292,14 +290,11 @@ static void big_tiles_drop(struct dense_reader *r, uint64_t tile_row)
 
 /* copy_region for a tile read chunk by chunk: only the chunks that hold
  * the region's cells are read and decoded, one at a time. */
-static enum tfs_err copy_region_chunked(struct dense_reader *r,
-					const struct batch *b,
-					const struct tfs_out_field *fld,
-					struct tfs_out_column *col,
-					const struct decode_job *j,
-					const uint64_t *k, const uint64_t *lo,
-					const uint64_t *hi, uint32_t writer,
-					struct tfs_diag *d)
+static enum tfs_err copy_region_chunked(
+	struct dense_reader *r, const struct batch *b,
+	const struct tfs_out_field *fld, struct tfs_out_column *col,
+	const struct decode_job *j, const uint64_t *k, const uint64_t *lo,
+	const uint64_t *hi, uint32_t writer, struct tfs_diag *d)
 {
 	struct region_copy rc;
 	struct big_tile *bt = NULL;

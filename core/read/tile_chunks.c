@@ -42,9 +42,8 @@ static enum tfs_err charge(const struct tfs_chunked_tile *ct, uint64_t chunk,
 
 /* Passes the failure in ld on to d, the tile named in front unless the
  * message names its fragment already. */
-static enum tfs_err tile_fail(const struct tfs_chunked_tile *ct,
-			      enum tfs_err e, const struct tfs_diag *ld,
-			      struct tfs_diag *d)
+static enum tfs_err tile_fail(const struct tfs_chunked_tile *ct, enum tfs_err e,
+			      const struct tfs_diag *ld, struct tfs_diag *d)
 {
 	const char *msg = tfs_diag_msg(ld);
 
@@ -85,8 +84,8 @@ static enum tfs_err check_end(const struct tfs_chunked_tile *ct,
 				ct->src.len - at);
 	if (out_at != ct->src.want)
 		return tfs_fail(d, TFS_E_CORRUPT,
-				"tile decodes to %" PRIu64 " bytes, expected %"
-				PRIu64,
+				"tile decodes to %" PRIu64
+				" bytes, expected %" PRIu64,
 				out_at, ct->src.want);
 	return TFS_E_OK;
 }
@@ -245,7 +244,8 @@ static enum tfs_err plain_chunk(struct tfs_chunked_tile *ct, uint64_t i,
 
 	if (ch->filtered != ch->orig)
 		return tfs_fail(d, TFS_E_CORRUPT,
-				"tile chunk %" PRIu64 ": unfiltered chunk length "
+				"tile chunk %" PRIu64
+				": unfiltered chunk length "
 				"differs from its original length",
 				i);
 	e = charge(ct, i, hi - lo, d);

@@ -30,7 +30,8 @@ struct tfs_tile_plan {
  * once, like tfs_tile_read). Thread-safe. */
 enum tfs_err tfs__tile_plan(struct tfs_arraydir *a, struct tfs_fragment *f,
 			    uint32_t slot, uint64_t tile,
-			    struct tfs_tile_plan *out, struct tfs_diag *d) TFS_WUR;
+			    struct tfs_tile_plan *out,
+			    struct tfs_diag *d) TFS_WUR;
 
 /* Where one tile of one file of a slot is and how it decodes. */
 struct tfs_tile_source {

@@ -663,21 +663,22 @@ enum tfs_err tfs__tile_plan(struct tfs_arraydir *a, struct tfs_fragment *f,
 	if (desc.var || (f->footer.version < 5 && slot == f->schema->attr_num))
 		return TFS_E_OK;
 	want = cells * desc.cell_size;
-	e = tile_span(a, f, slot, st->offsets, f->footer.file_sizes[slot],
-		      tile, &start, &end, d);
+	e = tile_span(a, f, slot, st->offsets, f->footer.file_sizes[slot], tile,
+		      &start, &end, d);
 	if (e)
 		return e;
 	out->need = end - start + want + scratch_bytes(desc.filters, want);
 	out->chunkable = tfs_pipeline_chunked(desc.filters);
 	if (desc.nullable) {
 		e = tile_span(a, f, slot, st->validity_offsets,
-			      f->footer.file_validity_sizes[slot], tile,
-			      &start, &end, d);
+			      f->footer.file_validity_sizes[slot], tile, &start,
+			      &end, d);
 		if (e)
 			return e;
 		out->need += end - start + cells;
-		out->chunkable = out->chunkable &&
-				 tfs_pipeline_chunked(&f->schema->validity_filters);
+		out->chunkable =
+			out->chunkable &&
+			tfs_pipeline_chunked(&f->schema->validity_filters);
 	}
 	return TFS_E_OK;
 }
