@@ -1,7 +1,9 @@
 /* The tile loader: reads the persisted bytes of one tile of one slot of a
  * fragment from each of its files (fixed or offsets, var values,
  * validity) and decodes them through the slot's filter pipelines
- * (format/tile.md, format/fragment.md §6). */
+ * (format/tile.md, format/fragment.md §6). For tiles too big to decode
+ * whole it also says what decoding them would need and where their bytes
+ * are, for reading them chunk by chunk (tile_chunks.h). */
 #include "tfs_read.h"
 
 #include <assert.h>
