@@ -789,11 +789,11 @@ static void size_batches(struct dense_reader *r, const struct tfs_query *q,
 		r->rows_per_batch_tiles = 1;
 	/* Tiles too big to decode whole are read chunk by chunk (dense_plan.c
 	 * decode_job_run): then a batch may be part of a tile row, so that
-	 * its output stays within batch_bytes too. Only where a tile's rows
-	 * follow one another (row-major cells), so that a batch's cells are
-	 * in a run of chunks rather than in all of them. */
-	if (budget && r->fast_dim == r->dim_num - 1 &&
-	    has_big_tiles(r, q, budget)) {
+	 * its output stays within batch_bytes too. With row-major cells a
+	 * batch's rows are a run of a tile's chunks; with column-major ones
+	 * every column holds some, so each batch reads the tile's chunks
+	 * again: slower, but the memory stays bounded. */
+	if (budget && has_big_tiles(r, q, budget)) {
 		uint64_t rows = batch_bytes / bytes_per_cell / row_cells;
 
 		if (rows < r->ext[0]) {

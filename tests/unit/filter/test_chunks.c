@@ -317,11 +317,34 @@ Test(chunks, which_pipelines_cut_chunks)
 		tu_pipe("WEBP(quality=100,format=RGB,lossless=1)", NULL);
 	struct tfs_pipeline none = tu_pipe(NULL);
 
+	struct tfs_tile_ctx ctx = tu_ctx(TFS_UINT8, 1);
+	struct tfs_tile_chunk *table;
+	uint64_t chunks, size;
+	uint8_t img[64 * 192];
+	struct tfs_buf enc;
+
 	cr_assert(tfs_pipeline_chunked(&p));
 	cr_assert(tfs_pipeline_chunked(&none));
 	cr_assert_not(tfs_pipeline_chunked(&w));
 	p.max_chunk_size = 0;
 	cr_assert_not(tfs_pipeline_chunked(&p));
+	/* A WebP tile is one chunk, whatever its size. */
+	w.filters[0].webp_y_extent = 64;
+	w.filters[0].webp_x_extent = 192;
+	for (size_t i = 0; i < sizeof(img); i++)
+		img[i] = (uint8_t)(i * 7 / 5);
+	tfs_buf_init(&enc, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_tile_encode(&enc, &w, &ctx, img, sizeof(img), NULL,
+				     0, NULL),
+		     TFS_E_OK);
+	cr_assert_eq(tfs_tile_chunks(enc.data, enc.len, &table, &chunks,
+				     &size, NULL),
+		     TFS_E_OK);
+	cr_assert_eq(chunks, 1);
+	cr_assert_eq(size, sizeof(img));
+	tfs_free(table);
+	check_runs("WEBP", &w, &ctx, enc.data, enc.len, sizeof(img));
+	tfs_buf_release(&enc);
 }
 
 /* A checksum covers its chunk: damage in chunk 2 fails the runs that
