@@ -14,6 +14,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_log.h"
+#include "tfs_mem.h"
 #include "tfs_s3.h"
 
 #define RECHECK_MS 500
@@ -74,6 +75,8 @@ struct tfsd_arrays {
 	uint64_t kind_gen;     /* protected by lock */
 };
 
+static uint64_t reclaim_arrays(void *ctx, uint64_t want);
+
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -118,6 +121,10 @@ enum tfs_err tfsd_arrays_new(const struct tfsd_config *cfg,
 		return TFS_E_NOMEM;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	if (tfs_mem_reclaimer_add(tfs_mem_global(), reclaim_arrays, c)) {
+		tfsd_arrays_free(c);
+		return TFS_E_NOMEM;
+	}
 	*out = c;
 	return TFS_E_OK;
 }
@@ -129,10 +136,56 @@ static void arr_free(struct tfsd_arr *arr)
 	tfs_free(arr);
 }
 
+/* The memory accountant's reclaimer: closes the least recently used
+ * arrays that only the cache holds and that hold metadata read on demand
+ * (R-trees, tile offsets: as much as the cells for arrays of many small
+ * tiles), until `want` bytes of it are gone. Asked after the tile
+ * cache. */
+static uint64_t reclaim_arrays(void *ctx, uint64_t want)
+{
+	struct tfsd_arrays *c = ctx;
+	struct tfsd_arr *drop[16];
+	size_t drop_num = 0;
+	uint64_t freed = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (freed < want && drop_num < sizeof(drop) / sizeof(drop[0])) {
+		size_t lru = SIZE_MAX;
+		uint64_t held = 0;
+
+		for (size_t i = 0; i < c->entry_num; i++) {
+			struct entry *en = &c->entries[i];
+			uint64_t n;
+
+			if (en->arr->refs != 1 ||
+			    (lru != SIZE_MAX &&
+			     en->used_ms >= c->entries[lru].used_ms))
+				continue;
+			n = tfs_array_memory(en->arr->a);
+			if (n) {
+				lru = i;
+				held = n;
+			}
+		}
+		if (lru == SIZE_MAX)
+			break;
+		drop[drop_num++] = c->entries[lru].arr;
+		freed += held;
+		tfs_free(c->entries[lru].rel);
+		c->entries[lru] = c->entries[--c->entry_num];
+	}
+	pthread_mutex_unlock(&c->lock);
+	/* Each had only the cache's reference: closed outside the lock. */
+	for (size_t i = 0; i < drop_num; i++)
+		arr_free(drop[i]);
+	return freed;
+}
+
 void tfsd_arrays_free(struct tfsd_arrays *c)
 {
 	if (!c)
 		return;
+	tfs_mem_reclaimer_remove(tfs_mem_global(), reclaim_arrays, c);
 	for (size_t i = 0; i < c->entry_num; i++) {
 		tfsd_arr_put(c, c->entries[i].arr);
 		tfs_free(c->entries[i].rel);

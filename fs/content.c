@@ -869,7 +869,7 @@ static void window_keep(struct tfsd_file *f, struct tfs_buf *buf,
 			uint64_t wbytes, uint64_t c0, uint64_t c1)
 {
 	if (buf->cap > wbytes)
-		tfs_mem_force_charge(tfs_mem_global(), buf->cap - wbytes);
+		tfs_mem_charge_held(tfs_mem_global(), buf->cap - wbytes);
 	else
 		tfs_mem_uncharge(tfs_mem_global(), wbytes - buf->cap);
 	pthread_mutex_lock(&f->lock);

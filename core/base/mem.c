@@ -177,18 +177,30 @@ static void reclaim(struct tfs_mem *m, uint64_t n, uint64_t budget)
 	atomic_fetch_add(&m->reclaiming, 1);
 	pthread_mutex_lock(&m->reclaim_lock);
 	for (unsigned i = 0; i < m->reclaimer_num; i++) {
-		uint64_t used = atomic_load(&m->used);
+		uint64_t used = atomic_load(&m->used), want;
 
 		if (used <= budget && n <= budget - used)
 			break;
-		if (used > budget)
-			used = budget;
+		want = used + n - budget; /* what is over, with n */
 		m->reclaimers[i].fn(m->reclaimers[i].ctx,
-				    used + n - budget > slack ? used + n - budget
-							      : slack);
+				    want > slack ? want : slack);
 	}
 	pthread_mutex_unlock(&m->reclaim_lock);
 	atomic_fetch_sub(&m->reclaiming, 1);
+}
+
+void tfs_mem_rebalance(struct tfs_mem *m)
+{
+	uint64_t budget = atomic_load(&m->budget);
+
+	if (budget && atomic_load(&m->used) > budget)
+		reclaim(m, 0, budget);
+}
+
+void tfs_mem_charge_held(struct tfs_mem *m, uint64_t n)
+{
+	tfs_mem_force_charge(m, n);
+	tfs_mem_rebalance(m);
 }
 
 static void deadline_after(struct timespec *ts, unsigned ms)

@@ -95,6 +95,7 @@ static enum tfs_err parse_body(struct tfs__rd *r, struct tfs_rtree *t,
 		return tfs__bad(r, "%zu trailing bytes", tfs_cur_left(&r->c));
 	if (!t->leaves)
 		return TFS_E_OK;
+	t->bytes_len = r->c.pos - (size_t)leaf_from;
 	return tfs__ranges_own(r, (size_t)leaf_from, r->c.pos, t->leaves,
 			       t->leaf_num * s->dim_num, &t->bytes);
 }

@@ -353,6 +353,7 @@ struct tfs_rtree {
 	uint64_t leaf_num;
 	struct tfs_range *leaves; /* leaf_num × dim_num, row per tile */
 	uint8_t *bytes;           /* backing store */
+	size_t bytes_len;         /* added: its size */
 };
 
 /* Parses an R-tree payload for a schema (dimension types). version is the

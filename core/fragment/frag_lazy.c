@@ -253,21 +253,43 @@ static enum tfs_err check_slot(const struct tfs_fragment *f, uint32_t slot,
 }
 
 /* Runs load for slot unless loaded[slot] says it did (set when it
- * succeeds: a failure is tried again by the next call); the caller holds
- * f->lock. */
+ * succeeds: a failure is tried again by the next call); *fresh says
+ * whether it loaded now. The caller holds f->lock. */
 static enum tfs_err load_once(const struct tfs_arraydir *a,
 			      struct tfs_fragment *f, uint32_t slot,
-			      bool *loaded, slot_loader load,
+			      bool *loaded, slot_loader load, bool *fresh,
 			      struct tfs_diag *d)
 {
 	enum tfs_err err;
 
+	*fresh = false;
 	if (loaded[slot])
 		return TFS_E_OK;
 	err = load(a, f, slot, d);
 	if (!err)
-		loaded[slot] = true;
+		loaded[slot] = *fresh = true;
 	return err;
+}
+
+/* Counts `bytes` just loaded into f in the memory accountant, once f->lock
+ * is released: metadata of arrays of many tiles weighs as much as their
+ * cells (an R-tree leaf and its offsets per tile), and counting it makes
+ * cached tiles give way to it. */
+static void count_loaded(struct tfs_fragment *f, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	atomic_fetch_add(&f->mem_counted, bytes);
+	tfs_mem_charge_held(tfs_mem_global(), bytes);
+}
+
+static uint64_t slot_tiles_bytes(const struct tfs_fragment *f, uint32_t slot)
+{
+	const struct tfs_slot_tiles *t = &f->slots[slot];
+
+	return 8 * f->tile_num * (uint64_t)(!!t->offsets + !!t->var_offsets +
+					    !!t->var_sizes +
+					    !!t->validity_offsets);
 }
 
 enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
@@ -275,14 +297,19 @@ enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 				     const struct tfs_slot_tiles **out,
 				     struct tfs_diag *d)
 {
+	uint64_t bytes = 0;
+	bool fresh;
 	enum tfs_err err;
 
 	*out = NULL;
 	if ((err = check_slot(f, slot, d)))
 		return err;
 	pthread_mutex_lock(&f->lock);
-	err = load_once(a, f, slot, f->slot_loaded, load_slot, d);
+	err = load_once(a, f, slot, f->slot_loaded, load_slot, &fresh, d);
+	if (fresh)
+		bytes = slot_tiles_bytes(f, slot);
 	pthread_mutex_unlock(&f->lock);
+	count_loaded(f, bytes);
 	if (!err)
 		*out = &f->slots[slot];
 	return err;
@@ -393,6 +420,8 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 				     const struct tfs_slot_stats **out,
 				     struct tfs_diag *d)
 {
+	uint64_t bytes = 0;
+	bool fresh = false;
 	enum tfs_err err;
 
 	*out = NULL;
@@ -412,8 +441,17 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 		}
 	}
 	if (!err)
-		err = load_once(a, f, slot, f->stats_loaded, load_stats, d);
+		err = load_once(a, f, slot, f->stats_loaded, load_stats,
+				&fresh, d);
+	if (fresh)
+		bytes = f->tile_num *
+			((f->stats[slot].mins ? 2 * tfs_attr_cell_size(
+						       &f->schema->attrs[slot])
+					      : 0) +
+			 (f->stats[slot].sums ? 8 : 0) +
+			 (f->stats[slot].null_counts ? 8 : 0));
 	pthread_mutex_unlock(&f->lock);
+	count_loaded(f, bytes);
 	if (!err)
 		*out = &f->stats[slot];
 	return err;
@@ -457,6 +495,7 @@ enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 				struct tfs_diag *d)
 {
 	enum tfs_err err = TFS_E_OK;
+	uint64_t bytes = 0;
 
 	*out = NULL;
 	pthread_mutex_lock(&f->lock);
@@ -486,10 +525,15 @@ enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 		if (!err && !f->footer.dense &&
 		    (err = rtree_inside_ned(f, d)))
 			tfs_rtree_release(&f->rtree);
-		if (!err)
+		if (!err) {
 			f->rtree_loaded = true;
+			bytes = f->rtree.leaf_num * f->rtree.dim_num *
+					sizeof(*f->rtree.leaves) +
+				f->rtree.bytes_len;
+		}
 	}
 	pthread_mutex_unlock(&f->lock);
+	count_loaded(f, bytes);
 	if (!err)
 		*out = &f->rtree;
 	return err;

@@ -167,6 +167,7 @@ void tfs__fragment_free(struct tfs_fragment *f)
 		tfs_legacy_meta_release(f->legacy);
 		tfs_free(f->legacy);
 	}
+	tfs_mem_uncharge(tfs_mem_global(), atomic_load(&f->mem_counted));
 	pthread_mutex_destroy(&f->lock);
 	tfs_free(f->meta_bytes);
 	tfs_free(f->name);

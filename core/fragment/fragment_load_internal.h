@@ -15,6 +15,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_bytes.h"
+#include "tfs_mem.h"
 
 #define META_FILE "__fragment_metadata.tdb"
 

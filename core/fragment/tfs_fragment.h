@@ -19,6 +19,7 @@
 #define TFS_FRAGMENT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -71,6 +72,9 @@ struct tfs_fragment {
 	bool processed_loaded;
 	struct tfs_slot_stats *stats; /* footer.slot_num entries, on demand */
 	bool *stats_loaded;
+	/* Bytes of what was loaded on demand, counted in the memory
+	 * accountant (tfs_mem_global) until the fragment is freed. */
+	_Atomic uint64_t mem_counted;
 	/* Versions 1–2 only (else NULL): what is left of the parsed legacy
 	 * metadata once its footer, R-tree and tile lists moved into footer,
 	 * rtree and slots (all loaded at open). */

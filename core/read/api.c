@@ -381,6 +381,15 @@ size_t tfs_array_fragment_count(const struct tfs_array *a)
 	return a->dir->listed_num;
 }
 
+uint64_t tfs_array_memory(const struct tfs_array *a)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < a->dir->listed_num; i++)
+		n += atomic_load(&a->dir->listed[i]->mem_counted);
+	return n;
+}
+
 void tfs_array_fragment(const struct tfs_array *a, size_t i,
 			struct tfs_fragment_info *out)
 {

@@ -51,7 +51,7 @@ void tfs_out_account(struct tfs_query *q)
 		now += q->cols[i].data.cap + q->cols[i].offsets.cap +
 		       q->cols[i].validity.cap;
 	if (now > q->cols_charged)
-		tfs_mem_force_charge(m, now - q->cols_charged);
+		tfs_mem_charge_held(m, now - q->cols_charged);
 	else
 		tfs_mem_uncharge(m, q->cols_charged - now);
 	q->cols_charged = now;

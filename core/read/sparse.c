@@ -231,7 +231,7 @@ static void piece_settle(struct sp_reader *r)
 
 	if (n <= r->piece_charged)
 		return;
-	tfs_mem_force_charge(tfs_mem_global(), n - r->piece_charged);
+	tfs_mem_charge_held(tfs_mem_global(), n - r->piece_charged);
 	r->piece_charged = n;
 }
 
@@ -245,16 +245,17 @@ static double piece_estimate(const struct sp_reader *r, uint64_t lo,
 
 	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
 		const struct sp_tile *t = &r->tiles[k];
-		uint64_t a = t->lo0.key > lo ? t->lo0.key : lo, b = t->hi0.key;
+		uint64_t a = t->b.key.lo > lo ? t->b.key.lo : lo,
+			 b = t->b.key.hi;
 
-		if (t->lo0.key >= x)
+		if (t->b.key.lo >= x)
 			break;
 		if (b < lo)
 			continue;
 		if (b > x - 1)
 			b = x - 1;
 		sum += (double)t->cells * ((double)(b - a) + 1) /
-		       ((double)(t->hi0.key - t->lo0.key) + 1);
+		       ((double)(t->b.key.hi - t->b.key.lo) + 1);
 	}
 	return sum;
 }
@@ -275,14 +276,14 @@ static void piece_narrow(struct sp_reader *r, uint64_t whole, uint64_t cap)
 	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
 		const struct sp_tile *t = &r->tiles[k];
 
-		if (r->have_lower && t->hi0.key < r->lower.key)
+		if (r->have_lower && t->b.key.hi < r->lower.key)
 			continue;
-		if (r->p_has_hi && t->lo0.key >= r->p_hi.key)
+		if (r->p_has_hi && t->b.key.lo >= r->p_hi.key)
 			break;
-		if (t->lo0.key < lo)
-			lo = t->lo0.key;
-		if (t->hi0.key > hi)
-			hi = t->hi0.key;
+		if (t->b.key.lo < lo)
+			lo = t->b.key.lo;
+		if (t->b.key.hi > hi)
+			hi = t->b.key.hi;
 	}
 	if (r->have_lower && r->lower.key > lo)
 		lo = r->lower.key;
@@ -315,7 +316,8 @@ static void piece_narrow(struct sp_reader *r, uint64_t whole, uint64_t cap)
 static void piece_plan(struct sp_reader *r)
 {
 	const struct sp_dim *dm = &r->dims[0];
-	const struct sp_val *prev = NULL;
+	struct sp_val prev = {0};
+	bool have_prev = false;
 	uint64_t acc = 0, cap = piece_cap(r), best_acc = 0, first_acc = 0;
 	int64_t best = -1, first = -1;
 	bool over = false;
@@ -324,12 +326,14 @@ static void piece_plan(struct sp_reader *r)
 	r->p_lo = r->lower;
 	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
 		const struct sp_tile *t = &r->tiles[k];
+		struct sp_val lo = tile_lo(dm, t);
 
-		if (r->have_lower && val_cmp(dm, &t->hi0, &r->lower) < 0)
+		if (r->have_lower && tile_hi_cmp(dm, t, &r->lower) < 0)
 			continue;
-		if ((!r->have_lower || val_cmp(dm, &t->lo0, &r->lower) > 0) &&
-		    (!prev || val_cmp(dm, &t->lo0, prev) != 0)) {
-			prev = &t->lo0;
+		if ((!r->have_lower || val_cmp(dm, &lo, &r->lower) > 0) &&
+		    (!have_prev || val_cmp(dm, &lo, &prev) != 0)) {
+			prev = lo;
+			have_prev = true;
 			if (acc > 0 && acc <= cap) {
 				best = k;
 				best_acc = acc;
@@ -356,7 +360,7 @@ static void piece_plan(struct sp_reader *r)
 	}
 	r->p_has_hi = best >= 0;
 	if (r->p_has_hi)
-		r->p_hi = r->tiles[best].lo0;
+		r->p_hi = tile_lo(dm, &r->tiles[best]);
 	piece_narrow(r, best_acc, cap);
 }
 
@@ -371,9 +375,9 @@ static enum tfs_err piece_tiles(struct sp_reader *r, struct tfs_diag *d)
 	for (uint32_t k = r->tile_first; k < r->tile_num; k++) {
 		const struct sp_tile *t = &r->tiles[k];
 
-		if (r->p_has_hi && val_cmp(dm, &t->lo0, &r->p_hi) >= 0)
+		if (r->p_has_hi && tile_lo_cmp(dm, t, &r->p_hi) >= 0)
 			break;
-		if (r->p_has_lo && val_cmp(dm, &t->hi0, &r->p_lo) < 0)
+		if (r->p_has_lo && tile_hi_cmp(dm, t, &r->p_lo) < 0)
 			continue;
 		r->ptiles[r->ptile_num++] = k;
 	}
@@ -390,11 +394,11 @@ static void tiles_forget(struct sp_reader *r)
 
 	if (!r->have_lower)
 		return;
-	while (k < r->tile_num && val_cmp(dm, &r->tiles[k].lo0, &r->lower) < 0)
+	while (k < r->tile_num && tile_lo_cmp(dm, &r->tiles[k], &r->lower) < 0)
 		k++;
 	w = k;
 	for (uint32_t i = k; i-- > r->tile_first;)
-		if (val_cmp(dm, &r->tiles[i].hi0, &r->lower) >= 0)
+		if (tile_hi_cmp(dm, &r->tiles[i], &r->lower) >= 0)
 			r->tiles[--w] = r->tiles[i];
 	r->tile_first = w;
 }
@@ -613,7 +617,7 @@ static enum tfs_err reader_open(struct sp_reader *r, struct tfs_diag *d)
 		r->count_known = true;
 		return TFS_E_OK;
 	}
-	if (dir->fragment_num >= UINT32_MAX)
+	if (dir->fragment_num > INT32_MAX) /* sp_tile.frag: 31 bits */
 		return tfs_fail(d, TFS_E_TOO_BIG, "too many fragments");
 	r->frags = tfs_callocn(dir->fragment_num, sizeof(*r->frags));
 	if (!r->frags)

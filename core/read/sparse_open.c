@@ -353,15 +353,23 @@ enum tfs_err tfs__sp_add_tiles(struct sp_reader *r, uint32_t fi, size_t *cap,
 			return tfs_fail(d, TFS_E_TOO_BIG,
 					"selection touches more than %" PRIu32
 					" tiles", UINT32_MAX - 1);
+		if (t > UINT32_MAX)
+			return tfs_fail(d, TFS_E_TOO_BIG,
+					"fragment '%s': more than %" PRIu32
+					" tiles", sf->f->name, UINT32_MAX);
 		if (tfs_grow(&r->tiles, cap, (size_t)r->tile_num + 1,
 			     sizeof(*r->tiles)))
 			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		st = &r->tiles[r->tile_num++];
-		st->frag = fi;
-		st->tile = t;
+		st->frag = fi & INT32_MAX; /* (fragment_num ≤ INT32_MAX) */
+		st->tile = (uint32_t)t;
 		st->cells = tfs_fragment_tile_cells(sf->f, t);
-		val_set(&st->lo0, &r->dims[0], mbr[0].lo, mbr[0].lo_len);
-		val_set(&st->hi0, &r->dims[0], mbr[0].hi, mbr[0].hi_len);
+		if (r->dims[0].var) {
+			st->b.mbr = &mbr[0];
+		} else {
+			st->b.key.lo = key_of(r->dims[0].type, mbr[0].lo);
+			st->b.key.hi = key_of(r->dims[0].type, mbr[0].hi);
+		}
 		st->inside = box_inside(r, mbr);
 	}
 	return TFS_E_OK;
@@ -386,42 +394,61 @@ enum tfs_err tfs__sp_tiles_charge(struct sp_reader *r, uint64_t bytes,
 	return TFS_E_OK;
 }
 
+/* Puts tiles[idx[i]] at i for every i, following the permutation's
+ * cycles in place (a sorted copy would double the list); idx is spent. */
+static void tiles_permute(struct sp_tile *tiles, uint32_t *idx, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct sp_tile first;
+		uint32_t j = i;
+
+		if (idx[i] == UINT32_MAX || idx[i] == i)
+			continue;
+		first = tiles[i];
+		while (idx[j] != i) {
+			uint32_t from = idx[j];
+
+			tiles[j] = tiles[from];
+			idx[j] = UINT32_MAX;
+			j = from;
+		}
+		tiles[j] = first;
+		idx[j] = UINT32_MAX;
+	}
+}
+
 enum tfs_err tfs__sp_sort_tiles(struct sp_reader *r, struct tfs_diag *d)
 {
-	uint64_t kept = r->tiles_charged;
+	uint64_t list = (uint64_t)r->tile_num * sizeof(*r->tiles);
+	struct sp_tile *fit;
 	uint32_t *idx;
-	struct sp_tile *sorted;
 	enum tfs_err e;
 
+	/* The list as large as it is (it grew by doubling). */
+	fit = tfs_reallocn(r->tiles, r->tile_num ? r->tile_num : 1,
+			   sizeof(*r->tiles));
+	if (fit)
+		r->tiles = fit;
+	else
+		list = r->tiles_charged;
 	if (r->tile_num < 2)
-		return TFS_E_OK;
-	/* The sorted copy and the index, counted before they exist. */
-	e = tfs__sp_tiles_charge(r, kept + (uint64_t)r->tile_num *
-					 (sizeof(*sorted) + sizeof(*idx)), d);
+		return tfs__sp_tiles_charge(r, list, d);
+	/* The index and the merge sort's copy of it, counted before they
+	 * exist. */
+	e = tfs__sp_tiles_charge(r, list + (uint64_t)r->tile_num * 2 *
+					       sizeof(*idx), d);
 	if (e)
 		return e;
 	idx = tfs_mallocn(r->tile_num, sizeof(*idx));
-	sorted = tfs_mallocn(r->tile_num, sizeof(*sorted));
-	if (!idx || !sorted) {
-		e = TFS_E_NOMEM;
-		goto out_free;
-	}
+	if (!idx)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	for (uint32_t i = 0; i < r->tile_num; i++)
 		idx[i] = i;
 	e = tfs__sp_sort_index(idx, r->tile_num, tfs__sp_tile_lo_cmp, r);
-	if (e)
-		goto out_free;
-	for (uint32_t i = 0; i < r->tile_num; i++)
-		sorted[i] = r->tiles[idx[i]];
-	tfs_free(r->tiles);
-	r->tiles = sorted;
-	sorted = NULL;
-out_free:
+	if (!e)
+		tiles_permute(r->tiles, idx, r->tile_num);
 	tfs_free(idx);
-	tfs_free(sorted);
-	/* What stays: the sorted list, or the list as it was. */
-	(void)tfs__sp_tiles_charge(r, e ? kept : (uint64_t)r->tile_num *
-						   sizeof(*r->tiles), d);
+	(void)tfs__sp_tiles_charge(r, list, d);
 	return e ? tfs_fail(d, e, "out of memory") : TFS_E_OK;
 }
 

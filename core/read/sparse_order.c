@@ -181,8 +181,10 @@ out:
 int tfs__sp_tile_lo_cmp(const void *ctx, uint32_t a, uint32_t b)
 {
 	const struct sp_reader *r = ctx;
+	const struct sp_dim *dm = &r->dims[0];
+	struct sp_val lo = tile_lo(dm, &r->tiles[b]);
 
-	return val_cmp(&r->dims[0], &r->tiles[a].lo0, &r->tiles[b].lo0);
+	return tile_lo_cmp(dm, &r->tiles[a], &lo);
 }
 
 int tfs__sp_coords_cmp(const struct sp_reader *r, uint32_t a, uint32_t b)

@@ -97,12 +97,22 @@ struct sp_del {
 	uint32_t *gmap; /* condition field → global condition field */
 };
 
+/* A candidate tile: 32 bytes, for readers keep one per tile of every
+ * fragment they touch (arrays of many small tiles have hundreds of
+ * thousands). Its MBR along dimension 0 (tile_lo, tile_hi): keys when
+ * that dimension is fixed-size, else the range in the fragment's R-tree,
+ * which stays loaded for the fragment's life. */
 struct sp_tile {
-	uint32_t frag;
-	uint64_t tile;
 	uint64_t cells;
-	struct sp_val lo0, hi0; /* MBR along dimension 0 */
-	bool inside;            /* the MBR lies wholly in the subarray */
+	uint32_t frag : 31;
+	uint32_t inside : 1; /* the MBR lies wholly in the subarray */
+	uint32_t tile;
+	union {
+		struct {
+			uint64_t lo, hi;
+		} key;
+		const struct tfs_range *mbr;
+	} b;
 };
 
 /* Compact columns of cells. */
@@ -224,6 +234,40 @@ static inline int val_cmp(const struct sp_dim *dm, const struct sp_val *a,
 	if (!dm->var)
 		return a->key < b->key ? -1 : a->key > b->key;
 	return tfs_bytes_cmp(a->p, (size_t)a->len, b->p, (size_t)b->len);
+}
+
+/* The lower and upper bounds of tile t along dimension 0 (dm). */
+static inline struct sp_val tile_lo(const struct sp_dim *dm,
+				    const struct sp_tile *t)
+{
+	if (dm->var)
+		return (struct sp_val){.p = t->b.mbr->lo, .len = t->b.mbr->lo_len};
+	return (struct sp_val){.key = t->b.key.lo, .len = dm->size};
+}
+
+static inline struct sp_val tile_hi(const struct sp_dim *dm,
+				    const struct sp_tile *t)
+{
+	if (dm->var)
+		return (struct sp_val){.p = t->b.mbr->hi, .len = t->b.mbr->hi_len};
+	return (struct sp_val){.key = t->b.key.hi, .len = dm->size};
+}
+
+/* val_cmp of tile t's lower (upper) bound with v. */
+static inline int tile_lo_cmp(const struct sp_dim *dm, const struct sp_tile *t,
+			      const struct sp_val *v)
+{
+	struct sp_val lo = tile_lo(dm, t);
+
+	return val_cmp(dm, &lo, v);
+}
+
+static inline int tile_hi_cmp(const struct sp_dim *dm, const struct sp_tile *t,
+			      const struct sp_val *v)
+{
+	struct sp_val hi = tile_hi(dm, t);
+
+	return val_cmp(dm, &hi, v);
 }
 
 static inline void cells_init(struct sp_cells *c)

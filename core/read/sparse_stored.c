@@ -193,7 +193,7 @@ static void job_run(void *arg)
 	}
 	if (st->cells > UINT32_MAX) {
 		e = tfs_fail(&j->diag, TFS_E_CORRUPT,
-			     "fragment '%s': tile %" PRIu64 " of %" PRIu64
+			     "fragment '%s': tile %" PRIu32 " of %" PRIu64
 			     " cells", sf->f->name, st->tile, st->cells);
 		goto out;
 	}

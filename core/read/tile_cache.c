@@ -244,6 +244,7 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 	struct tfs_tile_cache *c = a->cache;
 	uint64_t h;
 	struct tfs_cached_tile *en, *mine;
+	bool forced = false;
 	enum tfs_err e;
 
 	if (!c || c->budget == 0)
@@ -302,6 +303,7 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 		if (mine->bytes > out->charged) {
 			mine->extra = mine->bytes - out->charged;
 			tfs_mem_force_charge(tfs_mem_global(), mine->extra);
+			forced = true;
 		}
 		mine->tile = *out;
 		mine->ready = true;
@@ -313,5 +315,7 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 	}
 	pthread_cond_broadcast(&c->decoded);
 	pthread_mutex_unlock(&c->lock);
+	if (forced)
+		tfs_mem_rebalance(tfs_mem_global());
 	return e;
 }

@@ -130,7 +130,7 @@ static void job_account(const struct tfs__tw *t, struct job *j)
 	uint64_t now = job_bytes(t, j);
 
 	if (now > j->charged)
-		tfs_mem_force_charge(tfs_mem_global(), now - j->charged);
+		tfs_mem_charge_held(tfs_mem_global(), now - j->charged);
 	else
 		tfs_mem_uncharge(tfs_mem_global(), j->charged - now);
 	j->charged = now;

@@ -183,6 +183,8 @@ PYEOF
     sleep 0.05
   done
   grep "memory: at most" "$LOG" || true
+  # What the refused reads needed (the first few).
+  grep "no room within the memory budget" "$LOG" | head -3 || true
   logged=$(grep -c "no room within the memory budget" "$LOG" || true)
   echo "$name: $reads reads ($nomem refused with ENOMEM), baseline $((base / 1024)) MB, peak RSS $((peak / 1024)) MB, bound $((base / 1024 + limit_mb)) MB"
   if cat "$WORK"/failed.* >/dev/null 2>&1; then

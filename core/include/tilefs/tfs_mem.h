@@ -47,8 +47,17 @@ enum tfs_err tfs_mem_charge_for(struct tfs_mem *m, uint64_t n,
  * room rather than delaying anyone). */
 enum tfs_err tfs_mem_try_charge(struct tfs_mem *m, uint64_t n) TFS_WUR;
 /* Counts n bytes already held, fitting or not (a buffer that shrinks
- * back is counted by uncharging the difference instead). */
+ * back is counted by uncharging the difference instead). Callable with
+ * locks held; tfs_mem_rebalance afterwards gives the excess back. */
 void tfs_mem_force_charge(struct tfs_mem *m, uint64_t n);
+/* When the count is over the budget, asks the reclaimers for the excess
+ * (a 64th of the budget at least): what forced charges took comes back
+ * from cached tiles and idle arrays at once, not at the next charge that
+ * waits. Never waits. Call holding no lock that a reclaimer takes. */
+void tfs_mem_rebalance(struct tfs_mem *m);
+/* tfs_mem_force_charge, then tfs_mem_rebalance: for bytes already held
+ * by a caller that holds no lock a reclaimer takes. */
+void tfs_mem_charge_held(struct tfs_mem *m, uint64_t n);
 /* Counts n bytes of spare buffers kept for reuse (tfs_reuse.h) only when
  * there is room to spare: no charge waits or asks the reclaimers at the
  * moment, and a sixteenth of the budget stays free after them. Never

@@ -128,6 +128,10 @@ struct tfs_fragment_info {
 size_t tfs_array_fragment_count(const struct tfs_array *a);
 void tfs_array_fragment(const struct tfs_array *a, size_t i,
 			struct tfs_fragment_info *out);
+/* Bytes of fragment metadata read on demand (R-trees, tile offsets, tile
+ * statistics) that the array holds, counted in the memory accountant
+ * until it is closed. */
+uint64_t tfs_array_memory(const struct tfs_array *a);
 /* Fragments that consolidation made obsolete and vacuum would remove. */
 size_t tfs_array_vacuum_count(const struct tfs_array *a);
 const char *tfs_array_vacuum_name(const struct tfs_array *a, size_t i);
