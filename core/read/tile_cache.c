@@ -22,7 +22,10 @@
 #include "tfs_alloc.h"
 #include "tfs_mem.h"
 
-#define BUCKETS 4096
+/* Buckets of the table at first; it doubles whenever it holds twice as
+ * many entries as buckets (arrays of tiles of a few cells fill the cache
+ * with hundreds of thousands). */
+#define BUCKETS_MIN 4096
 
 struct tfs_cached_tile {
 	struct tfs_tile_cache *cache;
@@ -47,7 +50,9 @@ struct tfs_tile_cache {
 	pthread_cond_t decoded;
 	uint64_t budget;
 	uint64_t bytes; /* of ready entries in the table */
-	struct tfs_cached_tile *buckets[BUCKETS];
+	struct tfs_cached_tile **buckets; /* bucket_num, counted while held */
+	size_t bucket_num;
+	size_t entry_num; /* in the table */
 	struct tfs_cached_tile lru; /* sentinel: lru.lru_next is the most recent */
 	struct tfs_tile_cache_stats stats;
 };
@@ -65,6 +70,15 @@ enum tfs_err tfs_tile_cache_new(uint64_t budget, struct tfs_tile_cache **out)
 		tfs_free(c);
 		return TFS_E_NOMEM;
 	}
+	c->buckets = tfs_callocn(BUCKETS_MIN, sizeof(*c->buckets));
+	if (!c->buckets) {
+		tfs_mem_reclaimer_remove(tfs_mem_global(), reclaim, c);
+		tfs_free(c);
+		return TFS_E_NOMEM;
+	}
+	c->bucket_num = BUCKETS_MIN;
+	tfs_mem_force_charge(tfs_mem_global(),
+			     BUCKETS_MIN * sizeof(*c->buckets));
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->decoded, NULL);
 	c->budget = budget;
@@ -87,7 +101,7 @@ void tfs_tile_cache_free(struct tfs_tile_cache *c)
 	if (!c)
 		return;
 	tfs_mem_reclaimer_remove(tfs_mem_global(), reclaim, c);
-	for (size_t b = 0; b < BUCKETS; b++) {
+	for (size_t b = 0; b < c->bucket_num; b++) {
 		while (c->buckets[b]) {
 			struct tfs_cached_tile *en = c->buckets[b];
 
@@ -95,6 +109,8 @@ void tfs_tile_cache_free(struct tfs_tile_cache *c)
 			entry_free(en);
 		}
 	}
+	tfs_mem_uncharge(tfs_mem_global(), c->bucket_num * sizeof(*c->buckets));
+	tfs_free(c->buckets);
 	pthread_cond_destroy(&c->decoded);
 	pthread_mutex_destroy(&c->lock);
 	tfs_free(c);
@@ -175,18 +191,54 @@ static void lru_push_front(struct tfs_tile_cache *c, struct tfs_cached_tile *en)
  * a copy is in progress, whose end frees it. */
 static void table_remove(struct tfs_tile_cache *c, struct tfs_cached_tile *en)
 {
-	struct tfs_cached_tile **pp = &c->buckets[en->hash % BUCKETS];
+	struct tfs_cached_tile **pp = &c->buckets[en->hash % c->bucket_num];
 
 	while (*pp != en)
 		pp = &(*pp)->next_in_bucket;
 	*pp = en->next_in_bucket;
 	en->in_table = false;
+	c->entry_num--;
 	if (en->ready) {
 		lru_unlink(en);
 		c->bytes -= en->bytes;
 	}
 	if (en->refs == 0)
 		entry_free(en);
+}
+
+/* Puts en in the table, doubling it first when it is twice as full as it
+ * has buckets (the caller holds the lock; if the larger table cannot be
+ * had, chains grow instead). Returns whether the table grew (its bytes
+ * were forced into the accountant). */
+static bool table_insert(struct tfs_tile_cache *c, struct tfs_cached_tile *en)
+{
+	bool grew = false;
+	struct tfs_cached_tile **b;
+
+	if (c->entry_num >= 2 * c->bucket_num &&
+	    c->bucket_num <= SIZE_MAX / 2 / sizeof(*b) &&
+	    (b = tfs_callocn(2 * c->bucket_num, sizeof(*b)))) {
+		for (size_t i = 0; i < c->bucket_num; i++) {
+			while (c->buckets[i]) {
+				struct tfs_cached_tile *x = c->buckets[i];
+
+				c->buckets[i] = x->next_in_bucket;
+				x->next_in_bucket = b[x->hash % (2 * c->bucket_num)];
+				b[x->hash % (2 * c->bucket_num)] = x;
+			}
+		}
+		tfs_free(c->buckets);
+		c->buckets = b;
+		tfs_mem_force_charge(tfs_mem_global(),
+				     c->bucket_num * sizeof(*b));
+		c->bucket_num *= 2;
+		grew = true;
+	}
+	en->next_in_bucket = c->buckets[en->hash % c->bucket_num];
+	c->buckets[en->hash % c->bucket_num] = en;
+	en->in_table = true;
+	c->entry_num++;
+	return grew;
 }
 
 static void evict_to_budget(struct tfs_tile_cache *c)
@@ -244,7 +296,7 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 	struct tfs_tile_cache *c = a->cache;
 	uint64_t h;
 	struct tfs_cached_tile *en, *mine;
-	bool forced = false;
+	bool grew, forced = false;
 	enum tfs_err e;
 
 	if (!c || c->budget == 0)
@@ -252,7 +304,8 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 	h = hash_of(a->path, f->name, slot, tile);
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
-		for (en = c->buckets[h % BUCKETS]; en; en = en->next_in_bucket)
+		for (en = c->buckets[h % c->bucket_num]; en;
+		     en = en->next_in_bucket)
 			if (entry_is(en, h, a->path, f->name, slot, tile))
 				break;
 		if (!en || en->ready)
@@ -288,10 +341,10 @@ enum tfs_err tfs_tile_read_cached(struct tfs_arraydir *a, struct tfs_fragment *f
 	mine->hash = h;
 	mine->slot = slot;
 	mine->tile_no = tile;
-	mine->in_table = true;
-	mine->next_in_bucket = c->buckets[h % BUCKETS];
-	c->buckets[h % BUCKETS] = mine;
+	grew = table_insert(c, mine);
 	pthread_mutex_unlock(&c->lock);
+	if (grew)
+		tfs_mem_rebalance(tfs_mem_global());
 
 	e = tfs_tile_read(a, f, slot, tile, out, d);
 	pthread_mutex_lock(&c->lock);

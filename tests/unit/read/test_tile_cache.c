@@ -1,8 +1,10 @@
 /* The decoded-tile cache: reads through it equal reads without it, a
  * second read of the same tiles decodes nothing, a budget too small for
  * any tile caches nothing and still reads right, and concurrent readers
- * of the same tiles share them (one decodes, the others wait or hit). */
+ * of the same tiles share them (one decodes, the others wait or hit), and
+ * the table grows past its first buckets. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,18 +15,17 @@
 
 #define CORPUS TFS_CORPUS_DIR
 
-/* Every byte of every column of a full read of array `name`, in order. */
-static void read_all(const char *name, struct tfs_tile_cache *cache,
-		     struct tfs_buf *out)
+/* Every byte of every column of a full read of the array at path, in
+ * order. */
+static void read_path(const char *path, struct tfs_tile_cache *cache,
+		      struct tfs_buf *out)
 {
-	char path[4096];
 	struct tfs_open_opts oo = {.threads = 2, .cache = cache};
 	struct tfs_query_opts qo = {.batch_cells = 97};
 	struct tfs_array *a;
 	struct tfs_query *q;
 	struct tfs_diag d;
 
-	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_array_open(path, &oo, &a, &d), TFS_E_OK, "%s",
 		     tfs_diag_msg(&d));
@@ -54,6 +55,16 @@ static void read_all(const char *name, struct tfs_tile_cache *cache,
 	}
 	tfs_query_close(q);
 	tfs_array_close(a);
+}
+
+/* read_path of the corpus array `name`. */
+static void read_all(const char *name, struct tfs_tile_cache *cache,
+		     struct tfs_buf *out)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
+	read_path(path, cache, out);
 }
 
 static const char *const arrays[] = {
@@ -162,4 +173,83 @@ Test(tile_cache, concurrent_readers_share)
 	cr_expect_leq(s.bytes, 300 << 10);
 	tfs_tile_cache_free(c);
 	tfs_buf_release(&plain);
+}
+
+/* A sparse array of 20 000 cells in tiles of 2 (capacity 2): 20 000
+ * tiles of its two fields, five times the table's first 4 096 buckets. */
+static void make_many_tiles(const char *path)
+{
+	static const char schema[] =
+		"{\"array_type\":\"sparse\",\"capacity\":2,\"dims\":[{"
+		"\"name\":\"d\",\"type\":\"INT64\",\"domain\":[0,19999],"
+		"\"tile\":20000}],\"attrs\":[{\"name\":\"v\",\"type\":"
+		"\"INT32\"}]}";
+	enum { N = 20000 };
+	static int64_t dv[N];
+	static int32_t v[N];
+	struct tfs_column cols[2] = {
+		{.name = "d", .type = TFS_INT64, .cell_val_num = 1,
+		 .is_dim = true, .data = (uint8_t *)dv, .data_len = sizeof(dv)},
+		{.name = "v", .type = TFS_INT32, .cell_val_num = 1,
+		 .data = (uint8_t *)v, .data_len = sizeof(v)},
+	};
+	struct tfs_batch b = {.cell_num = N, .column_num = 2, .columns = cols};
+	struct tfs_write_opts wo = {.threads = 1};
+	struct tfs_write_result res;
+	struct tfs_schema *s;
+	struct tfs_writer *w;
+	struct tfs_diag d;
+
+	for (int i = 0; i < N; i++) {
+		dv[i] = i;
+		v[i] = i * 7;
+	}
+	tfs_diag_init(&d);
+	cr_assert_eq(tfs_schema_from_json_new(schema, strlen(schema), &s, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_array_create(path, s, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_schema_free(s);
+	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
+				     &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	tfs_writer_free(w);
+}
+
+/* The table doubles past its first buckets: every tile is found again. */
+Test(tile_cache, table_grows_and_finds_every_tile)
+{
+	char root[] = "/tmp/tfs-tile-cache-XXXXXX", path[64];
+	struct tfs_tile_cache *c;
+	struct tfs_tile_cache_stats s1, s2;
+	struct tfs_buf plain, first, second;
+
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(path, sizeof(path), "%s/a", root);
+	make_many_tiles(path);
+	tfs_buf_init(&plain, TFS_BUF_NO_MAX);
+	tfs_buf_init(&first, TFS_BUF_NO_MAX);
+	tfs_buf_init(&second, TFS_BUF_NO_MAX);
+	cr_assert_eq(tfs_tile_cache_new(256 << 20, &c), TFS_E_OK);
+	read_path(path, NULL, &plain);
+	read_path(path, c, &first);
+	tfs_tile_cache_get_stats(c, &s1);
+	read_path(path, c, &second);
+	tfs_tile_cache_get_stats(c, &s2);
+	cr_expect(plain.len == first.len && plain.len == second.len &&
+		  memcmp(plain.data, first.data, plain.len) == 0 &&
+		  memcmp(plain.data, second.data, plain.len) == 0);
+	cr_expect_geq(s1.misses, 20000, "%" PRIu64 " tiles decoded", s1.misses);
+	cr_expect_eq(s2.misses, s1.misses, "the second read decoded again");
+	cr_expect_geq(s2.hits - s1.hits, 20000);
+	tfs_tile_cache_free(c);
+	tfs_buf_release(&plain);
+	tfs_buf_release(&first);
+	tfs_buf_release(&second);
+	snprintf(path, sizeof(path), "rm -rf '%s'", root);
+	cr_assert_eq(system(path), 0);
 }
