@@ -6,12 +6,14 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fuse_ll.h"
 #include "tfs_alloc.h"
@@ -367,6 +369,27 @@ static void raise_readahead(const char *mountpoint)
 }
 
 
+/* The last reclaimer: what the allocator keeps of memory freed inside its
+ * heaps (chunks of tiles of a few cells, cells of pieces, lists freed in
+ * between others still held) goes back to the system, at most once a
+ * second. M_TRIM_THRESHOLD gives back only the top of a heap, and a
+ * long mixed load left tens of MB of such free pages resident. */
+static uint64_t trim_heaps(void *ctx, uint64_t want)
+{
+	static _Atomic int64_t last_s;
+	struct timespec now;
+	int64_t last;
+
+	(void)ctx;
+	(void)want;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	last = atomic_load(&last_s);
+	if (now.tv_sec > last &&
+	    atomic_compare_exchange_strong(&last_s, &last, (int64_t)now.tv_sec))
+		malloc_trim(0);
+	return 0;
+}
+
 /* The parts of the daemon that run threads, started after daemonizing
  * (fork keeps only the caller). cache= bounds the daemon's data: 3/4 for
  * decoded tiles, 1/8 for rendered files, 1/8 for the tiles and windows
@@ -384,7 +407,8 @@ static enum tfs_err daemon_start(struct tfsd *fs)
 	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
 	    tfsd_renders_new(fs->cfg.cache_bytes / 8, &fs->renders) ||
 	    tfsd_prefetch_new(fs->arrays, &fs->prefetch) ||
-	    (!fs->cfg.read_only && tfsd_ilog_new(&fs->ilog)))
+	    (!fs->cfg.read_only && tfsd_ilog_new(&fs->ilog)) ||
+	    tfs_mem_reclaimer_add(tfs_mem_global(), trim_heaps, NULL))
 		return TFS_E_NOMEM;
 	return TFS_E_OK;
 }
@@ -395,6 +419,7 @@ static void daemon_release(struct tfsd_ll *ll)
 {
 	struct tfsd *fs = &ll->fs;
 
+	tfs_mem_reclaimer_remove(tfs_mem_global(), trim_heaps, NULL);
 	tfsd__fh_free_all(ll);
 	tfsd_staging_free(fs->staging);
 	tfsd_ilog_free(fs->ilog);

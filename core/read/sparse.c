@@ -187,15 +187,23 @@ static uint64_t piece_cell_bytes(const struct sp_reader *r)
 /* The cells a piece may gather: PIECE_CELLS (or the reader's cap), and
  * within PIECE_SHARE of the memory budget, so that parallel readers, the
  * parts of a file read ahead and the counting pass each hold a small
- * share of it. */
+ * share of it; and within a quarter of what is free: when parallel
+ * readers' pieces fill the budget, the tiles decoded for them find no
+ * room and wait for each release (hundreds of thousands of waits a
+ * minute), so a busy budget gets smaller pieces. */
 static uint64_t piece_cap(const struct sp_reader *r)
 {
-	uint64_t budget = tfs_mem_budget(tfs_mem_global()), cap = r->piece_cap;
-	uint64_t fit;
+	struct tfs_mem_stats ms;
+	uint64_t cap = r->piece_cap, fit, free_bytes;
 
-	if (!budget)
+	tfs_mem_get_stats(tfs_mem_global(), &ms);
+	if (!ms.budget)
 		return cap;
-	fit = budget / PIECE_SHARE / piece_cell_bytes(r);
+	free_bytes = ms.used < ms.budget ? ms.budget - ms.used : 0;
+	fit = ms.budget / PIECE_SHARE;
+	if (fit > free_bytes / 4)
+		fit = free_bytes / 4;
+	fit /= piece_cell_bytes(r);
 	if (fit < PIECE_CELLS_MIN)
 		fit = PIECE_CELLS_MIN;
 	return fit < cap ? fit : cap;

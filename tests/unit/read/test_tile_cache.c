@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array_test_util.h"
 #include "tfs_buf.h"
 #include "tilefs/tilefs.h"
 
@@ -194,30 +195,13 @@ static void make_many_tiles(const char *path)
 		 .data = (uint8_t *)v, .data_len = sizeof(v)},
 	};
 	struct tfs_batch b = {.cell_num = N, .column_num = 2, .columns = cols};
-	struct tfs_write_opts wo = {.threads = 1};
-	struct tfs_write_result res;
-	struct tfs_schema *s;
-	struct tfs_writer *w;
-	struct tfs_diag d;
 
 	for (int i = 0; i < N; i++) {
 		dv[i] = i;
 		v[i] = i * 7;
 	}
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_schema_from_json_new(schema, strlen(schema), &s, &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_array_create(path, s, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_schema_free(s);
-	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
-				     &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_writer_free(w);
+	at_create(path, schema);
+	at_write(path, TFS_WRITE_UNORDERED, NULL, &b);
 }
 
 /* The table doubles past its first buckets: every tile is found again. */

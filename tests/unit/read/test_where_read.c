@@ -12,6 +12,8 @@
 
 #include <tilefs/tilefs.h>
 
+#include "array_test_util.h"
+
 #define TILE 1000
 #define TILES 100
 #define CELLS (TILE * TILES)
@@ -25,15 +27,8 @@ static void make_dense(const char *path)
 		"\"type\":\"INT64\",\"domain\":[0,99999],\"tile\":1000}],"
 		"\"attrs\":[{\"name\":\"v\",\"type\":\"INT32\","
 		"\"filters\":[\"ZSTD(level=1)\"]}]}";
-	struct tfs_schema *s;
-	struct tfs_diag d;
 
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_schema_from_json_new(schema, strlen(schema), &s, &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_array_create(path, s, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_schema_free(s);
+	at_create(path, schema);
 }
 
 /* Writes v over [lo, hi]: tile t holds t * 1000 + (i % 1000) / 10 plus
@@ -50,10 +45,6 @@ static void write_dense(const char *path, int64_t lo, int64_t hi, int32_t add)
 				 .data = (uint8_t *)v,
 				 .data_len = n * 4};
 	struct tfs_batch b = {.cell_num = n, .column_num = 1, .columns = &col};
-	struct tfs_write_opts wo = {.threads = 1};
-	struct tfs_write_result res;
-	struct tfs_writer *w;
-	struct tfs_diag d;
 
 	cr_assert(v);
 	for (uint64_t i = 0; i < n; i++) {
@@ -61,15 +52,7 @@ static void write_dense(const char *path, int64_t lo, int64_t hi, int32_t add)
 
 		v[i] = (int32_t)((c / TILE) * 1000 + (c % TILE) / 10) + add;
 	}
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_DENSE_BOX, &box, &w,
-				     &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_writer_free(w);
+	at_write(path, TFS_WRITE_DENSE_BOX, &box, &b);
 	free(v);
 	usleep(2000); /* the next write gets a later time */
 }
@@ -278,11 +261,6 @@ static void make_sparse(const char *path)
 		"{\"array_type\":\"sparse\",\"capacity\":1000,\"dims\":[{"
 		"\"name\":\"d\",\"type\":\"INT64\",\"domain\":[0,99999],"
 		"\"tile\":100000}],\"attrs\":[{\"name\":\"v\",\"type\":\"INT32\"}]}";
-	struct tfs_schema *s;
-	struct tfs_write_opts wo = {.threads = 1};
-	struct tfs_write_result res;
-	struct tfs_writer *w;
-	struct tfs_diag d;
 	int64_t *dv = malloc(CELLS * sizeof(*dv));
 	int32_t *v = malloc(CELLS * sizeof(*v));
 	struct tfs_column cols[2] = {
@@ -307,20 +285,8 @@ static void make_sparse(const char *path)
 		dv[i] = (int64_t)i;
 		v[i] = (int32_t)((i / TILE) * 1000 + (i % TILE) / 10);
 	}
-	tfs_diag_init(&d);
-	cr_assert_eq(tfs_schema_from_json_new(schema, strlen(schema), &s, &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_array_create(path, s, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_schema_free(s);
-	cr_assert_eq(tfs_writer_open(path, &wo, TFS_WRITE_UNORDERED, NULL, &w,
-				     &d),
-		     TFS_E_OK, "%s", tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_append(w, &b, NULL, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	cr_assert_eq(tfs_writer_commit(w, &res, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	tfs_writer_free(w);
+	at_create(path, schema);
+	at_write(path, TFS_WRITE_UNORDERED, NULL, &b);
 	free(dv);
 	free(v);
 }
