@@ -174,6 +174,102 @@ enum tfs_err tfs_tile_decode_strings(const struct tfs_pipeline *p,
 				     const uint8_t *src, size_t src_len,
 				     struct tfs_diag *d) TFS_WUR;
 
+/* ---- Decoding a tile chunk by chunk ----
+ *
+ * A filtered tile is a sequence of chunks, each run through the whole
+ * pipeline on its own (tile.md §1), so a reader that cannot hold a whole
+ * decoded tile can read the chunk headers, then read and decode only the
+ * chunks that hold the bytes it needs, one at a time. */
+
+/* Bytes of a chunk's header: original, filtered and metadata lengths. */
+#define TFS_TILE_CHUNK_HEAD 12u
+
+/* One chunk of a filtered tile, as its header declares it. */
+struct tfs_tile_chunk {
+	uint64_t at;       /* where its header starts in the persisted tile */
+	uint64_t out_at;   /* where its bytes start in the decoded tile */
+	uint32_t orig;     /* bytes it decodes to */
+	uint32_t md_len;   /* bytes of its metadata */
+	uint32_t filtered; /* bytes of its data */
+};
+
+/* Bytes of the chunk in the persisted tile: header, metadata, data. */
+static inline uint64_t tfs_tile_chunk_size(const struct tfs_tile_chunk *ch)
+{
+	return TFS_TILE_CHUNK_HEAD + (uint64_t)ch->md_len + ch->filtered;
+}
+
+/* Whether a writer cuts tiles filtered through p into chunks (tile.md §2):
+ * false when its max_chunk_size is 0 or it holds WebP, whose tiles are one
+ * chunk each. (Var-size strings in string mode are one chunk too.) */
+bool tfs_pipeline_chunked(const struct tfs_pipeline *p);
+
+/* The chunk count of a persisted tile of tile_len bytes from its first 8
+ * bytes (head, head_len of them); TFS_E_CORRUPT when they are missing or
+ * the tile cannot hold that many chunk headers. */
+enum tfs_err tfs_tile_chunk_count(const uint8_t *head, size_t head_len,
+				  uint64_t tile_len, uint64_t *count,
+				  struct tfs_diag *d) TFS_WUR;
+
+/* Reads the header of chunk `index` (TFS_TILE_CHUNK_HEAD bytes at head)
+ * into out: the chunk starts at byte `at` of a persisted tile of tile_len
+ * bytes, its bytes at out_at of a decoded tile of want bytes.
+ * TFS_E_CORRUPT when the header is short or the chunk runs past the end of
+ * either. */
+enum tfs_err tfs_tile_chunk_parse(const uint8_t *head, size_t head_len,
+				  uint64_t index, uint64_t at, uint64_t out_at,
+				  uint64_t tile_len, uint64_t want,
+				  struct tfs_tile_chunk *out,
+				  struct tfs_diag *d) TFS_WUR;
+
+/* The table of every chunk of a persisted tile held whole in src (as
+ * tfs_tile_decoded_size checks it, no byte left over): *out is an array
+ * of *n chunks the caller frees with tfs_free (NULL when there are none),
+ * *size the sum of their decoded lengths. */
+enum tfs_err tfs_tile_chunks(const uint8_t *src, size_t src_len,
+			     struct tfs_tile_chunk **out, uint64_t *n,
+			     uint64_t *size, struct tfs_diag *d) TFS_WUR;
+
+/* Decodes chunks one at a time through one pipeline, keeping its scratch
+ * buffers from one chunk to the next. Not for string mode (TFS_E_UNSUPPORTED):
+ * those tiles are one chunk. One thread at a time. */
+struct tfs_chunk_decoder;
+enum tfs_err tfs_chunk_decoder_new(const struct tfs_pipeline *p,
+				   const struct tfs_tile_ctx *ctx,
+				   struct tfs_chunk_decoder **out,
+				   struct tfs_diag *d) TFS_WUR;
+/* tfs_chunk_decoder_free accepts NULL. */
+void tfs_chunk_decoder_free(struct tfs_chunk_decoder *dec);
+/* Whether chunks go through any filter (or the array's implicit AES):
+ * false when a chunk's data are its decoded bytes themselves, which a
+ * reader may then read in part. */
+bool tfs_chunk_decoder_filters(const struct tfs_chunk_decoder *dec);
+/* The most the decoder holds beside its input and output while it
+ * decodes a chunk of `orig` bytes (its two scratch buffers), what a
+ * reader charges to the memory accountant for them. */
+uint64_t tfs_chunk_decoder_scratch(const struct tfs_chunk_decoder *dec,
+				   uint32_t orig);
+/* Decodes chunk `index` described by ch into dst (exactly ch->orig bytes,
+ * dst_len), src being its persisted bytes (tfs_tile_chunk_size of them,
+ * header included: a header that no longer says what ch says is
+ * TFS_E_CORRUPT). Checksums and AES tags are verified as in
+ * tfs_tile_decode; failures read "tile chunk N: filter I 'NAME': why". */
+enum tfs_err tfs_chunk_decoder_run(struct tfs_chunk_decoder *dec,
+				   const struct tfs_tile_chunk *ch,
+				   uint64_t index, uint8_t *dst, size_t dst_len,
+				   const uint8_t *src, size_t src_len,
+				   struct tfs_diag *d) TFS_WUR;
+
+/* Decodes chunks [first, first + count) of the persisted tile src (held
+ * whole) into dst, exactly the sum of their decoded lengths (dst_len):
+ * the same bytes as that part of tfs_tile_decode's output. */
+enum tfs_err tfs_tile_decode_chunks(const struct tfs_pipeline *p,
+				    const struct tfs_tile_ctx *ctx,
+				    uint8_t *dst, size_t dst_len,
+				    const uint8_t *src, size_t src_len,
+				    uint64_t first, uint64_t count,
+				    struct tfs_diag *d) TFS_WUR;
+
 /* Encodes src into a filtered tile appended to out, cutting chunks by the
  * rules of tile.md §2. For var-size values pass the cells' start offsets
  * (cell_offsets[cell_count], increasing from 0) so chunks never split a

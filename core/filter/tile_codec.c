@@ -458,6 +458,237 @@ enum tfs_err tfs_tile_decode_strings(const struct tfs_pipeline *p,
 			   true, src, src_len, d);
 }
 
+/* ---- chunk by chunk ---- */
+
+bool tfs_pipeline_chunked(const struct tfs_pipeline *p)
+{
+	if (p->max_chunk_size == 0)
+		return false;
+	for (uint32_t i = 0; i < p->count && i < TFS_MAX_FILTERS; i++)
+		if (tfs__filter_algo(&p->filters[i]) == TFS__WEBP)
+			return false;
+	return true;
+}
+
+enum tfs_err tfs_tile_chunk_count(const uint8_t *head, size_t head_len,
+				  uint64_t tile_len, uint64_t *count,
+				  struct tfs_diag *d)
+{
+	struct tfs_cursor c;
+
+	*count = 0;
+	tfs_cur_init(&c, head, head_len);
+	if (tile_len < 8 || !tfs_cur_u64(&c, count)) {
+		*count = 0;
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile of %" PRIu64 " bytes has no chunk count",
+				tile_len);
+	}
+	if (*count > (tile_len - 8) / TFS_TILE_CHUNK_HEAD)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile claims %" PRIu64 " chunks in %" PRIu64
+				" bytes",
+				*count, tile_len - 8);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_tile_chunk_parse(const uint8_t *head, size_t head_len,
+				  uint64_t index, uint64_t at, uint64_t out_at,
+				  uint64_t tile_len, uint64_t want,
+				  struct tfs_tile_chunk *out,
+				  struct tfs_diag *d)
+{
+	struct tfs_cursor c;
+
+	memset(out, 0, sizeof(*out));
+	tfs_cur_init(&c, head, head_len);
+	if (at > tile_len || tile_len - at < TFS_TILE_CHUNK_HEAD ||
+	    !tfs_cur_u32(&c, &out->orig) || !tfs_cur_u32(&c, &out->filtered) ||
+	    !tfs_cur_u32(&c, &out->md_len) ||
+	    tfs_tile_chunk_size(out) > tile_len - at)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile chunk %" PRIu64 " truncated", index);
+	if (out_at > want || out->orig > want - out_at)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile chunks decode to more than the expected "
+				"%" PRIu64 " bytes",
+				want);
+	out->at = at;
+	out->out_at = out_at;
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_tile_chunks(const uint8_t *src, size_t src_len,
+			     struct tfs_tile_chunk **out, uint64_t *n,
+			     uint64_t *size, struct tfs_diag *d)
+{
+	struct tfs_tile_chunk *table = NULL;
+	uint64_t count, at = 8, out_at = 0;
+	enum tfs_err e;
+
+	*out = NULL;
+	*n = 0;
+	*size = 0;
+	e = tfs_tile_chunk_count(src, src_len, src_len, &count, d);
+	if (e)
+		return e;
+	if (count) {
+		table = tfs_mallocn((size_t)count, sizeof(*table));
+		if (!table)
+			return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		e = tfs_tile_chunk_parse(src + at, src_len - (size_t)at, i, at,
+					 out_at, src_len, UINT64_MAX, &table[i],
+					 d);
+		if (e)
+			goto out_free_table;
+		at += tfs_tile_chunk_size(&table[i]);
+		out_at += table[i].orig;
+	}
+	if (at != src_len) {
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "%" PRIu64 " bytes after the last tile chunk",
+			     src_len - at);
+		goto out_free_table;
+	}
+	*out = table;
+	*n = count;
+	*size = out_at;
+	return TFS_E_OK;
+
+out_free_table:
+	tfs_free(table);
+	return e;
+}
+
+struct tfs_chunk_decoder {
+	struct job j;
+};
+
+enum tfs_err tfs_chunk_decoder_new(const struct tfs_pipeline *p,
+				   const struct tfs_tile_ctx *ctx,
+				   struct tfs_chunk_decoder **out,
+				   struct tfs_diag *d)
+{
+	struct tfs_chunk_decoder *dec;
+	enum tfs_err e;
+
+	*out = NULL;
+	if (ctx->string_mode)
+		return tfs_fail(d, TFS_E_UNSUPPORTED,
+				"string tiles are decoded whole");
+	dec = tfs_callocn(1, sizeof(*dec));
+	if (!dec)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	e = job_init(&dec->j, p, ctx, d);
+	if (e) {
+		tfs_chunk_decoder_free(dec);
+		return e;
+	}
+	*out = dec;
+	return TFS_E_OK;
+}
+
+void tfs_chunk_decoder_free(struct tfs_chunk_decoder *dec)
+{
+	if (!dec)
+		return;
+	job_release(&dec->j);
+	tfs_free(dec);
+}
+
+bool tfs_chunk_decoder_filters(const struct tfs_chunk_decoder *dec)
+{
+	return dec->j.n > 0;
+}
+
+uint64_t tfs_chunk_decoder_scratch(const struct tfs_chunk_decoder *dec,
+				   uint32_t orig)
+{
+	return dec->j.n < 2 ? 0 : 2 * (uint64_t)orig;
+}
+
+enum tfs_err tfs_chunk_decoder_run(struct tfs_chunk_decoder *dec,
+				   const struct tfs_tile_chunk *ch,
+				   uint64_t index, uint8_t *dst, size_t dst_len,
+				   const uint8_t *src, size_t src_len,
+				   struct tfs_diag *d)
+{
+	struct tfs_cursor c;
+	struct chunk now;
+	unsigned failed = 0;
+	const char *why = NULL;
+	uint8_t dummy = 0;
+	enum tfs_err e;
+
+	if (dst_len != ch->orig || src_len != tfs_tile_chunk_size(ch) ||
+	    (!dst && dst_len))
+		return tfs_fail(d, TFS_E_INVALID,
+				"tile chunk %" PRIu64
+				": %zu bytes into %zu for "
+				"a chunk of %" PRIu64 " into %" PRIu32,
+				index, src_len, dst_len,
+				tfs_tile_chunk_size(ch), ch->orig);
+	tfs_cur_init(&c, src, src_len);
+	if (!take_chunk(&c, &now) || now.orig != ch->orig ||
+	    now.filtered != ch->filtered || now.md_len != ch->md_len)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"tile chunk %" PRIu64
+				" changed since its header was read",
+				index);
+	e = decode_chunk(&dec->j, dst ? dst : &dummy, now.orig, now.md,
+			 now.md_len, now.data, now.filtered, ch->out_at, NULL,
+			 &failed, &why);
+	if (e)
+		return chunk_fail(&dec->j, e, index, failed, why, d);
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs_tile_decode_chunks(const struct tfs_pipeline *p,
+				    const struct tfs_tile_ctx *ctx,
+				    uint8_t *dst, size_t dst_len,
+				    const uint8_t *src, size_t src_len,
+				    uint64_t first, uint64_t count,
+				    struct tfs_diag *d)
+{
+	struct tfs_tile_chunk *table;
+	struct tfs_chunk_decoder *dec = NULL;
+	uint64_t n, size, total = 0, base;
+	enum tfs_err e;
+
+	e = tfs_tile_chunks(src, src_len, &table, &n, &size, d);
+	if (e)
+		return e;
+	if (first > n || count > n - first) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "chunks %" PRIu64 " to %" PRIu64
+			     " of a tile of %" PRIu64 " chunks",
+			     first, first + count, n);
+		goto out_free_table;
+	}
+	for (uint64_t i = first; i < first + count; i++)
+		total += table[i].orig;
+	if (total != dst_len) {
+		e = tfs_fail(d, TFS_E_INVALID,
+			     "chunks decode to %" PRIu64 " bytes, not %zu",
+			     total, dst_len);
+		goto out_free_table;
+	}
+	e = tfs_chunk_decoder_new(p, ctx, &dec, d);
+	base = count ? table[first].out_at : 0;
+	for (uint64_t i = first; !e && i < first + count; i++)
+		e = tfs_chunk_decoder_run(
+			dec, &table[i], i,
+			dst ? dst + (table[i].out_at - base) : NULL,
+			table[i].orig, src + table[i].at,
+			(size_t)tfs_tile_chunk_size(&table[i]), d);
+	tfs_chunk_decoder_free(dec);
+out_free_table:
+	tfs_free(table);
+	return e;
+}
+
 /* ---- writing ---- */
 
 /* Chunk boundaries of tile.md §2; bounds[k] is where chunk k starts, the

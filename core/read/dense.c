@@ -6,9 +6,12 @@
  * the reader lists, per space tile, the fragments that survive pruning and
  * the tiles to decode, decodes them on the thread pool, and copies cells
  * oldest fragment first. The next batch's tiles are decoding while the
- * caller consumes the current one. All coordinates are handled as unsigned
- * offsets from the domain's low bound ("rel"), which works for negative
- * and full-range domains alike. */
+ * caller consumes the current one. A fixed-size tile too big to decode
+ * whole within the memory budget is instead read chunk by chunk as its
+ * cells are copied, only the chunks that hold them (tile_chunks.h); a
+ * batch may then be part of a tile row. All coordinates are handled as
+ * unsigned offsets from the domain's low bound ("rel"), which works for
+ * negative and full-range domains alike. */
 #include "dense_reader.h"
 
 #include "tfs_mem.h"
@@ -96,6 +99,232 @@ static void copy_region(const struct dense_reader *r, const struct batch *b,
 		if (d == UINT32_MAX)
 			break;
 	}
+}
+
+/* ---- tiles read chunk by chunk ---- */
+
+/* Where the cells of one region of a tile read chunk by chunk go. */
+struct region_copy {
+	const struct dense_reader *r;
+	uint8_t *out;                  /* the batch's output of the field */
+	uint64_t cs;                   /* bytes per cell */
+	const uint64_t *k, *lo, *hi;   /* space tile, region (rel) */
+	uint64_t base[MAX_DIMS];       /* the batch output's first cell */
+	uint64_t out_stride[MAX_DIMS]; /* cells of the output per step */
+};
+
+static void region_copy_init(struct region_copy *rc,
+			     const struct dense_reader *r,
+			     const struct batch *b, const uint64_t *k,
+			     const uint64_t *lo, const uint64_t *hi)
+{
+	uint32_t last = r->dim_num - 1;
+
+	memset(rc, 0, sizeof(*rc));
+	rc->r = r;
+	rc->k = k;
+	rc->lo = lo;
+	rc->hi = hi;
+	rc->out_stride[last] = 1;
+	for (uint32_t d = last; d-- > 0;)
+		rc->out_stride[d] = rc->out_stride[d + 1] *
+				    (r->sub_hi[d + 1] - r->sub_lo[d + 1] + 1);
+	for (uint32_t d = 0; d < r->dim_num; d++)
+		rc->base[d] = d ? r->sub_lo[d] : b->row_lo;
+}
+
+/* Copies bytes `at`.. of one bytes[len] part of a decoded tile into the
+ * output, those of cells inside the region. A tile's cells come in lines
+ * along the fast dimension; a line outside the region is skipped whole,
+ * one inside is copied in one run when the output is in the same order
+ * (a part may start or end inside a cell: before format version 11 a
+ * chunk could split one). */
+static void copy_cells(void *arg, uint64_t at, const uint8_t *bytes, size_t len)
+{
+	const struct region_copy *rc = arg;
+	const struct dense_reader *r = rc->r;
+	uint32_t f = r->fast_dim;
+	uint64_t cs = rc->cs, end = at + len;
+	uint64_t c = at / cs, c_end = (end + cs - 1) / cs;
+	uint64_t t0 = rc->k[f] * r->ext[f]; /* the tile's first on f */
+
+	while (c < c_end) {
+		uint64_t line0 = c - c % r->ext[f], out = 0, first, last, o;
+		bool in = true;
+
+		for (uint32_t d = 0; d < r->dim_num && in; d++) {
+			uint64_t x;
+
+			if (d == f)
+				continue;
+			x = rc->k[d] * r->ext[d] +
+			    c / r->cell_stride[d] % r->ext[d];
+			in = x >= rc->lo[d] && x <= rc->hi[d];
+			out += (x - rc->base[d]) * rc->out_stride[d];
+		}
+		first = tfs__max_u64(line0 + (rc->lo[f] - t0), c);
+		last = tfs__min_u64(line0 + (rc->hi[f] - t0), c_end - 1);
+		c = line0 + r->ext[f];
+		if (!in || first > last)
+			continue;
+		o = out +
+		    (t0 + (first - line0) - rc->base[f]) * rc->out_stride[f];
+		if (rc->out_stride[f] == 1) {
+			uint64_t b0 = tfs__max_u64(first * cs, at);
+			uint64_t b1 = tfs__min_u64((last + 1) * cs, end);
+
+			memcpy(rc->out + o * cs + (b0 - first * cs),
+			       bytes + (b0 - at), (size_t)(b1 - b0));
+			continue;
+		}
+		for (uint64_t cc = first; cc <= last;
+		     cc++, o += rc->out_stride[f]) {
+			uint64_t b0 = tfs__max_u64(cc * cs, at);
+			uint64_t b1 = tfs__min_u64((cc + 1) * cs, end);
+
+			memcpy(rc->out + o * cs + (b0 - cc * cs),
+			       bytes + (b0 - at), (size_t)(b1 - b0));
+		}
+	}
+}
+
+/* What copy_region does besides the cells for a tile read chunk by
+ * chunk: the writer of each cell of the region and, when the fragment
+ * stores no validity for a nullable field, valid cells. */
+static void mark_region(const struct dense_reader *r, const struct batch *b,
+			struct tfs_out_column *col, bool valid,
+			const uint64_t *lo, const uint64_t *hi, uint32_t writer)
+{
+	struct region_copy rc;
+	uint32_t dims = r->dim_num, last = dims - 1;
+	uint64_t x[MAX_DIMS], run = hi[last] - lo[last] + 1;
+
+	if (!valid && !r->winner)
+		return;
+	region_copy_init(&rc, r, b, lo, lo, hi);
+	memcpy(x, lo, dims * sizeof(*x));
+	for (;;) {
+		uint64_t out = 0;
+		uint32_t d;
+
+		for (d = 0; d < dims; d++)
+			out += (x[d] - rc.base[d]) * rc.out_stride[d];
+		if (valid)
+			memset(col->validity.data + out, 1, (size_t)run);
+		for (uint64_t i = 0; r->winner && i < run; i++)
+			r->winner[out + i] = writer;
+		for (d = last; d-- > 0;) {
+			if (x[d] < hi[d]) {
+				x[d]++;
+				break;
+			}
+			x[d] = lo[d];
+		}
+		if (d == UINT32_MAX)
+			break;
+	}
+}
+
+/* The open chunked tiles of job j (data and, for a nullable field whose
+ * fragment stores it, validity), opened on first use. */
+static enum tfs_err big_tile_get(struct dense_reader *r,
+				 const struct decode_job *j, bool nullable,
+				 uint64_t tile_row, struct big_tile **out,
+				 struct tfs_diag *d)
+{
+	struct tfs_slot_desc desc;
+	struct big_tile *bt;
+	enum tfs_err e;
+
+	for (size_t i = 0; i < r->big_num; i++) {
+		bt = &r->big[i];
+		if (bt->f == j->f && bt->slot == j->slot &&
+		    bt->tile_no == j->tile_no) {
+			*out = bt;
+			return TFS_E_OK;
+		}
+	}
+	if ((e = tfs_slot_describe(j->f, j->slot, &desc, d)))
+		return e;
+	if (tfs_grow(&r->big, &r->big_cap, r->big_num + 1, sizeof(*r->big)))
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	bt = &r->big[r->big_num];
+	memset(bt, 0, sizeof(*bt));
+	bt->f = j->f;
+	bt->slot = j->slot;
+	bt->tile_no = j->tile_no;
+	bt->tile_row = tile_row;
+	e = tfs_chunked_tile_open(j->dir, j->f, j->slot, j->tile_no,
+				  TFS_FILE_FIXED, &bt->data, d);
+	if (!e && nullable && desc.nullable)
+		e = tfs_chunked_tile_open(j->dir, j->f, j->slot, j->tile_no,
+					  TFS_FILE_VALIDITY, &bt->validity, d);
+	if (e) {
+		tfs_chunked_tile_close(bt->data);
+		tfs_chunked_tile_close(bt->validity);
+		return e;
+	}
+	r->big_num++;
+	*out = bt;
+	return TFS_E_OK;
+}
+
+/* Closes the chunked tiles of tile rows before `tile_row` (all of them
+ * with UINT64_MAX): batches go down dimension 0 and never come back. */
+static void big_tiles_drop(struct dense_reader *r, uint64_t tile_row)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < r->big_num; i++) {
+		struct big_tile *bt = &r->big[i];
+
+		if (tile_row != UINT64_MAX && bt->tile_row >= tile_row) {
+			r->big[kept++] = *bt;
+			continue;
+		}
+		tfs_chunked_tile_close(bt->data);
+		tfs_chunked_tile_close(bt->validity);
+	}
+	r->big_num = kept;
+}
+
+/* copy_region for a tile read chunk by chunk: only the chunks that hold
+ * the region's cells are read and decoded, one at a time. */
+static enum tfs_err copy_region_chunked(
+	struct dense_reader *r, const struct batch *b,
+	const struct tfs_out_field *fld, struct tfs_out_column *col,
+	const struct decode_job *j, const uint64_t *k, const uint64_t *lo,
+	const uint64_t *hi, uint32_t writer, struct tfs_diag *d)
+{
+	struct region_copy rc;
+	struct big_tile *bt = NULL;
+	uint64_t first = 0, last = 0;
+	enum tfs_err e;
+
+	e = big_tile_get(r, j, fld->nullable, k[0], &bt, d);
+	if (e)
+		return e;
+	/* The region's first and last cells are the tile's first and last
+	 * it holds: cell positions grow with every coordinate. */
+	for (uint32_t dd = 0; dd < r->dim_num; dd++) {
+		first += (lo[dd] - k[dd] * r->ext[dd]) * r->cell_stride[dd];
+		last += (hi[dd] - k[dd] * r->ext[dd]) * r->cell_stride[dd];
+	}
+	region_copy_init(&rc, r, b, k, lo, hi);
+	rc.out = col->data.data;
+	rc.cs = fld->cell_size;
+	e = tfs_chunked_tile_walk(bt->data, first * rc.cs, (last + 1) * rc.cs,
+				  copy_cells, &rc, d);
+	if (!e && fld->nullable && bt->validity) {
+		rc.out = col->validity.data;
+		rc.cs = 1;
+		e = tfs_chunked_tile_walk(bt->validity, first, last + 1,
+					  copy_cells, &rc, d);
+	}
+	if (!e)
+		mark_region(r, b, col, fld->nullable && !bt->validity, lo, hi,
+			    writer);
+	return e;
 }
 
 /* Sizes the output of every field for the batch and writes fill values
@@ -249,13 +478,16 @@ static enum tfs_err prepare_outputs(struct dense_reader *r,
 
 /* Copies the part of one dense tile of a fragment that lies in the batch
  * into every field's output. */
-static inline void apply_step(struct dense_reader *r, struct tfs_query *q,
-			      struct batch *b, const struct copy_step *st)
+static inline enum tfs_err apply_step(struct dense_reader *r,
+				      struct tfs_query *q, struct batch *b,
+				      const struct copy_step *st,
+				      struct tfs_diag *d)
 {
 	const struct frag_box *fb = &r->frags[st->frag];
 	uint64_t lo[MAX_DIMS], hi[MAX_DIMS];
 	size_t job = st->first_job, vi = 0;
 	bool hit = true;
+	enum tfs_err e = TFS_E_OK;
 
 	for (uint32_t dd = 0; dd < r->dim_num && hit; dd++) {
 		uint64_t slo = st->k[dd] * r->ext[dd];
@@ -277,12 +509,19 @@ static inline void apply_step(struct dense_reader *r, struct tfs_query *q,
 			refs = r->refs[vi++];
 		if (fb->slot_of_field[fi] < 0)
 			continue;
-		if (hit)
+		if (hit && b->jobs[job].chunked)
+			e = copy_region_chunked(r, b, fld, &q->cols[fi],
+						&b->jobs[job], st->k, lo, hi,
+						fb->index + 1, d);
+		else if (hit)
 			copy_region(r, b, fld, &q->cols[fi], refs,
 				    &b->jobs[job].tile, st->k, lo, hi,
 				    fb->index + 1);
+		if (e)
+			return e;
 		job++;
 	}
+	return TFS_E_OK;
 }
 
 static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
@@ -293,8 +532,12 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 	if ((e = grow_refs(r, q, b, d)) || (e = wait_jobs(q, b, d)) ||
 	    (e = prepare_outputs(r, q, b, d)))
 		return e;
-	for (size_t s = 0; s < b->step_num; s++)
-		apply_step(r, q, b, &b->steps[s]);
+	big_tiles_drop(r, b->row_lo / r->ext[0]);
+	for (size_t s = 0; s < b->step_num; s++) {
+		e = apply_step(r, q, b, &b->steps[s], d);
+		if (e)
+			return e;
+	}
 	if (r->sparse_num) {
 		e = tfs__dense_apply_sparse(r, q, b, d);
 		if (e)
@@ -368,6 +611,8 @@ static void dense_free(struct tfs_query *q)
 		return;
 	batch_free(r, q, r->cur);
 	batch_free(r, q, r->ahead);
+	big_tiles_drop(r, UINT64_MAX);
+	tfs_free(r->big);
 	for (size_t i = 0; i < r->frag_num; i++)
 		tfs_free(r->frags[i].slot_of_field);
 	tfs_free(r->frags);
@@ -499,10 +744,27 @@ static enum tfs_err read_dims(struct dense_reader *r,
 		uint32_t k = s->cell_order == TFS_COL_MAJOR ? n
 							    : r->dim_num - 1 - n;
 
+		if (n == 0)
+			r->fast_dim = k;
 		r->cell_stride[k] = stride;
 		stride *= r->ext[k];
 	}
 	return TFS_E_OK;
+}
+
+/* Whether a requested fixed-size attribute has tiles that decode to more
+ * than half the memory budget. */
+static bool has_big_tiles(const struct dense_reader *r,
+			  const struct tfs_query *q, uint64_t budget)
+{
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		const struct tfs_out_field *fld = &q->fields[fi];
+
+		if (!fld->is_dim && !fld->var && r->tile_cells &&
+		    fld->cell_size > budget / 2 / r->tile_cells)
+			return true;
+	}
+	return false;
 }
 
 /* Tile rows per batch: enough cells to keep every thread busy, few
@@ -525,6 +787,20 @@ static void size_batches(struct dense_reader *r, const struct tfs_query *q,
 	r->rows_per_batch_tiles = tile_rows_cells ? target / tile_rows_cells : 1;
 	if (!r->rows_per_batch_tiles)
 		r->rows_per_batch_tiles = 1;
+	/* Tiles too big to decode whole are read chunk by chunk (dense_plan.c
+	 * decode_job_run): then a batch may be part of a tile row, so that
+	 * its output stays within batch_bytes too. With row-major cells a
+	 * batch's rows are a run of a tile's chunks; with column-major ones
+	 * every column holds some, so each batch reads the tile's chunks
+	 * again: slower, but the memory stays bounded. */
+	if (budget && has_big_tiles(r, q, budget)) {
+		uint64_t rows = batch_bytes / bytes_per_cell / row_cells;
+
+		if (rows < r->ext[0]) {
+			r->rows_per_batch = rows ? rows : 1;
+			r->rows_per_batch_tiles = 1;
+		}
+	}
 }
 
 enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)

@@ -3,14 +3,38 @@
  * where it does not cover) and the copy steps and tiles to decode. */
 #include "dense_reader.h"
 
-/* Runs on the thread pool: one tile of one fragment into the batch. */
+#include "tfs_mem.h"
+
+/* Runs on the thread pool: one tile of one fragment into the batch. A
+ * fixed-size tile whose decoding would take more than half the memory
+ * budget, or whose charge is refused, is left to be read chunk by chunk
+ * when the batch is copied (dense.c); others are decoded whole through
+ * the tile cache. Var-size tiles and tiles stored as one chunk are not
+ * chunkable: too big, they are refused as before. */
 static void decode_job_run(void *arg)
 {
 	struct decode_job *j = arg;
+	uint64_t budget = tfs_mem_budget(tfs_mem_global());
+	struct tfs_tile_plan plan;
 
 	tfs_diag_init(&j->diag);
+	if (tfs__tile_plan(j->dir, j->f, j->slot, j->tile_no, &plan,
+			   &j->diag)) {
+		/* The whole read below says what is wrong. */
+		tfs_diag_init(&j->diag);
+		plan.chunkable = false;
+	}
+	if (plan.chunkable && budget && plan.need > budget / 2) {
+		j->chunked = true;
+		return;
+	}
 	j->err = tfs_tile_read_cached(j->dir, j->f, j->slot, j->tile_no,
 				      &j->tile, &j->diag);
+	if (j->err == TFS_E_NOMEM && plan.chunkable) {
+		j->chunked = true;
+		j->err = TFS_E_OK;
+		tfs_diag_init(&j->diag);
+	}
 }
 
 /* Tile number of space tile k inside fragment fb's tile box, in the
@@ -198,6 +222,8 @@ enum tfs_err tfs__dense_plan_batch(struct dense_reader *r, struct tfs_query *q,
 
 		b->row_hi = tfs__min_u64(r->sub_hi[0], end < start ? UINT64_MAX : end);
 	}
+	if (r->rows_per_batch && b->row_hi - b->row_lo >= r->rows_per_batch)
+		b->row_hi = b->row_lo + (r->rows_per_batch - 1);
 	r->next_row = b->row_hi + 1;
 	r->planned_all = b->row_hi == r->sub_hi[0];
 	for (uint32_t d = 1; d < dims; d++)

@@ -6,6 +6,7 @@
 #define TFS_DENSE_READER_H
 
 #include "tfs_read.h"
+#include "tile_chunks.h"
 
 #include <assert.h>
 #include <string.h>
@@ -32,8 +33,22 @@ struct decode_job {
 	uint32_t slot;
 	uint64_t tile_no;
 	struct tfs_tile tile;
+	/* The tile is too big to decode whole within the memory budget:
+	 * nothing decoded, its cells are read chunk by chunk when the batch
+	 * is copied (tile_chunks.h). */
+	bool chunked;
 	enum tfs_err err;
 	struct tfs_diag diag;
+};
+
+/* A tile read chunk by chunk, kept open while batches read its rows. */
+struct big_tile {
+	struct tfs_fragment *f;
+	uint32_t slot;
+	uint64_t tile_no;
+	uint64_t tile_row; /* its space tile along dimension 0 */
+	struct tfs_chunked_tile *data;
+	struct tfs_chunked_tile *validity; /* NULL: not needed or stored */
 };
 
 /* One fragment's contribution to one space tile of a batch. */
@@ -70,6 +85,7 @@ struct dense_reader {
 	uint64_t ext[MAX_DIMS];
 	uint64_t sub_lo[MAX_DIMS], sub_hi[MAX_DIMS]; /* rel */
 	uint64_t cell_stride[MAX_DIMS];              /* cell order in a tile */
+	uint32_t fast_dim; /* the dimension along which a tile's cells follow */
 	uint64_t tile_cells;
 	uint8_t tile_order;
 	struct frag_box *frags; /* visible dense fragments, oldest first */
@@ -81,6 +97,11 @@ struct dense_reader {
 	uint64_t next_row;      /* first row of the next batch to plan */
 	bool planned_all;       /* the last batch has been planned */
 	uint64_t rows_per_batch_tiles; /* tile rows per batch */
+	/* Rows per batch when a batch is less than a tile row (tiles read
+	 * chunk by chunk, row-major inside), else 0. */
+	uint64_t rows_per_batch;
+	struct big_tile *big; /* tiles read chunk by chunk */
+	size_t big_num, big_cap;
 	struct batch *cur, *ahead;
 	struct var_ref **refs;  /* per var field, one batch of cells */
 	size_t refs_cap;

@@ -1,7 +1,9 @@
 /* The tile loader: reads the persisted bytes of one tile of one slot of a
  * fragment from each of its files (fixed or offsets, var values,
  * validity) and decodes them through the slot's filter pipelines
- * (format/tile.md, format/fragment.md §6). */
+ * (format/tile.md, format/fragment.md §6). For tiles too big to decode
+ * whole it also says what decoding them would need and where their bytes
+ * are, for reading them chunk by chunk (tile_chunks.h). */
 #include "tfs_read.h"
 
 #include <assert.h>
@@ -11,6 +13,7 @@
 #include "tfs_alloc.h"
 #include "tfs_mem.h"
 #include "tfs_reuse.h"
+#include "tile_chunks.h"
 
 /* A tile's persisted bytes never exceed this; larger claims are corrupt. */
 #define MAX_PERSISTED_TILE (UINT64_C(4) << 30)
@@ -182,13 +185,58 @@ static enum tfs_err check_real_size(struct tfs_arraydir *a,
 	return TFS_E_OK;
 }
 
-/* Reads the persisted bytes of tile `tile` of one file: from offsets[tile]
- * to the next tile's offset or the file's size. Before allocating, they
- * are charged to the memory accountant together with `extra` bytes (what
- * decoding them takes: output and scratch), in one charge so that a
- * decode never holds part of its memory while waiting for the rest; on
- * success the caller owns the charge of `extra` (persisted_free gives
- * back the persisted bytes'), on failure nothing stays charged. */
+/* The persisted bytes of tile `tile` of one file: from offsets[tile] to
+ * the next tile's offset or the file's size, within bounds and the
+ * array's max_tile_bytes. */
+static enum tfs_err tile_span(const struct tfs_arraydir *a,
+			      const struct tfs_fragment *f, uint32_t slot,
+			      const uint64_t *offsets, uint64_t file_size,
+			      uint64_t tile, uint64_t *start, uint64_t *end,
+			      struct tfs_diag *d)
+{
+	if (!offsets)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u has no tile offsets",
+				f->name, slot);
+	*start = offsets[tile];
+	*end = tile + 1 < f->tile_num ? offsets[tile + 1] : file_size;
+	if (*end < *start || *end - *start > MAX_PERSISTED_TILE ||
+	    *end > file_size)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u tile %" PRIu64
+				" spans bad range [%" PRIu64 ", %" PRIu64 ")",
+				f->name, slot, tile, *start, *end);
+	return check_tile_limit(a, f, slot, tile, *end - *start, d);
+}
+
+/* Reads len bytes at `at` of the file at path (a file of the fragment). */
+static enum tfs_err read_at(struct tfs_arraydir *a,
+			    const struct tfs_fragment *f, const char *path,
+			    uint64_t at, uint8_t *buf, size_t len,
+			    struct tfs_diag *d)
+{
+	enum tfs_err e = tfs_vfs_read(a->vfs, path, at, buf, len, d);
+
+	if (e == TFS_E_NOT_FOUND && d && d->code == TFS_E_NOT_FOUND) {
+		/* The fragment is committed and its metadata lists this file:
+		 * a missing file is a damaged array (EIO), not a missing
+		 * object (ENOENT, which the daemon would show as a file that
+		 * vanished). */
+		tfs_diag_init(d);
+		e = tfs_fail(d, TFS_E_CORRUPT,
+			     "fragment '%s': file '%s' is missing", f->name,
+			     path);
+	}
+	return e;
+}
+
+/* Reads the persisted bytes of tile `tile` of one file (tile_span).
+ * Before allocating, they are charged to the memory accountant together
+ * with `extra` bytes (what decoding them takes: output and scratch), in
+ * one charge so that a decode never holds part of its memory while
+ * waiting for the rest; on success the caller owns the charge of `extra`
+ * (persisted_free gives back the persisted bytes'), on failure nothing
+ * stays charged. */
 static enum tfs_err read_persisted(struct tfs_arraydir *a,
 				   const struct tfs_fragment *f, uint32_t slot,
 				   enum tfs_file_kind kind,
@@ -203,18 +251,8 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 
 	*out = NULL;
 	*len = 0;
-	if (!offsets)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"fragment '%s': slot %u has no tile offsets",
-				f->name, slot);
-	start = offsets[tile];
-	end = tile + 1 < f->tile_num ? offsets[tile + 1] : file_size;
-	if (end < start || end - start > MAX_PERSISTED_TILE || end > file_size)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"fragment '%s': slot %u tile %" PRIu64
-				" spans bad range [%" PRIu64 ", %" PRIu64 ")",
-				f->name, slot, tile, start, end);
-	if ((e = check_tile_limit(a, f, slot, tile, end - start, d)))
+	if ((e = tile_span(a, f, slot, offsets, file_size, tile, &start, &end,
+			   d)))
 		return e;
 	path = tfs_fragment_file_path(f, slot, kind);
 	if (!path)
@@ -234,17 +272,7 @@ static enum tfs_err read_persisted(struct tfs_arraydir *a,
 		tfs_mem_uncharge(tfs_mem_global(), end - start + extra);
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	}
-	e = tfs_vfs_read(a->vfs, path, start, bytes, (size_t)(end - start), d);
-	if (e == TFS_E_NOT_FOUND && d && d->code == TFS_E_NOT_FOUND) {
-		/* The fragment is committed and its metadata lists this file:
-		 * a missing file is a damaged array (EIO), not a missing
-		 * object (ENOENT, which the daemon would show as a file that
-		 * vanished). */
-		tfs_diag_init(d);
-		e = tfs_fail(d, TFS_E_CORRUPT,
-			     "fragment '%s': file '%s' is missing", f->name,
-			     path);
-	}
+	e = read_at(a, f, path, start, bytes, (size_t)(end - start), d);
 	tfs_free(path);
 	if (e) {
 		tfs_reuse_give(spares(), bytes, (size_t)(end - start));
@@ -560,6 +588,36 @@ static enum tfs_err read_validity(struct tfs_arraydir *a,
 	return e;
 }
 
+/* What every read of one tile starts with: the slot, its tiles' offsets
+ * and the tile's cell count, checked. */
+static enum tfs_err tile_lookup(struct tfs_arraydir *a, struct tfs_fragment *f,
+				uint32_t slot, uint64_t tile,
+				struct tfs_slot_desc *desc,
+				const struct tfs_slot_tiles **st,
+				uint64_t *cells, struct tfs_diag *d)
+{
+	enum tfs_err e;
+
+	*cells = 0;
+	e = tfs_slot_describe(f, slot, desc, d);
+	if (e)
+		return e;
+	if (tile >= f->tile_num)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': tile %" PRIu64
+				" past its %" PRIu64 " tiles",
+				f->name, tile, f->tile_num);
+	e = tfs_fragment_slot_tiles(a, f, slot, st, d);
+	if (e)
+		return e;
+	*cells = tfs_fragment_tile_cells(f, tile);
+	if (*cells > (UINT64_C(1) << 32))
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': %" PRIu64 " cells per tile",
+				f->name, *cells);
+	return TFS_E_OK;
+}
+
 enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 			   uint32_t slot, uint64_t tile, struct tfs_tile *out,
 			   struct tfs_diag *d)
@@ -569,22 +627,9 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 	enum tfs_err e;
 
 	memset(out, 0, sizeof(*out));
-	e = tfs_slot_describe(f, slot, &desc, d);
+	e = tile_lookup(a, f, slot, tile, &desc, &st, &out->cell_num, d);
 	if (e)
 		return e;
-	if (tile >= f->tile_num)
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"fragment '%s': tile %" PRIu64
-				" past its %" PRIu64 " tiles",
-				f->name, tile, f->tile_num);
-	e = tfs_fragment_slot_tiles(a, f, slot, &st, d);
-	if (e)
-		return e;
-	out->cell_num = tfs_fragment_tile_cells(f, tile);
-	if (out->cell_num > (UINT64_C(1) << 32))
-		return tfs_fail(d, TFS_E_CORRUPT,
-				"fragment '%s': %" PRIu64 " cells per tile",
-				f->name, out->cell_num);
 	if (desc.var)
 		e = read_var(a, f, slot, tile, &desc, st, out, d);
 	else
@@ -598,4 +643,115 @@ enum tfs_err tfs_tile_read(struct tfs_arraydir *a, struct tfs_fragment *f,
 		tfs_fail(d, e, "fragment '%s': slot %u tile %" PRIu64
 			 " does not decode", f->name, slot, tile);
 	return e;
+}
+
+/* ---- tiles read chunk by chunk (tile_chunks.h) ---- */
+
+enum tfs_err tfs__tile_plan(struct tfs_arraydir *a, struct tfs_fragment *f,
+			    uint32_t slot, uint64_t tile,
+			    struct tfs_tile_plan *out, struct tfs_diag *d)
+{
+	const struct tfs_slot_tiles *st;
+	struct tfs_slot_desc desc;
+	uint64_t cells, want, start, end;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	e = tile_lookup(a, f, slot, tile, &desc, &st, &cells, d);
+	if (e)
+		return e;
+	/* Var-size tiles, and the old coordinates rewritten whole, are read
+	 * whole: nothing to plan. */
+	if (desc.var || (f->footer.version < 5 && slot == f->schema->attr_num))
+		return TFS_E_OK;
+	want = cells * desc.cell_size;
+	e = tile_span(a, f, slot, st->offsets, f->footer.file_sizes[slot], tile,
+		      &start, &end, d);
+	if (e)
+		return e;
+	out->need = end - start + want + scratch_bytes(desc.filters, want);
+	out->chunkable = tfs_pipeline_chunked(desc.filters);
+	if (desc.nullable) {
+		e = tile_span(a, f, slot, st->validity_offsets,
+			      f->footer.file_validity_sizes[slot], tile, &start,
+			      &end, d);
+		if (e)
+			return e;
+		out->need += end - start + cells;
+		out->chunkable =
+			out->chunkable &&
+			tfs_pipeline_chunked(&f->schema->validity_filters);
+	}
+	return TFS_E_OK;
+}
+
+enum tfs_err tfs__tile_source(struct tfs_arraydir *a, struct tfs_fragment *f,
+			      uint32_t slot, uint64_t tile,
+			      enum tfs_file_kind kind,
+			      struct tfs_tile_source *out, struct tfs_diag *d)
+{
+	const struct tfs_slot_tiles *st;
+	struct tfs_slot_desc desc;
+	const uint64_t *offsets;
+	uint64_t cells, file_size, end;
+	enum tfs_err e;
+
+	memset(out, 0, sizeof(*out));
+	e = tile_lookup(a, f, slot, tile, &desc, &st, &cells, d);
+	if (e)
+		return e;
+	if (kind == TFS_FILE_FIXED && !desc.var &&
+	    !(f->footer.version < 5 && slot == f->schema->attr_num)) {
+		offsets = st->offsets;
+		file_size = f->footer.file_sizes[slot];
+		out->filters = desc.filters;
+		tile_ctx(&out->ctx, a, f, desc.type, desc.cell_size);
+		out->want = cells * desc.cell_size;
+	} else if (kind == TFS_FILE_VALIDITY && desc.nullable) {
+		offsets = st->validity_offsets;
+		file_size = f->footer.file_validity_sizes[slot];
+		out->filters = &f->schema->validity_filters;
+		tile_ctx(&out->ctx, a, f, TFS_UINT8, 1);
+		out->want = cells;
+	} else {
+		return tfs_fail(d, TFS_E_INVALID,
+				"fragment '%s': slot %u has no fixed-size "
+				"file of that kind",
+				f->name, slot);
+	}
+	e = tile_span(a, f, slot, offsets, file_size, tile, &out->start, &end,
+		      d);
+	if (!e)
+		e = check_tile_limit(a, f, slot, tile, out->want, d);
+	if (e)
+		return e;
+	out->len = end - out->start;
+	out->path = tfs_fragment_file_path(f, slot, kind);
+	if (!out->path)
+		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
+	if (out->len >= CHECKED_READ_BYTES &&
+	    (e = check_real_size(a, f, out->path, end, d))) {
+		tfs__tile_source_release(out);
+		return e;
+	}
+	return TFS_E_OK;
+}
+
+void tfs__tile_source_release(struct tfs_tile_source *src)
+{
+	tfs_free(src->path);
+	memset(src, 0, sizeof(*src));
+}
+
+enum tfs_err tfs__tile_pread(struct tfs_arraydir *a,
+			     const struct tfs_fragment *f,
+			     const struct tfs_tile_source *src, uint64_t off,
+			     uint8_t *buf, size_t len, struct tfs_diag *d)
+{
+	if (off > src->len || len > src->len - off)
+		return tfs_fail(d, TFS_E_CORRUPT,
+				"fragment '%s': read of %zu bytes at %" PRIu64
+				" past a tile of %" PRIu64 " bytes",
+				f->name, len, off, src->len);
+	return read_at(a, f, src->path, src->start + off, buf, len, d);
 }

@@ -16,7 +16,9 @@
  *           f64 offset, byte width index; WebP reuses the scale and
  *           offset bytes (f32 quality, format, lossless, u16 y/x extent).
  * Encode then decode must give back the data (lossy filters: the same
- * length); an encoder may refuse data only with a diagnostic. */
+ * length); an encoder may refuse data only with a diagnostic. A raw
+ * decode outside string mode is done chunk by chunk too, with the same
+ * outcome. */
 #include <string.h>
 
 #include "fuzz_common.h"
@@ -155,6 +157,41 @@ out_free:
 	tfs_free(offsets);
 }
 
+/* The tile decoded chunk by chunk (tfs_chunk_decoder, as a reader of
+ * tiles too big to decode whole does it) gives the bytes of the whole
+ * decoding, or fails at a chunk with the code the whole decoding gave. */
+static void chunk_decode(const struct tfs_pipeline *p,
+			 const struct tfs_tile_ctx *ctx, const uint8_t *data,
+			 size_t size, const uint8_t *whole, size_t len,
+			 enum tfs_err whole_e)
+{
+	struct tfs_tile_chunk *table;
+	struct tfs_chunk_decoder *dec = NULL;
+	uint64_t n, total;
+	enum tfs_err e;
+
+	FUZZ_CHECK(tfs_tile_chunks(data, size, &table, &n, &total, NULL) ==
+		   TFS_E_OK);
+	FUZZ_CHECK(total == len);
+	e = tfs_chunk_decoder_new(p, ctx, &dec, NULL);
+	for (uint64_t i = 0; !e && i < n; i++) {
+		const struct tfs_tile_chunk *ch = &table[i];
+		uint8_t *one = tfs_malloc((size_t)ch->orig + 1);
+
+		FUZZ_CHECK(one);
+		e = tfs_chunk_decoder_run(dec, ch, i, one, ch->orig,
+					  data + ch->at,
+					  (size_t)tfs_tile_chunk_size(ch), NULL);
+		if (!e && whole_e == TFS_E_OK)
+			FUZZ_CHECK(memcmp(one, whole + ch->out_at, ch->orig) ==
+				   0);
+		tfs_free(one);
+	}
+	FUZZ_CHECK(e == whole_e);
+	tfs_chunk_decoder_free(dec);
+	tfs_free(table);
+}
+
 static void raw_decode(const struct tfs_pipeline *p,
 		       const struct tfs_tile_ctx *ctx, uint8_t cells_hint,
 		       const uint8_t *data, size_t size)
@@ -180,6 +217,8 @@ static void raw_decode(const struct tfs_pipeline *p,
 		FUZZ_CHECK(d.code == e);
 	else
 		fuzz_touch(dst, len);
+	if (!ctx->string_mode)
+		chunk_decode(p, ctx, data, size, dst, len, e);
 	tfs_free(dst);
 	tfs_free(offsets);
 }
