@@ -568,7 +568,7 @@ int main(int argc, char *argv[])
 	 * it to the largest buffer freed, and keep those in the heap). */
 	mallopt(M_ARENA_MAX, 2);
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
-	mallopt(M_TRIM_THRESHOLD, 8 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 20);
 	if (fuse_opt_parse(&args, &c, cli_opts, cli_proc) != 0)
 		return 2;
 	scrub_keys(argc, argv);
