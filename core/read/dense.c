@@ -34,6 +34,21 @@ static void batch_free(struct dense_reader *r, struct tfs_query *q,
 	tfs_free(b);
 }
 
+/* Moves x to the next run of region [lo, hi] (dimensions before `last`,
+ * the last varying fastest); false past its end. */
+static bool region_next(uint64_t *x, const uint64_t *lo, const uint64_t *hi,
+			uint32_t last)
+{
+	for (uint32_t d = last; d-- > 0;) {
+		if (x[d] < hi[d]) {
+			x[d]++;
+			return true;
+		}
+		x[d] = lo[d];
+	}
+	return false;
+}
+
 /* Copies the cells of one decoded tile that fall in region [lo, hi] (rel)
  * into the batch output of one field. */
 static void copy_region(const struct dense_reader *r, const struct batch *b,
@@ -89,14 +104,7 @@ static void copy_region(const struct dense_reader *r, const struct batch *b,
 		if (r->winner)
 			for (uint64_t i = 0; i < run; i++)
 				r->winner[out + i] = writer;
-		for (d = last; d-- > 0;) {
-			if (x[d] < hi[d]) {
-				x[d]++;
-				break;
-			}
-			x[d] = lo[d];
-		}
-		if (d == UINT32_MAX)
+		if (!region_next(x, lo, hi, last))
 			break;
 	}
 }
@@ -213,14 +221,7 @@ static void mark_region(const struct dense_reader *r, const struct batch *b,
 			memset(col->validity.data + out, 1, (size_t)run);
 		for (uint64_t i = 0; r->winner && i < run; i++)
 			r->winner[out + i] = writer;
-		for (d = last; d-- > 0;) {
-			if (x[d] < hi[d]) {
-				x[d]++;
-				break;
-			}
-			x[d] = lo[d];
-		}
-		if (d == UINT32_MAX)
+		if (!region_next(x, lo, hi, last))
 			break;
 	}
 }

@@ -63,7 +63,7 @@ static const struct big_case cases[] = {
 	 "[\"ZSTD(level=1)\"]", "", true, false, true},
 };
 
-static char root[] = "/tmp/tfs_big_tiles_XXXXXX";
+static char root[256];
 
 static uint64_t tile_cells(const struct big_case *c)
 {
@@ -227,6 +227,8 @@ static void make_array(const struct big_case *c, char *path, size_t cap)
 	pid_t pid;
 	int status = 0;
 
+	cr_assert_not_null(tfs_temp_template(root, sizeof(root), "/tmp",
+					     "tfs_big_tiles_"));
 	cr_assert(mkdtemp(root));
 	snprintf(path, cap, "%s/%s", root, c->name);
 	fflush(NULL);
@@ -241,7 +243,7 @@ static void make_array(const struct big_case *c, char *path, size_t cap)
 
 static void remove_tree(void)
 {
-	char cmd[256];
+	char cmd[300];
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	cr_expect_eq(system(cmd), 0);

@@ -207,11 +207,13 @@ static void make_many_tiles(const char *path)
 /* The table doubles past its first buckets: every tile is found again. */
 Test(tile_cache, table_grows_and_finds_every_tile)
 {
-	char root[] = "/tmp/tfs-tile-cache-XXXXXX", path[64];
+	char root[256], path[300];
 	struct tfs_tile_cache *c;
 	struct tfs_tile_cache_stats s1, s2;
 	struct tfs_buf plain, first, second;
 
+	cr_assert_not_null(tfs_temp_template(root, sizeof(root), "/tmp",
+					     "tfs_tile_cache_"));
 	cr_assert_not_null(mkdtemp(root));
 	snprintf(path, sizeof(path), "%s/a", root);
 	make_many_tiles(path);
