@@ -59,8 +59,10 @@
 #include "tfs_reuse.h"
 
 /* Output a random-access file produces at least per miss, kept for the
- * reads that follow (the kernel reads 128 KiB to 1 MiB at a time). */
+ * reads that follow (the kernel reads 128 KiB to 1 MiB at a time); a
+ * smaller memory budget gets smaller windows (window_bytes). */
 #define WINDOW_BYTES ((uint64_t)4 << 20)
+#define WINDOW_BYTES_MIN ((uint64_t)1 << 20)
 /* A stream keeps this much behind the last read for slightly reordered
  * reads before it drops the bytes. */
 #define KEEP_BEHIND ((size_t)4 << 20)
@@ -900,12 +902,25 @@ static bool window_hit(struct tfsd *fs, struct tfsd_file *f,
 	return hit;
 }
 
+/* A window and the batch it is produced from are held per reader: at
+ * most a 32nd of the budget, so that a dozen readers of a small budget
+ * leave room for the tiles they decode. */
+static uint64_t window_bytes(void)
+{
+	uint64_t w = tfs_mem_budget(tfs_mem_global()) / 32;
+
+	if (w == 0 || w > WINDOW_BYTES)
+		return WINDOW_BYTES;
+	return w < WINDOW_BYTES_MIN ? WINDOW_BYTES_MIN : w;
+}
+
 static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 				uint64_t off, uint8_t *dst, size_t len,
 				size_t *got, struct tfs_diag *d)
 {
 	const struct tfsr_slice *p = f->plan.sl;
 	uint64_t hlen = p->header.len, end, c0, c1, body_off, body_end, wbytes;
+	uint64_t wmin = window_bytes();
 	struct tfsd_arr *src = NULL;
 	struct tfs_buf buf;
 	size_t n = 0;
@@ -929,8 +944,8 @@ static enum tfs_err read_random(struct tfsd *fs, struct tfsd_file *f,
 	/* Produce a window from the first cell asked for on. */
 	c0 = body_off / p->record;
 	c1 = (body_end + p->record - 1) / p->record;
-	if (c1 - c0 < WINDOW_BYTES / p->record)
-		c1 = c0 + WINDOW_BYTES / p->record;
+	if (c1 - c0 < wmin / p->record)
+		c1 = c0 + wmin / p->record;
 	if (c1 > p->cells)
 		c1 = p->cells;
 	wbytes = (c1 - c0) * p->record;

@@ -342,7 +342,7 @@ static enum tfs_err fixed_footer_len(const struct tfs_arraydir *a,
 #define META_KEEP_MAX ((uint64_t)16 << 10)
 
 enum tfs_err tfs__footer_from_file(const struct tfs_arraydir *a,
-				   struct tfs_fragment *f,
+				   struct tfs_fragment *f, uint8_t **meta_bytes,
 				   struct tfs_diag *d)
 {
 	struct tfs_stat st;
@@ -403,7 +403,7 @@ enum tfs_err tfs__footer_from_file(const struct tfs_arraydir *a,
 	if (!err) {
 		f->meta_size = st.size;
 		f->meta_size_known = true;
-		f->meta_bytes = whole;
+		*meta_bytes = whole;
 		whole = NULL;
 	}
 out_whole:
@@ -415,8 +415,9 @@ out_path:
 
 /* Versions 1–2: the whole metadata file is one generic tile (fragment.md
  * §9); the fragment is dense iff its folder has no __coords.tdb. The
- * parsed footer and R-tree move into the fragment; the tile lists are
- * handed to the slots once the tile number is known (tfs__take_legacy_lists). */
+ * parsed footer moves into the fragment; the R-tree and tile lists are
+ * handed to its own entry once the tile number is known
+ * (tfs__take_legacy_lists). */
 enum tfs_err tfs__legacy_from_file(const struct tfs_arraydir *a,
 				   struct tfs_fragment *f,
 				   struct tfs_diag *d)
@@ -460,9 +461,6 @@ enum tfs_err tfs__legacy_from_file(const struct tfs_arraydir *a,
 	}
 	f->footer = lm->footer;
 	memset(&lm->footer, 0, sizeof(lm->footer));
-	f->rtree = lm->rtree;
-	memset(&lm->rtree, 0, sizeof(lm->rtree));
-	f->rtree_loaded = true;
 	f->schema = schema;
 	f->legacy = lm;
 	lm = NULL;
@@ -495,13 +493,18 @@ enum tfs_err tfs__take_legacy_lists(struct tfs_fragment *f,
 				    struct tfs_diag *d)
 {
 	struct tfs_legacy_meta *lm = f->legacy;
+	struct tfs__frag_shared *z = f->shared;
 	uint32_t a_num = lm->attr_num;
 	enum tfs_err err = TFS_E_OK;
+
+	z->rtree = lm->rtree;
+	memset(&lm->rtree, 0, sizeof(lm->rtree));
+	z->rtree_loaded = true;
 
 	for (uint32_t slot = 0; slot <= a_num && slot < f->footer.slot_num &&
 				!err;
 	     slot++) {
-		struct tfs_slot_tiles *t = &f->slots[slot];
+		struct tfs_slot_tiles *t = &z->slots[slot];
 		bool var = slot < a_num && f->schema->attrs[slot].var;
 
 		/* A dense fragment has no coordinates. */
@@ -518,7 +521,7 @@ enum tfs_err tfs__take_legacy_lists(struct tfs_fragment *f,
 					lm->tile_var_size_counts[slot],
 					"tile var sizes", &t->var_sizes, d);
 		if (!err)
-			f->slot_loaded[slot] = true;
+			z->slot_loaded[slot] = true;
 	}
 	return err;
 }

@@ -40,6 +40,7 @@ static enum tfs_err read_meta_tile(const struct tfs_arraydir *a,
 				   uint8_t **payload, size_t *plen,
 				   struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	uint64_t size;
 	char *path;
 	enum tfs_err err;
@@ -47,7 +48,7 @@ static enum tfs_err read_meta_tile(const struct tfs_arraydir *a,
 	err = meta_file_size(a, f, &path, &size, d);
 	if (err)
 		return err;
-	err = tfs__read_tile_at(a, path, f->meta_bytes, size, off,
+	err = tfs__read_tile_at(a, path, z->meta_bytes, size, off,
 				TFS__FILE_MAX, payload, plen, d);
 	tfs_free(path);
 	return err;
@@ -71,6 +72,7 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 				  uint64_t limit, uint64_t **out,
 				  struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	struct tfs_diag ld;
 	uint8_t *payload;
 	size_t plen;
@@ -82,7 +84,7 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 		return tfs_fail(d, TFS_E_TOO_BIG,
 				"fragment '%s': %" PRIu64 " tiles is too many",
 				f->name, f->tile_num);
-	err = tfs__read_tile_at(a, path, f->meta_bytes, size, off,
+	err = tfs__read_tile_at(a, path, z->meta_bytes, size, off,
 				(size_t)(8 + 8 * f->tile_num), &payload, &plen,
 				d);
 	if (err == TFS_E_TOO_BIG && d && d->code == TFS_E_TOO_BIG) {
@@ -100,8 +102,8 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 	err = tfs_u64_list_parse(payload, plen, &list, &count, &ld);
 	tfs_free(payload);
 	if (err)
-		return tfs_fail(d, err, "fragment '%s': slot %u %s: %s", f->name,
-				slot, what, tfs_diag_msg(&ld));
+		return tfs_fail(d, err, "fragment '%s': slot %u %s: %s",
+				f->name, slot, what, tfs_diag_msg(&ld));
 	if (count != f->tile_num) {
 		tfs_free(list);
 		return tfs_fail(d, TFS_E_CORRUPT,
@@ -114,12 +116,13 @@ static enum tfs_err read_u64_list(const struct tfs_arraydir *a,
 			uint64_t at = list[i]; /* the message outlives list */
 
 			tfs_free(list);
-			return tfs_fail(d, TFS_E_CORRUPT,
-					"fragment '%s': slot %u %s: tile %" PRIu64
-					" starts at %" PRIu64
-					", out of order or past the end of the file (%" PRIu64
-					" bytes)",
-					f->name, slot, what, i, at, limit);
+			return tfs_fail(
+				d, TFS_E_CORRUPT,
+				"fragment '%s': slot %u %s: tile %" PRIu64
+				" starts at %" PRIu64
+				", out of order or past the end of the file (%" PRIu64
+				" bytes)",
+				f->name, slot, what, i, at, limit);
 		}
 	}
 	*out = list;
@@ -186,6 +189,7 @@ static enum tfs_err load_slot(const struct tfs_arraydir *a,
 			      struct tfs_fragment *f, uint32_t slot,
 			      struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	const struct tfs_footer *ft = &f->footer;
 	struct slot_kind k = slot_kind_of(f, slot);
 	struct tfs_slot_tiles t = {NULL, NULL, NULL, NULL};
@@ -195,8 +199,8 @@ static enum tfs_err load_slot(const struct tfs_arraydir *a,
 
 	if (f->tile_num == 0)
 		return TFS_E_OK;
-	err = check_data_file(a, f, slot, TFS_FILE_FIXED,
-			      ft->file_sizes[slot], d);
+	err = check_data_file(a, f, slot, TFS_FILE_FIXED, ft->file_sizes[slot],
+			      d);
 	if (!err && k.var)
 		err = check_data_file(a, f, slot, TFS_FILE_VAR,
 				      ft->file_var_sizes[slot], d);
@@ -209,16 +213,19 @@ static enum tfs_err load_slot(const struct tfs_arraydir *a,
 	if (err)
 		return err;
 	err = read_u64_list(a, f, path, size, ft->tile_offsets_off[slot], slot,
-			    "tile offsets", ft->file_sizes[slot], &t.offsets, d);
+			    "tile offsets", ft->file_sizes[slot], &t.offsets,
+			    d);
 	if (!err && k.var)
 		err = read_u64_list(a, f, path, size,
 				    ft->tile_var_offsets_off[slot], slot,
-				    "tile var offsets", ft->file_var_sizes[slot],
-				    &t.var_offsets, d);
+				    "tile var offsets",
+				    ft->file_var_sizes[slot], &t.var_offsets,
+				    d);
 	if (!err && k.var)
 		err = read_u64_list(a, f, path, size,
 				    ft->tile_var_sizes_off[slot], slot,
-				    "tile var sizes", UINT64_MAX, &t.var_sizes, d);
+				    "tile var sizes", UINT64_MAX, &t.var_sizes,
+				    d);
 	if (!err && k.nullable && ft->version >= 7)
 		err = read_u64_list(a, f, path, size,
 				    ft->tile_validity_offsets_off[slot], slot,
@@ -233,7 +240,7 @@ static enum tfs_err load_slot(const struct tfs_arraydir *a,
 		tfs_free(t.validity_offsets);
 		return err;
 	}
-	f->slots[slot] = t;
+	z->slots[slot] = t;
 	return TFS_E_OK;
 }
 
@@ -247,8 +254,8 @@ static enum tfs_err check_slot(const struct tfs_fragment *f, uint32_t slot,
 {
 	if (slot >= f->footer.slot_num)
 		return tfs_fail(d, TFS_E_INVALID,
-				"fragment '%s': no slot %u (it has %u)", f->name,
-				slot, f->footer.slot_num);
+				"fragment '%s': no slot %u (it has %u)",
+				f->name, slot, f->footer.slot_num);
 	return TFS_E_OK;
 }
 
@@ -271,25 +278,14 @@ static enum tfs_err load_once(const struct tfs_arraydir *a,
 	return err;
 }
 
-/* Counts `bytes` just loaded into f in the memory accountant, once f->lock
- * is released: metadata of arrays of many tiles weighs as much as their
- * cells (an R-tree leaf and its offsets per tile), and counting it makes
- * cached tiles give way to it. */
-static void count_loaded(struct tfs_fragment *f, uint64_t bytes)
-{
-	if (!bytes)
-		return;
-	atomic_fetch_add(&f->mem_counted, bytes);
-	tfs_mem_charge_held(tfs_mem_global(), bytes);
-}
-
 static uint64_t slot_tiles_bytes(const struct tfs_fragment *f, uint32_t slot)
 {
-	const struct tfs_slot_tiles *t = &f->slots[slot];
+	struct tfs__frag_shared *z = f->shared;
+	const struct tfs_slot_tiles *t = &z->slots[slot];
 
-	return 8 * f->tile_num * (uint64_t)(!!t->offsets + !!t->var_offsets +
-					    !!t->var_sizes +
-					    !!t->validity_offsets);
+	return 8 * f->tile_num *
+	       (uint64_t)(!!t->offsets + !!t->var_offsets + !!t->var_sizes +
+			  !!t->validity_offsets);
 }
 
 enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
@@ -297,6 +293,7 @@ enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 				     const struct tfs_slot_tiles **out,
 				     struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	uint64_t bytes = 0;
 	bool fresh;
 	enum tfs_err err;
@@ -304,14 +301,14 @@ enum tfs_err tfs_fragment_slot_tiles(struct tfs_arraydir *a,
 	*out = NULL;
 	if ((err = check_slot(f, slot, d)))
 		return err;
-	pthread_mutex_lock(&f->lock);
-	err = load_once(a, f, slot, f->slot_loaded, load_slot, &fresh, d);
+	pthread_mutex_lock(&z->lock);
+	err = load_once(a, f, slot, z->slot_loaded, load_slot, &fresh, d);
 	if (fresh)
 		bytes = slot_tiles_bytes(f, slot);
-	pthread_mutex_unlock(&f->lock);
-	count_loaded(f, bytes);
+	pthread_mutex_unlock(&z->lock);
+	tfs__frag_shared_count(z, bytes);
 	if (!err)
-		*out = &f->slots[slot];
+		*out = &z->slots[slot];
 	return err;
 }
 
@@ -377,6 +374,7 @@ static enum tfs_err load_stats(const struct tfs_arraydir *a,
 			       struct tfs_fragment *f, uint32_t slot,
 			       struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	const struct tfs_footer *ft = &f->footer;
 	const struct tfs_schema *s = f->schema;
 	struct tfs_slot_stats st = {NULL, NULL, NULL, NULL};
@@ -411,7 +409,7 @@ static enum tfs_err load_stats(const struct tfs_arraydir *a,
 		tfs_free(st.null_counts);
 		return err;
 	}
-	f->stats[slot] = st;
+	z->stats[slot] = st;
 	return TFS_E_OK;
 }
 
@@ -420,6 +418,7 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 				     const struct tfs_slot_stats **out,
 				     struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	uint64_t bytes = 0;
 	bool fresh = false;
 	enum tfs_err err;
@@ -427,33 +426,34 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 	*out = NULL;
 	if ((err = check_slot(f, slot, d)))
 		return err;
-	pthread_mutex_lock(&f->lock);
-	if (!f->stats) {
-		f->stats = tfs_callocn(f->footer.slot_num, sizeof(*f->stats));
-		f->stats_loaded = tfs_callocn(f->footer.slot_num,
-					      sizeof(*f->stats_loaded));
-		if (!f->stats || !f->stats_loaded) {
-			tfs_free(f->stats);
-			tfs_free(f->stats_loaded);
-			f->stats = NULL;
-			f->stats_loaded = NULL;
+	pthread_mutex_lock(&z->lock);
+	if (!z->stats) {
+		z->stats = tfs_callocn(f->footer.slot_num, sizeof(*z->stats));
+		z->stats_loaded = tfs_callocn(f->footer.slot_num,
+					      sizeof(*z->stats_loaded));
+		if (!z->stats || !z->stats_loaded) {
+			tfs_free(z->stats);
+			tfs_free(z->stats_loaded);
+			z->stats = NULL;
+			z->stats_loaded = NULL;
 			err = tfs_fail(d, TFS_E_NOMEM, "out of memory");
 		}
 	}
 	if (!err)
-		err = load_once(a, f, slot, f->stats_loaded, load_stats,
-				&fresh, d);
+		err = load_once(a, f, slot, z->stats_loaded, load_stats, &fresh,
+				d);
 	if (fresh)
 		bytes = f->tile_num *
-			((f->stats[slot].mins ? 2 * tfs_attr_cell_size(
-						       &f->schema->attrs[slot])
-					      : 0) +
-			 (f->stats[slot].sums ? 8 : 0) +
-			 (f->stats[slot].null_counts ? 8 : 0));
-	pthread_mutex_unlock(&f->lock);
-	count_loaded(f, bytes);
+			((z->stats[slot].mins
+				  ? 2 * tfs_attr_cell_size(
+						&f->schema->attrs[slot])
+				  : 0) +
+			 (z->stats[slot].sums ? 8 : 0) +
+			 (z->stats[slot].null_counts ? 8 : 0));
+	pthread_mutex_unlock(&z->lock);
+	tfs__frag_shared_count(z, bytes);
 	if (!err)
-		*out = &f->stats[slot];
+		*out = &z->stats[slot];
 	return err;
 }
 
@@ -465,14 +465,15 @@ enum tfs_err tfs_fragment_slot_stats(struct tfs_arraydir *a,
 static enum tfs_err rtree_inside_ned(const struct tfs_fragment *f,
 				     struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	const struct tfs_schema *s = f->schema;
 
 	if (f->footer.empty || !f->footer.ned)
 		return TFS_E_OK;
-	for (uint64_t t = 0; t < f->rtree.leaf_num; t++) {
+	for (uint64_t t = 0; t < z->rtree.leaf_num; t++) {
 		for (uint32_t k = 0; k < s->dim_num; k++) {
 			const struct tfs_range *mbr =
-				&f->rtree.leaves[t * s->dim_num + k];
+				&z->rtree.leaves[t * s->dim_num + k];
 			const struct tfs_range *ned = &f->footer.ned[k];
 			uint8_t type = s->dims[k].type;
 
@@ -494,12 +495,13 @@ enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 				const struct tfs_rtree **out,
 				struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	enum tfs_err err = TFS_E_OK;
 	uint64_t bytes = 0;
 
 	*out = NULL;
-	pthread_mutex_lock(&f->lock);
-	if (!f->rtree_loaded) {
+	pthread_mutex_lock(&z->lock);
+	if (!z->rtree_loaded) {
 		struct tfs_diag ld;
 		uint8_t *payload;
 		size_t plen;
@@ -508,34 +510,35 @@ enum tfs_err tfs_fragment_rtree(struct tfs_arraydir *a, struct tfs_fragment *f,
 				     d);
 		if (!err) {
 			tfs_diag_init(&ld);
-			err = tfs_rtree_parse(&f->rtree, payload, plen,
-					      f->footer.version, f->schema, &ld);
+			err = tfs_rtree_parse(&z->rtree, payload, plen,
+					      f->footer.version, f->schema,
+					      &ld);
 			tfs_free(payload);
 			if (err)
 				tfs_fail(d, err, "fragment '%s': R-tree: %s",
 					 f->name, tfs_diag_msg(&ld));
 		}
-		if (!err && !f->footer.dense && f->rtree.leaf_num != f->tile_num) {
+		if (!err && !f->footer.dense &&
+		    z->rtree.leaf_num != f->tile_num) {
 			err = tfs_fail(d, TFS_E_CORRUPT,
 				       "fragment '%s': R-tree has %" PRIu64
 				       " leaves for %" PRIu64 " tiles",
-				       f->name, f->rtree.leaf_num, f->tile_num);
-			tfs_rtree_release(&f->rtree);
+				       f->name, z->rtree.leaf_num, f->tile_num);
+			tfs_rtree_release(&z->rtree);
 		}
-		if (!err && !f->footer.dense &&
-		    (err = rtree_inside_ned(f, d)))
-			tfs_rtree_release(&f->rtree);
+		if (!err && !f->footer.dense && (err = rtree_inside_ned(f, d)))
+			tfs_rtree_release(&z->rtree);
 		if (!err) {
-			f->rtree_loaded = true;
-			bytes = f->rtree.leaf_num * f->rtree.dim_num *
-					sizeof(*f->rtree.leaves) +
-				f->rtree.bytes_len;
+			z->rtree_loaded = true;
+			bytes = z->rtree.leaf_num * z->rtree.dim_num *
+					sizeof(*z->rtree.leaves) +
+				z->rtree.bytes_len;
 		}
 	}
-	pthread_mutex_unlock(&f->lock);
-	count_loaded(f, bytes);
+	pthread_mutex_unlock(&z->lock);
+	tfs__frag_shared_count(z, bytes);
 	if (!err)
-		*out = &f->rtree;
+		*out = &z->rtree;
 	return err;
 }
 
@@ -544,16 +547,17 @@ enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
 				    const struct tfs_strlist **out,
 				    struct tfs_diag *d)
 {
+	struct tfs__frag_shared *z = f->shared;
 	enum tfs_err err = TFS_E_OK;
 
 	*out = NULL;
-	pthread_mutex_lock(&f->lock);
-	if (!f->processed_loaded && f->footer.version < 16) {
-		memset(&f->processed_conditions, 0,
-		       sizeof(f->processed_conditions));
-		f->processed_loaded = true;
+	pthread_mutex_lock(&z->lock);
+	if (!z->processed_loaded && f->footer.version < 16) {
+		memset(&z->processed_conditions, 0,
+		       sizeof(z->processed_conditions));
+		z->processed_loaded = true;
 	}
-	if (!f->processed_loaded) {
+	if (!z->processed_loaded) {
 		struct tfs_diag ld;
 		uint8_t *payload;
 		size_t plen;
@@ -562,19 +566,20 @@ enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
 				     &payload, &plen, d);
 		if (!err) {
 			tfs_diag_init(&ld);
-			err = tfs_strlist_parse(&f->processed_conditions, payload,
-						plen, &ld);
+			err = tfs_strlist_parse(&z->processed_conditions,
+						payload, plen, &ld);
 			tfs_free(payload);
 			if (err)
-				tfs_fail(d, err,
-					 "fragment '%s': processed conditions: %s",
-					 f->name, tfs_diag_msg(&ld));
+				tfs_fail(
+					d, err,
+					"fragment '%s': processed conditions: %s",
+					f->name, tfs_diag_msg(&ld));
 		}
 		if (!err)
-			f->processed_loaded = true;
+			z->processed_loaded = true;
 	}
-	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&z->lock);
 	if (!err)
-		*out = &f->processed_conditions;
+		*out = &z->processed_conditions;
 	return err;
 }

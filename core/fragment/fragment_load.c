@@ -5,10 +5,12 @@
  * processed delete conditions (fragment.md §5–6), and the names of its data
  * files (fragment.md §1–2).
  *
- * Lazy loads run at most once per item under the fragment's own mutex,
- * which is held across the reads of that item: this is the one place the
- * engine holds a lock during I/O, so that concurrent first readers of a
- * fragment wait for one load instead of each reading the same bytes. */
+ * Lazy loads run at most once per item under the mutex of what the
+ * fragment shares with the other open versions of its array
+ * (frag_shared.c), held across the reads of that item: this is the one
+ * place the engine holds a lock during I/O, so that concurrent first
+ * readers of a fragment wait for one load instead of each reading the same
+ * bytes. */
 #include "fragment_load_internal.h"
 
 /* ---- tile and cell numbers ---------------------------------------------- */
@@ -138,38 +140,12 @@ void tfs__fragment_free(struct tfs_fragment *f)
 {
 	if (!f)
 		return;
-	if (f->slots) {
-		for (uint32_t i = 0; i < f->footer.slot_num; i++) {
-			tfs_free(f->slots[i].offsets);
-			tfs_free(f->slots[i].var_offsets);
-			tfs_free(f->slots[i].var_sizes);
-			tfs_free(f->slots[i].validity_offsets);
-		}
-	}
-	tfs_free(f->slots);
-	tfs_free(f->slot_loaded);
-	if (f->stats) {
-		for (uint32_t i = 0; i < f->footer.slot_num; i++) {
-			tfs_free(f->stats[i].mins);
-			tfs_free(f->stats[i].maxes);
-			tfs_free(f->stats[i].sums);
-			tfs_free(f->stats[i].null_counts);
-		}
-	}
-	tfs_free(f->stats);
-	tfs_free(f->stats_loaded);
-	if (f->rtree_loaded)
-		tfs_rtree_release(&f->rtree);
-	if (f->processed_loaded)
-		tfs_strlist_release(&f->processed_conditions);
+	tfs__frag_shared_put(f->shared);
 	tfs_footer_release(&f->footer);
 	if (f->legacy) {
 		tfs_legacy_meta_release(f->legacy);
 		tfs_free(f->legacy);
 	}
-	tfs_mem_uncharge(tfs_mem_global(), atomic_load(&f->mem_counted));
-	pthread_mutex_destroy(&f->lock);
-	tfs_free(f->meta_bytes);
 	tfs_free(f->name);
 	tfs_free(f->dir);
 	tfs_free(f);
@@ -181,6 +157,7 @@ enum tfs_err tfs__fragment_new(const struct tfs_arraydir *a, const char *rel,
 {
 	const struct meta_key *k;
 	struct tfs_fragment *f;
+	uint8_t *meta_bytes = NULL;
 	const char *slash = strrchr(rel, '/');
 	enum tfs_err err;
 
@@ -189,11 +166,6 @@ enum tfs_err tfs__fragment_new(const struct tfs_arraydir *a, const char *rel,
 	if (!f)
 		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
 				a->path);
-	if (pthread_mutex_init(&f->lock, NULL) != 0) {
-		tfs_free(f);
-		return tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-				a->path);
-	}
 	f->name = tfs_strdup(slash ? slash + 1 : rel);
 	f->dir = tfs__array_path(a, rel);
 	if (!f->name || !f->dir) {
@@ -212,22 +184,17 @@ enum tfs_err tfs__fragment_new(const struct tfs_arraydir *a, const char *rel,
 	} else {
 		k = tfs__meta_find(idx, f->name);
 		err = k ? tfs__footer_from_meta(a, f, idx, k, d)
-			: tfs__footer_from_file(a, f, d);
+			: tfs__footer_from_file(a, f, &meta_bytes, d);
 	}
-	if (err)
-		goto out_free;
-	err = compute_counts(f, d);
-	if (err)
-		goto out_free;
-	f->slots = tfs_callocn(f->footer.slot_num ? f->footer.slot_num : 1,
-			       sizeof(*f->slots));
-	f->slot_loaded = tfs_callocn(f->footer.slot_num ? f->footer.slot_num : 1,
-				     sizeof(*f->slot_loaded));
-	if (!f->slots || !f->slot_loaded) {
-		err = tfs_fail(d, TFS_E_NOMEM, "array '%s': out of memory",
-			       a->path);
+	if (!err)
+		err = compute_counts(f, d);
+	if (err) {
+		tfs_free(meta_bytes);
 		goto out_free;
 	}
+	err = tfs__frag_share(a, f, meta_bytes, d);
+	if (err)
+		goto out_free;
 	if (f->legacy) {
 		err = tfs__take_legacy_lists(f, d);
 		if (err)

@@ -5,8 +5,9 @@
  * metadata (format/layout.md §4–6, consolidated.md, metadata.md, read.md §1).
  *
  * A struct tfs_arraydir is immutable once opened except for the lazily
- * loaded per-fragment data, which is loaded at most once under the
- * fragment's own lock; all of it may be shared between threads. That lock
+ * loaded per-fragment data, which is loaded at most once under the lock
+ * of what the fragment shares with other versions of its array
+ * (frag_shared.c); all of it may be shared between threads. That lock
  * is held across the reads of the one-time load (the only lock the engine
  * holds during I/O), so concurrent first users wait for one load. A failed
  * load is not remembered: the next call tries again.
@@ -55,29 +56,17 @@ struct tfs_fragment {
 	uint64_t tile_num;      /* dense: tiles of its tile box; sparse: footer */
 	uint64_t cell_num;      /* tile_num × cells per tile (dense), or sum */
 	/* The metadata file's size (meta_size_known: learnt when the footer
-	 * was read from it), and the whole file when it is small
-	 * (META_KEEP_MAX): the lists loaded on demand come from these bytes
-	 * without reading the file again. Set at creation, then immutable. */
+	 * was read from it). Set at creation, then immutable. */
 	uint64_t meta_size;
 	bool meta_size_known;
-	uint8_t *meta_bytes;
-
-	pthread_mutex_t lock;
-	/* Loaded on demand; protected by lock until set, then immutable. */
-	struct tfs_slot_tiles *slots; /* footer.slot_num entries */
-	bool *slot_loaded;
-	struct tfs_rtree rtree;
-	bool rtree_loaded;
-	struct tfs_strlist processed_conditions;
-	bool processed_loaded;
-	struct tfs_slot_stats *stats; /* footer.slot_num entries, on demand */
-	bool *stats_loaded;
-	/* Bytes of what was loaded on demand, counted in the memory
-	 * accountant (tfs_mem_global) until the fragment is freed. */
-	_Atomic uint64_t mem_counted;
+	/* The metadata file kept whole when it is small, and what is loaded
+	 * from it on demand: shared by every open version of the array that
+	 * holds this fragment (frag_shared.c), counted in the memory
+	 * accountant (tfs_mem_global) until the last of them is freed. */
+	struct tfs__frag_shared *shared;
 	/* Versions 1–2 only (else NULL): what is left of the parsed legacy
-	 * metadata once its footer, R-tree and tile lists moved into footer,
-	 * rtree and slots (all loaded at open). */
+	 * metadata once its footer moved into footer and its R-tree and tile
+	 * lists into the fragment's own (unshared) entry, all at open. */
 	struct tfs_legacy_meta *legacy;
 };
 
@@ -226,6 +215,11 @@ enum tfs_err tfs_fragment_processed(struct tfs_arraydir *a,
 				    struct tfs_fragment *f,
 				    const struct tfs_strlist **out,
 				    struct tfs_diag *d) TFS_WUR;
+
+/* Bytes of metadata that freeing f would give back to the memory
+ * accountant: what it loaded on demand, unless another open version of
+ * its array shares it. */
+uint64_t tfs_fragment_memory_alone(const struct tfs_fragment *f);
 
 /* Reads the generic tile at off of f's fragment metadata file and
  * decodes it into a new payload (tfs_free), not kept: the per-slot lists

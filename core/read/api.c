@@ -386,7 +386,7 @@ uint64_t tfs_array_memory(const struct tfs_array *a)
 	uint64_t n = 0;
 
 	for (size_t i = 0; i < a->dir->listed_num; i++)
-		n += atomic_load(&a->dir->listed[i]->mem_counted);
+		n += tfs_fragment_memory_alone(a->dir->listed[i]);
 	return n;
 }
 

@@ -531,6 +531,7 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 	enum tfs_err e;
 
 	if ((e = grow_refs(r, q, b, d)) || (e = wait_jobs(q, b, d)) ||
+	    (e = tfs_out_reserve(q, b->cells, d)) ||
 	    (e = prepare_outputs(r, q, b, d)))
 		return e;
 	big_tiles_drop(r, b->row_lo / r->ext[0]);

@@ -3,11 +3,15 @@
  * and the API, so both can use it without calling each other. */
 #include "tfs_read.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 
 #include "tfs_alloc.h"
 #include "tfs_mem.h"
 #include "tfs_reuse.h"
+
+/* The fewest cells tfs_out_batch_cap leaves a batch. */
+#define OUT_BATCH_CELLS_MIN 4096
 
 /* Spare column buffers: a query per window of a file, one after the
  * other, each with batches of the same size. */
@@ -40,6 +44,47 @@ enum tfs_err tfs_out_setlen(struct tfs_buf *b, size_t n)
 		b->cap = cap;
 	}
 	return tfs_buf_setlen(b, n);
+}
+
+/* Bytes a cell takes in the output columns, var-size values aside. */
+static uint64_t cell_out_bytes(const struct tfs_query *q)
+{
+	uint64_t n = 0;
+
+	for (size_t fi = 0; fi < q->field_num; fi++) {
+		const struct tfs_out_field *fld = &q->fields[fi];
+
+		n += (fld->var ? 8 : fld->cell_size) + (fld->nullable ? 1 : 0);
+	}
+	return n;
+}
+
+uint64_t tfs_out_batch_cap(const struct tfs_query *q, uint64_t cells)
+{
+	uint64_t budget = tfs_mem_budget(tfs_mem_global());
+	uint64_t per = cell_out_bytes(q), most;
+
+	if (!budget || !per)
+		return cells;
+	most = budget / 32 / per;
+	if (most < OUT_BATCH_CELLS_MIN)
+		most = OUT_BATCH_CELLS_MIN;
+	return cells < most ? cells : most;
+}
+
+enum tfs_err tfs_out_reserve(struct tfs_query *q, uint64_t cells,
+			     struct tfs_diag *d)
+{
+	uint64_t need = cells * cell_out_bytes(q);
+	enum tfs_err e;
+
+	if (need <= q->cols_charged)
+		return TFS_E_OK;
+	e = tfs_mem_charge_for(tfs_mem_global(), need - q->cols_charged, d,
+			       "a batch of %" PRIu64 " cells", cells);
+	if (!e)
+		q->cols_charged = need;
+	return e;
 }
 
 void tfs_out_account(struct tfs_query *q)

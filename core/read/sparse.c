@@ -504,6 +504,7 @@ static enum tfs_err emit_cell(struct sp_reader *r, uint32_t c)
 static enum tfs_err sparse_next(struct tfs_query *q, struct tfs_diag *d)
 {
 	struct sp_reader *r = q->reader;
+	uint64_t run;
 	enum tfs_err e;
 
 	q->batch_cell_num = 0;
@@ -518,12 +519,21 @@ static enum tfs_err sparse_next(struct tfs_query *q, struct tfs_diag *d)
 				return e;
 			continue;
 		}
-		e = emit_cell(r, r->order[r->pos]);
+		run = q->batch_cells - q->batch_cell_num;
+		if (run > r->order_num - r->pos)
+			run = r->order_num - r->pos;
+		e = tfs_out_reserve(q, q->batch_cell_num + run, d);
 		if (e)
-			return tfs_fail(d, e, "sparse read: output batch: %s",
-					tfs_strerror(e));
-		r->pos++;
-		q->batch_cell_num++;
+			return e;
+		for (; run > 0; run--) {
+			e = emit_cell(r, r->order[r->pos]);
+			if (e)
+				return tfs_fail(d, e,
+						"sparse read: output batch: %s",
+						tfs_strerror(e));
+			r->pos++;
+			q->batch_cell_num++;
+		}
 	}
 	return TFS_E_OK;
 }
@@ -694,6 +704,10 @@ enum tfs_err tfs_sparse_reader_open_capped(struct tfs_query *q,
 	r->t0 = q->dir->t0;
 	r->t1 = q->dir->t1;
 	r->piece_cap = piece_cells ? piece_cells : 1;
+	/* Sorted batches are copied out of a piece that is counted too; in
+	 * stored order batches follow the marks of a file's index. */
+	if (!q->stored_order)
+		q->batch_cells = tfs_out_batch_cap(q, q->batch_cells);
 	if (r->dim_num == 0) {
 		tfs_free(r);
 		return tfs_fail(d, TFS_E_CORRUPT, "sparse array without dimensions");

@@ -427,6 +427,7 @@ enum tfs_err tfs__sp_stored_next(struct sp_reader *r, struct tfs_diag *d)
 {
 	struct sp_stored *s = r->stored;
 	struct tfs_query *q = r->q;
+	uint64_t run;
 	uint32_t loads;
 	enum tfs_err e;
 
@@ -445,6 +446,11 @@ enum tfs_err tfs__sp_stored_next(struct sp_reader *r, struct tfs_diag *d)
 						tfs_diag_msg(&j->diag));
 			job_bound(s, j);
 		}
+		run = q->batch_cells - q->batch_cell_num;
+		if (run > j->n - j->next)
+			run = j->n - j->next;
+		if ((e = tfs_out_reserve(q, q->batch_cell_num + run, d)))
+			return e;
 		e = job_emit(r, j, q->batch_cells - q->batch_cell_num);
 		if (e)
 			return tfs_fail(d, e, "sparse read: output batch: %s",

@@ -219,6 +219,16 @@ void tfs_out_reset(struct tfs_query *q);
 /* Sets the length of an output column's buffer b to n (tfs_buf_setlen);
  * an empty buffer that grows big takes a spare one (tfs_reuse.h). */
 enum tfs_err tfs_out_setlen(struct tfs_buf *b, size_t n) TFS_WUR;
+/* Counts the output columns of a batch of `cells` cells (values of
+ * var-size fields aside) before they are filled, waiting for room like a
+ * tile: filled first and counted after, the batches of eight readers went
+ * 20 MB past the budget. tfs_out_account settles what they hold in the
+ * end. */
+enum tfs_err tfs_out_reserve(struct tfs_query *q, uint64_t cells,
+			     struct tfs_diag *d) TFS_WUR;
+/* `cells`, or fewer: as many as take a 32nd of the memory budget in the
+ * output columns (4096 at least). */
+uint64_t tfs_out_batch_cap(const struct tfs_query *q, uint64_t cells);
 /* Counts what the output columns hold now in the memory accountant. */
 void tfs_out_account(struct tfs_query *q);
 /* Gives the output columns' buffers back (spares) and their count. */

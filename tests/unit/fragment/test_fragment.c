@@ -19,7 +19,9 @@
 
 #include "json_test.h"
 #include "tfs_alloc.h"
+#include "fragment_load_internal.h"
 #include "tfs_fragment.h"
+#include "tfs_mem.h"
 #include "vfs_test_util.h"
 
 #define CORPUS TFS_CORPUS_DIR
@@ -1173,7 +1175,7 @@ Test(faults, lazy_load_from_kept_bytes)
 	cr_assert_eq(tfs_vfs_faulty_new(m, &f), TFS_E_OK);
 	a = must_open(f, "/A", NULL, UINT64_MAX);
 	fr = a->fragments[0];
-	cr_assert_not_null(fr->meta_bytes);
+	cr_assert_not_null(fr->shared->meta_bytes);
 	tfs_vfs_faulty_arm(f, TFS_FAULT_EIO, 0, false);
 	tfs_diag_init(&d);
 	cr_assert_eq(tfs_fragment_slot_tiles(a, fr, 0, &t, &d), TFS_E_OK);
@@ -1203,7 +1205,7 @@ Test(faults, lazy_load_retries_from_storage)
 	cr_assert_eq(tfs_vfs_faulty_new(m, &f), TFS_E_OK);
 	a = must_open(f, "/A", NULL, UINT64_MAX);
 	fr = a->fragments[0];
-	cr_assert_null(fr->meta_bytes);
+	cr_assert_null(fr->shared->meta_bytes);
 	cr_assert(fr->meta_size_known);
 	tfs_diag_init(&d);
 	/* The list's read fails (its data files are small: not checked). */
@@ -1217,6 +1219,64 @@ Test(faults, lazy_load_retries_from_storage)
 	tfs_vfs_faulty_arm(f, TFS_FAULT_NONE, 0, false);
 	tfs_arraydir_close(a);
 	tfs_vfs_free(f);
+	tfs_vfs_free(m);
+}
+
+static uint64_t mem_used(void)
+{
+	struct tfs_mem_stats ms;
+
+	tfs_mem_get_stats(tfs_mem_global(), &ms);
+	return ms.used;
+}
+
+/* Two versions of one array (opened one after the other, as the daemon
+ * does after each commit) load a fragment's lists once and count them
+ * once; the last version closed gives them back. Another storage reads
+ * its own. */
+Test(sharing, versions_share_what_they_load)
+{
+	struct tfs_vfs *m = vt_mem_copy("sparse_2d_int");
+	struct tfs_vfs *other = vt_mem_copy("sparse_2d_int");
+	struct tfs_arraydir *a1, *a2, *a3;
+	const struct tfs_rtree *r1, *r2;
+	const struct tfs_slot_tiles *t1, *t2;
+	struct tfs_diag d;
+	uint64_t before = mem_used(), held;
+
+	a1 = must_open(m, "/A", NULL, UINT64_MAX);
+	a2 = must_open(m, "/A", NULL, UINT64_MAX);
+	cr_assert_eq(a1->fragment_num, a2->fragment_num);
+	cr_assert_gt(a1->fragment_num, 0);
+	tfs_diag_init(&d);
+	for (size_t i = 0; i < a1->fragment_num; i++) {
+		struct tfs_fragment *f1 = a1->fragments[i], *f2 = a2->fragments[i];
+
+		cr_assert_neq(f1, f2);
+		cr_assert_eq(f1->shared, f2->shared, "fragment %zu", i);
+		cr_assert_eq(tfs_fragment_rtree(a1, f1, &r1, &d), TFS_E_OK);
+		cr_assert_eq(tfs_fragment_rtree(a2, f2, &r2, &d), TFS_E_OK);
+		cr_assert_eq(r1, r2);
+		cr_assert_eq(tfs_fragment_slot_tiles(a2, f2, 0, &t2, &d),
+			     TFS_E_OK);
+		cr_assert_eq(tfs_fragment_slot_tiles(a1, f1, 0, &t1, &d),
+			     TFS_E_OK);
+		cr_assert_eq(t1, t2);
+		cr_assert_eq(tfs_fragment_memory_alone(f1), 0);
+	}
+	held = mem_used() - before;
+	cr_assert_gt(held, 0);
+	tfs_arraydir_close(a1);
+	cr_assert_eq(mem_used() - before, held, "closing one version frees "
+		     "nothing the other holds");
+	cr_assert_gt(tfs_fragment_memory_alone(a2->fragments[0]), 0);
+
+	a3 = must_open(other, "/A", NULL, UINT64_MAX);
+	cr_assert_neq(a3->fragments[0]->shared, a2->fragments[0]->shared);
+	tfs_arraydir_close(a3);
+	tfs_arraydir_close(a2);
+	cr_assert_eq(mem_used(), before);
+	tfs_vfs_free(other);
 	tfs_vfs_free(m);
 }
 
