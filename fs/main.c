@@ -390,18 +390,35 @@ static uint64_t trim_heaps(void *ctx, uint64_t want)
 	return 0;
 }
 
+/* Threads of the FUSE loop at most, and what a request buffer holds
+ * besides the request's data (libfuse: a page). */
+#define LOOP_THREADS 16
+#define LOOP_HEADER_BYTES 4096
+
+static unsigned loop_threads(const struct fuse_cmdline_opts *fo)
+{
+	return fo->max_threads ? fo->max_threads : LOOP_THREADS;
+}
+
 /* The parts of the daemon that run threads, started after daemonizing
  * (fork keeps only the caller). cache= bounds the daemon's data: 3/4 for
  * decoded tiles, 1/8 for rendered files, 1/8 for the tiles and windows
  * of reads in flight (an evicted tile lives on while a reader holds it);
  * max_memory: what the caches leave, for renderings in flight. */
-static enum tfs_err daemon_start(struct tfsd *fs)
+static enum tfs_err daemon_start(struct tfsd *fs,
+				 const struct fuse_cmdline_opts *fo)
 {
 	unsigned threads = fs->cfg.threads ? fs->cfg.threads : tfs_cpu_count();
 
 	fs->render_limit = tfsd_data_limit(&fs->cfg);
 	tfs_mem_configure(tfs_mem_global(), tfsd_mem_budget(&fs->cfg),
 			  TFSD_MEM_WAIT_MS);
+	/* Each thread of the FUSE loop keeps a buffer of the largest
+	 * request (libfuse's, never freed while the thread lives): counted
+	 * for as many threads as the loop may run. */
+	fs->loop_bytes = (uint64_t)(fo->singlethread ? 1 : loop_threads(fo)) *
+			 (TFSD_MAX_READ + LOOP_HEADER_BYTES);
+	tfs_mem_force_charge(tfs_mem_global(), fs->loop_bytes);
 	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new(threads - 1, &fs->pool) ||
 	    tfsd_arrays_new(&fs->cfg, fs->tiles, fs->pool, &fs->arrays) ||
@@ -420,6 +437,8 @@ static void daemon_release(struct tfsd_ll *ll)
 	struct tfsd *fs = &ll->fs;
 
 	tfs_mem_reclaimer_remove(tfs_mem_global(), trim_heaps, NULL);
+	tfs_mem_uncharge(tfs_mem_global(), fs->loop_bytes);
+	fs->loop_bytes = 0;
 	tfsd__fh_free_all(ll);
 	tfsd_staging_free(fs->staging);
 	tfsd_ilog_free(fs->ilog);
@@ -443,7 +462,7 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *fo)
 	if (!loop)
 		return 1;
 	fuse_loop_cfg_set_clone_fd(loop, (unsigned)fo->clone_fd);
-	fuse_loop_cfg_set_max_threads(loop, fo->max_threads ? fo->max_threads : 16);
+	fuse_loop_cfg_set_max_threads(loop, loop_threads(fo));
 	fuse_loop_cfg_set_idle_threads(loop, fo->max_idle_threads != UINT_MAX
 						     ? fo->max_idle_threads
 						     : 8);
@@ -475,7 +494,7 @@ static int run(struct tfsd_ll *ll, struct fuse_args *args,
 	raise_readahead(fo->mountpoint);
 	if (fuse_daemonize(fo->foreground) != 0)
 		goto out_unmount;
-	if (daemon_start(fs)) {
+	if (daemon_start(fs, fo)) {
 		tfs_log(TFS_LOG_ERROR, "cannot start: out of memory");
 		goto out_unmount;
 	}

@@ -227,6 +227,8 @@ struct tfsd {
 	 * cfg.max_memory less the caches' budget. */
 	uint64_t render_bytes;
 	uint64_t render_limit; /* 0 = none */
+	/* The FUSE loop's request buffers, counted while the daemon runs. */
+	uint64_t loop_bytes;
 };
 
 enum tfsd_node_kind {
