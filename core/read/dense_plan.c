@@ -24,7 +24,11 @@ static void decode_job_run(void *arg)
 		tfs_diag_init(&j->diag);
 		plan.chunkable = false;
 	}
-	if (plan.chunkable && budget && plan.need > budget / 2) {
+	/* Too big to decode whole: for the budget, or over the largest
+	 * tile a read may decode whole (tfs_open_opts.max_tile_bytes). */
+	if (plan.chunkable && ((budget && plan.need > budget / 2) ||
+			       (j->dir->max_tile_bytes &&
+				plan.largest > j->dir->max_tile_bytes))) {
 		j->chunked = true;
 		return;
 	}
@@ -140,9 +144,8 @@ static inline bool frag_kept(const struct dense_reader *r,
 
 /* Lists the decodes of fragment i's tile of space tile k (one per field
  * it holds) and the copy step that uses them. */
-static enum tfs_err add_frag_jobs(struct dense_reader *r,
-				  struct tfs_query *q, struct batch *b,
-				  const uint64_t *k, size_t i,
+static enum tfs_err add_frag_jobs(struct dense_reader *r, struct tfs_query *q,
+				  struct batch *b, const uint64_t *k, size_t i,
 				  struct decode_job **jobs, size_t *job_cap)
 {
 	const struct frag_box *fb = &r->frags[i];
@@ -167,10 +170,9 @@ static enum tfs_err add_frag_jobs(struct dense_reader *r,
 
 /* Lists the fragments (after pruning) and tiles of space tile k within
  * the batch's rows. */
-static enum tfs_err plan_space_tile(struct dense_reader *r,
-				    struct tfs_query *q, struct batch *b,
-				    const uint64_t *k, struct decode_job **jobs,
-				    size_t *job_cap)
+static enum tfs_err plan_space_tile(struct dense_reader *r, struct tfs_query *q,
+				    struct batch *b, const uint64_t *k,
+				    struct decode_job **jobs, size_t *job_cap)
 {
 	uint64_t slo[MAX_DIMS], shi[MAX_DIMS];
 	bool *keep;
@@ -218,9 +220,11 @@ enum tfs_err tfs__dense_plan_batch(struct dense_reader *r, struct tfs_query *q,
 		tile_row1 = r->sub_hi[0] / r->ext[0];
 	b->row_lo = r->next_row;
 	{
-		uint64_t start = tile_row1 * r->ext[0], end = start + (r->ext[0] - 1);
+		uint64_t start = tile_row1 * r->ext[0],
+			 end = start + (r->ext[0] - 1);
 
-		b->row_hi = tfs__min_u64(r->sub_hi[0], end < start ? UINT64_MAX : end);
+		b->row_hi = tfs__min_u64(r->sub_hi[0],
+					 end < start ? UINT64_MAX : end);
 	}
 	if (r->rows_per_batch && b->row_hi - b->row_lo >= r->rows_per_batch)
 		b->row_hi = b->row_lo + (r->rows_per_batch - 1);

@@ -208,6 +208,15 @@ static enum tfs_err filtered_chunk(struct tfs_chunked_tile *ct,
 	if (next)
 		rd += TFS_TILE_CHUNK_HEAD;
 	need = rd + ch->orig + tfs_chunk_decoder_scratch(dec, ch->orig);
+	if (ct->a->max_tile_bytes &&
+	    (rd > ct->a->max_tile_bytes || ch->orig > ct->a->max_tile_bytes))
+		return tfs_fail(d, TFS_E_NOMEM,
+				"fragment '%s': slot %u tile %" PRIu64
+				" chunk %" PRIu64 " needs %" PRIu64
+				" bytes, over the limit of %" PRIu64,
+				ct->f->name, ct->slot, ct->tile, i,
+				rd > ch->orig ? rd : ch->orig,
+				ct->a->max_tile_bytes);
 	e = charge(ct, i, need, d);
 	if (e)
 		return e;

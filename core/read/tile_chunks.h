@@ -21,6 +21,9 @@ struct tfs_tile_plan {
 	/* What tfs_tile_read charges for it: persisted, decoded and
 	 * scratch bytes, validity included. */
 	uint64_t need;
+	/* Its largest part read or decoded whole (what max_tile_bytes
+	 * bounds). */
+	uint64_t largest;
 	/* Whether tfs_chunked_tile_open can read it instead: a fixed-size
 	 * slot whose pipelines (validity's too) cut chunks. */
 	bool chunkable;
@@ -45,7 +48,8 @@ struct tfs_tile_source {
 
 /* Describes tile `tile` of slot's file `kind` (TFS_FILE_FIXED of a
  * fixed-size slot, or TFS_FILE_VALIDITY), its range checked against the
- * fragment's metadata and the array's max_tile_bytes. */
+ * fragment's metadata. The array's max_tile_bytes, the most a tile read
+ * whole may take, does not apply: it is read a chunk at a time. */
 enum tfs_err tfs__tile_source(struct tfs_arraydir *a, struct tfs_fragment *f,
 			      uint32_t slot, uint64_t tile,
 			      enum tfs_file_kind kind,

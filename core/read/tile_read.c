@@ -186,10 +186,8 @@ static enum tfs_err check_real_size(struct tfs_arraydir *a,
 }
 
 /* The persisted bytes of tile `tile` of one file: from offsets[tile] to
- * the next tile's offset or the file's size, within bounds and the
- * array's max_tile_bytes. */
-static enum tfs_err tile_span(const struct tfs_arraydir *a,
-			      const struct tfs_fragment *f, uint32_t slot,
+ * the next tile's offset or the file's size, within bounds. */
+static enum tfs_err span_of(const struct tfs_fragment *f, uint32_t slot,
 			      const uint64_t *offsets, uint64_t file_size,
 			      uint64_t tile, uint64_t *start, uint64_t *end,
 			      struct tfs_diag *d)
@@ -206,7 +204,20 @@ static enum tfs_err tile_span(const struct tfs_arraydir *a,
 				"fragment '%s': slot %u tile %" PRIu64
 				" spans bad range [%" PRIu64 ", %" PRIu64 ")",
 				f->name, slot, tile, *start, *end);
-	return check_tile_limit(a, f, slot, tile, *end - *start, d);
+	return TFS_E_OK;
+}
+
+/* span_of, within the array's max_tile_bytes: for tiles read whole. */
+static enum tfs_err tile_span(const struct tfs_arraydir *a,
+			      const struct tfs_fragment *f, uint32_t slot,
+			      const uint64_t *offsets, uint64_t file_size,
+			      uint64_t tile, uint64_t *start, uint64_t *end,
+			      struct tfs_diag *d)
+{
+	enum tfs_err e = span_of(f, slot, offsets, file_size, tile, start, end,
+				 d);
+
+	return e ? e : check_tile_limit(a, f, slot, tile, *end - *start, d);
 }
 
 /* Reads len bytes at `at` of the file at path (a file of the fragment). */
@@ -665,19 +676,22 @@ enum tfs_err tfs__tile_plan(struct tfs_arraydir *a, struct tfs_fragment *f,
 	if (desc.var || (f->footer.version < 5 && slot == f->schema->attr_num))
 		return TFS_E_OK;
 	want = cells * desc.cell_size;
-	e = tile_span(a, f, slot, st->offsets, f->footer.file_sizes[slot], tile,
-		      &start, &end, d);
+	e = span_of(f, slot, st->offsets, f->footer.file_sizes[slot], tile,
+		    &start, &end, d);
 	if (e)
 		return e;
 	out->need = end - start + want + scratch_bytes(desc.filters, want);
+	out->largest = end - start > want ? end - start : want;
 	out->chunkable = tfs_pipeline_chunked(desc.filters);
 	if (desc.nullable) {
-		e = tile_span(a, f, slot, st->validity_offsets,
-			      f->footer.file_validity_sizes[slot], tile, &start,
-			      &end, d);
+		e = span_of(f, slot, st->validity_offsets,
+			    f->footer.file_validity_sizes[slot], tile, &start,
+			    &end, d);
 		if (e)
 			return e;
 		out->need += end - start + cells;
+		if (end - start > out->largest)
+			out->largest = end - start;
 		out->chunkable =
 			out->chunkable &&
 			tfs_pipeline_chunked(&f->schema->validity_filters);
@@ -719,10 +733,9 @@ enum tfs_err tfs__tile_source(struct tfs_arraydir *a, struct tfs_fragment *f,
 				"file of that kind",
 				f->name, slot);
 	}
-	e = tile_span(a, f, slot, offsets, file_size, tile, &out->start, &end,
-		      d);
-	if (!e)
-		e = check_tile_limit(a, f, slot, tile, out->want, d);
+	/* Read a chunk at a time: max_tile_bytes, the most a tile read
+	 * whole may take, does not apply. */
+	e = span_of(f, slot, offsets, file_size, tile, &out->start, &end, d);
 	if (e)
 		return e;
 	out->len = end - out->start;

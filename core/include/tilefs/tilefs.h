@@ -75,7 +75,9 @@ struct tfs_open_opts {
 	 * largest persisted tile, that a read may allocate; 0 = no limit. A
 	 * tile that claims more fails the read with TFS_E_NOMEM before
 	 * anything is allocated for it, so that an oversized or damaged tile
-	 * cannot take the memory of a process that serves many reads. */
+	 * cannot take the memory of a process that serves many reads; a
+	 * dense fixed-size tile whose filters cut chunks is read a chunk at
+	 * a time instead. */
 	uint64_t max_tile_bytes;
 };
 

@@ -263,42 +263,49 @@ Test(errors, missing_array_and_bad_subarray)
 	tfs_array_close(a);
 }
 
-/* dense_1d's largest tile part: 16 FLOAT64 values of 'b', unfiltered, are
- * 128 bytes, stored in 148 (chunk count, one chunk header). */
-static enum tfs_err read_with_tile_limit(uint64_t limit, struct tfs_diag *d)
+/* Reads every cell of the corpus array `name` with max_tile_bytes at
+ * limit; *cells: how many. */
+static enum tfs_err read_with_tile_limit(const char *name, uint64_t limit,
+					 uint64_t *cells, struct tfs_diag *d)
 {
 	struct tfs_open_opts o = {.max_tile_bytes = limit};
 	struct tfs_query_opts qo = {0};
 	const struct tfs_batch *b;
 	struct tfs_array *a;
 	struct tfs_query *q;
-	uint64_t cells = 0;
+	char path[512];
 	enum tfs_err e;
 
+	*cells = 0;
+	snprintf(path, sizeof(path), "%s/%s", CORPUS, name);
 	tfs_diag_init(d);
-	cr_assert_eq(tfs_array_open(CORPUS "/dense_1d", &o, &a, d), TFS_E_OK);
+	cr_assert_eq(tfs_array_open(path, &o, &a, d), TFS_E_OK);
 	cr_assert_eq(tfs_query_open(a, &qo, &q, d), TFS_E_OK);
 	while (!(e = tfs_query_next(q, &b, d)) && b)
-		cells += b->cell_num;
-	if (!e)
-		cr_assert_eq(cells, 100);
+		*cells += b->cell_num;
 	tfs_query_close(q);
 	tfs_array_close(a);
 	return e;
 }
 
+/* dense_1d's largest tile part: 16 FLOAT64 values of 'b', unfiltered, are
+ * 128 bytes, stored in 148 (chunk count, one chunk header): over a
+ * smaller limit they are read a chunk at a time. A var-size tile cannot
+ * be: it is refused, the limit in the message. */
 Test(errors, tile_over_max_tile_bytes)
 {
 	struct tfs_diag d;
+	uint64_t cells;
 
-	cr_assert_eq(read_with_tile_limit(148, &d), TFS_E_OK, "%s",
-		     tfs_diag_msg(&d));
-	cr_assert_eq(read_with_tile_limit(147, &d), TFS_E_NOMEM);
-	cr_assert(strstr(tfs_diag_msg(&d), "needs 148 bytes, over the limit "
-					   "of 147"),
-		  "%s", tfs_diag_msg(&d));
-	cr_assert_eq(read_with_tile_limit(127, &d), TFS_E_NOMEM);
-	cr_assert(strstr(tfs_diag_msg(&d), "over the limit of 127"), "%s",
+	cr_assert_eq(read_with_tile_limit("dense_1d", 148, &cells, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(cells, 100);
+	cr_assert_eq(read_with_tile_limit("dense_1d", 127, &cells, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	cr_assert_eq(cells, 100);
+	cr_assert_eq(read_with_tile_limit("dense_2d_rowmajor", 8, &cells, &d),
+		     TFS_E_NOMEM);
+	cr_assert(strstr(tfs_diag_msg(&d), "over the limit of 8"), "%s",
 		  tfs_diag_msg(&d));
 }
 

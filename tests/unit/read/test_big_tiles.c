@@ -249,6 +249,10 @@ static void remove_tree(void)
 	cr_expect_eq(system(cmd), 0);
 }
 
+/* The largest tile a read may decode whole (tfs_open_opts.max_tile_bytes,
+ * 0: no limit). */
+static uint64_t tile_limit;
+
 /* Every byte (all data, then all validity) of field v over box [lo, hi] (NULL:
  * the whole array). Returns the error of a failed read (d says why). */
 static enum tfs_err read_box_vfs(const struct big_case *c, const char *path,
@@ -257,7 +261,8 @@ static enum tfs_err read_box_vfs(const struct big_case *c, const char *path,
 				 struct tfs_diag *d)
 {
 	static const char *const fields[] = {"v"};
-	struct tfs_open_opts oo = {.threads = 2, .vfs = vfs};
+	struct tfs_open_opts oo = {.threads = 2, .vfs = vfs,
+				   .max_tile_bytes = tile_limit};
 	struct tfs_query_opts qo = {.fields = fields, .field_num = 1};
 	struct tfs_range sub[MAXD];
 	struct tfs_array *a;
@@ -411,6 +416,48 @@ Test(big_tiles, one_chunk_tile_refused)
 	cr_expect(strstr(tfs_diag_msg(&d), "memory budget") != NULL, "%s",
 		  tfs_diag_msg(&d));
 	tfs_buf_release(&got);
+	remove_tree();
+}
+
+/* max_tile_bytes bounds tiles decoded whole: one read a chunk at a time
+ * is read whatever its size, one stored as one chunk is refused with the
+ * limit in the message. */
+Test(big_tiles, tile_limit_spares_chunked_tiles)
+{
+	static const struct big_case whole = {
+		"one_chunk", 2, {512, 512}, {256, 512}, false, "INT32", 4,
+		"[\"ZSTD(level=1)\"]", ",\"max_chunk_size\":0", false, false,
+		false};
+	const struct big_case *c = &cases[0];
+	char path[512];
+	struct tfs_buf got, want;
+	struct tfs_diag d;
+
+	make_array(c, path, sizeof(path));
+	tfs_buf_init(&want, TFS_BUF_NO_MAX);
+	cr_assert_eq(read_box(c, path, NULL, NULL, &want, &d), TFS_E_OK,
+		     "%s", tfs_diag_msg(&d));
+	tfs_mem_configure(tfs_mem_global(), tile_cells(c) * c->size / 4 * 3,
+			  2000);
+	tile_limit = tile_cells(c) * c->size / 2;
+	tfs_buf_init(&got, TFS_BUF_NO_MAX);
+	cr_assert_eq(read_box(c, path, NULL, NULL, &got, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	cr_expect_eq(first_diff(&got, &want), SIZE_MAX);
+	tfs_buf_release(&got);
+	tfs_buf_release(&want);
+	remove_tree();
+
+	make_array(&whole, path, sizeof(path));
+	tile_limit = tile_cells(&whole) * 4 / 2;
+	tfs_mem_configure(tfs_mem_global(), 0, 0);
+	tfs_buf_init(&got, TFS_BUF_NO_MAX);
+	cr_expect_eq(read_box(&whole, path, NULL, NULL, &got, &d),
+		     TFS_E_NOMEM);
+	cr_expect(strstr(tfs_diag_msg(&d), "over the limit") != NULL, "%s",
+		  tfs_diag_msg(&d));
+	tfs_buf_release(&got);
+	tile_limit = 0;
 	remove_tree();
 }
 
