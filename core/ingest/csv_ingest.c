@@ -19,6 +19,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_datatype.h"
+#include "tfs_mem.h"
 #include "tilefs/tilefs.h"
 
 #define DEFAULT_BATCH_ROWS 65536
@@ -97,10 +98,40 @@ struct ingest {
 	bool has_slow;   /* a column appends its cells (not fast) */
 	bool batch_full; /* BATCH_BYTES reached */
 	struct handoff ho;
+	/* Bytes of the lexer's buffer and of each batch set counted in the
+	 * memory accountant (account). */
+	uint64_t lx_charged, set_charged[2];
 };
+
+/* Counts what the parser holds, its lexer's buffer and batch set k, in
+ * the memory accountant: a CSV copied into a mount is parsed in buffers
+ * as large as the tiles it becomes. Set k is the parser's own while it is
+ * counted (not with the sink). */
+static void account(struct ingest *in, unsigned k)
+{
+	struct tfs_mem *m = tfs_mem_global();
+	uint64_t now = in->tags[k] ? in->batch_rows * sizeof(*in->tags[k]) : 0;
+
+	for (size_t i = 0; i < in->col_num; i++)
+		now += in->cols[i].data[k].cap + in->cols[i].offsets[k].cap +
+		       in->cols[i].validity[k].cap;
+	if (now > in->set_charged[k])
+		tfs_mem_charge_held(m, now - in->set_charged[k]);
+	else
+		tfs_mem_uncharge(m, in->set_charged[k] - now);
+	in->set_charged[k] = now;
+	if (in->lx.cap > in->lx_charged)
+		tfs_mem_charge_held(m, in->lx.cap - in->lx_charged);
+	else
+		tfs_mem_uncharge(m, in->lx_charged - in->lx.cap);
+	in->lx_charged = in->lx.cap;
+}
 
 static void ingest_release(struct ingest *in)
 {
+	tfs_mem_uncharge(tfs_mem_global(), in->lx_charged +
+						   in->set_charged[0] +
+						   in->set_charged[1]);
 	for (size_t i = 0; i < in->col_num; i++) {
 		tfs_free(in->cols[i].null_fill);
 		tfs_enum_index_free(in->cols[i].enx);
@@ -780,6 +811,7 @@ static enum tfs_err flush(struct ingest *in, struct tfs_diag *d)
 
 	if (n == 0)
 		return TFS_E_OK;
+	account(in, k);
 	for (size_t i = 0; i < in->col_num; i++) {
 		struct col *c = &in->cols[i];
 		struct tfs_column *bc = &in->batch_cols[k][j];
@@ -872,6 +904,8 @@ enum tfs_err tfs__ingest_run(struct tfs__ingest_run *run,
 			;
 		goto out;
 	}
+	account(&in, 0);
+	account(&in, 1);
 	if ((e = handoff_start(&in, sink))) {
 		e = nomem(&in, d);
 		goto out;

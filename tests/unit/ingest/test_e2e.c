@@ -13,6 +13,7 @@
 
 #include "ingest_fixture.h"
 #include "ingest_internal.h"
+#include "tfs_mem.h"
 #include "tilefs/tilefs.h"
 
 TestSuite(e2e, .init = fx_tmp_make, .fini = fx_tmp_drop);
@@ -100,6 +101,27 @@ Test(e2e, into_a_corpus_sparse_array)
 			 "x=63000000 y=63000000 a=f9ffffff s=782c227922;"),
 		  "%s", (const char *)all.data);
 	tfs_buf_release(&all);
+	free(arr);
+	free(csv);
+}
+
+/* The parser's buffers (the lexer's block, both batch sets) are counted
+ * in the memory accountant while a file is ingested, and given back. */
+Test(e2e, parser_buffers_are_counted)
+{
+	char *arr = fx_copy_corpus("sparse_2d_int");
+	char *csv = fx_write_str("a.csv", "x,y,a,s\n1,2,3,abc\n4,5,6,de\n");
+	struct tfs_ingest_result r;
+	struct tfs_mem_stats st;
+	struct tfs_diag d;
+
+	tfs_mem_configure(tfs_mem_global(), (uint64_t)1 << 30, 0);
+	cr_assert_eq(ingest(arr, csv, &d, &r), TFS_E_OK, "%s", tfs_diag_msg(&d));
+	tfs_mem_get_stats(tfs_mem_global(), &st);
+	/* At least the lexer's block and the batch sets' columns. */
+	cr_expect_geq(st.high, (uint64_t)64 << 10, "high-water %" PRIu64,
+		      st.high);
+	cr_expect_eq(st.used, 0, "%" PRIu64 " bytes still counted", st.used);
 	free(arr);
 	free(csv);
 }
