@@ -257,11 +257,13 @@ enum tfs_err tfsd_keyfile_load(struct tfsd_config *c, const char *path,
 
 uint64_t tfsd_mem_budget(const struct tfsd_config *c)
 {
-	/* The render cache has cache/8; request buffers, stacks, the
-	 * allocator's slack and what is counted only once allocated (output
-	 * columns, writer buffers, the growth of windows: 16 to 18 MB over
-	 * the budget at its high-water mark) 3/4 of TFSD_MEM_SLACK (3/8 of
-	 * max_memory), as measured by tests/integration/soak_memory.sh. */
+	/* The render cache has cache/8; thread stacks, small allocations,
+	 * the allocator's slack and what is counted only once allocated
+	 * (the growth of windows and of pieces past their estimate: about
+	 * 1 MB over the budget at its high-water mark) 3/4 of
+	 * TFSD_MEM_SLACK (3/8 of max_memory), as measured by
+	 * tests/integration/soak_memory.sh. The FUSE loop's request buffers
+	 * are counted in the budget (daemon_start). */
 	if (c->max_memory)
 		return c->max_memory / 8 * 5 - c->cache_bytes / 8;
 	return c->cache_bytes - c->cache_bytes / 8 + TFSD_MEM_SLACK / 4;

@@ -104,10 +104,12 @@ bool tfsd_config_has_own_key(const struct tfsd_config *c, const char *rel);
  * 0 = no limit. */
 uint64_t tfsd_data_limit(const struct tfsd_config *c);
 /* What the daemon's memory accountant (tfs_mem.h) may count: the decoded
- * tiles (cached or in flight), renderings, windows, staging buffers and
- * writer tiles, so that the daemon stays within cache= + TFSD_MEM_SLACK,
- * or within max_memory= when it is set; the rest (the render cache, whose
- * budget cache= holds, metadata, stacks) lives in what is left. */
+ * tiles (cached or in flight), renderings, windows, read batches, fragment
+ * metadata, parser buffers, writer tiles and the FUSE loop's request
+ * buffers, so that the daemon stays within cache= + TFSD_MEM_SLACK, or
+ * within max_memory= when it is set; the rest (the render cache, whose
+ * budget cache= holds, small allocations, stacks) lives in what is
+ * left. */
 #define TFSD_MEM_SLACK ((uint64_t)64 << 20)
 /* How long a charge that does not fit waits for others to give back. */
 #define TFSD_MEM_WAIT_MS 10000
