@@ -415,9 +415,13 @@ static enum tfs_err daemon_start(struct tfsd *fs,
 			  TFSD_MEM_WAIT_MS);
 	/* Each thread of the FUSE loop keeps a buffer of the largest
 	 * request (libfuse's, never freed while the thread lives): counted
-	 * for as many threads as the loop may run. */
+	 * for as many threads as the loop may run, unless that is more than
+	 * a quarter of the budget (a cache= or max_memory= of a few MB
+	 * cannot hold them, and still serves small reads). */
 	fs->loop_bytes = (uint64_t)(fo->singlethread ? 1 : loop_threads(fo)) *
 			 (TFSD_MAX_READ + LOOP_HEADER_BYTES);
+	if (fs->loop_bytes > tfs_mem_budget(tfs_mem_global()) / 4)
+		fs->loop_bytes = 0;
 	tfs_mem_force_charge(tfs_mem_global(), fs->loop_bytes);
 	if (tfs_tile_cache_new(fs->cfg.cache_bytes / 4 * 3, &fs->tiles) ||
 	    tfs_pool_new(threads - 1, &fs->pool) ||
