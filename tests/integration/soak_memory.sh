@@ -198,7 +198,10 @@ PYEOF
     fail "$name: reads failed under load"
   fi
   if [ -s "$WORK/wfailed" ]; then
-    head -5 "$WORK/wfailed" >&2
+    # What failed (a Python traceback ends with the error), and what the
+    # daemon logged about writes.
+    tail -5 "$WORK/wfailed" >&2
+    grep -v -e "^tilefs: write '" -e "no room within" "$LOG" | tail -5 >&2
     fail "$name: writes failed under load"
   fi
   [ "$reads" -ge "$READERS" ] || fail "$name: only $reads reads"
