@@ -14,7 +14,7 @@ BENCH=$(dirname "$TFS")/tfs-bench-read
 # Sanitizers' shadow memory is no measure of the daemon's: under one the
 # reads must still give the right bytes, the RSS bound is not checked.
 SANITIZED=0
-if ldd "$TILEFS" 2>/dev/null | grep -q -e libasan -e libtsan -e libubsan; then
+if daemon_sanitized; then
   SANITIZED=1
   echo "the daemon runs under a sanitizer: the RSS bound is not checked"
 fi

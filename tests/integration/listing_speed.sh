@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib/common.sh"
 # checks on every access): there the margin is 20 times the bound, which
 # still catches a listing that went quadratic.
 factor=5
-if ldd "$TILEFS" 2>/dev/null | grep -q -e libasan -e libtsan; then
+if daemon_sanitized; then
   factor=20
 fi
 bash "$HERE/../../tools/bench/bench_listing.sh" --quick --check "$factor" \

@@ -31,7 +31,7 @@ BENCH=$(dirname "$TFS")/tfs-bench-read
 # under one the workload runs (reads and writes must succeed) and the RSS
 # bound is not checked.
 SANITIZED=0
-if ldd "$TILEFS" 2>/dev/null | grep -q -e libasan -e libtsan -e libubsan; then
+if daemon_sanitized; then
   SANITIZED=1
   echo "the daemon runs under a sanitizer: the RSS bound is not checked"
 fi

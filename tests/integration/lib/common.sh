@@ -19,6 +19,19 @@ WORK=$(mktemp -d)
 MOUNTS=()
 PIDS=()
 
+# Whether the daemon runs under a sanitizer (ASan, TSan or UBSan). The
+# libraries are read whole: `ldd | grep -q` stops reading at the first
+# match, and under pipefail the pipe's SIGPIPE to ldd made it false now
+# and then.
+daemon_sanitized() {
+  local libs
+  libs=$(ldd "$TILEFS" 2>/dev/null || true)
+  case "$libs" in
+    *libasan* | *libtsan* | *libubsan*) return 0 ;;
+  esac
+  return 1
+}
+
 # Unmounts everything; a daemon that a sanitizer stopped or that reported
 # an error at exit fails the test.
 cleanup() {
