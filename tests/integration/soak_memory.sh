@@ -199,9 +199,11 @@ PYEOF
   fi
   if [ -s "$WORK/wfailed" ]; then
     # What failed (a Python traceback ends with the error), and what the
-    # daemon logged about writes.
+    # daemon logged about the written files besides their commits.
     tail -5 "$WORK/wfailed" >&2
-    grep -v -e "^tilefs: write '" -e "no room within" "$LOG" | tail -5 >&2
+    grep -e "1:5,1:5" -e "/w[0-9]*\.csv" "$LOG" |
+      grep -v -e "16 cells, dense fragment" -e "rows, sparse fragment" |
+      tail -5 >&2 || true
     fail "$name: writes failed under load"
   fi
   [ "$reads" -ge "$READERS" ] || fail "$name: only $reads reads"
