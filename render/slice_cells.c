@@ -49,9 +49,15 @@ enum tfs_err tfsr_raw_cells(struct tfsr_emit *em, const struct tfs_batch *b,
 	if (!c->var && !c->nullable) {
 		uint64_t size = tfs_datatype_size(c->type) *
 				(uint64_t)c->cell_val_num;
+		const uint8_t *from = c->data + first * size;
 
-		return tfs_buf_append(em->out, c->data + first * size,
-				      n * size);
+		/* Cells a query wrote in place (emit_box's dest). */
+		if (em->out->data && from == em->out->data + em->out->len &&
+		    n * size <= em->out->cap - em->out->len) {
+			em->out->len += (size_t)(n * size);
+			return TFS_E_OK;
+		}
+		return tfs_buf_append(em->out, from, n * size);
 	}
 	for (uint64_t i = first; !e && i < first + n; i++) {
 		const uint8_t *ptr;
@@ -163,6 +169,13 @@ static enum tfs_err emit_box(struct tfsr_emit *em, const uint64_t *lo,
 		sub[k] = (struct tfs_range){bounds[k][0], bounds[k][1], w, w};
 	}
 	width = (cnt[last] - 1) * step + 1;
+	/* Raw cells in a row go straight where they would be appended,
+	 * when the output has the room reserved (a window). */
+	if (step == 1 && p->r->cells == tfsr_raw_cells && !em->measure &&
+	    em->out && em->out->data) {
+		qo.dest = em->out->data + em->out->len;
+		qo.dest_bytes = em->out->cap - em->out->len;
+	}
 	e = tfs_query_open(em->src, &qo, &q, d);
 	while (!e) {
 		const struct tfs_batch *b;

@@ -104,7 +104,7 @@ void *tfs_reuse_take(struct tfs_reuse *r, size_t n, size_t *cap)
 		r->misses++;
 		pthread_mutex_unlock(&r->lock);
 		c = round_cap(n);
-		p = tfs_malloc(c);
+		p = tfs_malloc_big(c);
 		if (p) {
 			*cap = c;
 			return p;

@@ -612,6 +612,10 @@ static struct tfs_query *query_new(
 				    opts->stored_to[0] || opts->stored_to[1];
 	}
 	q->decode_only = opts && opts->decode_only;
+	if (opts && !opts->condition && !opts->decode_only) {
+		q->dest = opts->dest;
+		q->dest_bytes = opts->dest_bytes;
+	}
 	q->out_num = opts && opts->fields ? opts->field_num
 					  : (size_t)s->dim_num + s->attr_num;
 	return q;

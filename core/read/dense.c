@@ -374,8 +374,16 @@ static enum tfs_err init_outputs(struct dense_reader *r, struct tfs_query *q,
 			}
 			continue;
 		}
-		if (tfs_out_setlen(&col->data, (size_t)(b->cells * fld->cell_size)))
+		if (q->dest) {
+			/* Straight into the caller's memory. */
+			size_t n = (size_t)(b->cells * fld->cell_size);
+
+			col->data.data = q->dest + q->dest_used;
+			col->data.len = col->data.cap = n;
+		} else if (tfs_out_setlen(&col->data,
+					  (size_t)(b->cells * fld->cell_size))) {
 			return TFS_E_NOMEM;
+		}
 		if (!fill)
 			continue;
 		if (fld->fill_size == fld->cell_size) {
@@ -553,6 +561,8 @@ static enum tfs_err emit_batch(struct dense_reader *r, struct tfs_query *q,
 			return tfs_fail(d, e, "out of memory");
 	}
 	q->batch_cell_num = b->cells;
+	if (q->dest)
+		q->dest_used += b->cells * q->fields[0].cell_size;
 	return TFS_E_OK;
 }
 
@@ -805,6 +815,17 @@ static void size_batches(struct dense_reader *r, const struct tfs_query *q,
 	}
 }
 
+/* Whether the cells can go straight into tfs_query_opts.dest: one
+ * fixed-size attribute, not nullable, and room for every cell. */
+static bool dest_fits(const struct tfs_query *q)
+{
+	const struct tfs_out_field *f = &q->fields[0];
+
+	return q->dest && q->field_num == 1 && !f->is_dim && !f->var &&
+	       !f->nullable && f->cell_size &&
+	       q->total_cells <= q->dest_bytes / f->cell_size;
+}
+
 enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 {
 	const struct tfs_schema *s = q->schema;
@@ -842,6 +863,8 @@ enum tfs_err tfs_dense_reader_open(struct tfs_query *q, struct tfs_diag *d)
 	if (!r->refs)
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	r->refs_cap = var_fields;
+	if (!dest_fits(q))
+		q->dest = NULL;
 	size_batches(r, q, row_cells, bytes_per_cell);
 	r->next_row = r->sub_lo[0];
 	e = tfs__dense_plan_batch(r, q, &r->cur);

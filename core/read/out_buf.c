@@ -54,6 +54,8 @@ static uint64_t cell_out_bytes(const struct tfs_query *q)
 	for (size_t fi = 0; fi < q->field_num; fi++) {
 		const struct tfs_out_field *fld = &q->fields[fi];
 
+		if (q->dest && fi == 0)
+			continue; /* the caller's memory */
 		n += (fld->var ? 8 : fld->cell_size) + (fld->nullable ? 1 : 0);
 	}
 	return n;
@@ -93,8 +95,8 @@ void tfs_out_account(struct tfs_query *q)
 	uint64_t now = 0;
 
 	for (size_t i = 0; q->cols && i < q->field_num; i++)
-		now += q->cols[i].data.cap + q->cols[i].offsets.cap +
-		       q->cols[i].validity.cap;
+		now += (q->dest && i == 0 ? 0 : q->cols[i].data.cap) +
+		       q->cols[i].offsets.cap + q->cols[i].validity.cap;
 	if (now > q->cols_charged)
 		tfs_mem_charge_held(m, now - q->cols_charged);
 	else
@@ -110,6 +112,9 @@ static void give(struct tfs_buf *b)
 
 void tfs_out_release(struct tfs_query *q)
 {
+	/* The caller's memory, borrowed (tfs_query_opts.dest). */
+	if (q->dest && q->cols)
+		tfs_buf_init(&q->cols[0].data, q->cols[0].data.max);
 	for (size_t i = 0; q->cols && i < q->field_num; i++) {
 		give(&q->cols[i].data);
 		give(&q->cols[i].offsets);

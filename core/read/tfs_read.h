@@ -147,6 +147,11 @@ struct tfs_query {
 	uint64_t stored_pos[2];
 	bool stored_pos_ok;
 	bool decode_only;     /* tfs_query_opts.decode_only */
+	/* tfs_query_opts.dest, dest_bytes (the dense reader clears dest
+	 * when it does not write there); dest_used: bytes written so far.
+	 * While dest is set, cols[0].data borrows its memory. */
+	uint8_t *dest;
+	uint64_t dest_bytes, dest_used;
 	bool cells_known;     /* tfs_query_cells_known */
 	uint64_t known_cells;
 

@@ -15,6 +15,9 @@ void *tfs_mallocn(size_t n, size_t size);
 void *tfs_callocn(size_t n, size_t size);
 void *tfs_realloc(void *p, size_t size);
 void *tfs_reallocn(void *p, size_t n, size_t size);
+/* A buffer of size bytes for bulk data (tiles, windows): from 2 MiB on,
+ * aligned and advised for huge pages. tfs_free frees it. */
+void *tfs_malloc_big(size_t size);
 void tfs_free(void *p);
 /* The one growable array: makes the array whose pointer is at pp (the
  * address of a `T *`, any object type) hold at least need items of elem

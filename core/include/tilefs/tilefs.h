@@ -264,6 +264,14 @@ struct tfs_query_opts {
 	 * array's tile cache and hand out no cells (read-ahead); the first
 	 * tfs_query_next does the work and ends the query. */
 	bool decode_only;
+	/* Dense queries without a condition of one fixed-size attribute
+	 * that is not nullable: the cells go straight into dest, batch
+	 * after batch, row-major from its start (each batch's column points
+	 * into it), saving the copy out of the query's own columns. dest
+	 * must hold dest_bytes >= the query's cells × cell size, or it is
+	 * not used; any other query ignores it. */
+	void *dest;
+	uint64_t dest_bytes;
 };
 
 /* One field of a batch. Fixed-size: data holds cell_num × cell_size bytes.

@@ -220,6 +220,85 @@ Test(dense, thread_count_does_not_change_result)
 	tfs_array_close(a4);
 }
 
+/* Reads field `name` of a whole into one buffer: through the query's
+ * own columns (dest NULL), or into dest of dest_bytes, checking that each
+ * batch's column is the next part of dest exactly when `in_place`. */
+static uint8_t *read_field(struct tfs_array *a, const char *name,
+			   uint8_t *dest, uint64_t dest_bytes, bool in_place,
+			   uint64_t *len)
+{
+	const char *fields[] = {name};
+	struct tfs_query_opts qo = {.fields = fields, .field_num = 1,
+				    .batch_cells = 5, .dest = dest,
+				    .dest_bytes = dest_bytes};
+	const struct tfs_batch *b;
+	struct tfs_query *q;
+	struct tfs_diag d;
+	uint8_t *all = NULL;
+
+	tfs_diag_init(&d);
+	*len = 0;
+	cr_assert_eq(tfs_query_open(a, &qo, &q, &d), TFS_E_OK, "%s",
+		     tfs_diag_msg(&d));
+	for (;;) {
+		const struct tfs_column *c;
+
+		cr_assert_eq(tfs_query_next(q, &b, &d), TFS_E_OK, "%s",
+			     tfs_diag_msg(&d));
+		if (!b)
+			break;
+		c = &b->columns[0];
+		cr_assert_eq(c->data == dest + *len, in_place,
+			     "%s: batch at %lu %s dest", name,
+			     (unsigned long)*len, in_place ? "not in" : "in");
+		all = realloc(all, *len + c->data_len);
+		memcpy(all + *len, c->data, c->data_len);
+		*len += c->data_len;
+	}
+	tfs_query_close(q);
+	return all;
+}
+
+/* A dense read into the caller's memory gives the cells of a read through
+ * the query's columns, in place batch after batch (fill values and
+ * overlapping fragments included); a destination too small is not used. */
+Test(dense, dest_gets_the_cells_in_place)
+{
+	static const char *const names[] = {
+		"dense_1d", "dense_2d_colmajor", "dense_fragments_overlap",
+		"dense_fill_values", "dense_3d", "dense_big_tile",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct tfs_array *a = open_array(names[i], 2);
+		const struct tfs_schema *s = tfs_array_schema(a);
+		const struct tfs_attr *at = NULL;
+		uint64_t n, n2, n3;
+		uint8_t *want, *dest, *got;
+
+		for (uint32_t k = 0; k < s->attr_num && !at; k++)
+			if (!s->attrs[k].var && !s->attrs[k].nullable)
+				at = &s->attrs[k];
+		cr_assert(at, "%s: a fixed-size attribute", names[i]);
+		want = read_field(a, at->name, NULL, 0, false, &n);
+		cr_assert_gt(n, 0, "%s", names[i]);
+		dest = malloc(n);
+		memset(dest, 0xAB, n);
+		got = read_field(a, at->name, dest, n, true, &n2);
+		cr_assert_eq(n2, n, "%s", names[i]);
+		cr_assert(memcmp(dest, want, n) == 0, "%s: cells in dest",
+			  names[i]);
+		free(got);
+		got = read_field(a, at->name, dest, n - 1, false, &n3);
+		cr_assert_eq(n3, n, "%s", names[i]);
+		cr_assert(memcmp(got, want, n) == 0, "%s", names[i]);
+		free(got);
+		free(want);
+		free(dest);
+		tfs_array_close(a);
+	}
+}
+
 /* Values from dense_1d.json: d=1 -> a=-739, b=929.3292265413056. */
 Test(dense, known_values_dense_1d)
 {
