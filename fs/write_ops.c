@@ -14,6 +14,7 @@
 
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
+#include "tfs_log.h"
 #include "where.h"
 
 /* Reads a whole small staged file into out. */
@@ -312,9 +313,10 @@ enum tfs_err tfsd_write_meta_delete(struct tfsd *fs,
 	return tfs_array_metadata_write(t->path, &kv, 1, &wo, d);
 }
 
-enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
-			       const char *staged_path,
-			       struct tfsd_wresult *res, struct tfs_diag *d)
+/* One try at committing the staged file (tfsd_write_commit). */
+static enum tfs_err commit_once(struct tfsd *fs, const struct tfsd_wtarget *t,
+				const char *staged_path,
+				struct tfsd_wresult *res, struct tfs_diag *d)
 {
 	enum tfs_err e;
 
@@ -347,5 +349,28 @@ enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
 	}
 	if (!e)
 		tfsd_arrays_invalidate(fs->arrays, t->rel);
+	return e;
+}
+
+/* A commit that found no room in the memory budget (readers filled it
+ * for longer than a charge waits, while it read the cells a slice write
+ * keeps or encoded its tiles) is tried again: a failed commit leaves the
+ * array as it was, and giving up would lose the written bytes to a
+ * passing load. */
+#define COMMIT_TRIES 4
+
+enum tfs_err tfsd_write_commit(struct tfsd *fs, const struct tfsd_wtarget *t,
+			       const char *staged_path,
+			       struct tfsd_wresult *res, struct tfs_diag *d)
+{
+	enum tfs_err e = commit_once(fs, t, staged_path, res, d);
+
+	for (int i = 1; i < COMMIT_TRIES && e == TFS_E_NOMEM; i++) {
+		tfs_log(TFS_LOG_INFO, "'/%s%s%s': commit tried again (%d of "
+			"%d): %s", t->log_dir, *t->log_dir ? "/" : "",
+			t->name, i + 1, COMMIT_TRIES, tfs_diag_msg(d));
+		tfs_diag_init(d);
+		e = commit_once(fs, t, staged_path, res, d);
+	}
 	return e;
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "tfsd_write.h"
 #include "tfs_alloc.h"
 #include "tfs_buf.h"
+#include "tfs_mem.h"
 
 #define CORPUS TFS_CORPUS_DIR
 
@@ -700,6 +702,40 @@ Test(commit, slice_carries_the_other_attributes,
 			  now[4] == -4);
 		cr_expect_eq(now[5], a[5], "cell 14 outside the slice changed");
 	}
+}
+
+/* Gives back a charge that fills the memory budget after a while. */
+static void *release_later(void *arg)
+{
+	usleep(350 * 1000);
+	tfs_mem_uncharge(tfs_mem_global(), *(uint64_t *)arg);
+	return NULL;
+}
+
+/* A slice write reads the other attributes over its box; when readers
+ * hold the whole memory budget for longer than a charge waits, the commit
+ * is tried again instead of losing the written values. */
+Test(commit, slice_outwaits_a_full_budget, .init = setup, .fini = teardown)
+{
+	int32_t vals[4] = {7, 8, 9, 10}, now[4];
+	uint64_t held = (uint64_t)1 << 20;
+	struct tfsd_wresult res;
+	struct tfs_diag d;
+	pthread_t t;
+
+	tfs_diag_init(&d);
+	cr_assert_eq(tfsd_staging_new(NULL, &fs.staging, &d), TFS_E_OK);
+	/* Charges wait 100 ms; the budget is full for 350 ms. */
+	tfs_mem_configure(tfs_mem_global(), held, 100);
+	tfs_mem_force_charge(tfs_mem_global(), held);
+	cr_assert_eq(pthread_create(&t, NULL, release_later, &held), 0);
+	cr_expect_eq(commit_bytes("dense_1d/a/slice[20:24]", vals, sizeof(vals),
+				  &res, &d),
+		     TFS_E_OK, "%s", tfs_diag_msg(&d));
+	pthread_join(t, NULL);
+	tfs_mem_configure(tfs_mem_global(), 0, 0);
+	read_1d("a", 20, 23, now, 4);
+	cr_expect_eq(memcmp(now, vals, sizeof(vals)), 0, "the slice was lost");
 }
 
 Test(commit, metadata_set_and_delete, .init = setup, .fini = teardown)
