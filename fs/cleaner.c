@@ -4,10 +4,14 @@
  * periodically, in a thread of its own, through tfs_array_cleanup. */
 #include "tfsd_write.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tfs_alloc.h"
 #include "tfs_log.h"
@@ -129,6 +133,11 @@ static void sweep_run(struct tfsd *fs, uint64_t grace_ms,
 	}
 
 	sweep_dir(&sw, fs->cfg.source, 0);
+	/* Spill files of crashed writers: the daemon's own, in its staging
+	 * folder, and those of other programs' writes. */
+	if (fs->staging)
+		tfs_spill_cleanup(tfsd_staging_dir(fs->staging), &sw.removed);
+	tfs_spill_cleanup(NULL, &sw.removed);
 	tfs_log(TFS_LOG_INFO, "cleanup: %u array(s) checked, %u leftover(s) of "
 			      "crashed writes removed",
 		sw.arrays, sw.removed);
@@ -158,6 +167,12 @@ static void *cleaner_main(void *arg)
 {
 	struct tfsd_cleaner *c = arg;
 
+	/* The sweep opens every array under SOURCE, starting at the mount:
+	 * at the lowest priority, it takes the CPUs only when the readers
+	 * leave them (on Linux the nice value is per thread). */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
+		tfs_log(TFS_LOG_DEBUG, "cleanup: priority unchanged: %s",
+			strerror(errno));
 	for (;;) {
 		struct timespec until;
 		bool stop;

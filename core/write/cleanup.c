@@ -160,15 +160,13 @@ static enum tfs_err sweep(struct tfs_vfs *vfs, const char *dir,
 	return TFS_E_OK;
 }
 
-/* Spill files of writers whose process is gone (a crash); a live
- * process's files may belong to a write in progress. */
-static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
+void tfs_spill_cleanup(const char *spill_dir, unsigned *removed)
 {
 	struct tfs_vfs *posix;
 	struct tfs_dirlist l;
 	struct tfs_diag d;
 	static const char prefix[] = "tfs-spill-";
-	const char *dir = opts ? opts->spill_dir : NULL;
+	const char *dir = spill_dir;
 
 	if (!dir)
 		dir = getenv("TMPDIR");
@@ -186,6 +184,8 @@ static void sweep_spill(const struct tfs_write_opts *opts, unsigned *removed)
 			if (strncmp(n, prefix, sizeof(prefix) - 1))
 				continue;
 			pid = strtol(n + sizeof(prefix) - 1, &end, 10);
+			/* A live process's files may belong to a write in
+			 * progress. */
 			if (end == n + sizeof(prefix) - 1 || *end != '-' ||
 			    pid <= 0 || pid == (long)getpid() ||
 			    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
@@ -260,10 +260,8 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 		root.names = grown;
 		root.names[root.count++] = name;
 	}
-	if ((e = sweep(vfs, fdir, &commits, ".wrt", grace_ms, removed, d)) ||
-	    (e = sweep(vfs, path, &root, ".ok", grace_ms, removed, d)))
-		goto out;
-	sweep_spill(opts, removed);
+	if (!(e = sweep(vfs, fdir, &commits, ".wrt", grace_ms, removed, d)))
+		e = sweep(vfs, path, &root, ".ok", grace_ms, removed, d);
 out:
 	tfs_dirlist_release(&commits);
 	tfs_dirlist_release(&root);

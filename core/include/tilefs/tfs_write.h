@@ -188,12 +188,16 @@ enum tfs_err tfs_array_metadata_write(const char *path,
 				      struct tfs_diag *d) TFS_WUR;
 
 /* Removes fragment folders that have no commit and were last modified
- * more than grace_ms ago (left by a crashed write), and spill files in
- * opts->spill_dir (or $TMPDIR, /tmp) left by writers of processes that no
- * longer run. *removed (may be NULL) counts them. A fragment that a
- * consolidated commit file (.con) lists counts as committed. */
+ * more than grace_ms ago (left by a crashed write). *removed (may be
+ * NULL) counts them. A fragment that a consolidated commit file (.con)
+ * lists counts as committed. */
 enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *opts,
 			       uint64_t grace_ms, unsigned *removed,
 			       struct tfs_diag *d) TFS_WUR;
+/* Removes the spill files (tfs_write_opts.spill_dir) in spill_dir (NULL:
+ * $TMPDIR, else /tmp) left by writers of processes that no longer run;
+ * *removed (may be NULL) counts them. One folder for every array: called
+ * once per cleanup pass, not per array. */
+void tfs_spill_cleanup(const char *spill_dir, unsigned *removed);
 
 #endif

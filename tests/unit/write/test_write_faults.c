@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "legacy_builder.h"
@@ -385,6 +387,48 @@ Test(spill, runs_merge_in_global_order)
 	free(y);
 	free(v);
 	tfs_vfs_free(e.vfs);
+}
+
+/* Spill files of a process that has ended go; those of a live process
+ * (a write in progress), and other files, stay. */
+Test(spill, cleanup_removes_files_of_ended_writers)
+{
+	char dir[64], path[160];
+	const char *stay[3];
+	char live[64], dead[64];
+	unsigned removed = 0;
+	pid_t child = fork();
+	struct stat st;
+
+	cr_assert_geq(child, 0);
+	if (child == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_not_null(mkdtemp(tfs_temp_template(dir, sizeof(dir), "/tmp",
+						     "tfs_spill_clean_")));
+	snprintf(dead, sizeof(dead), "tfs-spill-%ld-1", (long)child);
+	snprintf(live, sizeof(live), "tfs-spill-%ld-1", (long)getppid());
+	stay[0] = live;
+	stay[1] = "tfs-spill-x-1";
+	stay[2] = "other";
+	for (int i = 0; i < 4; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, i < 3 ? stay[i] : dead);
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fclose(f);
+	}
+	tfs_spill_cleanup(dir, &removed);
+	cr_expect_eq(removed, 1);
+	snprintf(path, sizeof(path), "%s/%s", dir, dead);
+	cr_expect_neq(stat(path, &st), 0, "%s stayed", dead);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, stay[i]);
+		cr_expect_eq(stat(path, &st), 0, "%s went", stay[i]);
+		unlink(path);
+	}
+	rmdir(dir);
 }
 
 /* ---- Faults ------------------------------------------------------------------- */
