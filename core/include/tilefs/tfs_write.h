@@ -196,8 +196,8 @@ enum tfs_err tfs_array_cleanup(const char *path, const struct tfs_write_opts *op
 			       struct tfs_diag *d) TFS_WUR;
 /* Removes the spill files (tfs_write_opts.spill_dir) in spill_dir (NULL:
  * $TMPDIR, else /tmp) left by writers of processes that no longer run;
- * *removed (may be NULL) counts them. One folder for every array: called
- * once per cleanup pass, not per array. */
+ * *removed (may be NULL) counts them. The folder serves every array:
+ * one call per cleanup pass, not one per array. */
 void tfs_spill_cleanup(const char *spill_dir, unsigned *removed);
 
 #endif
