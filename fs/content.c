@@ -759,6 +759,7 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_init(void)
 {
 	spare_windows = tfs_reuse_new(SPARE_WINDOW_BYTES);
+	tfs_reuse_huge(spare_windows);
 	spare_replies = tfs_reuse_new(SPARE_REPLY_BYTES);
 }
 

@@ -21,6 +21,7 @@ struct tfs_reuse {
 	uint64_t max;
 	uint64_t held;
 	uint64_t hits, misses;
+	bool huge; /* tfs_reuse_huge */
 	size_t num;
 	struct spare slot[SLOTS]; /* oldest first */
 };
@@ -47,6 +48,12 @@ struct tfs_reuse *tfs_reuse_new(uint64_t max_bytes)
 		return NULL;
 	}
 	return r;
+}
+
+void tfs_reuse_huge(struct tfs_reuse *r)
+{
+	if (r)
+		r->huge = true;
 }
 
 void tfs_reuse_free(struct tfs_reuse *r)
@@ -104,7 +111,7 @@ void *tfs_reuse_take(struct tfs_reuse *r, size_t n, size_t *cap)
 		r->misses++;
 		pthread_mutex_unlock(&r->lock);
 		c = round_cap(n);
-		p = tfs_malloc_big(c);
+		p = r->huge ? tfs_malloc_big(c) : tfs_malloc(c);
 		if (p) {
 			*cap = c;
 			return p;

@@ -90,6 +90,7 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_init(void)
 {
 	spare_tiles = tfs_reuse_new(SPARE_TILE_BYTES);
+	tfs_reuse_huge(spare_tiles);
 }
 
 /* The list (NULL when it could not be made: buffers come and go from the

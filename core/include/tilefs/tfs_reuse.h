@@ -26,6 +26,11 @@ struct tfs_reuse;
 /* A list keeping at most max_bytes, its reclaimer added to the process's
  * accountant; NULL when out of memory. */
 struct tfs_reuse *tfs_reuse_new(uint64_t max_bytes);
+/* Fresh buffers of r take huge pages (tfs_malloc_big): for owners that
+ * fill every byte they take (tiles, windows), since a 2 MiB page counts
+ * whole in the resident set once any byte of it is touched. Call before
+ * the first take. */
+void tfs_reuse_huge(struct tfs_reuse *r);
 /* Frees every kept buffer and the list (NULL: nothing). */
 void tfs_reuse_free(struct tfs_reuse *r);
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tfs_alloc.h"
 #include "tfs_mem.h"
 #include "tfs_reuse.h"
 
@@ -209,5 +210,28 @@ Test(reuse, what_a_reclaimer_frees_is_not_kept_again)
 	cr_expect_eq(used(), 15 * MiB);
 	tfs_mem_uncharge(tfs_mem_global(), 15 * MiB);
 	tfs_mem_reclaimer_remove(tfs_mem_global(), evict_reclaim, NULL);
+	tfs_reuse_free(r);
+}
+
+/* A list for owners that fill whole buffers takes its fresh big buffers
+ * on huge-page boundaries (so that the kernel may map them in 2 MiB
+ * pages); a buffer from it is an ordinary one to free. */
+Test(reuse, huge_lists_align_big_buffers)
+{
+	struct tfs_reuse *r = tfs_reuse_new(64 * MiB);
+	size_t cap;
+	uint8_t *p, *small;
+
+	cr_assert_not_null(r);
+	tfs_mem_configure(tfs_mem_global(), 0, 0);
+	tfs_reuse_huge(r);
+	p = tfs_reuse_take(r, 4 * MiB + 100, &cap);
+	cr_assert_not_null(p);
+	cr_expect_eq((uintptr_t)p % (2 * MiB), 0, "%p", (void *)p);
+	memset(p, 1, cap);
+	small = tfs_reuse_take(r, MiB, &cap);
+	cr_assert_not_null(small);
+	tfs_free(small);
+	tfs_free(p);
 	tfs_reuse_free(r);
 }
