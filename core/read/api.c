@@ -612,10 +612,6 @@ static struct tfs_query *query_new(
 				    opts->stored_to[0] || opts->stored_to[1];
 	}
 	q->decode_only = opts && opts->decode_only;
-	if (opts && !opts->condition && !opts->decode_only) {
-		q->dest = opts->dest;
-		q->dest_bytes = opts->dest_bytes;
-	}
 	q->out_num = opts && opts->fields ? opts->field_num
 					  : (size_t)s->dim_num + s->attr_num;
 	return q;
@@ -693,8 +689,15 @@ static enum tfs_err open_reader(struct tfs_query *q,
 		return tfs_fail(d, TFS_E_NOMEM, "out of memory");
 	if (opts && opts->condition)
 		return tfs__where_open(q, opts, &inner_queries, d);
-	if (q->schema->array_type == TFS_DENSE)
+	if (q->schema->array_type == TFS_DENSE) {
+		/* Offered to the dense reader, which keeps it when the
+		 * cells fit (tfs_query_opts.dest). */
+		if (opts && !q->decode_only) {
+			q->dest = opts->dest;
+			q->dest_bytes = opts->dest_bytes;
+		}
 		return tfs_dense_reader_open(q, d);
+	}
 	return tfs_sparse_reader_open(q, d);
 }
 

@@ -297,6 +297,16 @@ Test(dense, dest_gets_the_cells_in_place)
 		free(dest);
 		tfs_array_close(a);
 	}
+	{
+		/* A sparse query ignores it. */
+		struct tfs_array *a = open_array("sparse_2d_int", 2);
+		uint8_t dest[4096];
+		uint64_t n;
+
+		free(read_field(a, "a", dest, sizeof(dest), false, &n));
+		cr_expect_gt(n, 0);
+		tfs_array_close(a);
+	}
 }
 
 /* Values from dense_1d.json: d=1 -> a=-739, b=929.3292265413056. */
